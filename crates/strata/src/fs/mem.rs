@@ -1,0 +1,486 @@
+//! [`MemFs`]: an in-memory file system that remembers what is durable.
+//!
+//! Each file is an inode with its appended bytes and how many of them were synced. Each
+//! directory entry exists twice: in the live namespace (what a running process sees) and in
+//! the durable namespace (what survives a crash), which catches up with the live one only on
+//! `sync_dir` of the parent. [`MemFs::crash_clone`] builds the file system a restarted machine
+//! would see: only durable entries, each file cut to its synced length (or, with
+//! [`CrashMode::TornTail`], to a random prefix of its unsynced tail).
+//!
+//! Directories themselves are durable once created (the engine creates them before use).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{FileLock, Fs, RandomAccessFile, SequentialFile, WritableFile};
+use crate::error::{Error, ErrorKind, Result};
+
+/// How [`MemFs::crash_clone`] treats bytes that were appended but not synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Every unsynced byte is lost.
+    DropUnsynced,
+    /// Each file keeps a random prefix (chosen from `seed`) of its unsynced tail.
+    TornTail {
+        /// Seeds the choice of prefix lengths.
+        seed: u64,
+    },
+}
+
+#[derive(Debug, Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced: usize,
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Debug, Default)]
+struct State {
+    live: BTreeMap<PathBuf, InodeRef>,
+    durable: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    locks: BTreeSet<PathBuf>,
+}
+
+/// An in-memory file system with crash simulation. Cheap to clone (shared state).
+#[derive(Debug, Clone, Default)]
+pub struct MemFs {
+    state: Arc<Mutex<State>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn not_found(op: &str, path: &Path) -> Error {
+    Error::io(
+        op,
+        path,
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+    )
+}
+
+impl MemFs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The file system a machine would find after a power cut right now.
+    ///
+    /// The clone shares nothing with `self`: a process still running against `self` cannot
+    /// change it.
+    pub fn crash_clone(&self, mode: CrashMode) -> MemFs {
+        let st = lock(&self.state);
+        let mut rng = match mode {
+            CrashMode::DropUnsynced => 0,
+            CrashMode::TornTail { seed } => seed | 1,
+        };
+        let mut copies: BTreeMap<*const Mutex<Inode>, InodeRef> = BTreeMap::new();
+        let mut durable = BTreeMap::new();
+        for (path, inode) in &st.durable {
+            let key = Arc::as_ptr(inode);
+            let copy = copies
+                .entry(key)
+                .or_insert_with(|| {
+                    let ino = lock(inode);
+                    let mut keep = ino.synced.min(ino.data.len());
+                    let tail = ino.data.len() - keep;
+                    if rng != 0 && tail > 0 {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        keep += (rng % (tail as u64 + 1)) as usize;
+                    }
+                    Arc::new(Mutex::new(Inode {
+                        data: ino.data[..keep].to_vec(),
+                        synced: keep,
+                    }))
+                })
+                .clone();
+            durable.insert(path.clone(), copy);
+        }
+        MemFs {
+            state: Arc::new(Mutex::new(State {
+                live: durable.clone(),
+                durable,
+                dirs: st.dirs.clone(),
+                locks: BTreeSet::new(),
+            })),
+        }
+    }
+
+    /// Total bytes held in live files (for tests measuring space).
+    pub fn live_bytes(&self) -> u64 {
+        lock(&self.state)
+            .live
+            .values()
+            .map(|i| lock(i).data.len() as u64)
+            .sum()
+    }
+
+    /// Overwrites byte(s) of a live file in place, as a bit rot would (test helper).
+    ///
+    /// # Errors
+    /// `Io` if the file does not exist; `InvalidArgument` if the range is out of bounds.
+    pub fn corrupt(&self, path: &Path, offset: usize, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        let inode = lock(&self.state)
+            .live
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found("corrupt", path))?;
+        let mut ino = lock(&inode);
+        let len = ino.data.len();
+        let slice = ino
+            .data
+            .get_mut(offset..)
+            .ok_or_else(|| Error::invalid(format!("offset {offset} beyond {len}")))?;
+        f(slice);
+        Ok(())
+    }
+
+    /// Truncates a live file (and its durable image) to `len` bytes (test helper).
+    ///
+    /// # Errors
+    /// `Io` if the file does not exist.
+    pub fn truncate(&self, path: &Path, len: usize) -> Result<()> {
+        let inode = lock(&self.state)
+            .live
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found("truncate", path))?;
+        let mut ino = lock(&inode);
+        ino.data.truncate(len);
+        ino.synced = ino.synced.min(len);
+        Ok(())
+    }
+}
+
+struct MemWritable {
+    inode: InodeRef,
+}
+
+impl WritableFile for MemWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        lock(&self.inode).data.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let mut ino = lock(&self.inode);
+        ino.synced = ino.data.len();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        lock(&self.inode).data.len() as u64
+    }
+}
+
+struct MemRandom {
+    path: PathBuf,
+    inode: InodeRef,
+    size: u64,
+}
+
+impl RandomAccessFile for MemRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let ino = lock(&self.inode);
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        match start
+            .checked_add(len)
+            .and_then(|end| ino.data.get(start..end))
+        {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => Err(Error::corruption(
+                &self.path,
+                offset,
+                format!(
+                    "read of {len} bytes past end of file ({} bytes)",
+                    ino.data.len()
+                ),
+            )),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+struct MemSequential {
+    inode: InodeRef,
+    pos: usize,
+}
+
+impl SequentialFile for MemSequential {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let ino = lock(&self.inode);
+        let avail = ino.data.len().saturating_sub(self.pos);
+        let n = avail.min(buf.len());
+        buf[..n].copy_from_slice(&ino.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+struct MemLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl FileLock for MemLock {}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        lock(&self.state).locks.remove(&self.path);
+    }
+}
+
+impl MemFs {
+    fn check_parent(st: &State, path: &Path) -> Result<()> {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() && !st.dirs.contains(p) => {
+                Err(not_found("open parent of", path))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn inode(&self, op: &str, path: &Path) -> Result<InodeRef> {
+        lock(&self.state)
+            .live
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(op, path))
+    }
+}
+
+impl Fs for MemFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut st = lock(&self.state);
+        Self::check_parent(&st, path)?;
+        let inode = InodeRef::default();
+        st.live.insert(path.to_path_buf(), inode.clone());
+        Ok(Box::new(MemWritable { inode }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let inode = self.inode("open", path)?;
+        let size = lock(&inode).data.len() as u64;
+        Ok(Arc::new(MemRandom {
+            path: path.to_path_buf(),
+            inode,
+            size,
+        }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        Ok(Box::new(MemSequential {
+            inode: self.inode("open", path)?,
+            pos: 0,
+        }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let st = lock(&self.state);
+        st.live.contains_key(path) || st.dirs.contains(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let st = lock(&self.state);
+        if !st.dirs.contains(dir) {
+            return Err(not_found("list", dir));
+        }
+        let mut names: Vec<String> = st
+            .live
+            .keys()
+            .chain(st.dirs.iter())
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        lock(&self.state)
+            .live
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found("remove", path))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = lock(&self.state);
+        Self::check_parent(&st, to)?;
+        let inode = st
+            .live
+            .remove(from)
+            .ok_or_else(|| not_found("rename", from))?;
+        st.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let mut st = lock(&self.state);
+        let mut d = Some(dir);
+        while let Some(p) = d {
+            if p.as_os_str().is_empty() {
+                break;
+            }
+            if st.live.contains_key(p) {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("mkdir {}: a file is in the way", p.display()),
+                ));
+            }
+            st.dirs.insert(p.to_path_buf());
+            d = p.parent();
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = lock(&self.state);
+        if !st.dirs.contains(dir) {
+            return Err(not_found("fsync dir", dir));
+        }
+        let in_dir = |p: &PathBuf| p.parent() == Some(dir);
+        st.durable.retain(|p, _| !in_dir(p));
+        let live: Vec<(PathBuf, InodeRef)> = st
+            .live
+            .iter()
+            .filter(|(p, _)| in_dir(p))
+            .map(|(p, i)| (p.clone(), i.clone()))
+            .collect();
+        st.durable.extend(live);
+        Ok(())
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let inode = self.inode("stat", path)?;
+        let len = lock(&*inode).data.len() as u64;
+        Ok(len)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut st = lock(&self.state);
+        if !st.locks.insert(path.to_path_buf()) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{}: database is locked", path.display()),
+            ));
+        }
+        if !st.live.contains_key(path) {
+            Self::check_parent(&st, path)?;
+            st.live.insert(path.to_path_buf(), InodeRef::default());
+        }
+        Ok(Box::new(MemLock {
+            state: self.state.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (MemFs, PathBuf) {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        (fs, dir)
+    }
+
+    #[test]
+    fn unsynced_bytes_and_entries_are_lost() {
+        let (fs, dir) = setup();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.append(b"hello").unwrap();
+        f.sync().unwrap();
+        f.append(b" world").unwrap();
+        // Entry not durable yet: the file vanishes.
+        assert!(!fs
+            .crash_clone(CrashMode::DropUnsynced)
+            .exists(&dir.join("a")));
+        fs.sync_dir(&dir).unwrap();
+        let after = fs.crash_clone(CrashMode::DropUnsynced);
+        assert_eq!(
+            super::super::read_all(&after, &dir.join("a")).unwrap(),
+            b"hello"
+        );
+    }
+
+    #[test]
+    fn torn_tail_keeps_a_prefix() {
+        let (fs, dir) = setup();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.append(b"0123").unwrap();
+        f.sync().unwrap();
+        f.append(b"456789").unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let mut seen = BTreeSet::new();
+        for seed in 0..64 {
+            let c = fs.crash_clone(CrashMode::TornTail { seed });
+            let data = super::super::read_all(&c, &dir.join("a")).unwrap();
+            assert!(b"0123456789".starts_with(&data) && data.len() >= 4);
+            seen.insert(data.len());
+        }
+        assert!(seen.len() > 2, "torn tails should vary: {seen:?}");
+    }
+
+    #[test]
+    fn rename_durable_only_after_dir_sync() {
+        let (fs, dir) = setup();
+        for (name, body) in [("CURRENT", &b"old"[..]), ("tmp", &b"new"[..])] {
+            let mut f = fs.create(&dir.join(name)).unwrap();
+            f.append(body).unwrap();
+            f.sync().unwrap();
+        }
+        fs.sync_dir(&dir).unwrap();
+        fs.rename(&dir.join("tmp"), &dir.join("CURRENT")).unwrap();
+        let c = fs.crash_clone(CrashMode::DropUnsynced);
+        assert_eq!(
+            super::super::read_all(&c, &dir.join("CURRENT")).unwrap(),
+            b"old"
+        );
+        fs.sync_dir(&dir).unwrap();
+        let c = fs.crash_clone(CrashMode::DropUnsynced);
+        assert_eq!(
+            super::super::read_all(&c, &dir.join("CURRENT")).unwrap(),
+            b"new"
+        );
+        assert!(!c.exists(&dir.join("tmp")));
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let (fs, dir) = setup();
+        let l = fs.lock(&dir.join("LOCK")).unwrap();
+        assert_eq!(
+            fs.lock(&dir.join("LOCK")).err().unwrap().kind(),
+            ErrorKind::Busy
+        );
+        drop(l);
+        fs.lock(&dir.join("LOCK")).unwrap();
+    }
+
+    #[test]
+    fn read_past_end_is_error() {
+        let (fs, dir) = setup();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.append(b"abc").unwrap();
+        let r = fs.open(&dir.join("a")).unwrap();
+        assert_eq!(r.read_at(1, 2).unwrap(), b"bc");
+        assert!(r.read_at(2, 2).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! The file-system seam: every byte strata reads or writes goes through [`Fs`].
+//!
+//! Three implementations: [`RealFs`] (the only code in the engine that touches `std::fs`),
+//! [`MemFs`] (in memory, with a live and a durable image per file so that a crash can be
+//! simulated), and [`FaultFs`] (wraps any `Fs` and injects errors by op kind and path).
+//!
+//! Contract every implementation keeps, and the engine relies on:
+//! - files are append-only once created; `create` truncates (a new, empty file);
+//! - `WritableFile::sync` makes the file's bytes durable, but a *new directory entry* (create,
+//!   rename, remove) is durable only after `sync_dir` on its parent directory;
+//! - reads past the end of a file are an error, never a short read the caller must notice.
+
+mod fault;
+mod mem;
+mod real;
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use fault::{FaultFs, FaultRule, FsOp};
+pub use mem::{CrashMode, MemFs};
+pub use real::RealFs;
+
+use crate::error::Result;
+
+/// A file system as the engine sees it.
+pub trait Fs: Send + Sync + Debug + 'static {
+    /// Creates (or truncates) `path` for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens `path` for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens `path` for reading front to back.
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Whether `path` exists (file or directory).
+    fn exists(&self, path: &Path) -> bool;
+    /// The names (not paths) of the entries directly inside `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Removes the file `path`.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Creates `dir` and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the entries of `dir` (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Size of the file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Takes an exclusive advisory lock on `path` (created if missing); dropped = released.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// A file being appended to.
+pub trait WritableFile: Send {
+    /// Appends `data` (may be buffered).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Pushes buffered bytes to the OS (not durable).
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every appended byte durable.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// Whether nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at positions; shared by readers.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`; reading past the end is an error.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// The file's size when it was opened.
+    fn size(&self) -> u64;
+}
+
+/// A file read front to back.
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// A held lock; dropping it releases the lock.
+pub trait FileLock: Send + Sync {}
+
+/// Reads a whole file into memory.
+///
+/// # Errors
+/// Any error of `open_sequential` or `read`.
+pub fn read_all(fs: &dyn Fs, path: &Path) -> Result<Vec<u8>> {
+    let mut f = fs.open_sequential(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Writes `data` to `path` through a temporary file, syncs it, renames it into place and syncs
+/// the directory: after return, `path` holds `data` durably, and a crash at any point leaves
+/// either the old or the new content.
+///
+/// # Errors
+/// Any I/O error; the temporary file may be left behind (it is removed at the next open).
+pub fn write_file_atomic(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".dbtmp");
+    let tmp = dir.join(tmp_name);
+    let mut f = fs.create(&tmp)?;
+    f.append(data)?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, path)?;
+    fs.sync_dir(dir)
+}
