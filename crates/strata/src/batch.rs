@@ -1,0 +1,255 @@
+//! [`WriteBatch`]: a group of puts and deletes applied atomically.
+//!
+//! The encoded form is exactly what the WAL stores per record (docs/format/wal.md,
+//! "Batch record"): `sequence: u64 | count: u32 | entries`, each entry `kind: u8 |
+//! varint key_len | key | (varint value_len | value, for Put)`.
+
+use crate::coding::{get_length_prefixed, get_u32, get_u64, put_length_prefixed};
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
+
+/// Header: 8-byte sequence + 4-byte count.
+pub const HEADER_LEN: usize = 12;
+
+/// Longest key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 64 * 1024;
+/// Longest value accepted, in bytes.
+pub const MAX_VALUE_LEN: usize = 64 * 1024 * 1024;
+
+/// An atomic group of writes. Later entries for the same key win.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WriteBatch({} entries, {} bytes)",
+            self.count,
+            self.rep.len()
+        )
+    }
+}
+
+/// One decoded entry of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchEntry<'a> {
+    /// Put or Delete.
+    pub kind: ValueKind,
+    /// The user key.
+    pub key: &'a [u8],
+    /// The value (empty for Delete).
+    pub value: &'a [u8],
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            count: 0,
+        }
+    }
+
+    /// Adds a put of `key` -> `value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push(ValueKind::Put as u8);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        put_length_prefixed(&mut self.rep, value.as_ref());
+        self.count += 1;
+        self
+    }
+
+    /// Adds a delete of `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push(ValueKind::Delete as u8);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        self.count += 1;
+        self
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.rep.truncate(HEADER_LEN);
+        self.rep[..HEADER_LEN].fill(0);
+        self.count = 0;
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether the batch has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Encoded size in bytes (what the WAL will store).
+    pub fn encoded_len(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Bytes of user data (keys + values) in the batch, for statistics.
+    pub fn payload_bytes(&self) -> usize {
+        self.rep.len() - HEADER_LEN
+    }
+
+    /// Appends every entry of `other`.
+    pub fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.count += other.count;
+    }
+
+    pub(crate) fn set_sequence(&mut self, seq: SeqNo) {
+        self.rep[..8].copy_from_slice(&seq.0.to_le_bytes());
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// The sequence of the first entry (set when the batch is committed).
+    pub fn sequence(&self) -> SeqNo {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.rep[..8]);
+        SeqNo(u64::from_le_bytes(b))
+    }
+
+    /// The encoded bytes.
+    pub fn encoded(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Decodes a batch from WAL bytes, validating every entry.
+    ///
+    /// # Errors
+    /// `Corruption` if the bytes are not a well-formed batch.
+    pub fn decode(rep: Vec<u8>) -> Result<WriteBatch> {
+        let mut src = &rep[..];
+        let (Some(_), Some(count)) = (get_u64(&mut src), get_u32(&mut src)) else {
+            return Err(Error::corrupt("write batch shorter than its header"));
+        };
+        let b = WriteBatch { rep, count };
+        let mut n = 0u32;
+        for e in b.iter() {
+            e?;
+            n += 1;
+        }
+        if n != count {
+            return Err(Error::corrupt(format!(
+                "write batch says {count} entries, holds {n}"
+            )));
+        }
+        Ok(b)
+    }
+
+    /// Iterates over the entries in order.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter {
+            src: &self.rep[HEADER_LEN..],
+        }
+    }
+
+    /// Checks key and value sizes.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the limit exceeded.
+    pub(crate) fn validate(&self) -> Result<()> {
+        for e in self.iter() {
+            let e = e?;
+            if e.key.len() > MAX_KEY_LEN {
+                return Err(Error::invalid(format!(
+                    "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
+                    e.key.len()
+                )));
+            }
+            if e.value.len() > MAX_VALUE_LEN {
+                return Err(Error::invalid(format!(
+                    "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
+                    e.value.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over a batch's entries; yields `Corruption` once on malformed bytes.
+pub struct BatchIter<'a> {
+    src: &'a [u8],
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = Result<BatchEntry<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (&tag, rest) = self.src.split_first()?;
+        self.src = rest;
+        let entry = (|| {
+            let kind = ValueKind::from_u8(tag)?;
+            let key = get_length_prefixed(&mut self.src)?;
+            let value = match kind {
+                ValueKind::Put => get_length_prefixed(&mut self.src)?,
+                ValueKind::Delete => &[][..],
+            };
+            Some(BatchEntry { kind, key, value })
+        })();
+        match entry {
+            Some(e) => Some(Ok(e)),
+            None => {
+                self.src = &[];
+                Some(Err(Error::corrupt(format!(
+                    "bad write batch entry (tag {tag})"
+                ))))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1").delete(b"b").put(b"", b"");
+        b.set_sequence(SeqNo(42));
+        let d = WriteBatch::decode(b.encoded().to_vec()).unwrap();
+        assert_eq!(d.sequence(), SeqNo(42));
+        let e: Vec<_> = d.iter().map(|e| e.unwrap()).collect();
+        assert_eq!(e.len(), 3);
+        assert_eq!(
+            e[1],
+            BatchEntry {
+                kind: ValueKind::Delete,
+                key: b"b",
+                value: b""
+            }
+        );
+    }
+
+    #[test]
+    fn decode_rejects_garbage() {
+        let mut b = WriteBatch::new();
+        b.put(b"abc", b"def");
+        b.set_sequence(SeqNo(1));
+        let enc = b.encoded().to_vec();
+        for cut in 0..enc.len() {
+            assert!(
+                WriteBatch::decode(enc[..cut].to_vec()).is_err(),
+                "cut {cut}"
+            );
+        }
+        let mut bad = enc.clone();
+        bad[HEADER_LEN] = 9;
+        assert!(WriteBatch::decode(bad).is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! Internal keys: a user key followed by an 8-byte trailer `(sequence << 8) | kind`, little
+//! endian. Internal keys order by user key ascending, then sequence descending, so the newest
+//! version of a key comes first. Format: docs/format/sstable.md ("Internal key").
+
+use std::cmp::Ordering;
+
+/// A sequence number: the order in which writes happened. 56 bits are usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SeqNo(pub u64);
+
+impl SeqNo {
+    /// The largest sequence number a trailer can hold.
+    pub const MAX: SeqNo = SeqNo((1 << 56) - 1);
+    /// Zero: before every write.
+    pub const ZERO: SeqNo = SeqNo(0);
+
+    /// The next sequence number.
+    #[must_use]
+    pub fn next(self) -> SeqNo {
+        SeqNo(self.0 + 1)
+    }
+}
+
+/// What an internal-key entry is. On-disk format: never renumber.
+///
+/// Room is reserved for later issues: value pointers into a value store (KV separation) and
+/// references into coalesced groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A tombstone: the key was deleted at this sequence.
+    Delete = 0,
+    /// An inline value.
+    Put = 1,
+}
+
+impl ValueKind {
+    /// Decodes a kind byte.
+    pub fn from_u8(b: u8) -> Option<ValueKind> {
+        match b {
+            0 => Some(ValueKind::Delete),
+            1 => Some(ValueKind::Put),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a sequence and kind into a trailer.
+pub fn pack_trailer(seq: SeqNo, kind: ValueKind) -> u64 {
+    (seq.0 << 8) | kind as u64
+}
+
+/// Appends the internal key for (`user_key`, `seq`, `kind`) to `dst`.
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind: ValueKind) {
+    dst.extend_from_slice(user_key);
+    dst.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+}
+
+/// The kind byte of a seek key: above every real kind, so a seek key sorts before every entry
+/// of the same user key and sequence.
+const SEEK_KIND: u64 = 0xff;
+
+/// The internal key to seek to for the newest version of `user_key` visible at `seq`.
+pub fn seek_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + 8);
+    k.extend_from_slice(user_key);
+    k.extend_from_slice(&((seq.0 << 8) | SEEK_KIND).to_le_bytes());
+    k
+}
+
+/// Builds an internal key.
+pub fn internal_key(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + 8);
+    append_internal_key(&mut k, user_key, seq, kind);
+    k
+}
+
+/// The user-key part of an internal key. REQUIRES: `ikey.len() >= 8` (checked by decoders).
+#[inline]
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len().saturating_sub(8)]
+}
+
+/// The trailer of an internal key (0 if the key is too short).
+#[inline]
+pub fn trailer(ikey: &[u8]) -> u64 {
+    let n = ikey.len();
+    if n < 8 {
+        return 0;
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&ikey[n - 8..]);
+    u64::from_le_bytes(b)
+}
+
+/// Parsed view of an internal key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedKey<'a> {
+    /// The user key.
+    pub user_key: &'a [u8],
+    /// The sequence number.
+    pub seq: SeqNo,
+    /// The kind.
+    pub kind: ValueKind,
+}
+
+/// Parses an internal key; `None` if it is too short or has an unknown kind.
+pub fn parse(ikey: &[u8]) -> Option<ParsedKey<'_>> {
+    if ikey.len() < 8 {
+        return None;
+    }
+    let t = trailer(ikey);
+    Some(ParsedKey {
+        user_key: user_key(ikey),
+        seq: SeqNo(t >> 8),
+        kind: ValueKind::from_u8(t as u8)?,
+    })
+}
+
+/// Compares internal keys: user key ascending, then trailer descending.
+#[inline]
+pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        o => o,
+    }
+}
+
+/// A shortest internal key `k` with `a <= k < b` (for index separators); `b` may be empty
+/// to mean "no upper neighbour" (then a short successor of `a` is returned).
+pub fn separator(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
+    let ua = user_key(a);
+    let shorter = match b {
+        Some(b) => {
+            let ub = user_key(b);
+            let common = ua.iter().zip(ub).take_while(|(x, y)| x == y).count();
+            if common < ua.len().min(ub.len()) {
+                let byte = ua[common];
+                if byte < 0xff && byte + 1 < ub[common] {
+                    let mut s = ua[..=common].to_vec();
+                    s[common] += 1;
+                    Some(s)
+                } else {
+                    None
+                }
+            } else {
+                None
+            }
+        }
+        None => ua.iter().position(|&x| x != 0xff).map(|i| {
+            let mut s = ua[..=i].to_vec();
+            s[i] += 1;
+            s
+        }),
+    };
+    match shorter {
+        // A strictly larger user key with the max trailer sorts after every version of `ua`.
+        Some(s) if s.as_slice() > ua => seek_key(&s, SeqNo::MAX),
+        _ => a.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordering_newest_first() {
+        let a = internal_key(b"k", SeqNo(5), ValueKind::Put);
+        let b = internal_key(b"k", SeqNo(4), ValueKind::Put);
+        let c = internal_key(b"l", SeqNo(9), ValueKind::Put);
+        assert_eq!(compare(&a, &b), Ordering::Less);
+        assert_eq!(compare(&b, &c), Ordering::Less);
+        let p = parse(&a).unwrap();
+        assert_eq!(
+            (p.user_key, p.seq, p.kind),
+            (&b"k"[..], SeqNo(5), ValueKind::Put)
+        );
+    }
+
+    #[test]
+    fn separator_bounds() {
+        let cases: &[(&[u8], Option<&[u8]>)] = &[
+            (b"abc", Some(b"abz")),
+            (b"abc", Some(b"abd")),
+            (b"ab", Some(b"abc")),
+            (b"\xff\xff", None),
+            (b"a\xff", Some(b"b")),
+            (b"", Some(b"a")),
+            (b"foo", None),
+        ];
+        for &(a, b) in cases {
+            let ka = internal_key(a, SeqNo(3), ValueKind::Put);
+            let kb = b.map(|b| internal_key(b, SeqNo(7), ValueKind::Put));
+            let s = separator(&ka, kb.as_deref());
+            assert_ne!(compare(&ka, &s), Ordering::Greater, "{a:?} {b:?}");
+            if let Some(kb) = &kb {
+                assert_eq!(compare(&s, kb), Ordering::Less, "{a:?} {b:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! [`Arena`]: bump allocation for the memtable's skiplist nodes.
+//!
+//! Memory is handed out in 8-byte aligned pieces carved from large chunks and is freed only
+//! when the arena drops, so pointers into it stay valid for as long as the owning memtable.
+//! Allocation is single-threaded: the skiplist calls it only while holding its writer lock.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const CHUNK: usize = 1 << 20;
+
+/// A bump allocator. REQUIRES: `alloc` is never called concurrently (the skiplist's writer
+/// mutex guarantees it).
+pub struct Arena {
+    chunks: Vec<Box<[u64]>>,
+    ptr: *mut u8,
+    remaining: usize,
+    usage: AtomicUsize,
+}
+
+// SAFETY: the raw pointer points into `chunks`, which the arena owns; moving the arena to another
+// thread moves ownership of the chunks with it.
+unsafe impl Send for Arena {}
+
+impl Arena {
+    /// An empty arena.
+    pub fn new() -> Self {
+        Arena {
+            chunks: Vec::new(),
+            ptr: std::ptr::null_mut(),
+            remaining: 0,
+            usage: AtomicUsize::new(0),
+        }
+    }
+
+    /// Allocates `size` bytes aligned to 8. The memory is zeroed.
+    pub fn alloc(&mut self, size: usize) -> *mut u8 {
+        let size = (size + 7) & !7;
+        if size > self.remaining {
+            if size > CHUNK / 4 {
+                // Large entries get a chunk of their own, so the current chunk is not wasted.
+                return self.new_chunk(size);
+            }
+            self.ptr = self.new_chunk(CHUNK);
+            self.remaining = CHUNK;
+        }
+        let p = self.ptr;
+        // SAFETY: `size <= remaining`, so `p + size` stays inside the current chunk.
+        self.ptr = unsafe { self.ptr.add(size) };
+        self.remaining -= size;
+        p
+    }
+
+    fn new_chunk(&mut self, bytes: usize) -> *mut u8 {
+        let mut chunk = vec![0u64; bytes.div_ceil(8)].into_boxed_slice();
+        let p = chunk.as_mut_ptr().cast::<u8>();
+        self.chunks.push(chunk);
+        self.usage
+            .fetch_add(bytes + std::mem::size_of::<usize>(), Ordering::Relaxed);
+        p
+    }
+
+    /// Bytes allocated from the system so far (readable from any thread).
+    pub fn memory_usage(&self) -> usize {
+        self.usage.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Self::new()
+    }
+}

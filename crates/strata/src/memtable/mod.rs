@@ -1,0 +1,221 @@
+//! [`MemTable`]: the in-memory write buffer, an arena skiplist of internal keys.
+//!
+//! Write path: the group-commit leader inserts each batch entry (one writer at a time). Read
+//! path: `get` and iterators read concurrently without locks. A memtable is never changed after
+//! it becomes immutable; the flush thread turns it into an L0 table.
+
+mod arena;
+mod skiplist;
+
+use std::sync::Arc;
+
+use skiplist::Node;
+pub use skiplist::SkipList;
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo, ValueKind};
+
+/// What a point lookup found in one source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value.
+    Value(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+}
+
+/// An in-memory table of recent writes.
+pub struct MemTable {
+    list: SkipList,
+    /// Number of the WAL holding this memtable's writes (0 if the WAL is disabled).
+    wal_number: u64,
+}
+
+impl MemTable {
+    /// An empty memtable whose writes go to WAL `wal_number`.
+    pub fn new(wal_number: u64) -> Self {
+        MemTable {
+            list: SkipList::new(),
+            wal_number,
+        }
+    }
+
+    /// The WAL that holds this memtable's writes.
+    pub fn wal_number(&self) -> u64 {
+        self.wal_number
+    }
+
+    /// Adds an entry. REQUIRES: a single writer at a time (the skiplist serializes anyway),
+    /// and `seq` unique.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        let mut ikey = Vec::with_capacity(user_key.len() + 8);
+        key::append_internal_key(&mut ikey, user_key, seq, kind);
+        self.list.insert(&ikey, value);
+    }
+
+    /// The newest version of `user_key` visible at `seq`, if any.
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Lookup> {
+        let target = key::seek_key(user_key, seq);
+        let node = self.list.seek(&target);
+        if node.is_null() {
+            return None;
+        }
+        // SAFETY: `node` is a published node of `self.list`, alive as long as `self`.
+        let (k, v) = unsafe { (Node::key(node), Node::value(node)) };
+        let p = key::parse(k)?;
+        if p.user_key != user_key {
+            return None;
+        }
+        Some(match p.kind {
+            ValueKind::Put => Lookup::Value(v.to_vec()),
+            ValueKind::Delete => Lookup::Deleted,
+        })
+    }
+
+    /// Bytes of memory used.
+    pub fn memory_usage(&self) -> usize {
+        self.list.memory_usage()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether no entry was added.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// An iterator over the entries (sees entries added after its creation, too).
+    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator {
+            mem: self.clone(),
+            node: std::ptr::null(),
+        }
+    }
+}
+
+/// Iterator over a memtable; keeps the memtable alive.
+pub struct MemTableIterator {
+    mem: Arc<MemTable>,
+    node: *const Node,
+}
+
+// SAFETY: `node` points into `mem`'s arena, which this iterator keeps alive; published nodes
+// are immutable, so moving the cursor to another thread is sound.
+unsafe impl Send for MemTableIterator {}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.node = self.mem.list.first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.node = self.mem.list.last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.node = self.mem.list.seek(target);
+    }
+
+    fn next(&mut self) {
+        // SAFETY: REQUIRES valid(), so `node` is a live node of the list.
+        self.node = unsafe { self.mem.list.next_of(self.node) };
+    }
+
+    fn prev(&mut self) {
+        // SAFETY: REQUIRES valid().
+        self.node = unsafe { self.mem.list.prev_of(self.node) };
+    }
+
+    fn key(&self) -> &[u8] {
+        // SAFETY: REQUIRES valid(); the slice lives as long as `self.mem`, which `self` holds.
+        unsafe { Node::key(self.node) }
+    }
+
+    fn value(&self) -> &[u8] {
+        // SAFETY: as for `key`.
+        unsafe { Node::value(self.node) }
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_respects_sequence_and_tombstones() {
+        let m = MemTable::new(1);
+        m.add(SeqNo(1), ValueKind::Put, b"a", b"v1");
+        m.add(SeqNo(2), ValueKind::Put, b"a", b"v2");
+        m.add(SeqNo(3), ValueKind::Delete, b"a", b"");
+        m.add(SeqNo(4), ValueKind::Put, b"b", b"");
+        assert_eq!(m.get(b"a", SeqNo(1)), Some(Lookup::Value(b"v1".to_vec())));
+        assert_eq!(m.get(b"a", SeqNo(2)), Some(Lookup::Value(b"v2".to_vec())));
+        assert_eq!(m.get(b"a", SeqNo(9)), Some(Lookup::Deleted));
+        assert_eq!(m.get(b"b", SeqNo(3)), None);
+        assert_eq!(m.get(b"b", SeqNo(4)), Some(Lookup::Value(vec![])));
+        assert_eq!(m.get(b"", SeqNo(9)), None);
+    }
+
+    #[test]
+    fn concurrent_readers_see_consistent_order() {
+        let m = Arc::new(MemTable::new(1));
+        let writer = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u32 {
+                    m.add(
+                        SeqNo(u64::from(i) + 1),
+                        ValueKind::Put,
+                        &i.to_be_bytes(),
+                        &[7u8; 10],
+                    );
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        let mut it = m.iter();
+                        it.seek_to_first();
+                        let mut last: Option<Vec<u8>> = None;
+                        while it.valid() {
+                            if let Some(l) = &last {
+                                assert_eq!(key::compare(l, it.key()), std::cmp::Ordering::Less);
+                            }
+                            assert_eq!(it.value(), &[7u8; 10]);
+                            last = Some(it.key().to_vec());
+                            it.next();
+                        }
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(m.len(), 20_000);
+    }
+
+    #[test]
+    fn large_values_fit() {
+        let m = MemTable::new(1);
+        let big = vec![3u8; 5 << 20];
+        m.add(SeqNo(1), ValueKind::Put, b"big", &big);
+        assert_eq!(m.get(b"big", SeqNo(1)), Some(Lookup::Value(big)));
+    }
+}
