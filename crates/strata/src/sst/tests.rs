@@ -1,0 +1,186 @@
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::fs::{Fs, MemFs};
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo, ValueKind};
+
+fn entries(n: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let kind = if i % 7 == 3 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            let v = if kind == ValueKind::Put {
+                format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+            } else {
+                vec![]
+            };
+            (
+                key::internal_key(
+                    format!("k{:06}", i * 2).as_bytes(),
+                    SeqNo(u64::from(i) + 1),
+                    kind,
+                ),
+                v,
+            )
+        })
+        .collect()
+}
+
+fn write(
+    fs: &MemFs,
+    path: &Path,
+    kv: &[(Vec<u8>, Vec<u8>)],
+    opts: TableOptions,
+) -> TableProperties {
+    let mut b = TableBuilder::new(fs.create(path).unwrap(), path.to_path_buf(), opts);
+    for (k, v) in kv {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+fn setup() -> MemFs {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+#[test]
+fn round_trip_get_and_iter() {
+    for compression in [Compression::None, Compression::Lz4] {
+        let fs = setup();
+        let p = Path::new("/d/1.sst");
+        let kv = entries(3000);
+        let opts = TableOptions {
+            compression,
+            ..Default::default()
+        };
+        let props = write(&fs, p, &kv, opts);
+        assert_eq!(props.num_entries, 3000);
+        assert!(props.num_data_blocks > 10);
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let t = Arc::new(Table::open(fs.open(p).unwrap(), p, Some(cache)).unwrap());
+        assert_eq!(t.properties().num_deletions, props.num_deletions);
+        for (k, v) in &kv {
+            let uk = key::user_key(k);
+            let got = t.get(&key::seek_key(uk, SeqNo::MAX), uk).unwrap().unwrap();
+            assert_eq!((&got.0, &got.1), (k, v));
+        }
+        // Absent keys (odd numbers) and a too-old snapshot.
+        assert_eq!(
+            t.get(&key::seek_key(b"k000001", SeqNo::MAX), b"k000001")
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            t.get(&key::seek_key(b"k000002", SeqNo(1)), b"k000002")
+                .unwrap(),
+            None
+        );
+        let mut it = t.iter();
+        it.seek_to_first();
+        for (k, _) in &kv {
+            assert_eq!(it.key(), &k[..]);
+            it.next();
+        }
+        assert!(!it.valid());
+        it.seek_to_last();
+        for (k, _) in kv.iter().rev() {
+            assert_eq!(it.key(), &k[..]);
+            it.prev();
+        }
+        it.status().unwrap();
+    }
+}
+
+#[test]
+fn empty_table() {
+    let fs = setup();
+    let p = Path::new("/d/2.sst");
+    write(&fs, p, &[], TableOptions::default());
+    let t = Arc::new(Table::open(fs.open(p).unwrap(), p, None).unwrap());
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    assert_eq!(t.get(&key::seek_key(b"a", SeqNo::MAX), b"a").unwrap(), None);
+}
+
+#[test]
+fn every_byte_flip_is_detected_or_harmless() {
+    let fs = setup();
+    let p = Path::new("/d/3.sst");
+    let kv = entries(200);
+    write(
+        &fs,
+        p,
+        &kv,
+        TableOptions {
+            block_size: 256,
+            ..Default::default()
+        },
+    );
+    let len = fs.file_size(p).unwrap() as usize;
+    for at in 0..len {
+        let c = MemFs::new();
+        c.create_dir_all(Path::new("/d")).unwrap();
+        let mut data = crate::fs::read_all(&fs, p).unwrap();
+        data[at] ^= 0x5a;
+        let mut f = c.create(p).unwrap();
+        f.append(&data).unwrap();
+        let t = match Table::open(c.open(p).unwrap(), p, None) {
+            Ok(t) => Arc::new(t),
+            Err(e) => {
+                assert!(e.is_corruption(), "offset {at}: {e}");
+                assert!(e.message().contains("3.sst"), "{e}");
+                continue;
+            }
+        };
+        // Whatever is read must be exactly right, or an error.
+        let mut it = t.iter();
+        it.seek_to_first();
+        let mut i = 0;
+        while it.valid() {
+            assert_eq!(
+                (it.key(), it.value()),
+                (&kv[i].0[..], &kv[i].1[..]),
+                "flip at {at}"
+            );
+            i += 1;
+            it.next();
+        }
+        if i != kv.len() {
+            let e = it.status().unwrap_err();
+            assert!(e.is_corruption() && e.message().contains("3.sst"), "{e}");
+        }
+        for (k, v) in kv.iter().step_by(13) {
+            let uk = key::user_key(k);
+            match t.get(&key::seek_key(uk, SeqNo::MAX), uk) {
+                Ok(Some(got)) => assert_eq!((&got.0, &got.1), (k, v), "flip at {at}"),
+                Ok(None) => panic!("flip at {at}: existing key silently missing"),
+                Err(e) => assert!(e.is_corruption(), "{e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn newer_format_version_is_refused() {
+    let fs = setup();
+    let p = Path::new("/d/4.sst");
+    write(&fs, p, &entries(10), TableOptions::default());
+    let len = fs.file_size(p).unwrap() as usize;
+    let mut data = crate::fs::read_all(&fs, p).unwrap();
+    let foot = len - format::FOOTER_LEN;
+    let mut f = format::Footer::decode(&data[foot..]).unwrap();
+    f.format_version = 99;
+    data[foot..].copy_from_slice(&f.encode());
+    let c = setup();
+    c.create(p).unwrap().append(&data).unwrap();
+    let e = Table::open(c.open(p).unwrap(), p, None).unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::NotSupported);
+}
