@@ -1,0 +1,316 @@
+//! [`CompactionJob`]: merges a [`Compaction`]'s inputs into new tables of the output level.
+//!
+//! Runs on a background thread without holding any database lock. Versions are dropped by
+//! [`VersionFilter`]: within each snapshot stripe only the newest version of a key survives,
+//! and a tombstone visible to every snapshot is dropped when no deeper level can hold the key.
+//! Output files are cut by size and by grandparent overlap, never between two versions of one
+//! user key (so a key's versions are never split across files of one level).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::picker::Compaction;
+use crate::error::{Error, Result};
+use crate::filename::FileNumber;
+use crate::fs::Fs;
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{self, SeqNo, ValueKind};
+use crate::placement::Placement;
+use crate::sst::{TableBuilder, TableOptions};
+use crate::table_cache::TableCache;
+use crate::version::{file_meta_from, level_iterator, FileMeta, Version};
+
+/// Decides which versions of each key survive a flush or compaction.
+pub struct VersionFilter {
+    /// Live snapshots, ascending.
+    snapshots: Vec<SeqNo>,
+    current_key: Vec<u8>,
+    has_key: bool,
+    last_stripe: Option<usize>,
+}
+
+/// The filter's verdict on one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Write it out.
+    Keep,
+    /// A newer version of the key is visible to every reader that could see this one.
+    Hidden,
+    /// A tombstone nobody needs any more.
+    ObsoleteTombstone,
+}
+
+impl VersionFilter {
+    /// A filter for the given live snapshots (any order).
+    pub fn new(mut snapshots: Vec<SeqNo>) -> Self {
+        snapshots.sort();
+        snapshots.dedup();
+        VersionFilter {
+            snapshots,
+            current_key: Vec::new(),
+            has_key: false,
+            last_stripe: None,
+        }
+    }
+
+    /// Judges the next entry, in internal-key order. `bottom(user_key)` says whether no deeper
+    /// data can hold the key (tombstones are dropped only then).
+    pub fn judge(
+        &mut self,
+        user_key: &[u8],
+        seq: SeqNo,
+        kind: ValueKind,
+        bottom: impl FnOnce() -> bool,
+    ) -> Verdict {
+        if !self.has_key || self.current_key != user_key {
+            self.current_key.clear();
+            self.current_key.extend_from_slice(user_key);
+            self.has_key = true;
+            self.last_stripe = None;
+        }
+        // Stripe i holds sequences in (snapshots[i-1], snapshots[i]]; the last stripe is
+        // everything newer than every snapshot.
+        let stripe = self.snapshots.partition_point(|&s| s < seq);
+        if self.last_stripe == Some(stripe) {
+            return Verdict::Hidden;
+        }
+        self.last_stripe = Some(stripe);
+        if kind == ValueKind::Delete && stripe == 0 && bottom() {
+            // Every reader sees this tombstone, and all older versions are in stripe 0 too,
+            // so they are dropped as hidden: the key simply disappears.
+            return Verdict::ObsoleteTombstone;
+        }
+        Verdict::Keep
+    }
+}
+
+/// What a compaction produced.
+#[derive(Debug, Default)]
+pub struct CompactionOutput {
+    /// New tables, in key order.
+    pub files: Vec<FileMeta>,
+    /// Bytes read from inputs.
+    pub bytes_read: u64,
+    /// Bytes written to outputs.
+    pub bytes_written: u64,
+    /// Entries dropped as hidden or obsolete.
+    pub dropped: u64,
+}
+
+/// Everything a compaction needs, borrowed from the database.
+pub struct CompactionJob<'a> {
+    /// What to compact.
+    pub compaction: &'a Compaction,
+    /// The version the compaction was picked from.
+    pub version: &'a Version,
+    /// Live snapshots.
+    pub snapshots: Vec<SeqNo>,
+    /// Opens input tables.
+    pub tables: &'a Arc<TableCache>,
+    /// Writes outputs.
+    pub fs: &'a dyn Fs,
+    /// Where outputs go.
+    pub placement: &'a Placement,
+    /// Table shape.
+    pub table_opts: TableOptions,
+    /// Output file size target.
+    pub target_file_size: u64,
+    /// Grandparent overlap after which an output is cut.
+    pub max_grandparent_overlap: u64,
+    /// Hands out (and registers as pending) output file numbers.
+    pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
+    /// Checked between entries; true aborts the job (database closing).
+    pub should_stop: &'a dyn Fn() -> bool,
+}
+
+struct Output {
+    builder: TableBuilder,
+    number: FileNumber,
+    path: PathBuf,
+}
+
+impl CompactionJob<'_> {
+    /// Runs the merge. On error, outputs written so far are left for obsolete-file cleanup.
+    ///
+    /// # Errors
+    /// I/O or corruption errors from inputs or outputs.
+    pub fn run(&mut self) -> Result<CompactionOutput> {
+        let c = self.compaction;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs {
+                children.push(Box::new(self.tables.table(f)?.iter()));
+            }
+        } else {
+            children.push(Box::new(level_iterator(
+                c.inputs.clone(),
+                self.tables.clone(),
+            )));
+        }
+        if !c.next_inputs.is_empty() {
+            children.push(Box::new(level_iterator(
+                c.next_inputs.clone(),
+                self.tables.clone(),
+            )));
+        }
+        let mut input = MergingIterator::new(children);
+        let mut out = CompactionOutput {
+            bytes_read: c.input_bytes(),
+            ..Default::default()
+        };
+        let mut filter = VersionFilter::new(self.snapshots.clone());
+        let path_id = self.placement.path_id_for_level(c.output_level);
+        let mut current: Option<Output> = None;
+        let mut gp_index = 0usize;
+        let mut gp_overlap = 0u64;
+        let mut seen_key = false;
+        let mut last_user_key: Vec<u8> = Vec::new();
+        input.seek_to_first();
+        while input.valid() {
+            if (self.should_stop)() {
+                return Err(Error::new(
+                    crate::ErrorKind::Closed,
+                    "compaction stopped: database closing",
+                ));
+            }
+            let ikey = input.key();
+            let p = key::parse(ikey).ok_or_else(|| {
+                Error::corrupt(format!(
+                    "compaction met a malformed key of {} bytes",
+                    ikey.len()
+                ))
+            })?;
+            let new_user_key = !seen_key || p.user_key != last_user_key.as_slice();
+            if new_user_key {
+                // Advance over grandparents that end before this key.
+                while gp_index < c.grandparents.len()
+                    && key::compare(ikey, &c.grandparents[gp_index].largest)
+                        == std::cmp::Ordering::Greater
+                {
+                    if seen_key {
+                        gp_overlap += c.grandparents[gp_index].size;
+                    }
+                    gp_index += 1;
+                }
+                seen_key = true;
+                last_user_key.clear();
+                last_user_key.extend_from_slice(p.user_key);
+                // Cut only between user keys.
+                let cut = current.as_ref().is_some_and(|o| {
+                    o.builder.estimated_size() >= self.target_file_size
+                        || gp_overlap > self.max_grandparent_overlap
+                });
+                if cut {
+                    gp_overlap = 0;
+                    self.finish_output(current.take(), path_id, &mut out)?;
+                }
+            }
+            let verdict = filter.judge(p.user_key, p.seq, p.kind, || {
+                !self.version.key_may_exist_below(c.output_level, p.user_key)
+            });
+            if verdict != Verdict::Keep {
+                out.dropped += 1;
+                input.next();
+                continue;
+            }
+            if current.is_none() {
+                let number = (self.new_file_number)();
+                let path = self.placement.table_path(number, path_id);
+                let file = self.fs.create(&path)?;
+                current = Some(Output {
+                    builder: TableBuilder::new(file, path.clone(), self.table_opts),
+                    number,
+                    path,
+                });
+            }
+            if let Some(o) = current.as_mut() {
+                o.builder.add(ikey, input.value())?;
+            }
+            input.next();
+        }
+        input.status()?;
+        self.finish_output(current.take(), path_id, &mut out)?;
+        if !out.files.is_empty() {
+            self.fs.sync_dir(self.placement.dir_of(path_id))?;
+        }
+        Ok(out)
+    }
+
+    fn finish_output(
+        &self,
+        o: Option<Output>,
+        path_id: u8,
+        out: &mut CompactionOutput,
+    ) -> Result<()> {
+        let Some(o) = o else { return Ok(()) };
+        let smallest = o.builder.first_key().to_vec();
+        let largest = o.builder.last_key().to_vec();
+        let props = o
+            .builder
+            .finish()
+            .map_err(|e| e.context(o.path.display()))?;
+        out.bytes_written += props.file_size;
+        out.files
+            .push(file_meta_from(o.number, path_id, &props, smallest, largest));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        snapshots: Vec<u64>,
+        entries: &[(&str, u64, ValueKind)],
+        bottom: bool,
+    ) -> Vec<(String, u64)> {
+        let mut f = VersionFilter::new(snapshots.into_iter().map(SeqNo).collect());
+        entries
+            .iter()
+            .filter(|(k, s, kind)| {
+                f.judge(k.as_bytes(), SeqNo(*s), *kind, || bottom) == Verdict::Keep
+            })
+            .map(|(k, s, _)| (k.to_string(), *s))
+            .collect()
+    }
+
+    use ValueKind::{Delete as D, Put as P};
+
+    #[test]
+    fn keeps_newest_per_stripe() {
+        let e = [
+            ("a", 9, P),
+            ("a", 7, P),
+            ("a", 5, P),
+            ("a", 3, P),
+            ("b", 4, P),
+        ];
+        assert_eq!(
+            run(vec![], &e, true),
+            vec![("a".into(), 9), ("b".into(), 4)]
+        );
+        // Snapshot 6 sees a@5; snapshot 3 sees a@3.
+        assert_eq!(
+            run(vec![6, 3], &e, true),
+            vec![
+                ("a".into(), 9),
+                ("a".into(), 5),
+                ("a".into(), 3),
+                ("b".into(), 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn tombstones_dropped_only_when_safe() {
+        let e = [("a", 9, D), ("a", 5, P)];
+        assert_eq!(run(vec![], &e, true), vec![]);
+        assert_eq!(run(vec![], &e, false), vec![("a".into(), 9)]);
+        // A snapshot at 6 still sees a@5, so the tombstone must stay to hide it from newer reads.
+        assert_eq!(
+            run(vec![6], &e, true),
+            vec![("a".into(), 9), ("a".into(), 5)]
+        );
+    }
+}

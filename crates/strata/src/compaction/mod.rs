@@ -1,0 +1,8 @@
+//! Compaction: choosing what to merge ([`picker`], pure functions over a [`Version`]) and
+//! merging it ([`job`]). Pickers decide, jobs execute, the database installs the result.
+
+pub mod job;
+pub mod picker;
+
+pub use job::{CompactionJob, CompactionOutput, VersionFilter};
+pub use picker::{Compaction, CompactionReason, PickContext};

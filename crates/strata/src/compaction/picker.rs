@@ -1,0 +1,236 @@
+//! The leveled compaction picker: pure functions from (version, options, busy files) to a
+//! [`Compaction`] description. No I/O, no locks: table-driven tests call them directly.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::filename::FileNumber;
+use crate::key;
+use crate::l0::Level0;
+use crate::options::{CompactionPriority, Options};
+use crate::placement::Placement;
+use crate::version::{FileMeta, Version};
+
+/// Why a compaction was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionReason {
+    /// Level 0 reached its file-count trigger.
+    L0Trigger,
+    /// A level exceeded its size target.
+    LevelSize,
+    /// `compact_range` asked for it.
+    Manual,
+}
+
+/// A chosen compaction: inputs from `level` (and overlapping files of `output_level`).
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The input level.
+    pub level: usize,
+    /// Where outputs go (`level + 1`).
+    pub output_level: usize,
+    /// Input files from `level`.
+    pub inputs: Vec<Arc<FileMeta>>,
+    /// Overlapping files from `output_level`.
+    pub next_inputs: Vec<Arc<FileMeta>>,
+    /// Files of `output_level + 1` overlapping the inputs (to bound output overlap).
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// Move the single input file down without rewriting it.
+    pub trivial_move: bool,
+    /// Why.
+    pub reason: CompactionReason,
+}
+
+impl Compaction {
+    /// Every input file number.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().chain(self.next_inputs.iter())
+    }
+
+    /// Total input bytes.
+    pub fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|f| f.size).sum()
+    }
+}
+
+/// What a picker looks at.
+pub struct PickContext<'a> {
+    /// The current version.
+    pub version: &'a Version,
+    /// The options.
+    pub opts: &'a Options,
+    /// Files already being compacted.
+    pub busy: &'a HashSet<FileNumber>,
+    /// Round-robin cursors per level.
+    pub compact_pointers: &'a [Vec<u8>],
+    /// Where files of each level live (a trivial move never crosses directories).
+    pub placement: &'a Placement,
+}
+
+/// User-key range covered by `files`.
+pub fn key_range(files: &[Arc<FileMeta>]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let lo = files.iter().map(|f| f.smallest_user_key()).min()?;
+    let hi = files.iter().map(|f| f.largest_user_key()).max()?;
+    Some((lo.to_vec(), hi.to_vec()))
+}
+
+impl PickContext<'_> {
+    fn any_busy(&self, files: &[Arc<FileMeta>]) -> bool {
+        files.iter().any(|f| self.busy.contains(&f.number))
+    }
+
+    /// Completes a compaction of `inputs` from `level`: next-level overlap, grandparents,
+    /// trivial-move decision. `None` if a needed file is busy.
+    pub fn finish(
+        &self,
+        level: usize,
+        inputs: Vec<Arc<FileMeta>>,
+        reason: CompactionReason,
+    ) -> Option<Compaction> {
+        let output_level = level + 1;
+        let (lo, hi) = key_range(&inputs)?;
+        let next_inputs = self.version.overlapping(output_level, Some(&lo), Some(&hi));
+        if self.any_busy(&inputs) || self.any_busy(&next_inputs) {
+            return None;
+        }
+        let mut all = inputs.clone();
+        all.extend(next_inputs.iter().cloned());
+        let (alo, ahi) = key_range(&all)?;
+        let grandparents = if output_level + 1 < self.version.num_levels() {
+            self.version
+                .overlapping(output_level + 1, Some(&alo), Some(&ahi))
+        } else {
+            Vec::new()
+        };
+        let gp_bytes: u64 = grandparents.iter().map(|f| f.size).sum();
+        let trivial_move = inputs.len() == 1
+            && next_inputs.is_empty()
+            && gp_bytes <= self.max_grandparent_overlap()
+            && self.placement.path_id_for_level(output_level) == inputs[0].path_id;
+        Some(Compaction {
+            level,
+            output_level,
+            inputs,
+            next_inputs,
+            grandparents,
+            trivial_move,
+            reason,
+        })
+    }
+
+    /// Bytes of grandparent overlap after which an output file is cut.
+    pub fn max_grandparent_overlap(&self) -> u64 {
+        self.opts.max_grandparent_overlap_factor * self.opts.target_file_size_base
+    }
+}
+
+/// Size score of level `level` >= 1: bytes / target.
+pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
+    v.level_bytes(level) as f64 / opts.max_bytes_for_level(level) as f64
+}
+
+/// Scores of every level that may be compacted, highest first.
+pub fn scores(v: &Version, opts: &Options, l0: &dyn Level0) -> Vec<(usize, f64)> {
+    let mut s = vec![(0, l0.score(v, opts))];
+    for level in 1..v.num_levels() - 1 {
+        s.push((level, level_score(v, opts, level)));
+    }
+    s.sort_by(|a, b| b.1.total_cmp(&a.1));
+    s
+}
+
+/// Estimated bytes that compaction must still rewrite to bring every level under its target.
+pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
+    let mut total = 0;
+    for level in 1..v.num_levels() - 1 {
+        let excess = v
+            .level_bytes(level)
+            .saturating_sub(opts.max_bytes_for_level(level));
+        // Moving the excess down rewrites it about `multiplier` times in the next level.
+        total += (excess as f64 * opts.max_bytes_for_level_multiplier) as u64;
+    }
+    total
+}
+
+/// Picks the most urgent compaction, if any level needs one and its files are free.
+pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
+    for (level, score) in scores(ctx.version, ctx.opts, l0) {
+        if score < 1.0 {
+            break;
+        }
+        let c = if level == 0 {
+            l0.pick(ctx)
+        } else {
+            pick_level(ctx, level)
+        };
+        if c.is_some() {
+            return c;
+        }
+    }
+    None
+}
+
+/// Picks one file of sorted `level` (>= 1) to push down.
+pub fn pick_level(ctx: &PickContext<'_>, level: usize) -> Option<Compaction> {
+    let files = ctx.version.files(level);
+    let candidates: Vec<&Arc<FileMeta>> = match ctx.opts.compaction_priority {
+        CompactionPriority::RoundRobin => {
+            let ptr = ctx
+                .compact_pointers
+                .get(level)
+                .map_or(&[][..], |v| v.as_slice());
+            let start = if ptr.is_empty() {
+                0
+            } else {
+                files.partition_point(|f| {
+                    key::compare(&f.largest, ptr) != std::cmp::Ordering::Greater
+                })
+            };
+            files[start..].iter().chain(files[..start].iter()).collect()
+        }
+        CompactionPriority::MinOverlappingRatio => {
+            let mut scored: Vec<(u128, &Arc<FileMeta>)> = files
+                .iter()
+                .map(|f| {
+                    let overlap: u64 = ctx
+                        .version
+                        .overlapping(
+                            level + 1,
+                            Some(f.smallest_user_key()),
+                            Some(f.largest_user_key()),
+                        )
+                        .iter()
+                        .map(|g| g.size)
+                        .sum();
+                    ((u128::from(overlap) << 20) / u128::from(f.size.max(1)), f)
+                })
+                .collect();
+            scored.sort_by_key(|(s, _)| *s);
+            scored.into_iter().map(|(_, f)| f).collect()
+        }
+    };
+    candidates
+        .into_iter()
+        .filter(|f| !ctx.busy.contains(&f.number))
+        .find_map(|f| ctx.finish(level, vec![f.clone()], CompactionReason::LevelSize))
+}
+
+/// The compaction of every file of `level` overlapping [`lo`, `hi`] (for `compact_range`).
+pub fn pick_manual(
+    ctx: &PickContext<'_>,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Option<Compaction> {
+    let inputs = ctx.version.overlapping(level, lo, hi);
+    if inputs.is_empty() {
+        return None;
+    }
+    let mut c = ctx.finish(level, inputs, CompactionReason::Manual)?;
+    // A manual compaction rewrites (so tombstones are dropped), except a plain move down.
+    c.trivial_move &= c.level > 0 || c.inputs.len() == 1;
+    Some(c)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::compaction::picker;
+use crate::filename::FileNumber;
+use crate::key::{internal_key, SeqNo, ValueKind};
+use crate::l0::Flat;
+use crate::options::Options;
+use crate::placement::Placement;
+use crate::version::{FileMeta, Version};
+
+fn file(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
+    Arc::new(FileMeta {
+        number: FileNumber(n),
+        path_id: 0,
+        size,
+        smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
+        largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
+        smallest_seq: SeqNo(seq),
+        largest_seq: SeqNo(seq),
+        num_entries: 1,
+        num_deletions: 0,
+    })
+}
+
+fn opts() -> Options {
+    Options {
+        max_bytes_for_level_base: 1000,
+        target_file_size_base: 100,
+        ..Options::default()
+    }
+}
+
+fn ctx<'a>(
+    v: &'a Version,
+    o: &'a Options,
+    busy: &'a HashSet<FileNumber>,
+    p: &'a Placement,
+) -> PickContext<'a> {
+    PickContext {
+        version: v,
+        opts: o,
+        busy,
+        compact_pointers: &[],
+        placement: p,
+    }
+}
+
+#[test]
+fn l0_trigger_takes_all_l0_and_overlapping_l1() {
+    let mut v = Version::new(4);
+    v.levels[0] = vec![
+        file(10, "c", "f", 50, 4),
+        file(9, "a", "b", 50, 3),
+        file(8, "e", "g", 50, 2),
+        file(7, "x", "y", 50, 1),
+    ];
+    v.levels[1] = vec![
+        file(1, "a", "a", 50, 0),
+        file(2, "d", "d", 50, 0),
+        file(3, "z", "z", 50, 0),
+    ];
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!(c.level, 0);
+    assert_eq!(c.inputs.len(), 4);
+    let next: Vec<u64> = c.next_inputs.iter().map(|f| f.number.0).collect();
+    assert_eq!(next, vec![1, 2]);
+    assert!(!c.trivial_move);
+    // Busy L0 blocks a second L0 compaction.
+    let busy: HashSet<FileNumber> = [FileNumber(9)].into();
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+}
+
+#[test]
+fn below_trigger_nothing_to_do() {
+    let mut v = Version::new(4);
+    v.levels[0] = vec![file(9, "a", "b", 50, 3)];
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+}
+
+#[test]
+fn oversized_level_picks_min_overlap_file_and_trivial_moves() {
+    let mut v = Version::new(4);
+    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)];
+    v.levels[2] = vec![file(3, "b", "b", 500, 0)];
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!((c.level, c.inputs[0].number.0), (1, 2));
+    assert!(c.trivial_move);
+    // With a separate directory for deeper levels, an L0 file never moves trivially.
+    let mut v0 = Version::new(4);
+    v0.levels[0] = vec![file(5, "a", "b", 50, 1); 4];
+    let p2 = Placement::new(Path::new("/db"), None, Some(Path::new("/deep")));
+    let c = picker::pick_manual(&ctx(&v0, &o, &busy, &p2), 0, None, None).unwrap();
+    assert!(!c.trivial_move);
+}
+
+#[test]
+fn round_robin_follows_the_cursor() {
+    let mut v = Version::new(4);
+    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)];
+    let o = Options {
+        compaction_priority: crate::options::CompactionPriority::RoundRobin,
+        ..opts()
+    };
+    let busy = HashSet::new();
+    let p = Placement::new(Path::new("/db"), None, None);
+    let cp = vec![Vec::new(), internal_key(b"c", SeqNo(0), ValueKind::Put)];
+    let c = picker::pick_level(
+        &PickContext {
+            version: &v,
+            opts: &o,
+            busy: &busy,
+            compact_pointers: &cp,
+            placement: &p,
+        },
+        1,
+    )
+    .unwrap();
+    assert_eq!(c.inputs[0].number.0, 2);
+}
+
+#[test]
+fn pending_bytes_grow_with_excess() {
+    let mut v = Version::new(4);
+    let o = opts();
+    assert_eq!(picker::pending_compaction_bytes(&v, &o), 0);
+    v.levels[1] = vec![file(1, "a", "c", 3000, 0)];
+    assert_eq!(picker::pending_compaction_bytes(&v, &o), 20_000);
+}

@@ -1,0 +1,101 @@
+//! File names inside the database directories (docs/format/filenames.md).
+//!
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
+//! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
+//! exactly one file whatever its kind.
+
+use std::fmt;
+
+/// A file number: unique per database across all file kinds. Persisted in the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FileNumber(pub u64);
+
+impl fmt::Display for FileNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:06}", self.0)
+    }
+}
+
+/// What a file in a database directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    /// A write-ahead log.
+    Wal(FileNumber),
+    /// A table.
+    Table(FileNumber),
+    /// A manifest.
+    Manifest(FileNumber),
+    /// The pointer to the live manifest.
+    Current,
+    /// The lock file.
+    Lock,
+    /// A temporary file.
+    Temp,
+}
+
+/// The WAL file name for `n`.
+pub fn wal_name(n: FileNumber) -> String {
+    format!("{n}.log")
+}
+
+/// The table file name for `n`.
+pub fn table_name(n: FileNumber) -> String {
+    format!("{n}.sst")
+}
+
+/// The manifest file name for `n`.
+pub fn manifest_name(n: FileNumber) -> String {
+    format!("MANIFEST-{n}")
+}
+
+/// Name of the file that names the live manifest.
+pub const CURRENT: &str = "CURRENT";
+/// Name of the lock file.
+pub const LOCK: &str = "LOCK";
+
+/// Parses a file name; `None` for names strata does not own.
+pub fn parse(name: &str) -> Option<FileType> {
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .ok()
+            .filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .map(FileNumber)
+    };
+    match name {
+        CURRENT => return Some(FileType::Current),
+        LOCK => return Some(FileType::Lock),
+        _ => {}
+    }
+    if name.ends_with(".dbtmp") {
+        return Some(FileType::Temp);
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return num(n).map(FileType::Manifest);
+    }
+    if let Some(n) = name.strip_suffix(".log") {
+        return num(n).map(FileType::Wal);
+    }
+    if let Some(n) = name.strip_suffix(".sst") {
+        return num(n).map(FileType::Table);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let n = FileNumber(42);
+        assert_eq!(parse(&wal_name(n)), Some(FileType::Wal(n)));
+        assert_eq!(parse(&table_name(n)), Some(FileType::Table(n)));
+        assert_eq!(parse(&manifest_name(n)), Some(FileType::Manifest(n)));
+        assert_eq!(parse("CURRENT"), Some(FileType::Current));
+        assert_eq!(parse("CURRENT.dbtmp"), Some(FileType::Temp));
+        assert_eq!(parse("x.sst"), None);
+        assert_eq!(parse(".log"), None);
+        assert_eq!(parse("+1.log"), None);
+        assert_eq!(wal_name(FileNumber(1234567)), "1234567.log");
+    }
+}

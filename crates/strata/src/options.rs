@@ -1,0 +1,390 @@
+//! [`Options`], [`ReadOptions`], [`WriteOptions`], and the named presets.
+//!
+//! Every field says what it does, the trade-off, its unit and its default. [`Options::validate`]
+//! runs at open and names the offending field. Names follow LevelDB/RocksDB where a
+//! counterpart exists, so `db_bench` flags map one to one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::{Fs, RealFs};
+use crate::sst::Compression;
+use crate::wal::WalRecoveryMode;
+use crate::Snapshot;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+/// How the picker chooses which file of a level to compact next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactionPriority {
+    /// Round robin through the key space with a per-level cursor (LevelDB).
+    RoundRobin,
+    /// The file whose overlap with the next level is smallest relative to its own size
+    /// (RocksDB's default since 6.x; HyperLevelDB picks for least write amplification too).
+    #[default]
+    MinOverlappingRatio,
+}
+
+/// The layout of level 0. Later issues add the OHDB bucket and MatrixKV matrix layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum L0Layout {
+    /// Each flush adds one table; tables may overlap (LevelDB, RocksDB).
+    #[default]
+    Flat,
+}
+
+/// Options fixed when a database is opened.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if it does not exist. Defaults to `true`.
+    pub create_if_missing: bool,
+    /// Fail if the database already exists. Defaults to `false`.
+    pub error_if_exists: bool,
+    /// Bytes a memtable collects before it is frozen and flushed. Larger: fewer, larger L0
+    /// tables and less write amplification, but more memory and longer recovery.
+    /// Defaults to 64 MiB.
+    pub write_buffer_size: usize,
+    /// Memtables allowed at once, the mutable one included; when all are full, writes wait
+    /// for a flush. At least 2. Defaults to 2.
+    pub max_write_buffer_number: usize,
+    /// L0 sorted runs that trigger an L0 -> L1 compaction. Defaults to 4.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 sorted runs at which each write is delayed by 1 ms. Defaults to 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 sorted runs at which writes stop until compaction catches up. Defaults to 36.
+    pub level0_stop_writes_trigger: usize,
+    /// Number of levels, L0 included (2..=16). Defaults to 7.
+    pub num_levels: usize,
+    /// Target total bytes of L1; deeper levels grow by `max_bytes_for_level_multiplier`.
+    /// Defaults to 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels (>= 2). Larger: fewer levels, higher write amplification
+    /// per level. Defaults to 10.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Target size of a table written by compaction, in bytes. Defaults to 64 MiB.
+    pub target_file_size_base: u64,
+    /// A compaction output file is cut early when it overlaps more than this many times
+    /// `target_file_size_base` bytes of the grandparent level, bounding future compactions.
+    /// Defaults to 10.
+    pub max_grandparent_overlap_factor: u64,
+    /// Which file a level compaction starts from. Defaults to `MinOverlappingRatio`.
+    pub compaction_priority: CompactionPriority,
+    /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
+    /// Defaults to 4 KiB.
+    pub block_size: usize,
+    /// Entries between full keys inside a block. Defaults to 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key (0 = no filter). 10 gives ~1 % false positives.
+    /// Defaults to 10.
+    pub bloom_bits_per_key: u32,
+    /// Data block compression. Defaults to `None`.
+    pub compression: Compression,
+    /// Bytes of uncompressed blocks kept in the block cache (0 disables it). Defaults to 32 MiB.
+    pub block_cache_size: usize,
+    /// Tables kept open (and their index and filter in memory). Defaults to 1000.
+    pub max_open_files: usize,
+    /// Threads running compactions (1..=16). Defaults to 1.
+    pub max_background_compactions: usize,
+    /// Run flushes on a thread of their own, so a flush never waits behind a compaction
+    /// (HyperLevelDB). `false` runs flushes and compactions on one thread, flushes first
+    /// (LevelDB). Defaults to `true`.
+    pub separate_flush_thread: bool,
+    /// Estimated bytes of pending compaction above which writes are delayed. Defaults to 64 GiB.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated bytes of pending compaction at which writes stop. Defaults to 256 GiB.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// What recovery does with a damaged or torn WAL. Defaults to `TolerateTornTail`.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Directory for WALs. Defaults to the database directory.
+    pub wal_dir: Option<PathBuf>,
+    /// Directory for tables of levels >= 1 (OHDB's second disk). Defaults to the database
+    /// directory.
+    pub level_dir: Option<PathBuf>,
+    /// Layout of level 0. Defaults to `Flat`.
+    pub l0_layout: L0Layout,
+    /// A new manifest is started when the current one exceeds this many bytes.
+    /// Defaults to 64 MiB.
+    pub max_manifest_file_size: u64,
+    /// The file system. Defaults to the real one.
+    pub fs: Arc<dyn Fs>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field(
+                "level0_triggers",
+                &(
+                    self.level0_file_num_compaction_trigger,
+                    self.level0_slowdown_writes_trigger,
+                    self.level0_stop_writes_trigger,
+                ),
+            )
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("separate_flush_thread", &self.separate_flush_thread)
+            .field("wal_dir", &self.wal_dir)
+            .field("level_dir", &self.level_dir)
+            .field("fs", &self.fs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 * MIB,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            num_levels: 7,
+            max_bytes_for_level_base: 256 * MIB as u64,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size_base: 64 * MIB as u64,
+            max_grandparent_overlap_factor: 10,
+            compaction_priority: CompactionPriority::MinOverlappingRatio,
+            block_size: 4 * KIB,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            block_cache_size: 32 * MIB,
+            max_open_files: 1000,
+            max_background_compactions: 1,
+            separate_flush_thread: true,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            wal_recovery_mode: WalRecoveryMode::TolerateTornTail,
+            wal_dir: None,
+            level_dir: None,
+            l0_layout: L0Layout::Flat,
+            max_manifest_file_size: 64 * MIB as u64,
+            fs: Arc::new(RealFs::new()),
+        }
+    }
+}
+
+impl Options {
+    /// LevelDB 1.23's defaults: one background thread shared by flush and compaction, 4 MiB
+    /// memtable, L0 triggers 4/8/12, 10 MiB L1, 2 MiB tables, 8 MiB block cache, round-robin
+    /// picking, no bloom filter (LevelDB has none unless a filter policy is set).
+    pub fn leveldb() -> Self {
+        Options {
+            write_buffer_size: 4 * MIB,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 8,
+            level0_stop_writes_trigger: 12,
+            max_bytes_for_level_base: 10 * MIB as u64,
+            target_file_size_base: 2 * MIB as u64,
+            compaction_priority: CompactionPriority::RoundRobin,
+            bloom_bits_per_key: 0,
+            block_cache_size: 8 * MIB,
+            separate_flush_thread: false,
+            ..Options::default()
+        }
+    }
+
+    /// HyperLevelDB: LevelDB's sizes with a dedicated flush thread (a flush never waits behind
+    /// a compaction), a picker that minimises write amplification, and later write throttling
+    /// (its L0 triggers are higher).
+    pub fn hyperleveldb() -> Self {
+        Options {
+            separate_flush_thread: true,
+            compaction_priority: CompactionPriority::MinOverlappingRatio,
+            level0_slowdown_writes_trigger: 16,
+            level0_stop_writes_trigger: 24,
+            ..Options::leveldb()
+        }
+    }
+
+    /// RocksDB's defaults that matter for these benchmarks (7.8): 64 MiB memtable, 2 write
+    /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking.
+    pub fn rocksdb() -> Self {
+        Options::default()
+    }
+
+    /// The named preset `name`, if it exists in this build.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for unknown names, and for presets that later issues bring.
+    pub fn preset(name: &str) -> Result<Self> {
+        match name {
+            "default" => Ok(Options::default()),
+            "leveldb" => Ok(Options::leveldb()),
+            "hyperleveldb" => Ok(Options::hyperleveldb()),
+            "rocksdb" => Ok(Options::rocksdb()),
+            "ohdb-l0p" | "ohdb-2dc" | "ohdb-c" | "cleveldb" | "wisckey" | "hashkv"
+            | "rocksdb-l0-nvm" | "matrixkv" => Err(Error::invalid(format!(
+                "preset {name:?} is not built yet: it comes with its seed technique's issue"
+            ))),
+            _ => Err(Error::invalid(format!("unknown preset {name:?}"))),
+        }
+    }
+
+    /// Sets the file system (builder style).
+    #[must_use]
+    pub fn with_fs(mut self, fs: Arc<dyn Fs>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Target total bytes of level `level` (>= 1).
+    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+        let mut b = self.max_bytes_for_level_base as f64;
+        for _ in 1..level {
+            b *= self.max_bytes_for_level_multiplier;
+        }
+        b as u64
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, why: &str| Err(Error::invalid(format!("Options::{field}: {why}")));
+        if self.write_buffer_size < 64 * KIB || self.write_buffer_size > (4 << 30) {
+            return bad("write_buffer_size", "must be between 64 KiB and 4 GiB");
+        }
+        if !(2..=64).contains(&self.max_write_buffer_number) {
+            return bad("max_write_buffer_number", "must be between 2 and 64");
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger", "must be at least 1");
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger {
+            return bad(
+                "level0_slowdown_writes_trigger",
+                "must be >= level0_file_num_compaction_trigger",
+            );
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return bad(
+                "level0_stop_writes_trigger",
+                "must be >= level0_slowdown_writes_trigger",
+            );
+        }
+        if !(2..=16).contains(&self.num_levels) {
+            return bad("num_levels", "must be between 2 and 16");
+        }
+        if self.max_bytes_for_level_base < 64 * KIB as u64 {
+            return bad("max_bytes_for_level_base", "must be at least 64 KiB");
+        }
+        if !(self.max_bytes_for_level_multiplier >= 2.0
+            && self.max_bytes_for_level_multiplier <= 1000.0)
+        {
+            return bad(
+                "max_bytes_for_level_multiplier",
+                "must be between 2 and 1000",
+            );
+        }
+        if self.target_file_size_base < 16 * KIB as u64 {
+            return bad("target_file_size_base", "must be at least 16 KiB");
+        }
+        if self.max_grandparent_overlap_factor == 0 {
+            return bad("max_grandparent_overlap_factor", "must be at least 1");
+        }
+        if !(256..=64 * MIB).contains(&self.block_size) {
+            return bad("block_size", "must be between 256 bytes and 64 MiB");
+        }
+        if !(1..=1024).contains(&self.block_restart_interval) {
+            return bad("block_restart_interval", "must be between 1 and 1024");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key", "must be at most 64");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files", "must be at least 16");
+        }
+        if !(1..=16).contains(&self.max_background_compactions) {
+            return bad("max_background_compactions", "must be between 1 and 16");
+        }
+        if self.soft_pending_compaction_bytes_limit > self.hard_pending_compaction_bytes_limit {
+            return bad(
+                "soft_pending_compaction_bytes_limit",
+                "must be <= hard_pending_compaction_bytes_limit",
+            );
+        }
+        if self.max_manifest_file_size < 64 * KIB as u64 {
+            return bad("max_manifest_file_size", "must be at least 64 KiB");
+        }
+        Ok(())
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the WAL before acknowledging: the write then survives a machine crash. Without it,
+    /// it survives a process crash, and a machine crash may lose a suffix of recent writes.
+    /// Defaults to `false`.
+    pub sync: bool,
+    /// Skip the WAL: the write is lost on any crash until its memtable is flushed.
+    /// Defaults to `false`.
+    pub disable_wal: bool,
+}
+
+/// Options of one read.
+#[derive(Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot; `None` reads the latest state. Defaults to `None`.
+    pub snapshot: Option<Snapshot>,
+    /// Inclusive lower bound of iteration (user key). Defaults to `None`.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound of iteration (user key). Defaults to `None`.
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+impl ReadOptions {
+    /// Latest state, no bounds.
+    pub fn new() -> Self {
+        ReadOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_validate() {
+        for name in ["default", "leveldb", "hyperleveldb", "rocksdb"] {
+            Options::preset(name).unwrap().validate().unwrap();
+        }
+        assert!(Options::preset("matrixkv")
+            .unwrap_err()
+            .message()
+            .contains("not built yet"));
+        assert!(Options::preset("nope").is_err());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let o = Options {
+            level0_stop_writes_trigger: 1,
+            ..Options::default()
+        };
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("level0_stop_writes_trigger"));
+        let o = Options {
+            write_buffer_size: 10,
+            ..Options::default()
+        };
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("write_buffer_size"));
+    }
+}

@@ -1,0 +1,421 @@
+//! [`VersionSet`]: the current [`Version`], the manifest that records how it came to be, and
+//! the counters (file numbers, sequence, live WAL) persisted with it.
+//!
+//! Concurrency: the database keeps the `VersionSet` behind its own mutex, taken by flush,
+//! compaction and open (never by reads or the write path). `log_and_apply` appends and syncs
+//! the edit before the new version becomes current, so what readers see is always durable.
+//! Lock order: `VersionSet` before the database state mutex.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::edit::VersionEdit;
+use super::version::{FileMeta, Version};
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::{self, FileNumber};
+use crate::fs::{self, Fs};
+use crate::key::{self, SeqNo};
+use crate::placement::Placement;
+use crate::wal::{LogEvent, LogReader, LogWriter};
+
+/// The manifest format version this build writes and the highest it reads.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// The live version and its manifest.
+pub struct VersionSet {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    num_levels: usize,
+    max_manifest_size: u64,
+    current: Arc<Version>,
+    /// Every version handed out that may still be in use (for obsolete-file detection).
+    versions: Vec<Weak<Version>>,
+    /// Shared with the write path, which takes WAL numbers without this lock.
+    next_file_number: Arc<AtomicU64>,
+    last_sequence: SeqNo,
+    log_number: FileNumber,
+    compact_pointers: Vec<Vec<u8>>,
+    manifest: Option<LogWriter>,
+    manifest_number: FileNumber,
+    /// Files being written by flush or compaction, not yet in any version.
+    pending_outputs: HashSet<FileNumber>,
+}
+
+/// What recovery learned from the manifest.
+#[derive(Debug)]
+pub struct Recovered {
+    /// WALs numbered at or above this must be replayed.
+    pub log_number: FileNumber,
+    /// The last sequence number the manifest knows.
+    pub last_sequence: SeqNo,
+}
+
+fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Version> {
+    let mut v = base.clone();
+    for &(level, n) in &edit.deleted_files {
+        let files = v
+            .levels
+            .get_mut(level)
+            .ok_or_else(|| Error::corrupt(format!("edit deletes from level {level}")))?;
+        let before = files.len();
+        files.retain(|f| f.number != n);
+        if files.len() == before {
+            return Err(Error::corrupt(format!(
+                "edit deletes file {n} which is not in level {level}"
+            )));
+        }
+    }
+    for (level, f) in &edit.new_files {
+        if *level >= num_levels {
+            return Err(Error::corrupt(format!(
+                "edit adds file {} to level {level} of {num_levels}",
+                f.number
+            )));
+        }
+        v.levels[*level].push(Arc::new(f.clone()));
+    }
+    v.levels[0].sort_by(|a, b| {
+        b.largest_seq
+            .cmp(&a.largest_seq)
+            .then(b.number.cmp(&a.number))
+    });
+    for level in 1..num_levels {
+        let files = &mut v.levels[level];
+        files.sort_by(|a, b| key::compare(&a.smallest, &b.smallest));
+        for w in files.windows(2) {
+            if w[0].largest_user_key() >= w[1].smallest_user_key() {
+                return Err(Error::corrupt(format!(
+                    "files {} and {} overlap in level {level}",
+                    w[0].number, w[1].number
+                )));
+            }
+        }
+    }
+    Ok(v)
+}
+
+impl VersionSet {
+    /// A version set for the database at `placement` (nothing read or written yet).
+    pub fn new(
+        fs: Arc<dyn Fs>,
+        placement: Placement,
+        num_levels: usize,
+        max_manifest_size: u64,
+    ) -> Self {
+        VersionSet {
+            fs,
+            placement,
+            num_levels,
+            max_manifest_size,
+            current: Arc::new(Version::new(num_levels)),
+            versions: Vec::new(),
+            next_file_number: Arc::new(AtomicU64::new(2)),
+            last_sequence: SeqNo::ZERO,
+            log_number: FileNumber(0),
+            compact_pointers: vec![Vec::new(); num_levels],
+            manifest: None,
+            manifest_number: FileNumber(0),
+            pending_outputs: HashSet::new(),
+        }
+    }
+
+    /// Loads the version named by CURRENT.
+    ///
+    /// # Errors
+    /// `Corruption` naming the manifest and offset for damaged records; `NotSupported` for
+    /// a newer format; I/O errors.
+    pub fn recover(&mut self) -> Result<Recovered> {
+        let current = self.placement.current_path();
+        let name = fs::read_all(&*self.fs, &current)?;
+        let name = std::str::from_utf8(&name)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .unwrap_or("");
+        let Some(filename::FileType::Manifest(mnum)) = filename::parse(name) else {
+            return Err(Error::corruption(
+                &current,
+                0,
+                format!("CURRENT does not name a manifest: {name:?}"),
+            ));
+        };
+        let path = self.placement.manifest_path(mnum);
+        let data = fs::read_all(&*self.fs, &path)?;
+        let mut reader = LogReader::new(data);
+        let mut v = Version::new(self.num_levels);
+        let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
+        let mut records = 0;
+        loop {
+            match reader.next_event() {
+                LogEvent::Record { data, offset } => {
+                    let edit = VersionEdit::decode(&data)
+                        .map_err(|e| Error::corruption(&path, offset, e.message()))?;
+                    if let Some(fv) = edit.format_version {
+                        if fv > MANIFEST_FORMAT_VERSION {
+                            return Err(Error::new(
+                                ErrorKind::NotSupported,
+                                format!(
+                                    "{}: manifest format version {fv} is newer than this build supports ({MANIFEST_FORMAT_VERSION})",
+                                    path.display()
+                                ),
+                            ));
+                        }
+                    }
+                    v = apply(&v, &edit, self.num_levels)
+                        .map_err(|e| Error::corruption(&path, offset, e.message()))?;
+                    log_number = edit.log_number.or(log_number);
+                    next_file = edit.next_file_number.or(next_file);
+                    last_seq = edit.last_sequence.or(last_seq);
+                    for (level, k) in edit.compact_pointers {
+                        if level < self.num_levels {
+                            self.compact_pointers[level] = k;
+                        }
+                    }
+                    records += 1;
+                }
+                LogEvent::End => break,
+                // An edit is synced before anything depends on it: a torn last record is an
+                // edit whose effects never became visible, so it is safely ignored.
+                LogEvent::Torn { .. } => break,
+                LogEvent::Corrupt {
+                    offset,
+                    reason,
+                    at_tail: true,
+                } if records > 0 => {
+                    let _ = (offset, reason);
+                    break;
+                }
+                LogEvent::Corrupt { offset, reason, .. } => {
+                    return Err(Error::corruption(&path, offset, reason))
+                }
+            }
+        }
+        let (Some(log_number), Some(next_file), Some(last_seq)) = (log_number, next_file, last_seq)
+        else {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "manifest lacks log number, next file number or last sequence",
+            ));
+        };
+        self.next_file_number
+            .store(next_file.0.max(mnum.0 + 1), Ordering::SeqCst);
+        self.last_sequence = last_seq;
+        self.log_number = log_number;
+        self.current = Arc::new(v);
+        Ok(Recovered {
+            log_number,
+            last_sequence: last_seq,
+        })
+    }
+
+    /// Starts a new manifest holding a snapshot of the current state and points CURRENT at it.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn write_new_manifest(&mut self) -> Result<()> {
+        let n = self.new_file_number();
+        let path = self.placement.manifest_path(n);
+        let mut w = LogWriter::new(self.fs.create(&path)?);
+        let mut snap = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            log_number: Some(self.log_number),
+            next_file_number: Some(FileNumber(self.next_file_number.load(Ordering::SeqCst))),
+            last_sequence: Some(self.last_sequence),
+            ..Default::default()
+        };
+        for (level, k) in self.compact_pointers.iter().enumerate() {
+            if !k.is_empty() {
+                snap.compact_pointers.push((level, k.clone()));
+            }
+        }
+        for (level, files) in self.current.levels.iter().enumerate() {
+            for f in files {
+                snap.new_files.push((level, (**f).clone()));
+            }
+        }
+        w.add_record(&snap.encode())?;
+        w.sync()?;
+        self.fs.sync_dir(self.placement.db_dir())?;
+        let name = format!("{}\n", filename::manifest_name(n));
+        fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
+        self.manifest = Some(w);
+        self.manifest_number = n;
+        Ok(())
+    }
+
+    /// Applies `edit` to the current version, logs it durably, and makes the result current.
+    /// Fills in `next_file_number` and, if unset, `last_sequence`.
+    ///
+    /// # Errors
+    /// I/O errors writing the manifest (the caller must poison the database: the manifest's
+    /// durable content is then unknown), or `Corruption` if the edit does not apply.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        let v = apply(&self.current, &edit, self.num_levels)?;
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        edit.next_file_number = Some(FileNumber(self.next_file_number.load(Ordering::SeqCst)));
+        let last_seq = edit
+            .last_sequence
+            .unwrap_or(self.last_sequence)
+            .max(self.last_sequence);
+        edit.last_sequence = Some(last_seq);
+        if self
+            .manifest
+            .as_ref()
+            .is_none_or(|m| m.len() > self.max_manifest_size)
+        {
+            self.write_new_manifest()?;
+        }
+        let Some(m) = self.manifest.as_mut() else {
+            return Err(Error::new(ErrorKind::Io, "no manifest open"));
+        };
+        let written = m.add_record(&edit.encode()).and_then(|()| m.sync());
+        if let Err(e) = written {
+            self.manifest = None;
+            return Err(e);
+        }
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        self.last_sequence = last_seq;
+        for (level, k) in edit.compact_pointers {
+            if level < self.num_levels {
+                self.compact_pointers[level] = k;
+            }
+        }
+        Ok(self.install(v))
+    }
+
+    fn install(&mut self, v: Version) -> Arc<Version> {
+        let v = Arc::new(v);
+        self.versions.retain(|w| w.strong_count() > 0);
+        self.versions.push(Arc::downgrade(&v));
+        self.current = v.clone();
+        v
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// The shared file-number counter.
+    pub fn file_number_counter(&self) -> Arc<AtomicU64> {
+        self.next_file_number.clone()
+    }
+
+    /// Hands out a new file number.
+    pub fn new_file_number(&self) -> FileNumber {
+        FileNumber(self.next_file_number.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Hands out a file number and marks it as a pending output.
+    pub fn new_output_number(&mut self) -> FileNumber {
+        let n = self.new_file_number();
+        self.pending_outputs.insert(n);
+        n
+    }
+
+    /// Forgets pending outputs (after they were installed, or abandoned).
+    pub fn release_outputs(&mut self, numbers: &[FileNumber]) {
+        for n in numbers {
+            self.pending_outputs.remove(n);
+        }
+    }
+
+    /// The oldest WAL still needed.
+    pub fn log_number(&self) -> FileNumber {
+        self.log_number
+    }
+
+    /// The last sequence recorded in the manifest.
+    pub fn last_sequence(&self) -> SeqNo {
+        self.last_sequence
+    }
+
+    /// The round-robin cursor of `level`.
+    pub fn compact_pointer(&self, level: usize) -> &[u8] {
+        self.compact_pointers
+            .get(level)
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// The live manifest's number.
+    pub fn manifest_number(&self) -> FileNumber {
+        self.manifest_number
+    }
+
+    /// Table files that must be kept: in some live version or being written.
+    pub fn live_tables(&mut self) -> HashSet<FileNumber> {
+        let mut live: HashSet<FileNumber> = self.pending_outputs.clone();
+        self.versions.retain(|w| w.strong_count() > 0);
+        let versions: Vec<Arc<Version>> = self
+            .versions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .chain(std::iter::once(self.current.clone()))
+            .collect();
+        for v in versions {
+            for level in &v.levels {
+                live.extend(level.iter().map(|f| f.number));
+            }
+        }
+        live
+    }
+
+    /// Lists every table the current version names that is missing on disk.
+    ///
+    /// # Errors
+    /// I/O errors listing directories.
+    pub fn missing_tables(&self) -> Result<Vec<PathBuf>> {
+        let mut missing = Vec::new();
+        for files in &self.current.levels {
+            for f in files {
+                let p = self.placement.table_path(f.number, f.path_id);
+                if !self.fs.exists(&p) {
+                    missing.push(p);
+                }
+            }
+        }
+        Ok(missing)
+    }
+
+    /// The placement.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The manifest's path.
+    pub fn manifest_path(&self) -> PathBuf {
+        self.placement.manifest_path(self.manifest_number)
+    }
+
+    /// Directory of the manifest.
+    pub fn db_dir(&self) -> &Path {
+        self.placement.db_dir()
+    }
+}
+
+/// Convenience for tests and tools: metadata of a finished table.
+pub fn file_meta_from(
+    number: FileNumber,
+    path_id: u8,
+    props: &crate::sst::TableProperties,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+) -> FileMeta {
+    FileMeta {
+        number,
+        path_id,
+        size: props.file_size,
+        smallest,
+        largest,
+        smallest_seq: SeqNo(props.smallest_seq),
+        largest_seq: SeqNo(props.largest_seq),
+        num_entries: props.num_entries,
+        num_deletions: props.num_deletions,
+    }
+}
