@@ -1,1 +1,13 @@
+//! Test-only helpers for strata: a deterministic RNG, a `BTreeMap` model of the database,
+//! random operation generators, and the named option configurations every model, crash and
+//! metamorphic test runs under.
 
+pub mod configs;
+pub mod model;
+pub mod rng;
+pub mod tempdir;
+
+pub use configs::{configs, Config};
+pub use model::Model;
+pub use rng::Rng;
+pub use tempdir::TempDir;

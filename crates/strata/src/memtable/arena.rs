@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 
 /// A bump allocator. REQUIRES: `alloc` is never called concurrently (the skiplist's writer
 /// mutex guarantees it).
@@ -38,11 +38,15 @@ impl Arena {
         if size > self.remaining {
             if size > CHUNK / 4 {
                 // Large entries get a chunk of their own, so the current chunk is not wasted.
+                self.usage.fetch_add(size, Ordering::Relaxed);
                 return self.new_chunk(size);
             }
+            // The unused tail of the old chunk is lost: count it.
+            self.usage.fetch_add(self.remaining, Ordering::Relaxed);
             self.ptr = self.new_chunk(CHUNK);
             self.remaining = CHUNK;
         }
+        self.usage.fetch_add(size, Ordering::Relaxed);
         let p = self.ptr;
         // SAFETY: `size <= remaining`, so `p + size` stays inside the current chunk.
         self.ptr = unsafe { self.ptr.add(size) };
@@ -54,12 +58,11 @@ impl Arena {
         let mut chunk = vec![0u64; bytes.div_ceil(8)].into_boxed_slice();
         let p = chunk.as_mut_ptr().cast::<u8>();
         self.chunks.push(chunk);
-        self.usage
-            .fetch_add(bytes + std::mem::size_of::<usize>(), Ordering::Relaxed);
         p
     }
 
-    /// Bytes allocated from the system so far (readable from any thread).
+    /// Bytes handed out plus chunk tails wasted (readable from any thread). Memory actually
+    /// reserved is at most one chunk more.
     pub fn memory_usage(&self) -> usize {
         self.usage.load(Ordering::Relaxed)
     }

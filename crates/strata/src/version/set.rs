@@ -41,6 +41,8 @@ pub struct VersionSet {
     manifest_number: FileNumber,
     /// Files being written by flush or compaction, not yet in any version.
     pending_outputs: HashSet<FileNumber>,
+    /// Bytes appended to manifests by this process.
+    manifest_bytes: u64,
 }
 
 /// What recovery learned from the manifest.
@@ -118,6 +120,7 @@ impl VersionSet {
             manifest: None,
             manifest_number: FileNumber(0),
             pending_outputs: HashSet::new(),
+            manifest_bytes: 0,
         }
     }
 
@@ -237,6 +240,7 @@ impl VersionSet {
         }
         w.add_record(&snap.encode())?;
         w.sync()?;
+        self.manifest_bytes += w.len();
         self.fs.sync_dir(self.placement.db_dir())?;
         let name = format!("{}\n", filename::manifest_name(n));
         fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
@@ -272,7 +276,9 @@ impl VersionSet {
         let Some(m) = self.manifest.as_mut() else {
             return Err(Error::new(ErrorKind::Io, "no manifest open"));
         };
+        let before = m.len();
         let written = m.add_record(&edit.encode()).and_then(|()| m.sync());
+        self.manifest_bytes += m.len() - before;
         if let Err(e) = written {
             self.manifest = None;
             return Err(e);
@@ -341,6 +347,11 @@ impl VersionSet {
         self.compact_pointers
             .get(level)
             .map_or(&[], |v| v.as_slice())
+    }
+
+    /// Bytes appended to manifests by this process.
+    pub fn manifest_bytes(&self) -> u64 {
+        self.manifest_bytes
     }
 
     /// The live manifest's number.

@@ -1,0 +1,81 @@
+//! Named option configurations. Every model, crash and metamorphic test runs under each of
+//! them; add a configuration here when a technique adds options.
+//!
+//! Sizes are tiny (64 KiB memtables, 16-32 KiB tables, 128 KiB L1) so a few thousand ops
+//! reach several levels.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::Fs;
+use strata::{CompactionPriority, Compression, Options};
+
+/// One named configuration.
+pub struct Config {
+    /// Name used in test output.
+    pub name: &'static str,
+    /// Builds the options for a database at `dir` on `fs`.
+    pub build: fn(&Path, Arc<dyn Fs>) -> Options,
+}
+
+fn small(base: Options, fs: Arc<dyn Fs>) -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 24 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        block_size: 1024,
+        block_cache_size: 256 << 10,
+        fs,
+        ..base
+    }
+}
+
+/// Every named configuration.
+pub fn configs() -> Vec<Config> {
+    vec![
+        Config {
+            name: "default",
+            build: |_, fs| small(Options::default(), fs),
+        },
+        Config {
+            name: "leveldb",
+            build: |_, fs| small(Options::leveldb(), fs),
+        },
+        Config {
+            name: "hyperleveldb",
+            build: |_, fs| small(Options::hyperleveldb(), fs),
+        },
+        Config {
+            name: "rocksdb",
+            build: |_, fs| small(Options::rocksdb(), fs),
+        },
+        Config {
+            name: "lz4-roundrobin",
+            build: |_, fs| Options {
+                compression: Compression::Lz4,
+                compaction_priority: CompactionPriority::RoundRobin,
+                block_restart_interval: 4,
+                ..small(Options::default(), fs)
+            },
+        },
+        Config {
+            name: "two-dirs",
+            build: |dir, fs| Options {
+                wal_dir: Some(dir.join("wal")),
+                level_dir: Some(dir.join("deep")),
+                ..small(Options::default(), fs)
+            },
+        },
+        Config {
+            name: "no-bloom-2-compactors",
+            build: |_, fs| Options {
+                bloom_bits_per_key: 0,
+                max_background_compactions: 2,
+                max_write_buffer_number: 3,
+                block_cache_size: 0,
+                ..small(Options::default(), fs)
+            },
+        },
+    ]
+}

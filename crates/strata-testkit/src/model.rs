@@ -1,0 +1,43 @@
+//! [`Model`]: what the database should contain, as a `BTreeMap`, with snapshots.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// The expected state.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Current contents.
+    pub map: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Model {
+    /// Applies a put.
+    pub fn put(&mut self, k: &[u8], v: &[u8]) {
+        self.map.insert(k.to_vec(), v.to_vec());
+    }
+
+    /// Applies a delete.
+    pub fn delete(&mut self, k: &[u8]) {
+        self.map.remove(k);
+    }
+
+    /// The value of `k`.
+    pub fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+        self.map.get(k).cloned()
+    }
+
+    /// Entries in [`lo`, `hi`), forward.
+    pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        if let (Some(l), Some(h)) = (lo, hi) {
+            if l >= h {
+                return Vec::new();
+            }
+        }
+        let lo = lo.map_or(Bound::Unbounded, |l| Bound::Included(l.to_vec()));
+        let hi = hi.map_or(Bound::Unbounded, |h| Bound::Excluded(h.to_vec()));
+        self.map
+            .range((lo, hi))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,313 @@
+//! [`Db`]: the public face of the engine.
+//!
+//! A thin facade: opening and recovery live in `db/open.rs`, the write path (group commit,
+//! memtable switches, write stalls) in `db/write.rs`, point reads in `db/read.rs`, the user
+//! iterator in `db/iter.rs`, flush in `db/flush.rs`, compaction and file cleanup in
+//! `db/compact.rs`, and the background threads in [`crate::bg`].
+//!
+//! `Db` is `Send + Sync`: share it by `&` or `Arc`. Dropping it closes it.
+
+mod compact;
+mod flush;
+mod iter;
+mod open;
+mod read;
+mod snapshot;
+mod write;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+pub use iter::DbIterator;
+pub use snapshot::Snapshot;
+pub(crate) use snapshot::SnapshotList;
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::FileNumber;
+use crate::fs::{FileLock, Fs};
+use crate::key::SeqNo;
+use crate::l0::Level0;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::placement::Placement;
+use crate::stats::{Stats, StatsSnapshot};
+use crate::table_cache::TableCache;
+use crate::version::{Version, VersionSet};
+use crate::wal::LogWriter;
+
+/// What a read needs: the memtables and the version, captured together.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub imms: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// State guarded by `DbInner::state`.
+pub(crate) struct State {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub imms: VecDeque<Arc<MemTable>>,
+    pub super_version: Arc<SuperVersion>,
+    /// Files inputs of running compactions.
+    pub busy: HashSet<FileNumber>,
+    /// Set once a background job fails: writes then return `Poisoned`.
+    pub bg_error: Option<Error>,
+    pub flush_running: bool,
+    pub compactions_running: usize,
+    /// Bumped after every flush or compaction install (waiters re-check their condition).
+    pub progress: u64,
+}
+
+/// The current WAL; only the group-commit leader touches it.
+pub(crate) struct WalState {
+    pub writer: Option<LogWriter>,
+    pub number: FileNumber,
+}
+
+pub(crate) struct DbInner {
+    pub opts: Options,
+    pub fs: Arc<dyn Fs>,
+    pub placement: Placement,
+    pub l0: Box<dyn Level0>,
+    pub tables: Arc<TableCache>,
+    /// Lock order: `versions` before `state`.
+    pub versions: Mutex<VersionSet>,
+    pub state: Mutex<State>,
+    /// Wakes background threads: work arrived, or shutdown.
+    pub bg_cv: Condvar,
+    /// Wakes waiters (stalled writers, flush(), compact_range()): background work finished.
+    pub done_cv: Condvar,
+    pub wal: Mutex<WalState>,
+    pub writers: Mutex<write::WriteQueue>,
+    /// The newest sequence visible to readers.
+    pub last_sequence: AtomicU64,
+    /// The file-number counter, shared with the `VersionSet`.
+    pub next_file: Arc<AtomicU64>,
+    pub snapshots: Arc<SnapshotList>,
+    pub stats: Stats,
+    pub shutting_down: AtomicBool,
+    pub closed: AtomicBool,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub _lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+/// An open database.
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Db({})", self.inner.placement.db_dir().display())
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl DbInner {
+    pub fn visible_sequence(&self) -> SeqNo {
+        SeqNo(self.last_sequence.load(Ordering::Acquire))
+    }
+
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        lock(&self.state).super_version.clone()
+    }
+
+    /// Rebuilds the super version after `mem`, `imms` or the version changed.
+    /// REQUIRES: `state` locked; `version` is the VersionSet's current one.
+    pub fn install_super_version(state: &mut State, version: Arc<Version>) {
+        state.super_version = Arc::new(SuperVersion {
+            mem: state.mem.clone(),
+            imms: state.imms.iter().rev().cloned().collect(),
+            version,
+        });
+    }
+
+    /// Records a background failure: writes fail from now on. Wakes every waiter.
+    pub fn poison(&self, err: &Error) {
+        let mut st = lock(&self.state);
+        if st.bg_error.is_none() && err.kind() != ErrorKind::Closed {
+            st.bg_error = Some(Error::new(
+                ErrorKind::Poisoned,
+                format!("background error: {err}"),
+            ));
+        }
+        drop(st);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "database is closed"));
+        }
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Opens (or creates, per `opts.create_if_missing`) the database at `path`, replaying
+    /// its WALs.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad options (naming the field) or a missing database;
+    /// `Busy` if another process holds it; `Corruption` naming file and offset for damaged
+    /// files; `NotSupported` for a newer format; I/O errors.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Ok(Db {
+            inner: open::open(path.as_ref(), opts)?,
+        })
+    }
+
+    /// The value of `key`, or `None`.
+    ///
+    /// # Errors
+    /// `Corruption` or I/O errors reading tables; `Closed` after close.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), key)
+    }
+
+    /// The value of `key` as of `opts.snapshot` (or now).
+    ///
+    /// # Errors
+    /// As for [`Db::get`].
+    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.inner.check_open()?;
+        read::get(&self.inner, opts, key.as_ref())
+    }
+
+    /// Sets `key` to `value`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an oversized key (> 64 KiB) or value (> 64 MiB); `Poisoned`
+    /// after a background failure; `Closed`; I/O errors writing the WAL.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Deletes `key` (a no-op if absent).
+    ///
+    /// # Errors
+    /// As for [`Db::put`].
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Applies `batch` atomically: readers see all of it or none of it, and so does recovery.
+    ///
+    /// # Errors
+    /// As for [`Db::put`].
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.check_open()?;
+        write::write(&self.inner, opts, batch)
+    }
+
+    /// An iterator over the database (unpositioned: call a seek first, or use it as a Rust
+    /// `Iterator`, which starts at the lower bound).
+    ///
+    /// # Errors
+    /// `Closed` after close.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        self.inner.check_open()?;
+        Ok(iter::new(&self.inner, opts))
+    }
+
+    /// A consistent point-in-time view for `get_opt` and `iter`; released on drop.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshots.take(self.inner.visible_sequence())
+    }
+
+    /// Flushes the memtable to an L0 table and waits until every memtable is flushed.
+    ///
+    /// # Errors
+    /// `Poisoned` if a background job failed; `Closed`; I/O errors.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.check_open()?;
+        flush::flush_and_wait(&self.inner)
+    }
+
+    /// Compacts every file overlapping [`lo`, `hi`] (user keys, inclusive; `None` = unbounded)
+    /// down to the deepest populated level, dropping overwritten versions and tombstones.
+    ///
+    /// # Errors
+    /// As for [`Db::flush`], plus errors of the compaction.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.inner.check_open()?;
+        compact::compact_range(&self.inner, lo, hi)
+    }
+
+    /// Counters and level shape.
+    pub fn stats(&self) -> StatsSnapshot {
+        let mut s = self.inner.stats.snapshot();
+        s.manifest_bytes = lock(&self.inner.versions).manifest_bytes();
+        let v = self.inner.super_version().version.clone();
+        s.files_per_level = v.levels.iter().map(Vec::len).collect();
+        s.bytes_per_level = (0..v.num_levels()).map(|l| v.level_bytes(l)).collect();
+        s
+    }
+
+    /// A named text property: `strata.stats` (the stats report), `strata.levels` (files per
+    /// level), `strata.num-files-at-level<N>`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        match name {
+            "strata.stats" => Some(self.stats().to_text()),
+            "strata.levels" => Some(self.inner.super_version().version.level_summary()),
+            _ => {
+                let n: usize = name
+                    .strip_prefix("strata.num-files-at-level")?
+                    .parse()
+                    .ok()?;
+                Some(
+                    self.inner
+                        .super_version()
+                        .version
+                        .files(n)
+                        .len()
+                        .to_string(),
+                )
+            }
+        }
+    }
+
+    /// Stops background work, syncs the WAL and releases the lock. Later calls return
+    /// `Closed`. Called by `drop`.
+    ///
+    /// # Errors
+    /// I/O errors syncing the WAL.
+    pub fn close(&self) -> Result<()> {
+        open::close(&self.inner)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+pub(crate) fn flush_one_pub(db: &DbInner) -> Result<()> {
+    flush::flush_one(db)
+}
+
+pub(crate) fn delete_obsolete_pub(db: &DbInner) {
+    compact::delete_obsolete_files(db);
+}
+
+pub(crate) fn pick_background_pub(db: &DbInner) -> Option<crate::compaction::Compaction> {
+    compact::pick_background(db)
+}
+
+pub(crate) fn run_compaction_pub(db: &DbInner, c: &crate::compaction::Compaction) -> Result<()> {
+    compact::run_compaction(db, c)
+}

@@ -1,0 +1,235 @@
+//! Compaction as the database runs it: pick under the locks, merge without them, install
+//! under them; `compact_range`; and deletion of files no version needs.
+
+use std::sync::atomic::Ordering;
+
+use super::{lock, DbInner};
+use crate::compaction::picker::{self, Compaction, PickContext};
+use crate::compaction::CompactionJob;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::{self, FileNumber, FileType};
+use crate::stats::{Stats, MAX_LEVELS};
+use crate::version::VersionEdit;
+
+/// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
+pub(crate) fn pick_background(db: &DbInner) -> Option<Compaction> {
+    let versions = lock(&db.versions);
+    let mut st = lock(&db.state);
+    if st.bg_error.is_some() {
+        return None;
+    }
+    let v = versions.current();
+    let pointers: Vec<Vec<u8>> = (0..v.num_levels())
+        .map(|l| versions.compact_pointer(l).to_vec())
+        .collect();
+    let ctx = PickContext {
+        version: &v,
+        opts: &db.opts,
+        busy: &st.busy,
+        compact_pointers: &pointers,
+        placement: &db.placement,
+    };
+    let c = picker::pick(&ctx, &*db.l0)?;
+    for f in c.all_inputs() {
+        st.busy.insert(f.number);
+    }
+    st.compactions_running += 1;
+    Some(c)
+}
+
+/// Runs and installs `c`, then releases its inputs. Errors poison the database.
+pub(crate) fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
+    let result = execute(db, c);
+    let mut st = lock(&db.state);
+    for f in c.all_inputs() {
+        st.busy.remove(&f.number);
+    }
+    st.compactions_running -= 1;
+    st.progress += 1;
+    drop(st);
+    db.done_cv.notify_all();
+    db.bg_cv.notify_all();
+    result
+}
+
+fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
+    let out_level = c.output_level.min(MAX_LEVELS - 1);
+    let mut edit = VersionEdit::default();
+    for f in &c.inputs {
+        edit.deleted_files.push((c.level, f.number));
+    }
+    if c.trivial_move {
+        let f = &c.inputs[0];
+        edit.new_files.push((c.output_level, (**f).clone()));
+        Stats::add(&db.stats.trivial_moves, 1);
+    } else {
+        for f in &c.next_inputs {
+            edit.deleted_files.push((c.output_level, f.number));
+        }
+        let version = db.super_version().version.clone();
+        let mut outputs: Vec<FileNumber> = Vec::new();
+        let snapshots = db.snapshots.sequences();
+        let mut new_number = || {
+            let n = lock(&db.versions).new_output_number();
+            outputs.push(n);
+            n
+        };
+        let stop = || db.shutting_down.load(Ordering::Acquire);
+        let mut job = CompactionJob {
+            compaction: c,
+            version: &version,
+            snapshots,
+            tables: &db.tables,
+            fs: &*db.fs,
+            placement: &db.placement,
+            table_opts: super::flush::table_options(db),
+            target_file_size: db.opts.target_file_size_base,
+            max_grandparent_overlap: db.opts.max_grandparent_overlap_factor
+                * db.opts.target_file_size_base,
+            new_file_number: &mut new_number,
+            should_stop: &stop,
+        };
+        let result = job.run();
+        let out = match result {
+            Ok(o) => o,
+            Err(e) => {
+                lock(&db.versions).release_outputs(&outputs);
+                return Err(e);
+            }
+        };
+        Stats::add(&db.stats.compaction_read[out_level], out.bytes_read);
+        Stats::add(&db.stats.compaction_written[out_level], out.bytes_written);
+        for f in out.files {
+            edit.new_files.push((c.output_level, f));
+        }
+        let mut versions = lock(&db.versions);
+        if c.level > 0 {
+            if let Some(last) = c.inputs.last() {
+                edit.compact_pointers.push((c.level, last.largest.clone()));
+            }
+        }
+        let applied = versions.log_and_apply(edit);
+        versions.release_outputs(&outputs);
+        let v = applied?;
+        let mut st = lock(&db.state);
+        super::DbInner::install_super_version(&mut st, v);
+        drop(st);
+        drop(versions);
+        Stats::add(&db.stats.compactions[out_level], 1);
+        return Ok(());
+    }
+    let mut versions = lock(&db.versions);
+    let v = versions.log_and_apply(edit)?;
+    let mut st = lock(&db.state);
+    super::DbInner::install_super_version(&mut st, v);
+    drop(st);
+    drop(versions);
+    Stats::add(&db.stats.compactions[out_level], 1);
+    Ok(())
+}
+
+/// `Db::compact_range`: flush, then push every overlapping file down level by level to the
+/// deepest populated level.
+pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+    super::flush::flush_and_wait(db)?;
+    let deepest = {
+        let v = db.super_version().version.clone();
+        (0..v.num_levels())
+            .rev()
+            .find(|&l| !v.files(l).is_empty())
+            .unwrap_or(0)
+            .max(1)
+    };
+    for level in 0..deepest {
+        loop {
+            let picked = {
+                let versions = lock(&db.versions);
+                let mut st = lock(&db.state);
+                if let Some(e) = &st.bg_error {
+                    return Err(e.clone());
+                }
+                if db.shutting_down.load(Ordering::Acquire) {
+                    return Err(Error::new(ErrorKind::Closed, "database is closing"));
+                }
+                let v = versions.current();
+                if v.overlapping(level, lo, hi).is_empty() {
+                    break;
+                }
+                let ctx = PickContext {
+                    version: &v,
+                    opts: &db.opts,
+                    busy: &st.busy,
+                    compact_pointers: &[],
+                    placement: &db.placement,
+                };
+                match picker::pick_manual(&ctx, level, lo, hi) {
+                    Some(c) => {
+                        for f in c.all_inputs() {
+                            st.busy.insert(f.number);
+                        }
+                        st.compactions_running += 1;
+                        Some(c)
+                    }
+                    None => {
+                        // Inputs are busy in a background compaction: wait for progress.
+                        drop(versions);
+                        let _st = db
+                            .done_cv
+                            .wait(st)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        None
+                    }
+                }
+            };
+            if let Some(c) = picked {
+                let r = run_compaction(db, &c);
+                if let Err(e) = &r {
+                    db.poison(e);
+                }
+                r?;
+                delete_obsolete_files(db);
+                // The range's files of this level were all pushed down (picked together).
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes tables no live version needs, WALs older than the oldest needed one, and old
+/// manifests. Never runs once the database is poisoned (the durable state is then unknown).
+pub(crate) fn delete_obsolete_files(db: &DbInner) {
+    if lock(&db.state).bg_error.is_some() {
+        return;
+    }
+    let (live, log_number, manifest, next) = {
+        let mut versions = lock(&db.versions);
+        // NB: `next` is read with the live set: files numbered from it on may be outputs of
+        // jobs that started after this point and must not be touched.
+        let next = FileNumber(db.next_file.load(Ordering::SeqCst));
+        (
+            versions.live_tables(),
+            versions.log_number(),
+            versions.manifest_number(),
+            next,
+        )
+    };
+    for dir in db.placement.dirs() {
+        let Ok(names) = db.fs.list(dir) else { continue };
+        for name in names {
+            let doomed = match filename::parse(&name) {
+                Some(FileType::Table(n)) => n < next && !live.contains(&n),
+                Some(FileType::Wal(n)) => n < log_number,
+                Some(FileType::Manifest(n)) => n < manifest,
+                _ => false,
+            };
+            if doomed {
+                if let Some(FileType::Table(n)) = filename::parse(&name) {
+                    db.tables.evict(n);
+                }
+                // A failed delete only wastes space; the next pass retries.
+                let _ = db.fs.remove(&dir.join(&name));
+            }
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! [`DbIterator`]: the user's view of the database in key order, as of one sequence number.
+//!
+//! Wraps a merging iterator over every source; for each user key it yields the newest
+//! version at or below the read sequence and hides tombstones. Reverse iteration walks each
+//! key's versions from oldest to newest and keeps the last visible one (LevelDB's scheme).
+//! The iterator pins its super version, so the files it reads are never deleted under it.
+
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
+use crate::error::Result;
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{self, SeqNo, ValueKind};
+use crate::options::ReadOptions;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over user keys and values.
+///
+/// After a seek, `valid()` says whether it points at an entry. It also implements `Iterator`
+/// (forward, from the lower bound or the current position), yielding `Result<(key, value)>`.
+pub struct DbIterator {
+    inner: MergingIterator,
+    _sv: Arc<SuperVersion>,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    /// Forward: the current user key. Reverse: the current entry's key.
+    saved_key: Vec<u8>,
+    /// Reverse only: the current entry's value.
+    saved_value: Vec<u8>,
+    started: bool,
+    /// The cursor moved since `Iterator::next` last yielded: yield the current entry as is.
+    fresh: bool,
+    _snapshot: Option<crate::db::Snapshot>,
+}
+
+pub(crate) fn new(db: &DbInner, opts: ReadOptions) -> DbIterator {
+    let seq = match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => db.visible_sequence(),
+    };
+    let sv = db.super_version();
+    let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
+    for m in &sv.imms {
+        children.push(Box::new(m.iter()));
+    }
+    children.extend(sv.version.iterators(&db.tables));
+    DbIterator {
+        inner: MergingIterator::new(children),
+        _sv: sv,
+        seq,
+        lower: opts.lower_bound,
+        upper: opts.upper_bound,
+        direction: Direction::Forward,
+        valid: false,
+        saved_key: Vec::new(),
+        saved_value: Vec::new(),
+        started: false,
+        fresh: false,
+        _snapshot: opts.snapshot,
+    }
+}
+
+impl DbIterator {
+    /// Whether the cursor is at an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => key::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met (corruption or I/O), if any.
+    ///
+    /// # Errors
+    /// That error.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+
+    /// Moves to the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        self.started = true;
+        self.fresh = true;
+        self.direction = Direction::Forward;
+        match self.lower.clone() {
+            Some(lo) => self.inner.seek(&key::seek_key(&lo, self.seq)),
+            None => self.inner.seek_to_first(),
+        }
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.started = true;
+        self.fresh = true;
+        self.direction = Direction::Reverse;
+        match self.upper.clone() {
+            Some(hi) => {
+                self.inner.seek(&key::seek_key(&hi, SeqNo::MAX));
+                if self.inner.valid() {
+                    self.inner.prev();
+                } else {
+                    self.inner.seek_to_last();
+                }
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the first key >= `target` (clamped to the bounds).
+    pub fn seek(&mut self, target: &[u8]) {
+        self.started = true;
+        self.fresh = true;
+        self.direction = Direction::Forward;
+        let t = match &self.lower {
+            Some(lo) if target < lo.as_slice() => lo.clone(),
+            _ => target.to_vec(),
+        };
+        self.inner.seek(&key::seek_key(&t, self.seq));
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the last key <= `target` (clamped to the bounds).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.started = true;
+        self.fresh = true;
+        self.direction = Direction::Reverse;
+        match &self.upper {
+            Some(hi) if target >= hi.as_slice() => {
+                let hi = hi.clone();
+                self.inner.seek(&key::seek_key(&hi, SeqNo::MAX));
+            }
+            // Past every version of `target` (sequence 0 is never written).
+            _ => self.inner.seek(&key::seek_key(target, SeqNo::ZERO)),
+        }
+        if self.inner.valid() {
+            self.inner.prev();
+        } else {
+            self.inner.seek_to_last();
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        self.fresh = true;
+        if self.direction == Direction::Reverse {
+            // inner is before every entry of saved_key: step into them, then skip them.
+            self.direction = Direction::Forward;
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.inner.seek_to_first();
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            self.inner.next();
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        self.fresh = true;
+        if self.direction == Direction::Forward {
+            // Back inner up to before every entry of the current key.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            loop {
+                self.inner.prev();
+                if !self.inner.valid()
+                    || key::user_key(self.inner.key()) < self.saved_key.as_slice()
+                {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    fn past_upper(&self, uk: &[u8]) -> bool {
+        self.upper.as_deref().is_some_and(|hi| uk >= hi)
+    }
+
+    fn before_lower(&self, uk: &[u8]) -> bool {
+        self.lower.as_deref().is_some_and(|lo| uk < lo)
+    }
+
+    /// Forward: from inner's position, find the newest visible non-deleted entry of the next
+    /// user key (skipping keys <= saved_key if `skipping`).
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        while self.inner.valid() {
+            let Some(p) = key::parse(self.inner.key()) else {
+                self.inner.next();
+                continue;
+            };
+            if self.past_upper(p.user_key) {
+                break;
+            }
+            if p.seq <= self.seq {
+                if skipping && p.user_key <= self.saved_key.as_slice() {
+                    // Hidden by the entry we already returned or skipped.
+                } else {
+                    match p.kind {
+                        ValueKind::Delete => {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                            skipping = true;
+                        }
+                        ValueKind::Put => {
+                            self.valid = true;
+                            return;
+                        }
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.valid = false;
+        self.saved_key.clear();
+    }
+
+    /// Reverse: walk back over the versions of the previous user key, keeping the newest
+    /// visible one; stop once a smaller key starts.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Delete;
+        while self.inner.valid() {
+            let Some(p) = key::parse(self.inner.key()) else {
+                self.inner.prev();
+                continue;
+            };
+            if p.seq <= self.seq {
+                if kind != ValueKind::Delete && p.user_key < self.saved_key.as_slice() {
+                    break;
+                }
+                if self.past_upper(p.user_key) {
+                    // Above the range: ignore (only possible right after a seek).
+                    self.inner.prev();
+                    continue;
+                }
+                if self.before_lower(p.user_key) {
+                    break;
+                }
+                kind = p.kind;
+                if kind == ValueKind::Delete {
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                } else {
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
+                    self.saved_value.clear();
+                    self.saved_value.extend_from_slice(self.inner.value());
+                }
+            }
+            self.inner.prev();
+        }
+        if kind == ValueKind::Delete {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+        } else {
+            self.valid = true;
+        }
+        self.direction = Direction::Reverse;
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.started {
+            self.seek_to_first();
+        } else if !self.fresh {
+            DbIterator::next(self);
+        }
+        self.fresh = false;
+        if self.valid {
+            return Some(Ok((self.key().to_vec(), self.value().to_vec())));
+        }
+        match self.status() {
+            Err(e) => {
+                self.started = true;
+                self.valid = false;
+                // Report the error once, then end.
+                let e2 = e.clone();
+                self.inner = MergingIterator::new(Vec::new());
+                Some(Err(e2))
+            }
+            Ok(()) => None,
+        }
+    }
+}

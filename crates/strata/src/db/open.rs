@@ -1,0 +1,293 @@
+//! Opening a database: lock, read the manifest, replay WALs into L0 tables, start a fresh
+//! WAL and manifest, delete leftovers, start the background threads. And closing it.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::{lock, DbInner, SnapshotList, State, SuperVersion, WalState};
+use crate::batch::WriteBatch;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::{self, FileNumber, FileType};
+use crate::fs;
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::placement::Placement;
+use crate::sst::BlockCache;
+use crate::stats::Stats;
+use crate::table_cache::TableCache;
+use crate::version::{VersionEdit, VersionSet};
+use crate::wal::{LogEvent, LogReader, LogWriter, WalRecoveryMode};
+
+pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref());
+    let exists = fs.exists(&placement.current_path());
+    if !exists && !opts.create_if_missing {
+        return Err(Error::invalid(format!(
+            "{}: database does not exist (create_if_missing is false)",
+            path.display()
+        )));
+    }
+    if exists && opts.error_if_exists {
+        return Err(Error::invalid(format!(
+            "{}: database exists (error_if_exists is true)",
+            path.display()
+        )));
+    }
+    for dir in placement.dirs() {
+        fs.create_dir_all(dir)?;
+    }
+    let lock_file = fs.lock(&path.join(filename::LOCK))?;
+    let mut versions = VersionSet::new(
+        fs.clone(),
+        placement.clone(),
+        opts.num_levels,
+        opts.max_manifest_file_size,
+    );
+    let block_cache =
+        (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    let tables = Arc::new(TableCache::new(
+        fs.clone(),
+        placement.clone(),
+        opts.max_open_files,
+        block_cache,
+    ));
+    let mut edit = VersionEdit::default();
+    let mut last_seq = SeqNo::ZERO;
+    if exists {
+        let r = versions.recover()?;
+        let missing = versions.missing_tables()?;
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+            return Err(Error::corrupt(format!(
+                "tables named by the manifest are missing: {}",
+                names.join(", ")
+            )));
+        }
+        last_seq = r.last_sequence;
+        last_seq = replay_wals(
+            &opts,
+            &placement,
+            &mut versions,
+            r.log_number,
+            last_seq,
+            &mut edit,
+        )?;
+    }
+    // A fresh WAL for this session.
+    let wal_number = versions.new_file_number();
+    let wal_file = fs.create(&placement.wal_path(wal_number))?;
+    fs.sync_dir(placement.wal_dir())?;
+    edit.log_number = Some(wal_number);
+    edit.last_sequence = Some(last_seq);
+    let version = versions.log_and_apply(edit)?;
+    let next_file = versions.file_number_counter();
+    let mem = Arc::new(MemTable::new(wal_number.0));
+    let sv = Arc::new(SuperVersion {
+        mem: mem.clone(),
+        imms: Vec::new(),
+        version,
+    });
+    let db = Arc::new(DbInner {
+        l0: crate::l0::layout(opts.l0_layout),
+        fs,
+        placement,
+        tables,
+        versions: Mutex::new(versions),
+        state: Mutex::new(State {
+            mem,
+            imms: VecDeque::new(),
+            super_version: sv,
+            busy: HashSet::new(),
+            bg_error: None,
+            flush_running: false,
+            compactions_running: 0,
+            progress: 0,
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        wal: Mutex::new(WalState {
+            writer: Some(LogWriter::new(wal_file)),
+            number: wal_number,
+        }),
+        writers: Mutex::default(),
+        last_sequence: AtomicU64::new(last_seq.0),
+        next_file,
+        snapshots: Arc::new(SnapshotList::default()),
+        stats: Stats::default(),
+        shutting_down: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        threads: Mutex::new(Vec::new()),
+        _lock: Mutex::new(Some(lock_file)),
+        opts,
+    });
+    delete_leftovers(&db);
+    super::compact::delete_obsolete_files(&db);
+    crate::bg::start(&db);
+    Ok(db)
+}
+
+/// Temporary files are only ever in flight while a database is open.
+fn delete_leftovers(db: &DbInner) {
+    for dir in db.placement.dirs() {
+        for name in db.fs.list(dir).unwrap_or_default() {
+            if filename::parse(&name) == Some(FileType::Temp) {
+                let _ = db.fs.remove(&dir.join(name));
+            }
+        }
+    }
+}
+
+/// Replays WALs numbered >= `log_number` into L0 tables added to `edit`. Returns the last
+/// sequence seen.
+fn replay_wals(
+    opts: &Options,
+    placement: &Placement,
+    versions: &mut VersionSet,
+    log_number: FileNumber,
+    mut last_seq: SeqNo,
+    edit: &mut VersionEdit,
+) -> Result<SeqNo> {
+    let fs = &opts.fs;
+    let mut wals: Vec<FileNumber> = fs
+        .list(placement.wal_dir())?
+        .iter()
+        .filter_map(|n| match filename::parse(n) {
+            Some(FileType::Wal(w)) if w >= log_number => Some(w),
+            _ => None,
+        })
+        .collect();
+    wals.sort();
+    let mut mem = Arc::new(MemTable::new(0));
+    let mut stop = false;
+    for w in wals {
+        if stop {
+            break;
+        }
+        let path = placement.wal_path(w);
+        let mut reader = LogReader::new(fs::read_all(&**fs, &path)?);
+        loop {
+            let (data, offset) = match reader.next_event() {
+                LogEvent::Record { data, offset } => (data, offset),
+                LogEvent::End => break,
+                LogEvent::Torn { offset } => match opts.wal_recovery_mode {
+                    WalRecoveryMode::AbsoluteConsistency => {
+                        return Err(Error::corruption(&path, offset, "WAL ends inside a record"));
+                    }
+                    WalRecoveryMode::PointInTime => {
+                        stop = true;
+                        break;
+                    }
+                    _ => break,
+                },
+                LogEvent::Corrupt {
+                    offset,
+                    reason,
+                    at_tail,
+                } => match opts.wal_recovery_mode {
+                    WalRecoveryMode::TolerateTornTail if at_tail => break,
+                    WalRecoveryMode::PointInTime => {
+                        stop = true;
+                        break;
+                    }
+                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    _ => {
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            format!("WAL record: {reason}"),
+                        ))
+                    }
+                },
+            };
+            let batch = match WriteBatch::decode(data) {
+                Ok(b) => b,
+                Err(e) => match opts.wal_recovery_mode {
+                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    WalRecoveryMode::PointInTime => {
+                        stop = true;
+                        break;
+                    }
+                    _ => return Err(Error::corruption(&path, offset, e.message())),
+                },
+            };
+            let mut seq = batch.sequence();
+            for e in batch.iter() {
+                let e = e?;
+                mem.add(seq, e.kind, e.key, e.value);
+                last_seq = last_seq.max(seq);
+                seq = seq.next();
+            }
+            if mem.memory_usage() >= opts.write_buffer_size {
+                flush_recovered(opts, placement, versions, &mem, edit)?;
+                mem = Arc::new(MemTable::new(0));
+            }
+        }
+    }
+    if !mem.is_empty() {
+        flush_recovered(opts, placement, versions, &mem, edit)?;
+    }
+    Ok(last_seq)
+}
+
+fn flush_recovered(
+    opts: &Options,
+    placement: &Placement,
+    versions: &mut VersionSet,
+    mem: &Arc<MemTable>,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    use crate::iter::InternalIterator;
+    let number = versions.new_file_number();
+    let path_id = placement.path_id_for_level(0);
+    let path = placement.table_path(number, path_id);
+    let topts = crate::sst::TableOptions {
+        block_size: opts.block_size,
+        block_restart_interval: opts.block_restart_interval,
+        bloom_bits_per_key: opts.bloom_bits_per_key,
+        compression: opts.compression,
+    };
+    let mut b = crate::sst::TableBuilder::new(opts.fs.create(&path)?, path.clone(), topts);
+    let mut it = mem.iter();
+    it.seek_to_first();
+    while it.valid() {
+        b.add(it.key(), it.value())?;
+        it.next();
+    }
+    let (lo, hi) = (b.first_key().to_vec(), b.last_key().to_vec());
+    let props = b.finish()?;
+    opts.fs.sync_dir(placement.dir_of(path_id))?;
+    edit.new_files.push((
+        0,
+        crate::version::file_meta_from(number, path_id, &props, lo, hi),
+    ));
+    Ok(())
+}
+
+pub(crate) fn close(db: &DbInner) -> Result<()> {
+    if db.closed.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    db.shutting_down.store(true, Ordering::Release);
+    {
+        let _st = lock(&db.state);
+        db.bg_cv.notify_all();
+        db.done_cv.notify_all();
+    }
+    let threads: Vec<_> = lock(&db.threads).drain(..).collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    // Wait for any writer still leading a group.
+    drop(lock(&db.writers));
+    let result = match lock(&db.wal).writer.as_mut() {
+        Some(w) => w.sync(),
+        None => Ok(()),
+    };
+    lock(&db._lock).take();
+    result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
+}

@@ -1,0 +1,69 @@
+//! Point reads: memtable, immutable memtables (newest first), L0 tables (newest first), then
+//! one table per deeper level. The first version found at or below the read sequence wins.
+
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::key::{self, SeqNo, ValueKind};
+use crate::memtable::Lookup;
+use crate::options::ReadOptions;
+use crate::version::Version;
+
+pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
+    // NB: the sequence is read before the super version, so the super version holds every
+    // write at or below it.
+    let seq = match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => db.visible_sequence(),
+    };
+    let sv = db.super_version();
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        match mem.get(user_key, seq) {
+            Some(Lookup::Value(v)) => return Ok(Some(v)),
+            Some(Lookup::Deleted) => return Ok(None),
+            None => {}
+        }
+    }
+    get_from_version(db, &sv.version, user_key, seq)
+}
+
+fn get_from_version(
+    db: &DbInner,
+    v: &Version,
+    user_key: &[u8],
+    seq: SeqNo,
+) -> Result<Option<Vec<u8>>> {
+    let target = key::seek_key(user_key, seq);
+    let decide = |found: Option<(Vec<u8>, Vec<u8>)>,
+                  path: &std::path::Path|
+     -> Result<Option<Option<Vec<u8>>>> {
+        let Some((k, v)) = found else { return Ok(None) };
+        let p =
+            key::parse(&k).ok_or_else(|| Error::corruption(path, 0, "malformed internal key"))?;
+        Ok(Some(match p.kind {
+            ValueKind::Put => Some(v),
+            ValueKind::Delete => None,
+        }))
+    };
+    for f in v.files(0) {
+        if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
+            continue;
+        }
+        let t = db.tables.table(f)?;
+        if let Some(r) = decide(t.get(&target, user_key)?, t.path())? {
+            return Ok(r);
+        }
+    }
+    for level in 1..v.num_levels() {
+        let files = v.files(level);
+        let i = v.find_file(level, &target);
+        let Some(f) = files.get(i) else { continue };
+        if user_key < f.smallest_user_key() {
+            continue;
+        }
+        let t = db.tables.table(f)?;
+        if let Some(r) = decide(t.get(&target, user_key)?, t.path())? {
+            return Ok(r);
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,296 @@
+//! The write path: group commit, memtable switches and write stalls.
+//!
+//! Writers queue up; the one at the front becomes the leader, takes the batches behind it
+//! (up to a size cap, and never a sync write behind a non-sync leader), makes room (may stall
+//! or switch the memtable), assigns sequences, appends one WAL record for the group, syncs if
+//! any member asked, inserts into the memtable, publishes the last sequence, and wakes the
+//! group. Only the leader touches the WAL and switches memtables, so neither needs more
+//! locking than the queue provides.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar};
+use std::time::{Duration, Instant};
+
+use super::{lock, DbInner};
+use crate::batch::WriteBatch;
+use crate::compaction::picker;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::FileNumber;
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::stats::Stats;
+use crate::wal::LogWriter;
+
+/// Largest group a leader assembles, in encoded bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) struct Writer {
+    /// Taken by the leader.
+    batch: Option<WriteBatch>,
+    sync: bool,
+    disable_wal: bool,
+    /// Switch the memtable even if it is not full (flush()).
+    force_switch: bool,
+    done: bool,
+    result: Result<()>,
+}
+
+struct Slot {
+    cv: Condvar,
+    w: std::sync::Mutex<Writer>,
+}
+
+/// Writers waiting to commit, front = current leader.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    slots: VecDeque<Arc<Slot>>,
+}
+
+pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+    batch.validate()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    commit(
+        db,
+        Writer {
+            batch: Some(batch),
+            sync: opts.sync,
+            disable_wal: opts.disable_wal,
+            force_switch: false,
+            done: false,
+            result: Ok(()),
+        },
+    )
+}
+
+/// Freezes the current memtable (if it holds anything) through the write queue.
+pub(crate) fn force_switch(db: &DbInner) -> Result<()> {
+    commit(
+        db,
+        Writer {
+            batch: None,
+            sync: false,
+            disable_wal: true,
+            force_switch: true,
+            done: false,
+            result: Ok(()),
+        },
+    )
+}
+
+fn commit(db: &DbInner, writer: Writer) -> Result<()> {
+    let slot = Arc::new(Slot {
+        cv: Condvar::new(),
+        w: std::sync::Mutex::new(writer),
+    });
+    let mut q = lock(&db.writers);
+    q.slots.push_back(slot.clone());
+    loop {
+        if lock(&slot.w).done {
+            return lock(&slot.w).result.clone();
+        }
+        if q.slots.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+            break;
+        }
+        q = slot
+            .cv
+            .wait(q)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    // We lead. Gather a group.
+    let (force, lead_sync) = {
+        let w = lock(&slot.w);
+        (w.force_switch, w.sync)
+    };
+    let mut group: Vec<Arc<Slot>> = vec![slot.clone()];
+    if !force {
+        let mut bytes = lock(&slot.w)
+            .batch
+            .as_ref()
+            .map_or(0, WriteBatch::encoded_len);
+        let cap = if bytes <= 128 << 10 {
+            bytes + (128 << 10)
+        } else {
+            MAX_GROUP_BYTES
+        };
+        for s in q.slots.iter().skip(1) {
+            let w = lock(&s.w);
+            if w.force_switch
+                || (w.sync && !lead_sync)
+                || w.disable_wal != lock(&slot.w).disable_wal
+            {
+                break;
+            }
+            let n = w.batch.as_ref().map_or(0, WriteBatch::encoded_len);
+            if bytes + n > cap.min(MAX_GROUP_BYTES) {
+                break;
+            }
+            bytes += n;
+            drop(w);
+            group.push(s.clone());
+        }
+    }
+    drop(q);
+
+    let result = if force {
+        make_room(db, true).map(|_| ())
+    } else {
+        lead_group(db, &group)
+    };
+
+    let mut q = lock(&db.writers);
+    for s in &group {
+        let front = q.slots.pop_front();
+        debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, s)));
+        let mut w = lock(&s.w);
+        w.done = true;
+        w.result = result.clone();
+        drop(w);
+        if !Arc::ptr_eq(s, &slot) {
+            s.cv.notify_one();
+        }
+    }
+    if let Some(next) = q.slots.front() {
+        next.cv.notify_one();
+    }
+    result
+}
+
+fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
+    let mut batch = lock(&group[0].w).batch.take().unwrap_or_default();
+    let mut sync = lock(&group[0].w).sync;
+    let disable_wal = lock(&group[0].w).disable_wal;
+    for s in &group[1..] {
+        let mut w = lock(&s.w);
+        if let Some(b) = w.batch.take() {
+            batch.append(&b);
+        }
+        sync |= w.sync;
+    }
+    let mem = make_room(db, false)?;
+    let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
+    batch.set_sequence(first);
+    if !disable_wal {
+        let mut wal = lock(&db.wal);
+        let Some(writer) = wal.writer.as_mut() else {
+            return Err(Error::new(
+                ErrorKind::Poisoned,
+                "no WAL is open (an earlier WAL error)",
+            ));
+        };
+        let before = writer.len();
+        let mut res = writer
+            .add_record(batch.encoded())
+            .and_then(|()| writer.flush());
+        if res.is_ok() && sync {
+            res = writer.sync();
+            Stats::add(&db.stats.wal_syncs, 1);
+        }
+        Stats::add(&db.stats.wal_bytes, writer.len() - before);
+        if let Err(e) = res {
+            // The WAL's tail is now unknown: nothing more may be appended to it.
+            wal.writer = None;
+            drop(wal);
+            db.poison(&e);
+            return Err(e);
+        }
+    }
+    let mut seq = first;
+    for e in batch.iter() {
+        let e = e?;
+        mem.add(seq, e.kind, e.key, e.value);
+        seq = seq.next();
+    }
+    db.last_sequence.store(seq.0 - 1, Ordering::Release);
+    Stats::add(&db.stats.user_bytes, batch.payload_bytes() as u64);
+    Stats::add(&db.stats.user_writes, group.len() as u64);
+    Ok(())
+}
+
+/// Makes sure the memtable has room (or, with `force`, freezes it if non-empty), stalling
+/// while flush or compaction is behind. Returns the memtable to write into.
+/// REQUIRES: called by the write-queue leader.
+fn make_room(db: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
+    let mut allow_delay = !force;
+    let mut st = lock(&db.state);
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "database is closing"));
+        }
+        let v = st.super_version.version.clone();
+        let runs = db.l0.sorted_runs(&v);
+        let pending = picker::pending_compaction_bytes(&v, &db.opts);
+        if allow_delay
+            && (runs >= db.opts.level0_slowdown_writes_trigger
+                || pending >= db.opts.soft_pending_compaction_bytes_limit)
+        {
+            // Give compaction a little room, once per write.
+            drop(st);
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(1));
+            Stats::add(&db.stats.slowdowns, 1);
+            Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
+            allow_delay = false;
+            st = lock(&db.state);
+            continue;
+        }
+        // NB: an empty memtable is never frozen, however large a single entry makes it.
+        let full = st.mem.memory_usage() >= db.opts.write_buffer_size && !st.mem.is_empty();
+        if !force && !full {
+            return Ok(st.mem.clone());
+        }
+        if force && st.mem.is_empty() {
+            return Ok(st.mem.clone());
+        }
+        let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number
+            || runs >= db.opts.level0_stop_writes_trigger
+            || pending >= db.opts.hard_pending_compaction_bytes_limit;
+        if stop {
+            let t = Instant::now();
+            Stats::add(&db.stats.stalls, 1);
+            db.bg_cv.notify_all();
+            st = db
+                .done_cv
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
+            continue;
+        }
+        // Switch: a new WAL, the old memtable becomes immutable.
+        drop(st);
+        let number = FileNumber(db.next_file.fetch_add(1, Ordering::SeqCst));
+        if let Err(e) = switch_wal(db, number) {
+            db.poison(&e);
+            return Err(e);
+        }
+        st = lock(&db.state);
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number.0)));
+        st.imms.push_back(old);
+        let v = st.super_version.version.clone();
+        super::DbInner::install_super_version(&mut st, v);
+        db.bg_cv.notify_all();
+        force = false;
+    }
+}
+
+/// Syncs the current WAL (so no later synced write can follow a hole), then starts WAL
+/// `number` and makes its directory entry durable.
+fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
+    let mut wal = lock(&db.wal);
+    if let Some(w) = wal.writer.as_mut() {
+        w.sync()?;
+        Stats::add(&db.stats.wal_syncs, 1);
+    }
+    let path = db.placement.wal_path(number);
+    let file = db.fs.create(&path)?;
+    db.fs.sync_dir(db.placement.wal_dir())?;
+    wal.writer = Some(LogWriter::new(file));
+    wal.number = number;
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! [`Stats`]: counters of what the engine wrote, compacted and waited for.
+//!
+//! Updated with relaxed atomics on the write path and by background jobs; read with
+//! [`Stats::snapshot`]. Write amplification = bytes the engine wrote to tables (flush +
+//! compaction) / user bytes written; "device" write amplification adds WAL and manifest bytes.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Deepest level tracked per level.
+pub const MAX_LEVELS: usize = 16;
+
+/// Live counters.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) user_writes: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+    pub(crate) manifest_bytes: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compactions: [AtomicU64; MAX_LEVELS],
+    pub(crate) compaction_read: [AtomicU64; MAX_LEVELS],
+    pub(crate) compaction_written: [AtomicU64; MAX_LEVELS],
+    pub(crate) trivial_moves: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+    pub(crate) slowdowns: AtomicU64,
+}
+
+/// A point-in-time copy of the counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatsSnapshot {
+    /// Bytes of keys and values the user wrote.
+    pub user_bytes: u64,
+    /// Write batches committed.
+    pub user_writes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Bytes appended to manifests.
+    pub manifest_bytes: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Bytes of L0 tables written by flushes.
+    pub flush_bytes: u64,
+    /// Compactions whose output went to level i (index = output level).
+    pub compactions: Vec<u64>,
+    /// Bytes read by compactions into level i.
+    pub compaction_read: Vec<u64>,
+    /// Bytes written by compactions into level i.
+    pub compaction_written: Vec<u64>,
+    /// Compactions that moved a file without rewriting it.
+    pub trivial_moves: u64,
+    /// Times a write waited for flush or compaction (stop condition).
+    pub stalls: u64,
+    /// Microseconds writes spent stalled or slowed down.
+    pub stall_micros: u64,
+    /// Writes delayed by the slowdown trigger.
+    pub slowdowns: u64,
+    /// Files per level at the time of the snapshot.
+    pub files_per_level: Vec<usize>,
+    /// Bytes per level at the time of the snapshot.
+    pub bytes_per_level: Vec<u64>,
+}
+
+impl StatsSnapshot {
+    /// Table bytes written (flush + compaction) per user byte.
+    pub fn write_amplification(&self) -> f64 {
+        let table = self.flush_bytes + self.compaction_written.iter().sum::<u64>();
+        table as f64 / self.user_bytes.max(1) as f64
+    }
+
+    /// All bytes written (WAL, manifest, tables) per user byte.
+    pub fn device_write_amplification(&self) -> f64 {
+        let all = self.wal_bytes
+            + self.manifest_bytes
+            + self.flush_bytes
+            + self.compaction_written.iter().sum::<u64>();
+        all as f64 / self.user_bytes.max(1) as f64
+    }
+
+    /// A human-readable report (the `strata.stats` property).
+    pub fn to_text(&self) -> String {
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        let mut s = String::new();
+        let _ = writeln!(s, "** strata stats **");
+        let _ = writeln!(
+            s,
+            "Level  Files   Size(MiB)  Compactions  Read(MiB)  Write(MiB)"
+        );
+        for (i, files) in self.files_per_level.iter().enumerate() {
+            let get = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
+            let _ = writeln!(
+                s,
+                "L{i:<5} {files:>5} {:>11.1} {:>12} {:>10.1} {:>11.1}",
+                mib(self.bytes_per_level.get(i).copied().unwrap_or(0)),
+                get(&self.compactions),
+                mib(get(&self.compaction_read)),
+                mib(get(&self.compaction_written)),
+            );
+        }
+        let _ = writeln!(
+            s,
+            "User writes: {} batches, {:.1} MiB",
+            self.user_writes,
+            mib(self.user_bytes)
+        );
+        let _ = writeln!(
+            s,
+            "WAL: {:.1} MiB, {} syncs; manifest: {:.2} MiB",
+            mib(self.wal_bytes),
+            self.wal_syncs,
+            mib(self.manifest_bytes)
+        );
+        let _ = writeln!(
+            s,
+            "Flushes: {}, {:.1} MiB; trivial moves: {}",
+            self.flushes,
+            mib(self.flush_bytes),
+            self.trivial_moves
+        );
+        let _ = writeln!(
+            s,
+            "Write amplification: {:.2} (tables), {:.2} (device, with WAL and manifest)",
+            self.write_amplification(),
+            self.device_write_amplification()
+        );
+        let _ = writeln!(
+            s,
+            "Stalls: {} stops, {} slowdowns, {:.3} s total",
+            self.stalls,
+            self.slowdowns,
+            self.stall_micros as f64 / 1e6
+        );
+        s
+    }
+}
+
+impl Stats {
+    pub(crate) fn add(c: &AtomicU64, v: u64) {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
+
+    /// Copies the counters (levels filled in by the caller).
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let arr = |a: &[AtomicU64; MAX_LEVELS]| a.iter().map(l).collect::<Vec<_>>();
+        StatsSnapshot {
+            user_bytes: l(&self.user_bytes),
+            user_writes: l(&self.user_writes),
+            wal_bytes: l(&self.wal_bytes),
+            wal_syncs: l(&self.wal_syncs),
+            manifest_bytes: l(&self.manifest_bytes),
+            flushes: l(&self.flushes),
+            flush_bytes: l(&self.flush_bytes),
+            compactions: arr(&self.compactions),
+            compaction_read: arr(&self.compaction_read),
+            compaction_written: arr(&self.compaction_written),
+            trivial_moves: l(&self.trivial_moves),
+            stalls: l(&self.stalls),
+            stall_micros: l(&self.stall_micros),
+            slowdowns: l(&self.slowdowns),
+            files_per_level: Vec::new(),
+            bytes_per_level: Vec::new(),
+        }
+    }
+}
