@@ -1,0 +1,320 @@
+//! The public API's contract: limits, errors, options, locking, snapshots, directories, stats.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{Fs, MemFs, RealFs};
+use strata::version::VersionEdit;
+use strata::wal::LogWriter;
+use strata::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_testkit::TempDir;
+
+fn mem_opts() -> (MemFs, Options) {
+    let fs = MemFs::new();
+    let o = Options {
+        write_buffer_size: 256 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    (fs, o)
+}
+
+#[test]
+fn db_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Db>();
+    check::<strata::Snapshot>();
+}
+
+#[test]
+fn empty_keys_and_values() {
+    let (_fs, o) = mem_opts();
+    let db = Db::open("/db", o).unwrap();
+    db.put(b"", b"empty key").unwrap();
+    db.put(b"k", b"").unwrap();
+    assert_eq!(db.get(b"").unwrap(), Some(b"empty key".to_vec()));
+    assert_eq!(db.get(b"k").unwrap(), Some(vec![]));
+    db.flush().unwrap();
+    assert_eq!(db.get(b"").unwrap(), Some(b"empty key".to_vec()));
+    assert_eq!(db.get(b"k").unwrap(), Some(vec![]));
+    db.delete(b"").unwrap();
+    assert_eq!(db.get(b"").unwrap(), None);
+}
+
+#[test]
+fn size_limits() {
+    let (_fs, o) = mem_opts();
+    let db = Db::open("/db", o).unwrap();
+    let big_key = vec![7u8; 64 * 1024];
+    db.put(&big_key, b"v").unwrap();
+    assert_eq!(db.get(&big_key).unwrap(), Some(b"v".to_vec()));
+    let e = db.put(vec![7u8; 64 * 1024 + 1], b"v").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let big_value = vec![9u8; 64 << 20];
+    db.put(b"big", &big_value).unwrap();
+    db.flush().unwrap();
+    assert!(db.get(b"big").unwrap() == Some(big_value));
+    let e = db.put(b"bigger", vec![0u8; (64 << 20) + 1]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("value"), "{e}");
+    // A rejected batch writes nothing.
+    let mut b = WriteBatch::new();
+    b.put(b"ok", b"1").put(vec![1u8; 70_000], b"x");
+    assert!(db.write(&WriteOptions::default(), b).is_err());
+    assert_eq!(db.get(b"ok").unwrap(), None);
+}
+
+#[test]
+fn options_are_validated_naming_the_field() {
+    let (_fs, o) = mem_opts();
+    let e = Db::open(
+        "/db",
+        Options {
+            level0_slowdown_writes_trigger: 1,
+            ..o.clone()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        e.message().contains("level0_slowdown_writes_trigger"),
+        "{e}"
+    );
+    let e = Db::open("/db", Options { block_size: 1, ..o }).unwrap_err();
+    assert!(e.message().contains("block_size"), "{e}");
+}
+
+#[test]
+fn create_and_exists_flags() {
+    let (_fs, o) = mem_opts();
+    let e = Db::open(
+        "/db",
+        Options {
+            create_if_missing: false,
+            ..o.clone()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    drop(Db::open("/db", o.clone()).unwrap());
+    let e = Db::open(
+        "/db",
+        Options {
+            error_if_exists: true,
+            ..o
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn lock_file_excludes_a_second_open() {
+    let dir = TempDir::new("lock");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let e = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    drop(db);
+    Db::open(dir.path(), Options::default()).unwrap();
+}
+
+#[test]
+fn closed_database_refuses_work() {
+    let (_fs, o) = mem_opts();
+    let db = Db::open("/db", o).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.close().unwrap();
+    assert_eq!(db.put(b"b", b"2").unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(db.get(b"a").unwrap_err().kind(), ErrorKind::Closed);
+    db.close().unwrap();
+}
+
+#[test]
+fn newer_manifest_format_is_refused() {
+    let (fs, o) = mem_opts();
+    drop(Db::open("/db", o.clone()).unwrap());
+    let current = strata::fs::read_all(&fs, Path::new("/db/CURRENT")).unwrap();
+    let name = String::from_utf8(current).unwrap();
+    let manifest = Path::new("/db").join(name.trim());
+    // Append an edit claiming format version 99 (re-create the file with its content + edit).
+    let old = strata::fs::read_all(&fs, &manifest).unwrap();
+    let mut f = fs.create(&manifest).unwrap();
+    f.append(&old).unwrap();
+    let mut w = LogWriter::new(f);
+    w.add_record(
+        &VersionEdit {
+            format_version: Some(99),
+            ..Default::default()
+        }
+        .encode(),
+    )
+    .unwrap();
+    w.sync().unwrap();
+    let e = Db::open("/db", o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
+}
+
+#[test]
+fn concurrent_writers_and_readers() {
+    let (_fs, mut o) = mem_opts();
+    o.write_buffer_size = 128 << 10;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..3000u32 {
+                    let mut b = WriteBatch::new();
+                    b.put(format!("t{t}-{i:05}"), format!("{i}"));
+                    b.put(format!("t{t}-last"), format!("{i}"));
+                    db.write(
+                        &WriteOptions {
+                            sync: i % 500 == 0,
+                            ..Default::default()
+                        },
+                        b,
+                    )
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    let reader = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                // Batch atomicity: whenever t0-last says i, t0-i exists.
+                if let Some(v) = db.get(b"t0-last").unwrap() {
+                    let i: u32 = String::from_utf8(v).unwrap().parse().unwrap();
+                    assert!(db.get(format!("t0-{i:05}")).unwrap().is_some());
+                }
+                let n = db
+                    .iter(ReadOptions {
+                        lower_bound: Some(b"t1-".to_vec()),
+                        upper_bound: Some(b"t1-9".to_vec()),
+                        ..Default::default()
+                    })
+                    .unwrap()
+                    .count();
+                assert!(n <= 3000);
+            }
+        })
+    };
+    for w in writers {
+        w.join().unwrap();
+    }
+    reader.join().unwrap();
+    for t in 0..4 {
+        for i in (0..3000u32).step_by(97) {
+            assert_eq!(
+                db.get(format!("t{t}-{i:05}")).unwrap(),
+                Some(format!("{i}").into_bytes())
+            );
+        }
+    }
+}
+
+#[test]
+fn iterators_and_snapshots_are_point_in_time() {
+    let (_fs, o) = mem_opts();
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), b"old").unwrap();
+    }
+    let snap = db.snapshot();
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), b"new").unwrap();
+    }
+    db.put(b"k999", b"new").unwrap();
+    db.compact_range(None, None).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!(it.value(), b"old");
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 100);
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    assert_eq!(db.get_opt(&at, b"k050").unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get_opt(&at, b"k999").unwrap(), None);
+    assert_eq!(db.get(b"k050").unwrap(), Some(b"new".to_vec()));
+    // Bounded reverse scan through the snapshot.
+    let mut it = db
+        .iter(ReadOptions {
+            snapshot: Some(snap),
+            lower_bound: Some(b"k010".to_vec()),
+            upper_bound: Some(b"k020".to_vec()),
+        })
+        .unwrap();
+    it.seek_to_last();
+    let mut keys = Vec::new();
+    while it.valid() {
+        keys.push(String::from_utf8(it.key().to_vec()).unwrap());
+        it.prev();
+    }
+    assert_eq!(keys.len(), 10);
+    assert_eq!((keys[0].as_str(), keys[9].as_str()), ("k019", "k010"));
+}
+
+#[test]
+fn wal_and_level_directories_are_used() {
+    let dir = TempDir::new("dirs");
+    let (db_dir, wal_dir, deep_dir) = (
+        dir.path().join("db"),
+        dir.path().join("wal"),
+        dir.path().join("deep"),
+    );
+    let opts = Options {
+        wal_dir: Some(wal_dir.clone()),
+        level_dir: Some(deep_dir.clone()),
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        target_file_size_base: 32 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(&db_dir, opts.clone()).unwrap();
+    for i in 0..5000u32 {
+        db.put(format!("key{i:06}"), vec![b'x'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let fs = RealFs::new();
+    let list = |d: &Path| fs.list(d).unwrap();
+    assert!(list(&wal_dir).iter().any(|n| n.ends_with(".log")));
+    assert!(!list(&db_dir).iter().any(|n| n.ends_with(".log")));
+    assert!(list(&deep_dir).iter().any(|n| n.ends_with(".sst")));
+    assert!(list(&db_dir).iter().any(|n| n.starts_with("MANIFEST")));
+    drop(db);
+    let db = Db::open(&db_dir, opts).unwrap();
+    assert_eq!(db.get(b"key004999").unwrap(), Some(vec![b'x'; 100]));
+}
+
+#[test]
+fn stats_report_amplification_and_levels() {
+    let (_fs, mut o) = mem_opts();
+    o.write_buffer_size = 64 << 10;
+    o.max_bytes_for_level_base = 128 << 10;
+    o.target_file_size_base = 32 << 10;
+    let db = Db::open("/db", o).unwrap();
+    for round in 0..3 {
+        for i in 0..4000u32 {
+            db.put(format!("key{i:06}"), vec![round as u8; 100])
+                .unwrap();
+        }
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.user_bytes > 3 * 4000 * 100);
+    assert!(s.flushes > 0 && s.flush_bytes > 0 && s.wal_bytes > s.user_bytes);
+    assert!(s.write_amplification() > 0.5, "{s:?}");
+    assert!(s.device_write_amplification() > s.write_amplification());
+    let text = db.property("strata.stats").unwrap();
+    assert!(text.contains("Write amplification"), "{text}");
+    assert!(db.property("strata.num-files-at-level0").is_some());
+    assert_eq!(db.property("nope"), None);
+}
