@@ -318,3 +318,35 @@ fn stats_report_amplification_and_levels() {
     assert!(db.property("strata.num-files-at-level0").is_some());
     assert_eq!(db.property("nope"), None);
 }
+
+#[test]
+fn writes_stall_and_resume_under_tiny_triggers() {
+    let (_fs, o) = mem_opts();
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 1,
+        level0_slowdown_writes_trigger: 1,
+        level0_stop_writes_trigger: 2,
+        max_bytes_for_level_base: 128 << 10,
+        target_file_size_base: 32 << 10,
+        ..o
+    };
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..20_000u32 {
+        db.put(format!("key{:06}", (i * 7919) % 20_000), vec![1u8; 100])
+            .unwrap();
+    }
+    let s = db.stats();
+    assert!(
+        s.stalls + s.slowdowns > 0,
+        "tiny triggers must throttle writes: {s:?}"
+    );
+    assert!(s.stall_micros > 0);
+    for i in (0..20_000u32).step_by(101) {
+        assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![1u8; 100]));
+    }
+    assert!(
+        db.stats().files_per_level[0] <= 3,
+        "L0 kept near its stop trigger"
+    );
+}

@@ -120,7 +120,14 @@ fn check_walk(db: &Db, model: &Model, rng: &mut Rng, space: u64, opts: ReadOptio
     it.status().unwrap();
 }
 
-fn run(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs>) {
+fn run(
+    config: &Config,
+    seed: u64,
+    ops: usize,
+    dir: &Path,
+    fs: Arc<dyn Fs>,
+    background_only: bool,
+) -> String {
     let ctx0 = format!("config {} seed {seed}", config.name);
     let mut rng = Rng::new(seed);
     let space = 1500;
@@ -130,7 +137,12 @@ fn run(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs>) {
     let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
     for i in 0..ops {
         let ctx = format!("{ctx0} op {i}");
-        match rng.below(1000) {
+        let mut dice = rng.below(1000);
+        if background_only && dice >= 980 {
+            // Only background flushes and compactions shape the tree.
+            dice = 0;
+        }
+        match dice {
             0..=449 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng));
                 db.put(&k, &v).unwrap();
@@ -221,6 +233,7 @@ fn run(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs>) {
     check_all(&db, &model, &format!("{ctx0} after reopen"));
     let levels = db.property("strata.levels").unwrap();
     eprintln!("{ctx0}: levels {levels}");
+    levels
 }
 
 fn check_all(db: &Db, model: &Model, ctx: &str) {
@@ -260,7 +273,7 @@ fn model_in_memory_every_config() {
     for config in selected() {
         for seed in seeds(&[1, 2]) {
             let fs = MemFs::new();
-            run(&config, seed, 6000, Path::new("/db"), Arc::new(fs));
+            run(&config, seed, 6000, Path::new("/db"), Arc::new(fs), false);
         }
     }
 }
@@ -279,6 +292,38 @@ fn model_on_real_files() {
                 5000,
                 &dir.path().join("db"),
                 Arc::new(RealFs::new()),
+                false,
+            );
+        }
+    }
+}
+
+#[test]
+fn model_grows_deep_levels_by_background_compaction() {
+    for config in selected()
+        .into_iter()
+        .filter(|c| ["default", "leveldb", "no-bloom-2-compactors"].contains(&c.name))
+    {
+        for seed in seeds(&[21]) {
+            let levels = run(
+                &config,
+                seed,
+                40_000,
+                Path::new("/db"),
+                Arc::new(MemFs::new()),
+                true,
+            );
+            // "[a b c d ...]": at least three levels below L0 hold files.
+            let counts: Vec<usize> = levels
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(' ')
+                .map(|n| n.parse().unwrap())
+                .collect();
+            let populated = counts[1..].iter().filter(|&&n| n > 0).count();
+            assert!(
+                populated >= 2,
+                "config {}: expected several populated levels, got {levels}",
+                config.name
             );
         }
     }

@@ -119,7 +119,7 @@ fn compaction_loop(db: &DbInner, also_flush: bool) {
             .wait_while(st, |s| {
                 !db.shutting_down.load(Ordering::Acquire)
                     && s.progress == progress
-                    && !(also_flush && !s.imms.is_empty())
+                    && (!also_flush || s.imms.is_empty())
             })
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }

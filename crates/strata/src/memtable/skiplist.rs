@@ -212,12 +212,13 @@ impl SkipList {
         loop {
             // SAFETY: `x` is the head or a published node with height > level.
             let next = unsafe { Node::next(x, level) };
-            // SAFETY: `next` is null or published.
-            if !next.is_null()
-                && key::compare(unsafe { Node::key(next) }, target) == CmpOrdering::Less
-            {
-                x = next;
-                continue;
+            if !next.is_null() {
+                // SAFETY: `next` is a published node of this list.
+                let k = unsafe { Node::key(next) };
+                if key::compare(k, target) == CmpOrdering::Less {
+                    x = next;
+                    continue;
+                }
             }
             if let Some(p) = prev.as_deref_mut() {
                 p[level] = x;
@@ -236,12 +237,13 @@ impl SkipList {
         loop {
             // SAFETY: as in `find_greater_or_equal`.
             let next = unsafe { Node::next(x, level) };
-            // SAFETY: `next` is null or published.
-            if !next.is_null()
-                && key::compare(unsafe { Node::key(next) }, target) == CmpOrdering::Less
-            {
-                x = next;
-                continue;
+            if !next.is_null() {
+                // SAFETY: `next` is a published node of this list.
+                let k = unsafe { Node::key(next) };
+                if key::compare(k, target) == CmpOrdering::Less {
+                    x = next;
+                    continue;
+                }
             }
             if level == 0 {
                 return if x == self.head { ptr::null() } else { x };

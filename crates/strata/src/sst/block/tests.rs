@@ -8,7 +8,9 @@ fn bytewise(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     a.cmp(b)
 }
 
-fn build(n: usize, interval: usize) -> (Arc<Block>, Vec<(Vec<u8>, Vec<u8>)>) {
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn build(n: usize, interval: usize) -> (Arc<Block>, Entries) {
     let mut b = BlockBuilder::new(interval);
     let mut kv = Vec::new();
     for i in 0..n {
