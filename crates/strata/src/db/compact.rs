@@ -82,7 +82,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             tables: &db.tables,
             fs: &*db.fs,
             placement: &db.placement,
-            table_opts: super::flush::table_options(db),
+            table_opts: crate::sst::TableOptions::from(&db.opts),
             target_file_size: db.opts.target_file_size_base,
             max_grandparent_overlap: db.opts.max_grandparent_overlap_factor
                 * db.opts.target_file_size_base,

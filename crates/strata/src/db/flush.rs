@@ -10,31 +10,29 @@ use super::{lock, DbInner};
 use crate::compaction::job::{Verdict, VersionFilter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
+use crate::fs::Fs;
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::key::SeqNo;
 use crate::memtable::MemTable;
+use crate::placement::Placement;
 use crate::sst::{TableBuilder, TableOptions};
 use crate::stats::Stats;
 use crate::version::{file_meta_from, FileMeta, VersionEdit};
 
-pub(crate) fn table_options(db: &DbInner) -> TableOptions {
-    TableOptions {
-        block_size: db.opts.block_size,
-        block_restart_interval: db.opts.block_restart_interval,
-        bloom_bits_per_key: db.opts.bloom_bits_per_key,
-        compression: db.opts.compression,
-    }
-}
-
-/// Writes `mem` as one L0 table numbered `number`; `None` if nothing survives.
-pub(crate) fn write_l0_table(
-    db: &DbInner,
+/// Writes `mem` as one L0 table numbered `number` (dropping versions no snapshot in
+/// `snapshots` needs); `None` if nothing survives. Used by flush and by WAL recovery.
+pub(crate) fn build_l0_table(
+    fs: &dyn Fs,
+    placement: &Placement,
+    table_opts: TableOptions,
+    snapshots: Vec<SeqNo>,
     mem: &Arc<MemTable>,
     number: FileNumber,
 ) -> Result<Option<FileMeta>> {
-    let path_id = db.placement.path_id_for_level(0);
-    let path = db.placement.table_path(number, path_id);
-    let mut filter = VersionFilter::new(db.snapshots.sequences());
+    let path_id = placement.path_id_for_level(0);
+    let path = placement.table_path(number, path_id);
+    let mut filter = VersionFilter::new(snapshots);
     let mut it = mem.iter();
     it.seek_to_first();
     let mut builder: Option<TableBuilder> = None;
@@ -45,9 +43,9 @@ pub(crate) fn write_l0_table(
         if filter.judge(p.user_key, p.seq, p.kind, || false) == Verdict::Keep {
             if builder.is_none() {
                 builder = Some(TableBuilder::new(
-                    db.fs.create(&path)?,
+                    fs.create(&path)?,
                     path.clone(),
-                    table_options(db),
+                    table_opts,
                 ));
             }
             if let Some(b) = builder.as_mut() {
@@ -59,8 +57,7 @@ pub(crate) fn write_l0_table(
     let Some(b) = builder else { return Ok(None) };
     let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
     let props = b.finish()?;
-    db.fs.sync_dir(db.placement.dir_of(path_id))?;
-    Stats::add(&db.stats.flush_bytes, props.file_size);
+    fs.sync_dir(placement.dir_of(path_id))?;
     Ok(Some(file_meta_from(
         number, path_id, &props, smallest, largest,
     )))
@@ -72,7 +69,17 @@ pub(crate) fn flush_one(db: &DbInner) -> Result<()> {
         return Ok(());
     };
     let number = lock(&db.versions).new_output_number();
-    let result = write_l0_table(db, &mem, number);
+    let result = build_l0_table(
+        &*db.fs,
+        &db.placement,
+        TableOptions::from(&db.opts),
+        db.snapshots.sequences(),
+        &mem,
+        number,
+    );
+    if let Ok(Some(m)) = &result {
+        Stats::add(&db.stats.flush_bytes, m.size);
+    }
     let mut versions = lock(&db.versions);
     let meta = match result {
         Ok(m) => m,

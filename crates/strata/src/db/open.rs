@@ -241,30 +241,14 @@ fn flush_recovered(
     mem: &Arc<MemTable>,
     edit: &mut VersionEdit,
 ) -> Result<()> {
-    use crate::iter::InternalIterator;
     let number = versions.new_file_number();
-    let path_id = placement.path_id_for_level(0);
-    let path = placement.table_path(number, path_id);
-    let topts = crate::sst::TableOptions {
-        block_size: opts.block_size,
-        block_restart_interval: opts.block_restart_interval,
-        bloom_bits_per_key: opts.bloom_bits_per_key,
-        compression: opts.compression,
-    };
-    let mut b = crate::sst::TableBuilder::new(opts.fs.create(&path)?, path.clone(), topts);
-    let mut it = mem.iter();
-    it.seek_to_first();
-    while it.valid() {
-        b.add(it.key(), it.value())?;
-        it.next();
+    let table_opts = crate::sst::TableOptions::from(opts);
+    // No snapshots exist during recovery: only the newest version of each key is kept.
+    if let Some(meta) =
+        super::flush::build_l0_table(&*opts.fs, placement, table_opts, Vec::new(), mem, number)?
+    {
+        edit.new_files.push((0, meta));
     }
-    let (lo, hi) = (b.first_key().to_vec(), b.last_key().to_vec());
-    let props = b.finish()?;
-    opts.fs.sync_dir(placement.dir_of(path_id))?;
-    edit.new_files.push((
-        0,
-        crate::version::file_meta_from(number, path_id, &props, lo, hi),
-    ));
     Ok(())
 }
 
