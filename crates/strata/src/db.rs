@@ -258,11 +258,21 @@ impl Db {
     }
 
     /// A named text property: `strata.stats` (the stats report), `strata.levels` (files per
-    /// level), `strata.num-files-at-level<N>`.
+    /// level), `strata.num-files-at-level<N>`, `strata.num-running-flushes`,
+    /// `strata.num-running-compactions`, `strata.num-immutable-memtables`.
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "strata.stats" => Some(self.stats().to_text()),
             "strata.levels" => Some(self.inner.super_version().version.level_summary()),
+            "strata.num-running-flushes" => {
+                Some(u8::from(lock(&self.inner.state).flush_running).to_string())
+            }
+            "strata.num-running-compactions" => {
+                Some(lock(&self.inner.state).compactions_running.to_string())
+            }
+            "strata.num-immutable-memtables" => {
+                Some(lock(&self.inner.state).imms.len().to_string())
+            }
             _ => {
                 let n: usize = name
                     .strip_prefix("strata.num-files-at-level")?

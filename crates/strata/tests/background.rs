@@ -1,0 +1,154 @@
+//! Background scheduling: with a dedicated flush thread, a flush completes while a long
+//! compaction is still writing (HyperLevelDB's point); with the shared thread (LevelDB),
+//! work still completes.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::fs::{FileLock, Fs, MemFs, RandomAccessFile, SequentialFile, WritableFile};
+use strata::{Db, Options, Result};
+
+/// Appends to files under `/deep/` (levels >= 1, i.e. compaction outputs) are slow.
+#[derive(Debug)]
+struct SlowDeepFs {
+    mem: MemFs,
+    slow: Arc<AtomicBool>,
+}
+
+struct SlowFile {
+    inner: Box<dyn WritableFile>,
+    slow: Arc<AtomicBool>,
+}
+
+impl WritableFile for SlowFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.slow.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl Fs for SlowDeepFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let inner = self.mem.create(path)?;
+        if path.to_string_lossy().contains("/deep/") {
+            return Ok(Box::new(SlowFile {
+                inner,
+                slow: self.slow.clone(),
+            }));
+        }
+        Ok(inner)
+    }
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.mem.open(path)
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.mem.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.mem.exists(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.mem.list(dir)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.mem.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.mem.rename(from, to)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.mem.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.mem.sync_dir(dir)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.mem.file_size(path)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.mem.lock(path)
+    }
+}
+
+fn prop(db: &Db, name: &str) -> usize {
+    db.property(name).unwrap().parse().unwrap()
+}
+
+fn open(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>) {
+    let slow = Arc::new(AtomicBool::new(false));
+    let fs = SlowDeepFs {
+        mem: MemFs::new(),
+        slow: slow.clone(),
+    };
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 2,
+        level_dir: Some("/db/deep".into()),
+        target_file_size_base: 64 << 10,
+        block_size: 4096,
+        separate_flush_thread,
+        fs: Arc::new(fs),
+        ..Options::default()
+    };
+    (Db::open("/db", opts).unwrap(), slow)
+}
+
+#[test]
+fn flush_does_not_wait_behind_a_compaction() {
+    let (db, slow) = open(true);
+    slow.store(true, Ordering::SeqCst);
+    // Two flushes trigger an L0 -> L1 compaction, whose output appends are slow.
+    for round in 0..2u8 {
+        for i in 0..400u32 {
+            db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let t = Instant::now();
+    while prop(&db, "strata.num-running-compactions") == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no compaction started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // While it runs: a new memtable is flushed, and the compaction is still going.
+    db.put(b"during", b"compaction").unwrap();
+    let t = Instant::now();
+    db.flush().unwrap();
+    let flush_time = t.elapsed();
+    assert_eq!(
+        prop(&db, "strata.num-running-compactions"),
+        1,
+        "flush waited for the compaction ({flush_time:?})"
+    );
+    assert_eq!(db.get(b"during").unwrap(), Some(b"compaction".to_vec()));
+    slow.store(false, Ordering::SeqCst);
+}
+
+#[test]
+fn shared_thread_completes_flushes_and_compactions() {
+    let (db, _slow) = open(false);
+    for round in 0..6u8 {
+        for i in 0..400u32 {
+            db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 0);
+    assert_eq!(db.get(b"key00123").unwrap(), Some(vec![5u8; 100]));
+}
