@@ -222,9 +222,17 @@ impl Options {
             "hyperleveldb" => Ok(Options::hyperleveldb()),
             "rocksdb" => Ok(Options::rocksdb()),
             "ohdb-l0p" | "ohdb-2dc" | "ohdb-c" | "cleveldb" | "wisckey" | "hashkv"
-            | "rocksdb-l0-nvm" | "matrixkv" => Err(Error::invalid(format!(
-                "preset {name:?} is not built yet: it comes with its seed technique's issue"
-            ))),
+            | "rocksdb-l0-nvm" | "matrixkv" => {
+                let technique = match name {
+                    "ohdb-l0p" | "ohdb-2dc" | "ohdb-c" => "OHDB's partitioned L0 (seeds/ohdb-partitioned-l0-two-disks.txt)",
+                    "cleveldb" => "CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
+                    "wisckey" | "hashkv" => "the value store: WiscKey vLog and HashKV (seeds/hashkv-hash-value-store.txt)",
+                    _ => "MatrixKV's matrix L0 in persistent memory (seeds/matrixkv-matrix-l0.txt)",
+                };
+                Err(Error::invalid(format!(
+                    "preset {name:?} is not built yet: it comes with the issue that implements {technique}"
+                )))
+            }
             _ => Err(Error::invalid(format!("unknown preset {name:?}"))),
         }
     }

@@ -1,0 +1,784 @@
+//! The benchmark runner: opens the engine, runs each benchmark on `--threads` threads with the
+//! shared generators, and measures throughput, latency per op kind, the timeline, and the
+//! engine's amplification, stalls and space.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use crate::engine::{self, Engine, Metrics};
+use crate::flags::Flags;
+use crate::keys::{fnv64, make_key, KeyDist, Rng, ValueSizes, ValueSource, Zipf};
+use crate::progress::Progress;
+use crate::report::{new_hist, BenchResult, Interval};
+
+/// Per-thread measurements.
+pub struct ThreadStats {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    user_bytes: u64,
+    hists: BTreeMap<&'static str, Histogram<u64>>,
+    interval: f64,
+    origin: Instant,
+    current: Option<(u64, u64, Histogram<u64>)>,
+    intervals: Vec<(u64, u64, Histogram<u64>)>,
+    progress: Arc<AtomicU64>,
+    unreported: u64,
+    start: Instant,
+    end: Instant,
+}
+
+impl ThreadStats {
+    fn new(interval: f64, origin: Instant, progress: Arc<AtomicU64>) -> Self {
+        let now = Instant::now();
+        ThreadStats {
+            ops: 0,
+            bytes: 0,
+            found: 0,
+            user_bytes: 0,
+            hists: BTreeMap::new(),
+            interval,
+            origin,
+            current: None,
+            intervals: Vec::new(),
+            progress,
+            unreported: 0,
+            start: now,
+            end: now,
+        }
+    }
+
+    /// Records `n` ops of `kind` that started at `t0`.
+    pub fn record(&mut self, kind: &'static str, t0: Instant, n: u64) {
+        let now = Instant::now();
+        let ns = now.duration_since(t0).as_nanos().max(1) as u64;
+        let _ = self.hists.entry(kind).or_insert_with(new_hist).record(ns);
+        self.ops += n;
+        if self.interval > 0.0 {
+            let idx = (now.duration_since(self.origin).as_secs_f64() / self.interval) as u64;
+            if self.current.as_ref().is_none_or(|c| c.0 != idx) {
+                if let Some(c) = self.current.take() {
+                    self.intervals.push(c);
+                }
+                self.current = Some((idx, 0, new_hist()));
+            }
+            if let Some(c) = self.current.as_mut() {
+                c.1 += n;
+                let _ = c.2.record(ns);
+            }
+        }
+        self.unreported += n;
+        if self.unreported >= 256 {
+            self.progress.fetch_add(self.unreported, Ordering::Relaxed);
+            self.unreported = 0;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.end = Instant::now();
+        if let Some(c) = self.current.take() {
+            self.intervals.push(c);
+        }
+        self.progress.fetch_add(self.unreported, Ordering::Relaxed);
+    }
+}
+
+/// Runs the benchmarks named by the flags against one engine.
+pub struct Runner {
+    flags: Flags,
+    dir: PathBuf,
+    temp: bool,
+    engine: Option<Arc<dyn Engine>>,
+    sizes: ValueSizes,
+    /// Highest key id inserted by YCSB/HashKV loads and inserts.
+    newest: Arc<AtomicU64>,
+    ycsb_loaded: bool,
+    pub results: Vec<BenchResult>,
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Bytes this process passed to write syscalls so far (Linux `/proc/self/io` wchar).
+fn process_written() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+impl Runner {
+    /// A runner for `flags` (the database directory is created on first use).
+    ///
+    /// # Errors
+    /// Bad value-size flags.
+    pub fn new(flags: Flags) -> Result<Runner, String> {
+        let (dir, temp) = match &flags.db {
+            Some(d) => (PathBuf::from(d), false),
+            None => (
+                std::env::temp_dir().join(format!(
+                    "strata-bench-{}-{}",
+                    flags.engine,
+                    std::process::id()
+                )),
+                true,
+            ),
+        };
+        let sizes = ValueSizes::parse(&flags.value_size_dist, flags.value_size)?;
+        Ok(Runner {
+            flags,
+            dir,
+            temp,
+            engine: None,
+            sizes,
+            newest: Arc::new(AtomicU64::new(0)),
+            ycsb_loaded: false,
+            results: Vec::new(),
+        })
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn destroy(&mut self) -> Result<(), String> {
+        self.engine = None;
+        for d in [
+            Some(self.dir.clone()),
+            self.flags.wal_dir.clone().map(PathBuf::from),
+            self.flags.level_dir.clone().map(PathBuf::from),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if d.exists() {
+                std::fs::remove_dir_all(&d)
+                    .map_err(|e| format!("removing {}: {e}", d.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, fresh: bool) -> Result<Arc<dyn Engine>, String> {
+        if fresh && !self.flags.use_existing_db {
+            self.destroy()?;
+        }
+        if self.engine.is_none() {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+            self.engine = Some(engine::open(&self.flags, &self.dir)?);
+        }
+        self.engine
+            .clone()
+            .ok_or_else(|| "engine not open".to_string())
+    }
+
+    fn space(&self) -> u64 {
+        let mut total = dir_size(&self.dir);
+        for d in [&self.flags.wal_dir, &self.flags.level_dir]
+            .into_iter()
+            .flatten()
+        {
+            if !Path::new(d).starts_with(&self.dir) {
+                total += dir_size(Path::new(d));
+            }
+        }
+        total
+    }
+
+    /// Runs every benchmark, printing each result as it completes.
+    ///
+    /// # Errors
+    /// The first engine error.
+    pub fn run_all(&mut self) -> Result<(), String> {
+        let names = self.flags.benchmarks.clone();
+        for name in names {
+            if name == "stats" {
+                let e = self.open(false)?;
+                println!("\n** {} stats **\n{}", e.name(), e.stats_text());
+                continue;
+            }
+            let results = self.run_one(&name)?;
+            for r in results {
+                println!("{}", r.line());
+                println!("{}", r.engine_line());
+                if self.flags.histogram {
+                    print!("{}", r.histogram_text());
+                }
+                self.results.push(r);
+            }
+        }
+        Ok(())
+    }
+
+    fn run_one(&mut self, name: &str) -> Result<Vec<BenchResult>, String> {
+        match name {
+            "fillseq" | "fillrandom" => {
+                let e = self.open(true)?;
+                let dist = if name == "fillseq" {
+                    "sequential"
+                } else {
+                    self.flags.key_dist.as_str()
+                }
+                .to_string();
+                Ok(vec![self.writes(name, &e, &dist, self.flags.num, false)?])
+            }
+            "overwrite" => {
+                let e = self.open(false)?;
+                let dist = self.flags.key_dist.clone();
+                Ok(vec![self.writes(name, &e, &dist, self.flags.num, false)?])
+            }
+            "deleterandom" => {
+                let e = self.open(false)?;
+                let dist = self.flags.key_dist.clone();
+                Ok(vec![self.writes(name, &e, &dist, self.flags.num, true)?])
+            }
+            "updaterandom" | "readrandom" | "seekrandom" => {
+                let e = self.open(false)?;
+                Ok(vec![self.reads(name, &e)?])
+            }
+            "readseq" | "readreverse" => {
+                let e = self.open(false)?;
+                Ok(vec![self.scan_all(name, &e)?])
+            }
+            "readwhilewriting" => {
+                let e = self.open(false)?;
+                self.read_while_writing(&e)
+            }
+            "hashkv_phases" => self.hashkv_phases(),
+            n if n.starts_with("ycsb_") => self.ycsb(n),
+            n => Err(format!("benchmark {n} is not implemented")),
+        }
+    }
+
+    /// Runs `body` on `threads` threads and folds their measurements into a result.
+    fn measure<F>(
+        &self,
+        name: &str,
+        e: &Arc<dyn Engine>,
+        threads: usize,
+        total_ops: u64,
+        body: F,
+    ) -> Result<BenchResult, String>
+    where
+        F: Fn(usize, &mut ThreadStats) -> Result<(), String> + Sync,
+    {
+        let before_metrics = e.metrics();
+        let before_written = process_written();
+        let progress = Progress::start(name, total_ops, &self.flags.progress);
+        let origin = Instant::now();
+        let interval = self.flags.report_interval_seconds;
+        let outcomes: Vec<Result<ThreadStats, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let body = &body;
+                    let done = progress.done.clone();
+                    s.spawn(move || {
+                        let mut ts = ThreadStats::new(interval, origin, done);
+                        let r = body(t, &mut ts);
+                        ts.finish();
+                        r.map(|()| ts)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
+                })
+                .collect()
+        });
+        progress.finish();
+        let stats: Vec<ThreadStats> = outcomes.into_iter().collect::<Result<_, _>>()?;
+        let mut r = self.fold(name, stats, origin, e, &before_metrics, before_written);
+        r.space_bytes = self.space();
+        Ok(r)
+    }
+
+    fn fold(
+        &self,
+        name: &str,
+        stats: Vec<ThreadStats>,
+        origin: Instant,
+        e: &Arc<dyn Engine>,
+        before: &Metrics,
+        before_written: Option<u64>,
+    ) -> BenchResult {
+        let mut r = BenchResult {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        let mut found = 0;
+        let mut end = origin;
+        let mut intervals: BTreeMap<u64, (u64, Histogram<u64>)> = BTreeMap::new();
+        for ts in stats {
+            r.ops += ts.ops;
+            r.bytes += ts.bytes;
+            r.user_bytes += ts.user_bytes;
+            found += ts.found;
+            // Threads that did none of the measured ops (the writer of readwhilewriting)
+            // do not count towards micros/op.
+            if ts.ops > 0 {
+                r.thread_seconds += ts.end.duration_since(ts.start).as_secs_f64();
+            }
+            end = end.max(ts.end);
+            for (k, h) in ts.hists {
+                let _ = r.hists.entry(k).or_insert_with(new_hist).add(&h);
+            }
+            for (idx, n, h) in ts.intervals {
+                let slot = intervals.entry(idx).or_insert_with(|| (0, new_hist()));
+                slot.0 += n;
+                let _ = slot.1.add(&h);
+            }
+        }
+        r.elapsed = end.duration_since(origin).as_secs_f64();
+        let iv = self.flags.report_interval_seconds;
+        let elapsed = r.elapsed;
+        r.timeline = intervals
+            .into_iter()
+            .map(|(idx, (n, h))| {
+                // The last interval is usually cut short by the end of the benchmark.
+                let t = ((idx + 1) as f64 * iv).min(elapsed.max(idx as f64 * iv + 1e-3));
+                Interval {
+                    t,
+                    ops: n,
+                    ops_per_sec: n as f64 / (t - idx as f64 * iv),
+                    p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
+                }
+            })
+            .collect();
+        if [
+            "readrandom",
+            "seekrandom",
+            "updaterandom",
+            "readwhilewriting",
+        ]
+        .contains(&name)
+        {
+            r.message = format!("({found} of {} found)", r.ops);
+        }
+        let after = e.metrics();
+        r.table_bytes = after.table_bytes.saturating_sub(before.table_bytes);
+        r.device_bytes = match (before_written, process_written()) {
+            (Some(b), Some(a)) => a.saturating_sub(b),
+            _ => r.table_bytes + after.wal_bytes.saturating_sub(before.wal_bytes),
+        };
+        r.stalls = after.stalls.saturating_sub(before.stalls);
+        r.stall_micros = after.stall_micros.saturating_sub(before.stall_micros);
+        r.gc_bytes = after.gc_bytes.saturating_sub(before.gc_bytes);
+        let diff = |a: &[u64], b: &[u64]| -> Vec<u64> {
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| x.saturating_sub(b.get(i).copied().unwrap_or(0)))
+                .collect()
+        };
+        r.compactions_per_level = diff(&after.compactions_per_level, &before.compactions_per_level);
+        r.compaction_bytes_per_level = diff(
+            &after.compaction_bytes_per_level,
+            &before.compaction_bytes_per_level,
+        );
+        r
+    }
+
+    fn seed(&self, t: usize) -> u64 {
+        let base = if self.flags.seed == 0 {
+            0x5eed_2026
+        } else {
+            self.flags.seed
+        };
+        base.wrapping_add((t as u64 + 1).wrapping_mul(0x9e37_79b9))
+    }
+
+    /// fillseq, fillrandom, overwrite, deleterandom: `ops` writes per thread in batches.
+    fn writes(
+        &self,
+        name: &str,
+        e: &Arc<dyn Engine>,
+        dist: &str,
+        ops: u64,
+        delete: bool,
+    ) -> Result<BenchResult, String> {
+        let f = &self.flags;
+        let threads = f.threads;
+        self.measure(name, e, threads, ops * threads as u64, |t, ts| {
+            let mut rng = Rng::new(self.seed(t));
+            let mut keys = KeyDist::new(dist, f.num, f.zipf_theta);
+            let max_value = match &self.sizes {
+                ValueSizes::Fixed(n) => *n,
+                ValueSizes::Uniform(_, b) => *b,
+                ValueSizes::Zipf(min, _) => min + 1_000_000,
+            };
+            let mut values = ValueSource::new(self.seed(t), max_value.min(64 << 20));
+            let mut kbufs: Vec<Vec<u8>> = vec![Vec::new(); f.batch_size];
+            let mut done = 0;
+            while done < ops {
+                let n = (ops - done).min(f.batch_size as u64) as usize;
+                let mut vlens = Vec::with_capacity(n);
+                for kb in kbufs.iter_mut().take(n) {
+                    make_key(keys.next(&mut rng, 0), f.key_size, kb);
+                    vlens.push(if delete { 0 } else { self.sizes.next(&mut rng) });
+                }
+                let vals: Vec<Vec<u8>> = vlens.iter().map(|&l| values.next(l).to_vec()).collect();
+                let batch: Vec<(&[u8], Option<&[u8]>)> = kbufs
+                    .iter()
+                    .take(n)
+                    .zip(&vals)
+                    .map(|(k, v)| (k.as_slice(), (!delete).then_some(v.as_slice())))
+                    .collect();
+                let t0 = Instant::now();
+                e.write(&batch)?;
+                let moved: usize = batch
+                    .iter()
+                    .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
+                    .sum();
+                ts.bytes += moved as u64;
+                ts.user_bytes += moved as u64;
+                ts.record(if delete { "delete" } else { "write" }, t0, n as u64);
+                done += n as u64;
+            }
+            Ok(())
+        })
+    }
+
+    /// readrandom, seekrandom, updaterandom.
+    fn reads(&self, name: &str, e: &Arc<dyn Engine>) -> Result<BenchResult, String> {
+        let f = &self.flags;
+        let ops = f.reads();
+        self.measure(name, e, f.threads, ops * f.threads as u64, |t, ts| {
+            let mut rng = Rng::new(self.seed(t) ^ 0xabcd);
+            let mut keys = KeyDist::new(&f.key_dist, f.num, f.zipf_theta);
+            let mut values = ValueSource::new(self.seed(t), f.value_size.max(1));
+            let mut k = Vec::new();
+            for _ in 0..ops {
+                make_key(keys.next(&mut rng, 0), f.key_size, &mut k);
+                let t0 = Instant::now();
+                match name {
+                    "seekrandom" => {
+                        let (n, b) = e.scan(&k, f.seek_nexts + 1)?;
+                        ts.found += u64::from(n > 0);
+                        ts.bytes += b as u64;
+                        ts.record("seek", t0, 1);
+                    }
+                    "updaterandom" => {
+                        let old = e.get(&k)?;
+                        ts.found += u64::from(old.is_some());
+                        let len = self.sizes.next(&mut rng);
+                        let v = values.next(len).to_vec();
+                        e.write(&[(&k, Some(&v))])?;
+                        ts.bytes += (k.len() + v.len()) as u64;
+                        ts.user_bytes += (k.len() + v.len()) as u64;
+                        ts.record("update", t0, 1);
+                    }
+                    _ => {
+                        let v = e.get(&k)?;
+                        if let Some(v) = v {
+                            ts.found += 1;
+                            ts.bytes += (k.len() + v.len()) as u64;
+                        }
+                        ts.record("read", t0, 1);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn scan_all(&self, name: &str, e: &Arc<dyn Engine>) -> Result<BenchResult, String> {
+        let f = &self.flags;
+        let limit = f.reads();
+        self.measure(name, e, f.threads, limit * f.threads as u64, |_, ts| {
+            let t0 = Instant::now();
+            let (n, b) = e.scan_all(name == "readreverse", limit)?;
+            ts.bytes += b;
+            ts.record("scan", t0, n);
+            Ok(())
+        })
+    }
+
+    /// `threads` readers, plus one writer until the readers finish (db_bench's semantics);
+    /// reports the readers, then the writer as `readwhilewriting.writer`.
+    fn read_while_writing(&self, e: &Arc<dyn Engine>) -> Result<Vec<BenchResult>, String> {
+        let f = &self.flags;
+        let readers = f.threads;
+        let ops = f.reads();
+        let stop = AtomicBool::new(false);
+        let running = AtomicU64::new(readers as u64);
+        let writer_stats: Mutex<Option<BenchResult>> = Mutex::new(None);
+        let before = e.metrics();
+        let before_written = process_written();
+        let origin = Instant::now();
+        let mut rr = self.measure(
+            "readwhilewriting",
+            e,
+            readers + 1,
+            ops * readers as u64,
+            |t, ts| {
+                let mut rng = Rng::new(self.seed(t) ^ 0x77);
+                let mut keys = KeyDist::new(&f.key_dist, f.num, f.zipf_theta);
+                let mut k = Vec::new();
+                if t == readers {
+                    // The writer: not counted in the readers' ops.
+                    let mut values = ValueSource::new(self.seed(t), f.value_size.max(1));
+                    let mut w = ThreadStats::new(
+                        f.report_interval_seconds,
+                        origin,
+                        Arc::new(AtomicU64::new(0)),
+                    );
+                    let limit = f.benchmark_write_rate_limit as f64;
+                    while !stop.load(Ordering::Acquire) {
+                        make_key(keys.next(&mut rng, 0), f.key_size, &mut k);
+                        let len = self.sizes.next(&mut rng);
+                        let v = values.next(len).to_vec();
+                        let t0 = Instant::now();
+                        e.write(&[(&k, Some(&v))])?;
+                        w.bytes += (k.len() + v.len()) as u64;
+                        w.user_bytes += (k.len() + v.len()) as u64;
+                        w.record("write", t0, 1);
+                        if limit > 0.0 {
+                            let due = w.bytes as f64 / limit;
+                            let now = w.start.elapsed().as_secs_f64();
+                            if due > now {
+                                std::thread::sleep(std::time::Duration::from_secs_f64(due - now));
+                            }
+                        }
+                    }
+                    w.finish();
+                    let r = self.fold(
+                        "readwhilewriting.writer",
+                        vec![w],
+                        origin,
+                        e,
+                        &before,
+                        before_written,
+                    );
+                    *writer_stats
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
+                    return Ok(());
+                }
+                let result = (|| {
+                    for _ in 0..ops {
+                        make_key(keys.next(&mut rng, 0), f.key_size, &mut k);
+                        let t0 = Instant::now();
+                        if let Some(v) = e.get(&k)? {
+                            ts.found += 1;
+                            ts.bytes += (k.len() + v.len()) as u64;
+                        }
+                        ts.record("read", t0, 1);
+                    }
+                    Ok(())
+                })();
+                if running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    stop.store(true, Ordering::Release);
+                }
+                result
+            },
+        )?;
+        // The readers' wall time ends when the last reader ends, not the writer.
+        let mut out = Vec::new();
+        let writer = writer_stats
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(mut w) = writer {
+            w.space_bytes = rr.space_bytes;
+            // Amplification belongs to the writer's bytes.
+            rr.user_bytes = w.user_bytes;
+            rr.device_bytes = w.device_bytes;
+            out.push(rr);
+            out.push(w);
+        } else {
+            out.push(rr);
+        }
+        Ok(out)
+    }
+
+    /// YCSB workloads A-F over hashed keys (YCSB's default insert order), with a load phase
+    /// the first time.
+    fn ycsb(&mut self, name: &str) -> Result<Vec<BenchResult>, String> {
+        let mut out = Vec::new();
+        let records = self.flags.ycsb_ops.unwrap_or(self.flags.num);
+        if !self.ycsb_loaded {
+            let e = self.open(true)?;
+            out.push(self.load("ycsb_load", &e, records)?);
+            self.ycsb_loaded = true;
+        }
+        let e = self.open(false)?;
+        let f = &self.flags;
+        let ops_per_thread = records / f.threads as u64;
+        // (read, update, insert, scan, read-modify-write) shares in percent.
+        let (mix, latest): ([u32; 5], bool) = match name {
+            "ycsb_a" => ([50, 50, 0, 0, 0], false),
+            "ycsb_b" => ([95, 5, 0, 0, 0], false),
+            "ycsb_c" => ([100, 0, 0, 0, 0], false),
+            "ycsb_d" => ([95, 0, 5, 0, 0], true),
+            "ycsb_e" => ([0, 0, 5, 95, 0], false),
+            "ycsb_f" => ([50, 0, 0, 0, 50], false),
+            n => return Err(format!("unknown YCSB workload {n}")),
+        };
+        let zipf = Zipf::new(records, f.zipf_theta);
+        let newest = self.newest.clone();
+        let r = self.measure(
+            name,
+            &e,
+            f.threads,
+            ops_per_thread * f.threads as u64,
+            |t, ts| {
+                let mut rng = Rng::new(self.seed(t) ^ 0x9c5b);
+                let mut values = ValueSource::new(self.seed(t), f.value_size.max(1));
+                let mut k = Vec::new();
+                for _ in 0..ops_per_thread {
+                    let dice = rng.below(100) as u32;
+                    let newest_now = newest.load(Ordering::Relaxed);
+                    let id = if latest {
+                        newest_now.saturating_sub(zipf.sample(&mut rng) % (newest_now + 1))
+                    } else {
+                        fnv64(zipf.sample(&mut rng)) % records
+                    };
+                    make_key(fnv64(id), f.key_size, &mut k);
+                    let t0 = Instant::now();
+                    let mut acc = 0;
+                    let mut op = 0;
+                    for (i, share) in mix.iter().enumerate() {
+                        acc += share;
+                        if dice < acc {
+                            op = i;
+                            break;
+                        }
+                    }
+                    match op {
+                        0 => {
+                            if let Some(v) = e.get(&k)? {
+                                ts.found += 1;
+                                ts.bytes += v.len() as u64;
+                            }
+                            ts.record("read", t0, 1);
+                        }
+                        1 | 2 => {
+                            if op == 2 {
+                                let nid = newest.fetch_add(1, Ordering::Relaxed) + 1;
+                                make_key(fnv64(nid), f.key_size, &mut k);
+                            }
+                            let len = self.sizes.next(&mut rng);
+                            let v = values.next(len).to_vec();
+                            e.write(&[(&k, Some(&v))])?;
+                            ts.user_bytes += (k.len() + v.len()) as u64;
+                            ts.bytes += (k.len() + v.len()) as u64;
+                            ts.record(if op == 2 { "insert" } else { "update" }, t0, 1);
+                        }
+                        3 => {
+                            let len = 1 + rng.below(100) as usize;
+                            let (_, b) = e.scan(&k, len)?;
+                            ts.bytes += b as u64;
+                            ts.record("scan", t0, 1);
+                        }
+                        _ => {
+                            let old = e.get(&k)?;
+                            ts.found += u64::from(old.is_some());
+                            let len = self.sizes.next(&mut rng);
+                            let v = values.next(len).to_vec();
+                            e.write(&[(&k, Some(&v))])?;
+                            ts.user_bytes += (k.len() + v.len()) as u64;
+                            ts.bytes += (k.len() + v.len()) as u64;
+                            ts.record("rmw", t0, 1);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        out.push(r);
+        Ok(out)
+    }
+
+    /// Inserts `records` keys (ids 0..records, hashed) on `threads` threads.
+    fn load(&self, name: &str, e: &Arc<dyn Engine>, records: u64) -> Result<BenchResult, String> {
+        let f = &self.flags;
+        let threads = f.threads as u64;
+        let r = self.measure(name, e, f.threads, records, |t, ts| {
+            let mut rng = Rng::new(self.seed(t) ^ 0x10ad);
+            let mut values = ValueSource::new(self.seed(t), f.value_size.max(1));
+            let mut k = Vec::new();
+            let mut id = t as u64;
+            while id < records {
+                make_key(fnv64(id), f.key_size, &mut k);
+                let len = self.sizes.next(&mut rng);
+                let v = values.next(len).to_vec();
+                let t0 = Instant::now();
+                e.write(&[(&k, Some(&v))])?;
+                ts.user_bytes += (k.len() + v.len()) as u64;
+                ts.bytes += (k.len() + v.len()) as u64;
+                ts.record("insert", t0, 1);
+                id += threads;
+            }
+            Ok(())
+        })?;
+        self.newest
+            .store(records.saturating_sub(1), Ordering::Relaxed);
+        Ok(r)
+    }
+
+    /// HashKV's Experiment 1: load N keys, then `phases` rounds of N updates with Zipf 0.99.
+    fn hashkv_phases(&mut self) -> Result<Vec<BenchResult>, String> {
+        let records = self.flags.ycsb_ops.unwrap_or(self.flags.num);
+        let e = self.open(true)?;
+        self.ycsb_loaded = false;
+        let mut out = vec![self.load("hashkv_load", &e, records)?];
+        let f = &self.flags;
+        let zipf = Zipf::new(records, f.zipf_theta);
+        let per_thread = records / f.threads as u64;
+        for phase in 1..=f.phases {
+            let name = format!("hashkv_phase{phase}");
+            let r = self.measure(
+                &name,
+                &e,
+                f.threads,
+                per_thread * f.threads as u64,
+                |t, ts| {
+                    let mut rng = Rng::new(self.seed(t) ^ (phase as u64) << 32);
+                    let mut values =
+                        ValueSource::new(self.seed(t) + phase as u64, f.value_size.max(1));
+                    let mut k = Vec::new();
+                    for _ in 0..per_thread {
+                        let id = fnv64(zipf.sample(&mut rng)) % records;
+                        make_key(fnv64(id), f.key_size, &mut k);
+                        let len = self.sizes.next(&mut rng);
+                        let v = values.next(len).to_vec();
+                        let t0 = Instant::now();
+                        e.write(&[(&k, Some(&v))])?;
+                        ts.user_bytes += (k.len() + v.len()) as u64;
+                        ts.bytes += (k.len() + v.len()) as u64;
+                        ts.record("update", t0, 1);
+                    }
+                    Ok(())
+                },
+            )?;
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    /// Closes the engine and removes a temporary database.
+    pub fn finish(mut self) {
+        self.engine = None;
+        if self.temp {
+            let _ = self.destroy();
+        }
+    }
+}

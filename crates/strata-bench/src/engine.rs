@@ -1,0 +1,252 @@
+//! [`Engine`]: what a benchmark needs from a key-value store. strata implements it here;
+//! RocksDB and LevelDB implement it in `peers/` behind cargo features, so every engine runs
+//! the same workload generator with equivalent options.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::flags::Flags;
+
+/// Engine-side counters, read before and after each benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    /// Bytes written to tables by flushes and compactions.
+    pub table_bytes: u64,
+    /// Bytes written to WALs (0 if unknown).
+    pub wal_bytes: u64,
+    /// Compactions per output level (may be empty if unknown).
+    pub compactions_per_level: Vec<u64>,
+    /// Compaction bytes written per output level.
+    pub compaction_bytes_per_level: Vec<u64>,
+    /// Write stalls (stops + slowdowns).
+    pub stalls: u64,
+    /// Time writes spent stalled, in microseconds.
+    pub stall_micros: u64,
+    /// Value-store garbage-collection bytes (none yet).
+    pub gc_bytes: u64,
+}
+
+/// A key-value store under test.
+pub trait Engine: Send + Sync {
+    /// Engine name for reports.
+    fn name(&self) -> String;
+    /// Writes a batch of puts (`Some`) and deletes (`None`) atomically.
+    fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String>;
+    /// Point read.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String>;
+    /// Seeks to `start` and reads up to `n` entries; returns (entries, bytes).
+    fn scan(&self, start: &[u8], n: usize) -> Result<(usize, usize), String>;
+    /// Reads up to `limit` entries from one end; returns (entries, bytes).
+    fn scan_all(&self, reverse: bool, limit: u64) -> Result<(u64, u64), String>;
+    /// Counters.
+    fn metrics(&self) -> Metrics;
+    /// The engine's own statistics text.
+    fn stats_text(&self) -> String;
+}
+
+/// Opens the engine `flags.engine` at `dir`.
+///
+/// # Errors
+/// A message if the engine is not built in or fails to open.
+pub fn open(flags: &Flags, dir: &Path) -> Result<Arc<dyn Engine>, String> {
+    match flags.engine.as_str() {
+        "strata" => Ok(Arc::new(StrataEngine::open(flags, dir)?)),
+        "rocksdb" => open_rocksdb(flags, dir),
+        "leveldb" => open_leveldb(flags, dir),
+        e => Err(format!("unknown engine {e}")),
+    }
+}
+
+#[cfg(feature = "rocksdb")]
+fn open_rocksdb(flags: &Flags, dir: &Path) -> Result<Arc<dyn Engine>, String> {
+    Ok(Arc::new(crate::peers::rocks::RocksEngine::open(
+        flags, dir,
+    )?))
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn open_rocksdb(_: &Flags, _: &Path) -> Result<Arc<dyn Engine>, String> {
+    Err("--engine=rocksdb needs a build with `--features rocksdb` (builds RocksDB from source, about 12 minutes once)".into())
+}
+
+#[cfg(feature = "leveldb")]
+fn open_leveldb(flags: &Flags, dir: &Path) -> Result<Arc<dyn Engine>, String> {
+    Ok(Arc::new(crate::peers::level::LevelEngine::open(
+        flags, dir,
+    )?))
+}
+
+#[cfg(not(feature = "leveldb"))]
+fn open_leveldb(_: &Flags, _: &Path) -> Result<Arc<dyn Engine>, String> {
+    Err("--engine=leveldb needs a build with `--features leveldb` and LevelDB's library (Debian: apt-get install libleveldb-dev)".into())
+}
+
+/// strata, configured from the preset and the flags.
+pub struct StrataEngine {
+    db: strata::Db,
+    wo: strata::WriteOptions,
+}
+
+/// strata options for these flags: the preset, then every flag that was given.
+///
+/// # Errors
+/// Unknown presets (or ones that later issues bring), bad values.
+pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
+    let mut o = strata::Options::preset(&flags.preset).map_err(|e| e.message().to_string())?;
+    if let Some(v) = flags.write_buffer_size {
+        o.write_buffer_size = v;
+    }
+    if let Some(v) = flags.target_file_size_base {
+        o.target_file_size_base = v;
+    }
+    if let Some(v) = flags.max_bytes_for_level_base {
+        o.max_bytes_for_level_base = v;
+    }
+    if let Some(v) = flags.max_bytes_for_level_multiplier {
+        o.max_bytes_for_level_multiplier = v;
+    }
+    if let Some(v) = flags.num_levels {
+        o.num_levels = v;
+    }
+    if let Some(v) = flags.bloom_bits {
+        o.bloom_bits_per_key = v.max(0) as u32;
+    }
+    if let Some(v) = flags.cache_size {
+        o.block_cache_size = v.max(0) as usize;
+    }
+    if let Some(v) = flags.block_size {
+        o.block_size = v;
+    }
+    if let Some(v) = flags.open_files {
+        o.max_open_files = v;
+    }
+    if let Some(v) = flags.max_write_buffer_number {
+        o.max_write_buffer_number = v;
+    }
+    if let Some(v) = flags.max_background_compactions {
+        o.max_background_compactions = v;
+    }
+    if let Some(v) = flags.level0_file_num_compaction_trigger {
+        o.level0_file_num_compaction_trigger = v;
+    }
+    if let Some(v) = flags.level0_slowdown_writes_trigger {
+        o.level0_slowdown_writes_trigger = v;
+    }
+    if let Some(v) = flags.level0_stop_writes_trigger {
+        o.level0_stop_writes_trigger = v;
+    }
+    if let Some(v) = flags.separate_flush_thread {
+        o.separate_flush_thread = v;
+    }
+    if let Some(p) = &flags.compaction_priority {
+        o.compaction_priority = match p.as_str() {
+            "round-robin" => strata::CompactionPriority::RoundRobin,
+            "min-overlap" => strata::CompactionPriority::MinOverlappingRatio,
+            _ => {
+                return Err(format!(
+                    "--compaction_priority: expected round-robin|min-overlap, got {p:?}"
+                ))
+            }
+        };
+    }
+    o.compression = if flags.compression_type == "lz4" {
+        strata::Compression::Lz4
+    } else {
+        strata::Compression::None
+    };
+    o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
+    o.level_dir = flags.level_dir.as_ref().map(Into::into);
+    o.validate().map_err(|e| e.message().to_string())?;
+    Ok(o)
+}
+
+impl StrataEngine {
+    fn open(flags: &Flags, dir: &Path) -> Result<Self, String> {
+        let db = strata::Db::open(dir, strata_options(flags)?).map_err(|e| e.to_string())?;
+        Ok(StrataEngine {
+            db,
+            wo: strata::WriteOptions {
+                sync: flags.sync,
+                disable_wal: flags.disable_wal,
+            },
+        })
+    }
+}
+
+impl Engine for StrataEngine {
+    fn name(&self) -> String {
+        "strata".into()
+    }
+
+    fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String> {
+        let mut b = strata::WriteBatch::new();
+        for (k, v) in batch {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            };
+        }
+        self.db.write(&self.wo, b).map_err(|e| e.to_string())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.db.get(key).map_err(|e| e.to_string())
+    }
+
+    fn scan(&self, start: &[u8], n: usize) -> Result<(usize, usize), String> {
+        let mut it = self
+            .db
+            .iter(strata::ReadOptions::default())
+            .map_err(|e| e.to_string())?;
+        it.seek(start);
+        let (mut count, mut bytes) = (0, 0);
+        while it.valid() && count < n {
+            bytes += it.key().len() + it.value().len();
+            count += 1;
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((count, bytes))
+    }
+
+    fn scan_all(&self, reverse: bool, limit: u64) -> Result<(u64, u64), String> {
+        let mut it = self
+            .db
+            .iter(strata::ReadOptions::default())
+            .map_err(|e| e.to_string())?;
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        let (mut count, mut bytes) = (0u64, 0u64);
+        while it.valid() && count < limit {
+            bytes += (it.key().len() + it.value().len()) as u64;
+            count += 1;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((count, bytes))
+    }
+
+    fn metrics(&self) -> Metrics {
+        let s = self.db.stats();
+        Metrics {
+            table_bytes: s.flush_bytes + s.compaction_written.iter().sum::<u64>(),
+            wal_bytes: s.wal_bytes,
+            compactions_per_level: s.compactions.clone(),
+            compaction_bytes_per_level: s.compaction_written.clone(),
+            stalls: s.stalls + s.slowdowns,
+            stall_micros: s.stall_micros,
+            gc_bytes: 0,
+        }
+    }
+
+    fn stats_text(&self) -> String {
+        self.db.property("strata.stats").unwrap_or_default()
+    }
+}

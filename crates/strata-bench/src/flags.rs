@@ -1,0 +1,413 @@
+//! Command-line flags: the `db_bench` subset strata shares (same names, meanings and
+//! defaults), plus strata-only flags for presets and their options.
+//!
+//! Syntax follows gflags: `--name=value`, `--name value`, `--name` (= true for booleans),
+//! `--noname` (= false). Booleans accept `1/0/true/false`. Unknown flags are an error.
+
+use std::collections::BTreeMap;
+
+/// Every flag, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flags {
+    /// Comma-separated benchmarks to run in order.
+    pub benchmarks: Vec<String>,
+    /// Number of keys (and of write ops per thread).
+    pub num: u64,
+    /// Read ops per thread (-1 = `num`).
+    pub reads: i64,
+    /// Key size in bytes.
+    pub key_size: usize,
+    /// Value size in bytes (when `value_size_dist` is fixed).
+    pub value_size: usize,
+    /// Concurrent threads per benchmark.
+    pub threads: usize,
+    /// Database directory (default: a new temporary directory, removed at exit).
+    pub db: Option<String>,
+    /// Reuse the database at `--db` instead of starting empty.
+    pub use_existing_db: bool,
+    /// Memtable size in bytes.
+    pub write_buffer_size: Option<usize>,
+    /// Table size target in bytes.
+    pub target_file_size_base: Option<u64>,
+    /// L1 size target in bytes.
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Bloom bits per key (db_bench default -1 = none; we keep the engine default unless set).
+    pub bloom_bits: Option<i64>,
+    /// Block cache bytes.
+    pub cache_size: Option<i64>,
+    /// `none`, `lz4` (others are refused).
+    pub compression_type: String,
+    /// Sync every write.
+    pub sync: bool,
+    /// Skip the WAL.
+    pub disable_wal: bool,
+    /// Print latency histograms.
+    pub histogram: bool,
+    /// Random seed (0 = fixed default).
+    pub seed: u64,
+    /// Seconds per timeline interval (0 = no timeline).
+    pub report_interval_seconds: f64,
+    /// Ops per write batch.
+    pub batch_size: usize,
+    /// Keys read after each seek in seekrandom.
+    pub seek_nexts: usize,
+    /// Bytes/sec cap for the writer of readwhilewriting (0 = unlimited).
+    pub benchmark_write_rate_limit: u64,
+    /// Number of levels.
+    pub num_levels: Option<usize>,
+    /// L0 triggers.
+    pub level0_file_num_compaction_trigger: Option<usize>,
+    /// L0 slowdown trigger.
+    pub level0_slowdown_writes_trigger: Option<usize>,
+    /// L0 stop trigger.
+    pub level0_stop_writes_trigger: Option<usize>,
+    /// Level size multiplier.
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// Memtables allowed.
+    pub max_write_buffer_number: Option<usize>,
+    /// Compaction threads.
+    pub max_background_compactions: Option<usize>,
+    /// Max open files.
+    pub open_files: Option<usize>,
+    /// Block size.
+    pub block_size: Option<usize>,
+    // --- strata-only ---
+    /// Which engine runs the workload: strata, rocksdb, leveldb.
+    pub engine: String,
+    /// Named preset (strata only).
+    pub preset: String,
+    /// Separate flush thread (strata only).
+    pub separate_flush_thread: Option<bool>,
+    /// Compaction priority: round-robin or min-overlap (strata only).
+    pub compaction_priority: Option<String>,
+    /// WAL directory.
+    pub wal_dir: Option<String>,
+    /// Directory for levels >= 1 (strata only).
+    pub level_dir: Option<String>,
+    /// uniform, zipfian, latest, sequential.
+    pub key_dist: String,
+    /// Zipfian constant.
+    pub zipf_theta: f64,
+    /// fixed, uniform:MIN:MAX, zipf:MIN:MAX.
+    pub value_size_dist: String,
+    /// Records for YCSB load and HashKV phases (default: num).
+    pub ycsb_ops: Option<u64>,
+    /// Update phases of hashkv_phases.
+    pub phases: usize,
+    /// CSV timeline file (with --report_interval_seconds).
+    pub report_file: Option<String>,
+    /// PNG chart of the timeline.
+    pub plot: Option<String>,
+    /// JSON results file.
+    pub json: Option<String>,
+    /// Progress display: auto (bar on a terminal), bar, plain, none.
+    pub progress: String,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags {
+            benchmarks: DEFAULT_SUITE.split(',').map(str::to_string).collect(),
+            num: 1_000_000,
+            reads: -1,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            db: None,
+            use_existing_db: false,
+            write_buffer_size: None,
+            target_file_size_base: None,
+            max_bytes_for_level_base: None,
+            bloom_bits: None,
+            cache_size: None,
+            compression_type: "none".into(),
+            sync: false,
+            disable_wal: false,
+            histogram: false,
+            seed: 0,
+            report_interval_seconds: 0.0,
+            batch_size: 1,
+            seek_nexts: 10,
+            benchmark_write_rate_limit: 0,
+            num_levels: None,
+            level0_file_num_compaction_trigger: None,
+            level0_slowdown_writes_trigger: None,
+            level0_stop_writes_trigger: None,
+            max_bytes_for_level_multiplier: None,
+            max_write_buffer_number: None,
+            max_background_compactions: None,
+            open_files: None,
+            block_size: None,
+            engine: "strata".into(),
+            preset: "default".into(),
+            separate_flush_thread: None,
+            compaction_priority: None,
+            wal_dir: None,
+            level_dir: None,
+            key_dist: "uniform".into(),
+            zipf_theta: 0.99,
+            value_size_dist: "fixed".into(),
+            ycsb_ops: None,
+            phases: 3,
+            report_file: None,
+            plot: None,
+            json: None,
+            progress: "auto".into(),
+        }
+    }
+}
+
+/// The suite run with no flags: about a minute on a 2-core machine.
+pub const DEFAULT_SUITE: &str = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,seekrandom,readwhilewriting,deleterandom,stats";
+
+/// Every benchmark name understood.
+pub const BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "updaterandom",
+    "readrandom",
+    "readseq",
+    "readreverse",
+    "seekrandom",
+    "readwhilewriting",
+    "deleterandom",
+    "stats",
+    "ycsb_a",
+    "ycsb_b",
+    "ycsb_c",
+    "ycsb_d",
+    "ycsb_e",
+    "ycsb_f",
+    "hashkv_phases",
+];
+
+fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        _ => Err(format!(
+            "--{name}: expected a boolean (1/0/true/false), got {v:?}"
+        )),
+    }
+}
+
+fn num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("--{name}: expected a number, got {v:?}"))
+}
+
+const BOOL_FLAGS: &[&str] = &[
+    "use_existing_db",
+    "sync",
+    "disable_wal",
+    "histogram",
+    "separate_flush_thread",
+];
+
+impl Flags {
+    /// Parses arguments (without the program name).
+    ///
+    /// # Errors
+    /// A message naming the bad flag.
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Flags, String> {
+        let mut pairs: BTreeMap<usize, (String, String)> = BTreeMap::new();
+        let args: Vec<String> = args.into_iter().collect();
+        let mut i = 0;
+        while i < args.len() {
+            let a = &args[i];
+            let Some(body) = a
+                .strip_prefix("--")
+                .or_else(|| a.strip_prefix('-').filter(|b| !b.is_empty()))
+            else {
+                return Err(format!(
+                    "unexpected argument {a:?} (flags look like --name=value)"
+                ));
+            };
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n.to_string(), v.to_string()),
+                None if BOOL_FLAGS.contains(&body) => (body.to_string(), "1".to_string()),
+                None if body.starts_with("no") && BOOL_FLAGS.contains(&&body[2..]) => {
+                    (body[2..].to_string(), "0".to_string())
+                }
+                None if body == "help" => ("help".to_string(), String::new()),
+                None => {
+                    i += 1;
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| format!("--{body} needs a value"))?;
+                    (body.to_string(), v.clone())
+                }
+            };
+            pairs.insert(i, (name, value));
+            i += 1;
+        }
+        let mut f = Flags::default();
+        for (name, v) in pairs.into_values() {
+            let v = v.as_str();
+            match name.as_str() {
+                "help" => return Err(usage()),
+                "benchmarks" => {
+                    f.benchmarks = v
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                }
+                "num" => f.num = num(&name, v)?,
+                "reads" => f.reads = num(&name, v)?,
+                "key_size" => f.key_size = num(&name, v)?,
+                "value_size" => f.value_size = num(&name, v)?,
+                "threads" => f.threads = num(&name, v)?,
+                "db" => f.db = Some(v.to_string()),
+                "use_existing_db" => f.use_existing_db = parse_bool(&name, v)?,
+                "write_buffer_size" => f.write_buffer_size = Some(num(&name, v)?),
+                "target_file_size_base" => f.target_file_size_base = Some(num(&name, v)?),
+                "max_bytes_for_level_base" => f.max_bytes_for_level_base = Some(num(&name, v)?),
+                "bloom_bits" => f.bloom_bits = Some(num(&name, v)?),
+                "cache_size" => f.cache_size = Some(num(&name, v)?),
+                "compression_type" => f.compression_type = v.to_string(),
+                "sync" => f.sync = parse_bool(&name, v)?,
+                "disable_wal" => f.disable_wal = parse_bool(&name, v)?,
+                "histogram" => f.histogram = parse_bool(&name, v)?,
+                "seed" => f.seed = num(&name, v)?,
+                "report_interval_seconds" => f.report_interval_seconds = num(&name, v)?,
+                "batch_size" => f.batch_size = num(&name, v)?,
+                "seek_nexts" => f.seek_nexts = num(&name, v)?,
+                "benchmark_write_rate_limit" => f.benchmark_write_rate_limit = num(&name, v)?,
+                "num_levels" => f.num_levels = Some(num(&name, v)?),
+                "level0_file_num_compaction_trigger" => {
+                    f.level0_file_num_compaction_trigger = Some(num(&name, v)?)
+                }
+                "level0_slowdown_writes_trigger" => {
+                    f.level0_slowdown_writes_trigger = Some(num(&name, v)?)
+                }
+                "level0_stop_writes_trigger" => f.level0_stop_writes_trigger = Some(num(&name, v)?),
+                "max_bytes_for_level_multiplier" => {
+                    f.max_bytes_for_level_multiplier = Some(num(&name, v)?)
+                }
+                "max_write_buffer_number" => f.max_write_buffer_number = Some(num(&name, v)?),
+                "max_background_compactions" => f.max_background_compactions = Some(num(&name, v)?),
+                "open_files" => f.open_files = Some(num(&name, v)?),
+                "block_size" => f.block_size = Some(num(&name, v)?),
+                "engine" => f.engine = v.to_string(),
+                "preset" => f.preset = v.to_string(),
+                "separate_flush_thread" => f.separate_flush_thread = Some(parse_bool(&name, v)?),
+                "compaction_priority" => f.compaction_priority = Some(v.to_string()),
+                "wal_dir" => f.wal_dir = Some(v.to_string()),
+                "level_dir" => f.level_dir = Some(v.to_string()),
+                "key_dist" => f.key_dist = v.to_string(),
+                "zipf_theta" => f.zipf_theta = num(&name, v)?,
+                "value_size_dist" => f.value_size_dist = v.to_string(),
+                "ycsb_ops" => f.ycsb_ops = Some(num(&name, v)?),
+                "phases" => f.phases = num(&name, v)?,
+                "report_file" => f.report_file = Some(v.to_string()),
+                "plot" => f.plot = Some(v.to_string()),
+                "json" => f.json = Some(v.to_string()),
+                "progress" => f.progress = v.to_string(),
+                other => return Err(format!("unknown flag --{other} (see --help)")),
+            }
+        }
+        f.validate()?;
+        Ok(f)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for b in &self.benchmarks {
+            if !BENCHMARKS.contains(&b.as_str()) {
+                return Err(format!(
+                    "unknown benchmark {b:?}; known: {}",
+                    BENCHMARKS.join(",")
+                ));
+            }
+        }
+        if self.threads == 0 {
+            return Err("--threads must be at least 1".into());
+        }
+        if self.num == 0 {
+            return Err("--num must be at least 1".into());
+        }
+        if self.batch_size == 0 {
+            return Err("--batch_size must be at least 1".into());
+        }
+        if !["uniform", "zipfian", "latest", "sequential"].contains(&self.key_dist.as_str()) {
+            return Err(format!(
+                "--key_dist: expected uniform|zipfian|latest|sequential, got {:?}",
+                self.key_dist
+            ));
+        }
+        if !(0.0..10.0).contains(&self.zipf_theta) || self.zipf_theta == 1.0 {
+            return Err("--zipf_theta must be in [0, 10) and not 1".into());
+        }
+        crate::keys::ValueSizes::parse(&self.value_size_dist, self.value_size)?;
+        if !["none", "lz4"].contains(&self.compression_type.as_str()) {
+            return Err(format!(
+                "--compression_type: strata-bench supports none and lz4, got {:?}",
+                self.compression_type
+            ));
+        }
+        if !["strata", "rocksdb", "leveldb"].contains(&self.engine.as_str()) {
+            return Err(format!(
+                "--engine: expected strata|rocksdb|leveldb, got {:?}",
+                self.engine
+            ));
+        }
+        if !["auto", "bar", "plain", "none"].contains(&self.progress.as_str()) {
+            return Err(format!(
+                "--progress: expected auto|bar|plain|none, got {:?}",
+                self.progress
+            ));
+        }
+        if self.plot.is_some() && self.report_interval_seconds <= 0.0 {
+            return Err("--plot needs --report_interval_seconds > 0".into());
+        }
+        Ok(())
+    }
+
+    /// Read ops per thread.
+    pub fn reads(&self) -> u64 {
+        if self.reads < 0 {
+            self.num
+        } else {
+            self.reads as u64
+        }
+    }
+}
+
+/// The --help text.
+pub fn usage() -> String {
+    format!(
+        "strata-bench: a db_bench-compatible benchmark for strata (and RocksDB/LevelDB peers)
+
+usage: strata-bench [--flag=value ...]
+
+db_bench flags (same meaning and defaults):
+  --benchmarks=LIST      comma-separated, run in order (default: {DEFAULT_SUITE})
+  --num=N                keys; write ops per thread (default 1000000)
+  --reads=N              read ops per thread (default -1 = num)
+  --key_size=N --value_size=N          (default 16 / 100)
+  --threads=N            (default 1)
+  --db=DIR               (default: a temporary directory, removed at exit)
+  --use_existing_db=0|1  --sync=0|1  --disable_wal=0|1  --histogram=0|1
+  --write_buffer_size --target_file_size_base --max_bytes_for_level_base
+  --max_bytes_for_level_multiplier --num_levels --max_write_buffer_number
+  --level0_file_num_compaction_trigger --level0_slowdown_writes_trigger
+  --level0_stop_writes_trigger --max_background_compactions --open_files
+  --block_size --bloom_bits --cache_size --compression_type=none|lz4
+  --batch_size=N --seek_nexts=N --seed=N --benchmark_write_rate_limit=BYTES/S
+  --report_interval_seconds=S
+
+strata-only flags:
+  --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
+  --preset=NAME          default, leveldb, hyperleveldb, rocksdb (others come with their issues)
+  --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
+  --wal_dir=DIR --level_dir=DIR
+  --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
+  --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX
+  --ycsb_ops=N (records and ops for ycsb_* and hashkv_phases; default num) --phases=N (default 3)
+  --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
+
+benchmarks: {}",
+        BENCHMARKS.join(",")
+    )
+}
