@@ -613,7 +613,8 @@ impl Runner {
     /// the first time.
     fn ycsb(&mut self, name: &str) -> Result<Vec<BenchResult>, String> {
         let mut out = Vec::new();
-        let records = self.flags.ycsb_ops.unwrap_or(self.flags.num);
+        let records = self.flags.num;
+        let ops = self.flags.ycsb_ops.unwrap_or(records);
         if !self.ycsb_loaded {
             let e = self.open(true)?;
             out.push(self.load("ycsb_load", &e, records)?);
@@ -621,7 +622,7 @@ impl Runner {
         }
         let e = self.open(false)?;
         let f = &self.flags;
-        let ops_per_thread = records / f.threads as u64;
+        let ops_per_thread = ops / f.threads as u64;
         // (read, update, insert, scan, read-modify-write) shares in percent.
         let (mix, latest): ([u32; 5], bool) = match name {
             "ycsb_a" => ([50, 50, 0, 0, 0], false),
@@ -736,13 +737,14 @@ impl Runner {
 
     /// HashKV's Experiment 1: load N keys, then `phases` rounds of N updates with Zipf 0.99.
     fn hashkv_phases(&mut self) -> Result<Vec<BenchResult>, String> {
-        let records = self.flags.ycsb_ops.unwrap_or(self.flags.num);
+        let records = self.flags.num;
+        let updates = self.flags.ycsb_ops.unwrap_or(records);
         let e = self.open(true)?;
         self.ycsb_loaded = false;
         let mut out = vec![self.load("hashkv_load", &e, records)?];
         let f = &self.flags;
         let zipf = Zipf::new(records, f.zipf_theta);
-        let per_thread = records / f.threads as u64;
+        let per_thread = updates / f.threads as u64;
         for phase in 1..=f.phases {
             let name = format!("hashkv_phase{phase}");
             let r = self.measure(

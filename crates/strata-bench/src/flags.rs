@@ -90,7 +90,8 @@ pub struct Flags {
     pub zipf_theta: f64,
     /// fixed, uniform:MIN:MAX, zipf:MIN:MAX.
     pub value_size_dist: String,
-    /// Records for YCSB load and HashKV phases (default: num).
+    /// Operations of each YCSB workload and updates per HashKV phase (default: num; the
+    /// number of records loaded is always `num`).
     pub ycsb_ops: Option<u64>,
     /// Update phases of hashkv_phases.
     pub phases: usize,
@@ -404,7 +405,8 @@ strata-only flags:
   --wal_dir=DIR --level_dir=DIR
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
   --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX
-  --ycsb_ops=N (records and ops for ycsb_* and hashkv_phases; default num) --phases=N (default 3)
+  --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)
+  --phases=N (hashkv_phases update rounds, default 3)
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
 
 benchmarks: {}",

@@ -132,7 +132,11 @@ impl BenchResult {
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
-            .map(|(l, c)| format!("L{l}:{c}"))
+            .map(|(l, c)| {
+                let mib =
+                    self.compaction_bytes_per_level.get(l).copied().unwrap_or(0) as f64 / 1048576.0;
+                format!("L{l}:{c} ({mib:.1} MiB)")
+            })
             .collect();
         if !comps.is_empty() {
             let _ = write!(s, " compactions {} |", comps.join(" "));

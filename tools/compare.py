@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Run strata-bench with several engines, alternating, and print a markdown table of medians.
+
+Usage (from the project root, after `cargo build --release -p strata-bench --features rocksdb,leveldb`):
+  tools/compare.py [--rounds 3] [--engines strata,rocksdb,leveldb] [--bin target/release/strata-bench]
+                   [--dir DIR] [--title TEXT] -- STRATA_BENCH_FLAGS...
+
+Each round runs every engine once, in order, each on a fresh database directory under --dir
+(default: a new temporary directory). Result lines (db_bench format) and the first P99 after
+each are parsed. The table shows, per benchmark, each engine's median ops/sec and median p99
+(microseconds), and the median over rounds of strata / best peer (>1 = strata faster).
+Logs are kept under the directory for inspection. Nothing here judges: it measures.
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
+P99 = re.compile(r"P99:\s*([\d.]+)")
+AMP = re.compile(r"write-amp ([\d.]+)")
+
+
+def run(cmd, log):
+    with open(log, "w") as f:
+        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    res, p99, amp, cur = {}, {}, {}, None
+    with open(log) as f:
+        for line in f:
+            line = line.split("\r")[-1].strip()
+            m = LINE.match(line)
+            if m:
+                cur = m.group(1)
+                res[cur] = float(m.group(3))
+                continue
+            m = AMP.search(line)
+            if m and cur and cur not in amp:
+                amp[cur] = float(m.group(1))
+            m = P99.search(line)
+            if m and cur and cur not in p99:
+                p99[cur] = float(m.group(1))
+    return p.returncode, res, p99, amp
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--engines", default="strata,rocksdb,leveldb")
+    ap.add_argument("--bin", default="target/release/strata-bench")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--title", default="")
+    ap.add_argument("flags", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    flags = [f for f in a.flags if f != "--"]
+    engines = a.engines.split(",")
+    work = a.dir or tempfile.mkdtemp(prefix="strata-compare-")
+    os.makedirs(work, exist_ok=True)
+    per = {e: [] for e in engines}
+    ok = True
+    for r in range(a.rounds):
+        for e in engines:
+            db = os.path.join(work, f"db-{e}-{r}")
+            log = os.path.join(work, f"{e}-{r}.log")
+            rc, res, p99, amp = run([a.bin, f"--engine={e}", f"--db={db}", "--histogram=1", "--progress=none"] + flags, log)
+            shutil.rmtree(db, ignore_errors=True)
+            if rc != 0 or not res:
+                ok = False
+                print(f"round {r}: {e} exited {rc}; log: {log}", file=sys.stderr)
+            per[e].append((res, p99, amp))
+            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items()), file=sys.stderr)
+    names = []
+    for e in engines:
+        for res, _, _ in per[e]:
+            for k in res:
+                if k not in names:
+                    names.append(k)
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    if a.title:
+        print(f"#### {a.title}\n")
+    print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.\n")
+    head = "| benchmark | " + " | ".join(f"{e} ops/s" for e in engines) + " | strata / best peer | " + " | ".join(f"{e} p99 us" for e in engines) + " | " + " | ".join(f"{e} w-amp" for e in engines) + " |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for n in names:
+        ops = {e: med([res[n] for res, _, _ in per[e] if n in res]) for e in engines}
+        p99 = {e: med([p[n] for _, p, _ in per[e] if n in p]) for e in engines}
+        amp = {e: med([w[n] for _, _, w in per[e] if n in w]) for e in engines}
+        ratios = []
+        if "strata" in engines:
+            for r in range(a.rounds):
+                s = per["strata"][r][0].get(n) if r < len(per["strata"]) else None
+                peers = [per[e][r][0].get(n) for e in engines if e != "strata" and r < len(per[e])]
+                peers = [p for p in peers if p]
+                if s and peers:
+                    ratios.append(s / max(peers))
+        ratio = f"{med(ratios):.2f}" if ratios else "-"
+        fmt = lambda v, f: ("-" if v != v else f.format(v))
+        print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e], "{:.2f}") for e in engines) + " |")
+    print(f"\nLogs: {work}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
