@@ -406,6 +406,34 @@ impl Runner {
         base.wrapping_add((t as u64 + 1).wrapping_mul(0x9e37_79b9))
     }
 
+    /// Writes `key` with a value of the configured size, counts its bytes, and records the
+    /// latency as `kind`: from `t0` if given (the op began earlier, e.g. with a read), else
+    /// from just before the write.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the per-thread state of one benchmark op"
+    )]
+    fn put_one(
+        &self,
+        e: &Arc<dyn Engine>,
+        ts: &mut ThreadStats,
+        key: &[u8],
+        rng: &mut Rng,
+        values: &mut ValueSource,
+        kind: &'static str,
+        t0: Option<Instant>,
+    ) -> Result<(), String> {
+        let len = self.sizes.next(rng);
+        let v = values.next(len);
+        let t0 = t0.unwrap_or_else(Instant::now);
+        e.write(&[(key, Some(v))])?;
+        let n = (key.len() + v.len()) as u64;
+        ts.bytes += n;
+        ts.user_bytes += n;
+        ts.record(kind, t0, 1);
+        Ok(())
+    }
+
     /// fillseq, fillrandom, overwrite, deleterandom: `ops` writes per thread in batches.
     fn writes(
         &self,
@@ -479,12 +507,7 @@ impl Runner {
                     "updaterandom" => {
                         let old = e.get(&k)?;
                         ts.found += u64::from(old.is_some());
-                        let len = self.sizes.next(&mut rng);
-                        let v = values.next(len).to_vec();
-                        e.write(&[(&k, Some(&v))])?;
-                        ts.bytes += (k.len() + v.len()) as u64;
-                        ts.user_bytes += (k.len() + v.len()) as u64;
-                        ts.record("update", t0, 1);
+                        self.put_one(e, ts, &k, &mut rng, &mut values, "update", Some(t0))?;
                     }
                     _ => {
                         let v = e.get(&k)?;
@@ -544,13 +567,7 @@ impl Runner {
                     let limit = f.benchmark_write_rate_limit as f64;
                     while !stop.load(Ordering::Acquire) {
                         make_key(keys.next(&mut rng, 0), f.key_size, &mut k);
-                        let len = self.sizes.next(&mut rng);
-                        let v = values.next(len).to_vec();
-                        let t0 = Instant::now();
-                        e.write(&[(&k, Some(&v))])?;
-                        w.bytes += (k.len() + v.len()) as u64;
-                        w.user_bytes += (k.len() + v.len()) as u64;
-                        w.record("write", t0, 1);
+                        self.put_one(e, &mut w, &k, &mut rng, &mut values, "write", None)?;
                         if limit > 0.0 {
                             let due = w.bytes as f64 / limit;
                             let now = w.start.elapsed().as_secs_f64();
@@ -676,12 +693,8 @@ impl Runner {
                                 let nid = newest.fetch_add(1, Ordering::Relaxed) + 1;
                                 make_key(fnv64(nid), f.key_size, &mut k);
                             }
-                            let len = self.sizes.next(&mut rng);
-                            let v = values.next(len).to_vec();
-                            e.write(&[(&k, Some(&v))])?;
-                            ts.user_bytes += (k.len() + v.len()) as u64;
-                            ts.bytes += (k.len() + v.len()) as u64;
-                            ts.record(if op == 2 { "insert" } else { "update" }, t0, 1);
+                            let kind = if op == 2 { "insert" } else { "update" };
+                            self.put_one(&e, ts, &k, &mut rng, &mut values, kind, Some(t0))?;
                         }
                         3 => {
                             let len = 1 + rng.below(100) as usize;
@@ -692,12 +705,7 @@ impl Runner {
                         _ => {
                             let old = e.get(&k)?;
                             ts.found += u64::from(old.is_some());
-                            let len = self.sizes.next(&mut rng);
-                            let v = values.next(len).to_vec();
-                            e.write(&[(&k, Some(&v))])?;
-                            ts.user_bytes += (k.len() + v.len()) as u64;
-                            ts.bytes += (k.len() + v.len()) as u64;
-                            ts.record("rmw", t0, 1);
+                            self.put_one(&e, ts, &k, &mut rng, &mut values, "rmw", Some(t0))?;
                         }
                     }
                 }
@@ -719,13 +727,7 @@ impl Runner {
             let mut id = t as u64;
             while id < records {
                 make_key(fnv64(id), f.key_size, &mut k);
-                let len = self.sizes.next(&mut rng);
-                let v = values.next(len).to_vec();
-                let t0 = Instant::now();
-                e.write(&[(&k, Some(&v))])?;
-                ts.user_bytes += (k.len() + v.len()) as u64;
-                ts.bytes += (k.len() + v.len()) as u64;
-                ts.record("insert", t0, 1);
+                self.put_one(e, ts, &k, &mut rng, &mut values, "insert", None)?;
                 id += threads;
             }
             Ok(())
@@ -760,13 +762,7 @@ impl Runner {
                     for _ in 0..per_thread {
                         let id = fnv64(zipf.sample(&mut rng)) % records;
                         make_key(fnv64(id), f.key_size, &mut k);
-                        let len = self.sizes.next(&mut rng);
-                        let v = values.next(len).to_vec();
-                        let t0 = Instant::now();
-                        e.write(&[(&k, Some(&v))])?;
-                        ts.user_bytes += (k.len() + v.len()) as u64;
-                        ts.bytes += (k.len() + v.len()) as u64;
-                        ts.record("update", t0, 1);
+                        self.put_one(&e, ts, &k, &mut rng, &mut values, "update", None)?;
                     }
                     Ok(())
                 },
