@@ -4,6 +4,7 @@
 
 pub mod configs;
 pub mod model;
+pub mod oracle;
 pub mod rng;
 pub mod tempdir;
 

@@ -1,0 +1,517 @@
+//! strata-stress: concurrent random operations verified against an expected-state oracle
+//! that survives `kill -9`, and a crash loop that kills it at random moments.
+//!
+//! ```text
+//! strata-stress run --db=DIR --oracle=FILE [--threads=4] [--keys=20000] [--seconds=10]
+//!               [--sync=0.05] [--preset=default] [--write_buffer_size=N] [--slow_tables_ms=0]
+//! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
+//! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
+//!               [--presets=default,leveldb,hyperleveldb,rocksdb] [--threads=4] [--keys=20000]
+//! ```
+//!
+//! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
+//! begin/commit protocol is exact; every thread reads every key. Reads are verified as they
+//! go (own keys exactly; others when no commit raced the read), bounded scans check own keys,
+//! snapshot reads check own keys against the state at the snapshot. The crash loop runs the
+//! `run` mode as a child, SIGKILLs it after a random delay (every third run with slowed table
+//! writes, so kills land during flushes and compactions), verifies every key, and repairs
+//! the oracle to what survived.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::fs::{FileLock, Fs, RandomAccessFile, RealFs, SequentialFile, WritableFile};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_testkit::oracle::{key_for, key_index, matches, value_for, Oracle, Slot};
+use strata_testkit::Rng;
+
+#[derive(Debug, Clone)]
+struct Args(BTreeMap<String, String>);
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, String> {
+        let mut m = BTreeMap::new();
+        for a in args {
+            let body = a
+                .strip_prefix("--")
+                .ok_or_else(|| format!("unexpected argument {a:?}"))?;
+            let (k, v) = body.split_once('=').unwrap_or((body, "1"));
+            m.insert(k.to_string(), v.to_string());
+        }
+        Ok(Args(m))
+    }
+    fn get<T: std::str::FromStr>(&self, k: &str, default: T) -> Result<T, String> {
+        match self.0.get(k) {
+            Some(v) => v.parse().map_err(|_| format!("--{k}: bad value {v:?}")),
+            None => Ok(default),
+        }
+    }
+    fn str(&self, k: &str, default: &str) -> String {
+        self.0
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| default.to_string())
+    }
+    fn path(&self, k: &str) -> Result<PathBuf, String> {
+        self.0
+            .get(k)
+            .map(PathBuf::from)
+            .ok_or_else(|| format!("--{k}=PATH is required"))
+    }
+}
+
+/// Real files, with an optional sleep on every table append (to stretch flush and compaction).
+#[derive(Debug)]
+struct SlowTables {
+    ms: u64,
+}
+
+struct SlowFile(Box<dyn WritableFile>, u64);
+
+impl WritableFile for SlowFile {
+    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
+        std::thread::sleep(Duration::from_millis(self.1));
+        self.0.append(data)
+    }
+    fn flush(&mut self) -> strata::Result<()> {
+        self.0.flush()
+    }
+    fn sync(&mut self) -> strata::Result<()> {
+        self.0.sync()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl Fs for SlowTables {
+    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        let f = RealFs.create(path)?;
+        if self.ms > 0 && path.extension().is_some_and(|e| e == "sst") {
+            return Ok(Box::new(SlowFile(f, self.ms)));
+        }
+        Ok(f)
+    }
+    fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        RealFs.open(path)
+    }
+    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
+        RealFs.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn remove(&self, path: &Path) -> strata::Result<()> {
+        RealFs.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        RealFs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
+        RealFs.sync_dir(dir)
+    }
+    fn file_size(&self, path: &Path) -> strata::Result<u64> {
+        RealFs.file_size(path)
+    }
+    fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
+        RealFs.lock(path)
+    }
+}
+
+fn options(a: &Args) -> Result<Options, String> {
+    let mut o = Options::preset(&a.str("preset", "default")).map_err(|e| e.to_string())?;
+    // Small sizes so short runs flush and compact often.
+    o.write_buffer_size = a.get("write_buffer_size", 256 << 10)?;
+    o.target_file_size_base = a.get("target_file_size_base", 128 << 10)?;
+    o.max_bytes_for_level_base = a.get("max_bytes_for_level_base", 1 << 20)?;
+    o.fs = Arc::new(SlowTables {
+        ms: a.get("slow_tables_ms", 0)?,
+    });
+    Ok(o)
+}
+
+struct Counters {
+    ops: AtomicU64,
+    writes: AtomicU64,
+    reads_checked: AtomicU64,
+    failures: AtomicU64,
+}
+
+fn fail(c: &Counters, msg: String) {
+    eprintln!("strata-stress: VERIFICATION FAILURE: {msg}");
+    c.failures.fetch_add(1, Ordering::SeqCst);
+}
+
+fn worker(
+    db: &Db,
+    oracle: &Oracle,
+    t: u32,
+    threads: u32,
+    a: &Args,
+    stop: &AtomicBool,
+    c: &Counters,
+) -> Result<(), String> {
+    let keys = oracle.keys();
+    let sync_fraction: f64 = a.get("sync", 0.05)?;
+    let mut rng =
+        Rng::new(a.get::<u64>("seed", 0)? ^ (u64::from(t) << 40) ^ std::process::id() as u64);
+    let own = |rng: &mut Rng| {
+        let per = (keys - t + threads - 1) / threads;
+        t + threads * rng.below(u64::from(per.max(1))) as u32
+    };
+    while !stop.load(Ordering::Relaxed) {
+        c.ops.fetch_add(1, Ordering::Relaxed);
+        match rng.below(100) {
+            // Put / delete / batch of own keys.
+            0..=54 => {
+                let n = if rng.chance(0.2) {
+                    1 + rng.below(8) as usize
+                } else {
+                    1
+                };
+                let mut ks: Vec<u32> = (0..n).map(|_| own(&mut rng)).collect();
+                ks.sort_unstable();
+                ks.dedup();
+                let sync = rng.chance(sync_fraction);
+                let mut b = WriteBatch::new();
+                let mut slots = Vec::new();
+                for &k in &ks {
+                    let id = oracle.next_id(k);
+                    let s = if rng.chance(0.15) {
+                        Slot::delete(id, sync)
+                    } else {
+                        Slot::put(id, sync)
+                    };
+                    oracle.begin(k, s);
+                    if s.is_absent() {
+                        b.delete(key_for(k));
+                    } else {
+                        b.put(key_for(k), value_for(k, id));
+                    }
+                    slots.push((k, s));
+                }
+                db.write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    b,
+                )
+                .map_err(|e| format!("write: {e}"))?;
+                for (k, s) in slots {
+                    oracle.commit(k, s);
+                }
+                c.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            // Point read of any key.
+            55..=84 => {
+                let k = rng.below(u64::from(keys)) as u32;
+                let (c1, p1) = (oracle.committed(k), oracle.pending(k));
+                let got = db.get(key_for(k)).map_err(|e| format!("get: {e}"))?;
+                let (c2, p2) = (oracle.committed(k), oracle.pending(k));
+                if c1 == c2 {
+                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
+                    let ok = [c1, p1, p2]
+                        .iter()
+                        .any(|&s| (s.is_set() || s == c1) && matches(k, s, got.as_deref()));
+                    if !ok {
+                        fail(c, format!("get key {k}: {:?} matches neither committed {c1:?} nor pending {p1:?}/{p2:?}", got.map(|v| String::from_utf8_lossy(&v).into_owned())));
+                    }
+                }
+            }
+            // Bounded scan: own keys in range must be exactly as committed.
+            85..=93 => {
+                let start = rng.below(u64::from(keys)) as u32;
+                let end = (start + 200).min(keys);
+                let opts = ReadOptions {
+                    lower_bound: Some(key_for(start)),
+                    upper_bound: Some(key_for(end)),
+                    ..Default::default()
+                };
+                let mut seen = BTreeMap::new();
+                for r in db.iter(opts).map_err(|e| e.to_string())? {
+                    let (k, v) = r.map_err(|e| format!("scan: {e}"))?;
+                    let idx =
+                        key_index(&k).ok_or_else(|| format!("scan returned foreign key {k:?}"))?;
+                    if !(start..end).contains(&idx) {
+                        fail(c, format!("scan [{start}, {end}) returned key {idx}"));
+                    }
+                    seen.insert(idx, v);
+                }
+                for k in (start..end).filter(|k| k % threads == t) {
+                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
+                    if !matches(k, oracle.committed(k), seen.get(&k).map(Vec::as_slice)) {
+                        fail(
+                            c,
+                            format!(
+                                "scan: own key {k} is {:?}, committed {:?}",
+                                seen.get(&k)
+                                    .map(|v| String::from_utf8_lossy(v).into_owned()),
+                                oracle.committed(k)
+                            ),
+                        );
+                    }
+                }
+            }
+            // Snapshot: own keys keep their state at the snapshot while we overwrite them.
+            _ => {
+                let ks: Vec<u32> = (0..8).map(|_| own(&mut rng)).collect();
+                let snap = db.snapshot();
+                let before: Vec<Slot> = ks.iter().map(|&k| oracle.committed(k)).collect();
+                let k0 = ks[0];
+                let id = oracle.next_id(k0);
+                let s = Slot::put(id, false);
+                oracle.begin(k0, s);
+                db.put(key_for(k0), value_for(k0, id))
+                    .map_err(|e| format!("put: {e}"))?;
+                oracle.commit(k0, s);
+                let ro = ReadOptions {
+                    snapshot: Some(snap),
+                    ..Default::default()
+                };
+                for (&k, &b) in ks.iter().zip(&before) {
+                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
+                    let got = db
+                        .get_opt(&ro, key_for(k))
+                        .map_err(|e| format!("snapshot get: {e}"))?;
+                    if !matches(k, b, got.as_deref()) {
+                        fail(
+                            c,
+                            format!(
+                                "snapshot get of own key {k}: {:?}, expected {b:?}",
+                                got.map(|v| String::from_utf8_lossy(&v).into_owned())
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let db_path = a.path("db")?;
+    let keys: u32 = a.get("keys", 20_000)?;
+    let threads: u32 = a.get("threads", 4)?;
+    let seconds: f64 = a.get("seconds", 10.0)?;
+    let oracle = Oracle::open(&a.path("oracle")?, keys)?;
+    let db = Db::open(&db_path, options(a)?).map_err(|e| format!("open: {e}"))?;
+    let stop = AtomicBool::new(false);
+    let c = Counters {
+        ops: AtomicU64::new(0),
+        writes: AtomicU64::new(0),
+        reads_checked: AtomicU64::new(0),
+        failures: AtomicU64::new(0),
+    };
+    let start = Instant::now();
+    let outcome: Result<(), String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (db, oracle, stop, c) = (&db, &oracle, &stop, &c);
+                s.spawn(move || worker(db, oracle, t, threads, a, stop, c))
+            })
+            .collect();
+        while start.elapsed().as_secs_f64() < seconds && c.failures.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::SeqCst);
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into())))
+            .collect()
+    });
+    outcome?;
+    println!(
+        "strata-stress run: {:.1} s, {} ops, {} writes, {} reads verified, {} failures",
+        start.elapsed().as_secs_f64(),
+        c.ops.load(Ordering::SeqCst),
+        c.writes.load(Ordering::SeqCst),
+        c.reads_checked.load(Ordering::SeqCst),
+        c.failures.load(Ordering::SeqCst)
+    );
+    if c.failures.load(Ordering::SeqCst) > 0 {
+        return Err("verification failures".into());
+    }
+    Ok(())
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Verified {
+    keys: u64,
+    lost_synced: u64,
+    lost_unsynced: u64,
+    wrong: u64,
+}
+
+/// Checks every key against the oracle, then makes the oracle say what the database holds.
+fn verify(a: &Args) -> Result<Verified, String> {
+    let keys: u32 = a.get("keys", 20_000)?;
+    let oracle = Oracle::open(&a.path("oracle")?, keys)?;
+    let db = Db::open(a.path("db")?, options(a)?).map_err(|e| format!("open for verify: {e}"))?;
+    let mut v = Verified::default();
+    for k in 0..keys {
+        let got = db
+            .get(key_for(k))
+            .map_err(|e| format!("verify get {k}: {e}"))?;
+        let (c, p) = (oracle.committed(k), oracle.pending(k));
+        v.keys += 1;
+        if matches(k, c, got.as_deref()) {
+            oracle.commit(k, c);
+        } else if p.is_set() && matches(k, p, got.as_deref()) {
+            oracle.commit(k, p);
+        } else {
+            // Which state is there? An older value of this key means the newer write was lost.
+            let older = got.as_deref().map_or(Some(0), |g| {
+                let s = String::from_utf8_lossy(g).into_owned();
+                let mut parts = s.splitn(3, ':');
+                let key_ok = parts.next() == Some(&format!("v{k}"));
+                let id = parts.next().and_then(|x| x.parse::<u64>().ok());
+                id.filter(|&id| key_ok && id < c.id() && g == value_for(k, id).as_slice())
+            });
+            match older {
+                Some(_) if c.synced() => v.lost_synced += 1,
+                Some(_) => v.lost_unsynced += 1,
+                None => v.wrong += 1,
+            }
+            eprintln!(
+                "strata-stress verify: key {k}: db has {:?}, oracle committed {c:?} pending {p:?}",
+                got.as_deref()
+                    .map(|g| String::from_utf8_lossy(g).into_owned())
+            );
+            // Repair to what the database holds, so later rounds check from there.
+            let repaired = match got.as_deref() {
+                None => Slot::delete(c.id().max(p.id()), false),
+                Some(g) => {
+                    let id = String::from_utf8_lossy(g)
+                        .split(':')
+                        .nth(1)
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(0);
+                    Slot::put(id, false)
+                }
+            };
+            oracle.commit(k, repaired);
+        }
+    }
+    Ok(v)
+}
+
+fn crash_loop(a: &Args) -> Result<(), String> {
+    let dir = a.path("dir")?;
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let kills: u32 = a.get("kills", 20)?;
+    let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
+    let presets: Vec<String> = a
+        .str("presets", "default,leveldb,hyperleveldb,rocksdb")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let db = dir.join("db");
+    let oracle = dir.join("oracle");
+    let mut rng = Rng::new(a.get("seed", 42u64)?);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut total = Verified::default();
+    let mut verified_keys = 0u64;
+    let passthrough: Vec<String> = [
+        "threads",
+        "keys",
+        "sync",
+        "write_buffer_size",
+        "target_file_size_base",
+        "max_bytes_for_level_base",
+    ]
+    .iter()
+    .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
+    .collect();
+    for i in 0..kills {
+        let preset = &presets[i as usize % presets.len()];
+        let slow = if i % 3 == 2 { 3 } else { 0 };
+        let delay = min_ms + rng.below(max_ms.saturating_sub(min_ms) + 1);
+        let mut child = Command::new(&exe)
+            .arg("run")
+            .arg(format!("--db={}", db.display()))
+            .arg(format!("--oracle={}", oracle.display()))
+            .arg(format!("--preset={preset}"))
+            .arg(format!("--slow_tables_ms={slow}"))
+            .arg("--seconds=3600")
+            .arg(format!("--seed={}", rng.next_u64()))
+            .args(&passthrough)
+            .spawn()
+            .map_err(|e| format!("spawn: {e}"))?;
+        std::thread::sleep(Duration::from_millis(delay));
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!(
+                "kill {i}: stress process exited early with {status} (a verification failure?)"
+            ));
+        }
+        child.kill().map_err(|e| format!("kill: {e}"))?;
+        let _ = child.wait();
+        let mut va = a.clone();
+        va.0.insert("db".into(), db.display().to_string());
+        va.0.insert("oracle".into(), oracle.display().to_string());
+        va.0.insert("preset".into(), preset.clone());
+        let v = verify(&va)?;
+        verified_keys += v.keys;
+        total.lost_synced += v.lost_synced;
+        total.lost_unsynced += v.lost_unsynced;
+        total.wrong += v.wrong;
+        println!(
+            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{} | verified {} keys, lost synced {}, lost unsynced {}, wrong {}",
+            i + 1,
+            if slow > 0 { " (slow tables)" } else { "" },
+            v.keys,
+            v.lost_synced,
+            v.lost_unsynced,
+            v.wrong
+        );
+    }
+    println!(
+        "crash-loop: kills {kills}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {}, wrong values {}",
+        total.lost_synced, total.lost_unsynced, total.wrong
+    );
+    if total.lost_synced > 0 || total.wrong > 0 {
+        return Err("synced writes were lost or values were wrong".into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, rest) = match argv.first().map(String::as_str) {
+        Some(m @ ("run" | "verify" | "crash-loop")) => (m.to_string(), &argv[1..]),
+        _ => ("run".to_string(), &argv[..]),
+    };
+    let result =
+        Args::parse(rest).and_then(|a| match (mode.as_str(), a.0.contains_key("verify_only")) {
+            ("verify", _) | ("run", true) => verify(&a).and_then(|v| {
+                println!(
+                    "verify: {} keys, lost synced {}, lost unsynced {}, wrong {}",
+                    v.keys, v.lost_synced, v.lost_unsynced, v.wrong
+                );
+                if v.lost_synced + v.wrong > 0 {
+                    Err("verification failed".into())
+                } else {
+                    Ok(())
+                }
+            }),
+            ("crash-loop", _) => crash_loop(&a),
+            _ => run(&a),
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata-stress: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
