@@ -166,7 +166,7 @@ fn worker(
     let mut rng =
         Rng::new(a.get::<u64>("seed", 0)? ^ (u64::from(t) << 40) ^ std::process::id() as u64);
     let own = |rng: &mut Rng| {
-        let per = (keys - t + threads - 1) / threads;
+        let per = (keys - t).div_ceil(threads);
         t + threads * rng.below(u64::from(per.max(1))) as u32
     };
     while !stop.load(Ordering::Relaxed) {
@@ -327,8 +327,7 @@ fn run(a: &Args) -> Result<(), String> {
         }
         stop.store(true, Ordering::SeqCst);
         hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into())))
-            .collect()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into())))
     });
     outcome?;
     println!(
