@@ -2,11 +2,14 @@
 //! database, so it survives `kill -9` of the process writing it (the kernel keeps the shared
 //! mapping's pages).
 //!
-//! Layout: a 64-byte header (`magic: u64 = "STRSTRES"`, `version: u32 = 1`, `keys: u32`),
-//! then per key two `u64` slots, `committed` and `pending`. A slot is 0 (never written) or
-//! `VALID | DELETED? | SYNCED? | value id (48 bits)`. A writer sets `pending`, writes, then
-//! sets `committed` and clears `pending`; one writer per key at a time. After a crash the
-//! database must hold the `committed` state or, if set, the `pending` one.
+//! Layout: a 1024-byte header (`magic: u64 = "STRSTRES"`, `version: u32 = 2`, `keys: u32`,
+//! then from byte 64 one `u64` write counter per writer thread, up to 120 threads), then per
+//! key two `u64` slots, `committed` and `pending`. A slot is 0 (never written) or
+//! `VALID | DELETED? | SYNCED? | value id (48 bits)`. Value ids come from the writing thread's
+//! counter, so they order each thread's writes (across runs too). A writer sets `pending`,
+//! writes, then sets `committed` and clears `pending`; one writer per key at a time. After a
+//! crash the database must hold the `committed` state or, if set, the `pending` one; an
+//! unsynced write may be missing only if every later write of its thread is missing too.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -15,7 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use memmap2::MmapMut;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"STRSTRES");
-const HEADER: usize = 64;
+const HEADER: usize = 1024;
+/// Writer threads the header has counters for.
+pub const MAX_THREADS: u32 = 120;
 const VALID: u64 = 1 << 63;
 const DELETED: u64 = 1 << 62;
 const SYNCED: u64 = 1 << 61;
@@ -126,10 +131,13 @@ impl Oracle {
         }
         if fresh {
             map[..8].copy_from_slice(&MAGIC.to_le_bytes());
-            map[8..12].copy_from_slice(&1u32.to_le_bytes());
+            map[8..12].copy_from_slice(&2u32.to_le_bytes());
             map[12..16].copy_from_slice(&keys.to_le_bytes());
             map.flush().map_err(|e| e.to_string())?;
-        } else if map[..8] != MAGIC.to_le_bytes() || map[12..16] != keys.to_le_bytes() {
+        } else if map[..8] != MAGIC.to_le_bytes()
+            || map[8..12] != 2u32.to_le_bytes()
+            || map[12..16] != keys.to_le_bytes()
+        {
             return Err(format!("{}: not an oracle for {keys} keys", path.display()));
         }
         Ok(Oracle { map, keys })
@@ -170,8 +178,22 @@ impl Oracle {
         self.cell(k, 1).store(0, Ordering::SeqCst);
     }
 
-    /// The next value id for key `k` (one writer per key).
-    pub fn next_id(&self, k: u32) -> u64 {
-        self.committed(k).id().max(self.pending(k).id()) + 1
+    fn counter(&self, thread: u32) -> &AtomicU64 {
+        assert!(thread < MAX_THREADS, "thread {thread} out of range");
+        // SAFETY: 64 + 8 * thread < HEADER, 8-aligned, in bounds; lives as long as `self`.
+        unsafe { &*(self.map.as_ptr().add(64 + thread as usize * 8) as *const AtomicU64) }
+    }
+
+    /// The next value id for key `k` written by `thread`: above the thread's previous writes
+    /// and above the key's current ids. REQUIRES: `thread` is the only writer of `k`.
+    pub fn next_id(&self, thread: u32, k: u32) -> u64 {
+        let c = self.counter(thread);
+        let id = c
+            .load(Ordering::SeqCst)
+            .max(self.committed(k).id())
+            .max(self.pending(k).id())
+            + 1;
+        c.store(id, Ordering::SeqCst);
+        id
     }
 }

@@ -47,7 +47,7 @@ fn stress_run_then_verify() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("lost synced 0, lost unsynced 0, wrong 0"),
+        out.status.success() && stdout.contains("lost synced 0, lost unsynced 0, holes 0, wrong 0"),
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(&d);

@@ -3,7 +3,12 @@
 //!
 //! ```text
 //! strata-stress run --db=DIR --oracle=FILE [--threads=4] [--keys=20000] [--seconds=10]
-//!               [--sync=0.05] [--preset=default] [--write_buffer_size=N] [--slow_tables_ms=0]
+//!               [--sync=0.05] [--preset=default] [--slow_tables_ms=0] [option flags]
+//! option flags (as in strata-bench): --write_buffer_size --target_file_size_base
+//!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
+//!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number
+//!   --max_background_compactions --block_size --separate_flush_thread=0|1
+//!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=default,leveldb,hyperleveldb,rocksdb] [--threads=4] [--keys=20000]
@@ -137,6 +142,44 @@ fn options(a: &Args) -> Result<Options, String> {
     o.fs = Arc::new(SlowTables {
         ms: a.get("slow_tables_ms", 0)?,
     });
+    // The same option flags as strata-bench, so any preset can be varied.
+    o.bloom_bits_per_key = a.get("bloom_bits", o.bloom_bits_per_key)?;
+    o.level0_file_num_compaction_trigger = a.get(
+        "level0_file_num_compaction_trigger",
+        o.level0_file_num_compaction_trigger,
+    )?;
+    o.level0_slowdown_writes_trigger = a.get(
+        "level0_slowdown_writes_trigger",
+        o.level0_slowdown_writes_trigger,
+    )?;
+    o.level0_stop_writes_trigger =
+        a.get("level0_stop_writes_trigger", o.level0_stop_writes_trigger)?;
+    o.max_write_buffer_number = a.get("max_write_buffer_number", o.max_write_buffer_number)?;
+    o.max_background_compactions =
+        a.get("max_background_compactions", o.max_background_compactions)?;
+    o.block_size = a.get("block_size", o.block_size)?;
+    o.separate_flush_thread =
+        a.get::<u8>("separate_flush_thread", u8::from(o.separate_flush_thread))? != 0;
+    match a.str("compression_type", "none").as_str() {
+        "lz4" => o.compression = strata::Compression::Lz4,
+        "none" => {}
+        c => return Err(format!("--compression_type: expected none|lz4, got {c:?}")),
+    }
+    match a.0.get("compaction_priority").map(String::as_str) {
+        Some("round-robin") => o.compaction_priority = strata::CompactionPriority::RoundRobin,
+        Some("min-overlap") => {
+            o.compaction_priority = strata::CompactionPriority::MinOverlappingRatio
+        }
+        Some(c) => {
+            return Err(format!(
+                "--compaction_priority: expected round-robin|min-overlap, got {c:?}"
+            ))
+        }
+        None => {}
+    }
+    o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
+    o.level_dir = a.0.get("level_dir").map(PathBuf::from);
+    o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }
 
@@ -186,7 +229,7 @@ fn worker(
                 let mut b = WriteBatch::new();
                 let mut slots = Vec::new();
                 for &k in &ks {
-                    let id = oracle.next_id(k);
+                    let id = oracle.next_id(t, k);
                     let s = if rng.chance(0.15) {
                         Slot::delete(id, sync)
                     } else {
@@ -269,7 +312,7 @@ fn worker(
                 let snap = db.snapshot();
                 let before: Vec<Slot> = ks.iter().map(|&k| oracle.committed(k)).collect();
                 let k0 = ks[0];
-                let id = oracle.next_id(k0);
+                let id = oracle.next_id(t, k0);
                 let s = Slot::put(id, false);
                 oracle.begin(k0, s);
                 db.put(key_for(k0), value_for(k0, id))
@@ -350,6 +393,8 @@ struct Verified {
     lost_synced: u64,
     lost_unsynced: u64,
     wrong: u64,
+    /// Unsynced writes lost while a later write of the same thread survived.
+    holes: u64,
 }
 
 /// Checks every key against the oracle, then makes the oracle say what the database holds.
@@ -357,16 +402,23 @@ fn verify(a: &Args) -> Result<Verified, String> {
     let keys: u32 = a.get("keys", 20_000)?;
     let oracle = Oracle::open(&a.path("oracle")?, keys)?;
     let db = Db::open(a.path("db")?, options(a)?).map_err(|e| format!("open for verify: {e}"))?;
+    let threads: u32 = a.get("threads", 4)?;
     let mut v = Verified::default();
+    // Per writer thread: the earliest lost unsynced write, and the ids of surviving writes.
+    let mut lost_min = vec![u64::MAX; threads as usize];
+    let mut survived: Vec<Vec<u64>> = vec![Vec::new(); threads as usize];
     for k in 0..keys {
+        let owner = (k % threads) as usize;
         let got = db
             .get(key_for(k))
             .map_err(|e| format!("verify get {k}: {e}"))?;
         let (c, p) = (oracle.committed(k), oracle.pending(k));
         v.keys += 1;
         if matches(k, c, got.as_deref()) {
+            survived[owner].push(c.id());
             oracle.commit(k, c);
         } else if p.is_set() && matches(k, p, got.as_deref()) {
+            survived[owner].push(p.id());
             oracle.commit(k, p);
         } else {
             // Which state is there? An older value of this key means the newer write was lost.
@@ -379,7 +431,10 @@ fn verify(a: &Args) -> Result<Verified, String> {
             });
             match older {
                 Some(_) if c.synced() => v.lost_synced += 1,
-                Some(_) => v.lost_unsynced += 1,
+                Some(_) => {
+                    v.lost_unsynced += 1;
+                    lost_min[owner] = lost_min[owner].min(c.id());
+                }
                 None => v.wrong += 1,
             }
             eprintln!(
@@ -401,6 +456,13 @@ fn verify(a: &Args) -> Result<Verified, String> {
             };
             oracle.commit(k, repaired);
         }
+    }
+    for (t, lost) in lost_min.iter().enumerate() {
+        let later = survived[t].iter().filter(|&&id| id > *lost).count() as u64;
+        if later > 0 {
+            eprintln!("strata-stress verify: thread {t} lost unsynced write {lost} but {later} later writes survived");
+        }
+        v.holes += later;
     }
     Ok(v)
 }
@@ -428,6 +490,18 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "write_buffer_size",
         "target_file_size_base",
         "max_bytes_for_level_base",
+        "bloom_bits",
+        "level0_file_num_compaction_trigger",
+        "level0_slowdown_writes_trigger",
+        "level0_stop_writes_trigger",
+        "max_write_buffer_number",
+        "max_background_compactions",
+        "block_size",
+        "separate_flush_thread",
+        "compression_type",
+        "compaction_priority",
+        "wal_dir",
+        "level_dir",
     ]
     .iter()
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
@@ -464,22 +538,26 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         total.lost_synced += v.lost_synced;
         total.lost_unsynced += v.lost_unsynced;
         total.wrong += v.wrong;
+        total.holes += v.holes;
         println!(
-            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{} | verified {} keys, lost synced {}, lost unsynced {}, wrong {}",
+            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
             i + 1,
             if slow > 0 { " (slow tables)" } else { "" },
             v.keys,
             v.lost_synced,
             v.lost_unsynced,
+            v.holes,
             v.wrong
         );
     }
     println!(
-        "crash-loop: kills {kills}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {}, wrong values {}",
-        total.lost_synced, total.lost_unsynced, total.wrong
+        "crash-loop: kills {kills}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
-    if total.lost_synced > 0 || total.wrong > 0 {
-        return Err("synced writes were lost or values were wrong".into());
+    if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {
+        return Err(
+            "synced writes were lost, unsynced ones lost out of order, or values were wrong".into(),
+        );
     }
     Ok(())
 }
@@ -494,10 +572,10 @@ fn main() -> ExitCode {
         Args::parse(rest).and_then(|a| match (mode.as_str(), a.0.contains_key("verify_only")) {
             ("verify", _) | ("run", true) => verify(&a).and_then(|v| {
                 println!(
-                    "verify: {} keys, lost synced {}, lost unsynced {}, wrong {}",
-                    v.keys, v.lost_synced, v.lost_unsynced, v.wrong
+                    "verify: {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
+                    v.keys, v.lost_synced, v.lost_unsynced, v.holes, v.wrong
                 );
-                if v.lost_synced + v.wrong > 0 {
+                if v.lost_synced + v.wrong + v.holes > 0 {
                     Err("verification failed".into())
                 } else {
                     Ok(())
