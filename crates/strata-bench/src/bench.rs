@@ -565,7 +565,8 @@ impl Runner {
                         Arc::new(AtomicU64::new(0)),
                     );
                     let limit = f.benchmark_write_rate_limit as f64;
-                    while !stop.load(Ordering::Acquire) {
+                    // At least one write, even if the readers finish first (db_bench counts >= 1 op).
+                    loop {
                         make_key(keys.next(&mut rng, 0), f.key_size, &mut k);
                         self.put_one(e, &mut w, &k, &mut rng, &mut values, "write", None)?;
                         if limit > 0.0 {
@@ -574,6 +575,9 @@ impl Runner {
                             if due > now {
                                 std::thread::sleep(std::time::Duration::from_secs_f64(due - now));
                             }
+                        }
+                        if stop.load(Ordering::Acquire) {
+                            break;
                         }
                     }
                     w.finish();

@@ -101,6 +101,39 @@ impl RandomAccessFile for RealRandom {
     }
 }
 
+/// A table file read through a read-only memory map: a block read is a copy out of the page
+/// cache, with no system call (LevelDB and RocksDB read tables this way too). Sound because
+/// table files are never modified after they are written (only unlinked, which keeps the
+/// mapping valid).
+struct MappedRandom {
+    path: PathBuf,
+    map: memmap2::Mmap,
+}
+
+impl RandomAccessFile for MappedRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        match start
+            .checked_add(len)
+            .and_then(|end| self.map.get(start..end))
+        {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => Err(Error::corruption(
+                &self.path,
+                offset,
+                format!(
+                    "read of {len} bytes past end of file ({} bytes)",
+                    self.map.len()
+                ),
+            )),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.map.len() as u64
+    }
+}
+
 struct RealSequential {
     path: PathBuf,
     file: File,
@@ -142,6 +175,16 @@ impl Fs for RealFs {
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
             .len();
+        if size > 0 && path.extension().is_some_and(|e| e == "sst") {
+            // SAFETY: tables are immutable once written (see `MappedRandom`); a file changed
+            // by someone else under us is outside the engine's contract, as for LevelDB.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                return Ok(Arc::new(MappedRandom {
+                    path: path.to_path_buf(),
+                    map,
+                }));
+            }
+        }
         Ok(Arc::new(RealRandom {
             path: path.to_path_buf(),
             file,
