@@ -66,10 +66,72 @@ pub trait WritableFile: Send {
     }
 }
 
+/// Bytes read from a file: owned, or a range of a memory map that they keep alive.
+#[derive(Clone)]
+pub struct FileBytes {
+    repr: Repr,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Owned(Arc<Vec<u8>>, usize, usize),
+    Mapped(Arc<memmap2::Mmap>, usize, usize),
+}
+
+impl FileBytes {
+    /// Bytes `start..end` of a shared map. REQUIRES: the range is within the map.
+    pub fn mapped(map: Arc<memmap2::Mmap>, start: usize, end: usize) -> Self {
+        FileBytes {
+            repr: Repr::Mapped(map, start, end),
+        }
+    }
+
+    /// The first `n` bytes (n <= len).
+    #[must_use]
+    pub fn prefix(self, n: usize) -> Self {
+        let repr = match self.repr {
+            Repr::Owned(v, s, e) => Repr::Owned(v, s, (s + n).min(e)),
+            Repr::Mapped(m, s, e) => Repr::Mapped(m, s, (s + n).min(e)),
+        };
+        FileBytes { repr }
+    }
+
+    /// Whether the bytes live in a memory map (no copy was made).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.repr, Repr::Mapped(..))
+    }
+}
+
+impl From<Vec<u8>> for FileBytes {
+    fn from(v: Vec<u8>) -> Self {
+        let n = v.len();
+        FileBytes {
+            repr: Repr::Owned(Arc::new(v), 0, n),
+        }
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Owned(v, s, e) => &v[*s..*e],
+            Repr::Mapped(m, s, e) => &m[*s..*e],
+        }
+    }
+}
+
 /// A file read at positions; shared by readers.
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; reading past the end is an error.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// Like `read_at`, but may return bytes borrowed from a memory map (no copy).
+    ///
+    /// # Errors
+    /// As for `read_at`.
+    fn read_shared(&self, offset: u64, len: usize) -> Result<FileBytes> {
+        self.read_at(offset, len).map(FileBytes::from)
+    }
     /// The file's size when it was opened.
     fn size(&self) -> u64;
 }

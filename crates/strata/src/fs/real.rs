@@ -107,7 +107,7 @@ impl RandomAccessFile for RealRandom {
 /// mapping valid).
 struct MappedRandom {
     path: PathBuf,
-    map: memmap2::Mmap,
+    map: Arc<memmap2::Mmap>,
 }
 
 impl RandomAccessFile for MappedRandom {
@@ -118,6 +118,21 @@ impl RandomAccessFile for MappedRandom {
             .and_then(|end| self.map.get(start..end))
         {
             Some(bytes) => Ok(bytes.to_vec()),
+            None => Err(Error::corruption(
+                &self.path,
+                offset,
+                format!(
+                    "read of {len} bytes past end of file ({} bytes)",
+                    self.map.len()
+                ),
+            )),
+        }
+    }
+
+    fn read_shared(&self, offset: u64, len: usize) -> Result<super::FileBytes> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        match start.checked_add(len).filter(|&end| end <= self.map.len()) {
+            Some(end) => Ok(super::FileBytes::mapped(self.map.clone(), start, end)),
             None => Err(Error::corruption(
                 &self.path,
                 offset,
@@ -181,7 +196,7 @@ impl Fs for RealFs {
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
                 return Ok(Arc::new(MappedRandom {
                     path: path.to_path_buf(),
-                    map,
+                    map: Arc::new(map),
                 }));
             }
         }

@@ -18,7 +18,7 @@ use super::properties::TableProperties;
 use crate::cache::ClockCache;
 use crate::coding::{masked_crc2, u32_at};
 use crate::error::{Error, ErrorKind, Result};
-use crate::fs::RandomAccessFile;
+use crate::fs::{FileBytes, RandomAccessFile};
 use crate::iter::{InternalIterator, TwoLevelIterator};
 use crate::key;
 
@@ -44,7 +44,7 @@ impl std::fmt::Debug for Table {
     }
 }
 
-fn read_block_raw(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle) -> Result<Vec<u8>> {
+fn read_block_raw(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle) -> Result<FileBytes> {
     if h.size > MAX_BLOCK_LEN
         || h.offset
             .checked_add(h.size + BLOCK_TRAILER_LEN as u64)
@@ -56,16 +56,15 @@ fn read_block_raw(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle) -> R
             format!("block handle (size {}) out of range", h.size),
         ));
     }
-    let mut buf = file.read_at(h.offset, h.size as usize + BLOCK_TRAILER_LEN)?;
     let n = h.size as usize;
+    let buf = file.read_shared(h.offset, n + BLOCK_TRAILER_LEN)?;
     let kind = buf[n];
     let crc = u32_at(&buf, n + 1).unwrap_or(0);
     if masked_crc2(&buf[..n], &[kind]) != crc {
         return Err(Error::corruption(path, h.offset, "block checksum mismatch"));
     }
-    buf.truncate(n);
     match Compression::from_u8(kind) {
-        Some(Compression::None) => Ok(buf),
+        Some(Compression::None) => Ok(buf.prefix(n)),
         Some(Compression::Lz4) => {
             let len = u32_at(&buf, 0)
                 .ok_or_else(|| Error::corruption(path, h.offset, "lz4 block too short"))?
@@ -77,7 +76,8 @@ fn read_block_raw(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle) -> R
                     "lz4 block claims an absurd size",
                 ));
             }
-            lz4_flex::block::decompress(&buf[4..], len)
+            lz4_flex::block::decompress(&buf[4..n], len)
+                .map(FileBytes::from)
                 .map_err(|e| Error::corruption(path, h.offset, format!("lz4: {e}")))
         }
         None => Err(Error::corruption(
@@ -141,10 +141,10 @@ impl Table {
         while it.valid() {
             let h = decode_handle(it.value(), path, footer.metaindex.offset)?;
             match it.key() {
-                FILTER_KEY => filter = Some(read_block_raw(&*file, path, h)?),
+                FILTER_KEY => filter = Some(read_block_raw(&*file, path, h)?.to_vec()),
                 PROPERTIES_KEY => {
                     props = Some(TableProperties::decode(
-                        read_block_raw(&*file, path, h)?,
+                        read_block_raw(&*file, path, h)?.to_vec(),
                         path,
                         h.offset,
                     )?)

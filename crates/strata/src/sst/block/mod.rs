@@ -20,9 +20,9 @@ use crate::error::{Error, Result};
 /// How keys in a block compare.
 pub type Comparator = fn(&[u8], &[u8]) -> std::cmp::Ordering;
 
-/// An immutable, decoded block.
+/// An immutable, decoded block. Its bytes may be borrowed from a table's memory map.
 pub struct Block {
-    data: Vec<u8>,
+    data: crate::fs::FileBytes,
     restarts_offset: usize,
     num_restarts: usize,
 }
@@ -43,7 +43,8 @@ impl Block {
     ///
     /// # Errors
     /// `Corruption` if the restart array does not fit.
-    pub fn new(data: Vec<u8>, file: &Path, offset: u64) -> Result<Block> {
+    pub fn new(data: impl Into<crate::fs::FileBytes>, file: &Path, offset: u64) -> Result<Block> {
+        let data = data.into();
         let bad = |what| Error::corruption(file, offset, what);
         if data.len() < 4 {
             return Err(bad("block too short for its restart count"));

@@ -56,7 +56,7 @@ fn seek_and_scan_both_ways() {
 #[test]
 fn corrupt_blocks_never_panic() {
     let (block, _) = build(50, 4);
-    let raw = block.data.clone();
+    let raw = block.data.to_vec();
     let mut x = 88172645463325252u64;
     for _ in 0..2000 {
         let mut d = raw.clone();
