@@ -101,9 +101,9 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
     // We lead. Gather a group.
-    let (force, lead_sync) = {
+    let (force, lead_sync, lead_disable_wal) = {
         let w = lock(&slot.w);
-        (w.force_switch, w.sync)
+        (w.force_switch, w.sync, w.disable_wal)
     };
     let mut group: Vec<Arc<Slot>> = vec![slot.clone()];
     if !force {
@@ -118,10 +118,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
         };
         for s in q.slots.iter().skip(1) {
             let w = lock(&s.w);
-            if w.force_switch
-                || (w.sync && !lead_sync)
-                || w.disable_wal != lock(&slot.w).disable_wal
-            {
+            if w.force_switch || (w.sync && !lead_sync) || w.disable_wal != lead_disable_wal {
                 break;
             }
             let n = w.batch.as_ref().map_or(0, WriteBatch::encoded_len);

@@ -192,21 +192,8 @@ struct MemRandom {
 impl RandomAccessFile for MemRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let ino = lock(&self.inode);
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start
-            .checked_add(len)
-            .and_then(|end| ino.data.get(start..end))
-        {
-            Some(bytes) => Ok(bytes.to_vec()),
-            None => Err(Error::corruption(
-                &self.path,
-                offset,
-                format!(
-                    "read of {len} bytes past end of file ({} bytes)",
-                    ino.data.len()
-                ),
-            )),
-        }
+        let range = super::checked_range(&self.path, offset, len, ino.data.len())?;
+        Ok(ino.data[range].to_vec())
     }
 
     fn size(&self) -> u64 {

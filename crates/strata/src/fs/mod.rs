@@ -145,6 +145,28 @@ pub trait SequentialFile: Send {
 /// A held lock; dropping it releases the lock.
 pub trait FileLock: Send + Sync {}
 
+/// The byte range `offset..offset + len` of a file of `size` bytes: reading past the end
+/// is `Corruption` naming the file (a handle or length read from disk was wrong).
+///
+/// # Errors
+/// `Corruption` when the range does not fit.
+pub(crate) fn checked_range(
+    path: &Path,
+    offset: u64,
+    len: usize,
+    size: usize,
+) -> Result<std::ops::Range<usize>> {
+    let start = usize::try_from(offset).unwrap_or(usize::MAX);
+    match start.checked_add(len).filter(|&end| end <= size) {
+        Some(end) => Ok(start..end),
+        None => Err(crate::Error::corruption(
+            path,
+            offset,
+            format!("read of {len} bytes past end of file ({size} bytes)"),
+        )),
+    }
+}
+
 /// Reads a whole file into memory.
 ///
 /// # Errors

@@ -81,14 +81,12 @@ struct RealRandom {
 
 impl RandomAccessFile for RealRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let end = offset.checked_add(len as u64);
-        if end.is_none_or(|e| e > self.size) {
-            return Err(Error::corruption(
-                &self.path,
-                offset,
-                format!("read of {len} bytes past end of file ({} bytes)", self.size),
-            ));
-        }
+        super::checked_range(
+            &self.path,
+            offset,
+            len,
+            usize::try_from(self.size).unwrap_or(usize::MAX),
+        )?;
         let mut buf = vec![0u8; len];
         self.file
             .read_exact_at(&mut buf, offset)
@@ -112,36 +110,17 @@ struct MappedRandom {
 
 impl RandomAccessFile for MappedRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start
-            .checked_add(len)
-            .and_then(|end| self.map.get(start..end))
-        {
-            Some(bytes) => Ok(bytes.to_vec()),
-            None => Err(Error::corruption(
-                &self.path,
-                offset,
-                format!(
-                    "read of {len} bytes past end of file ({} bytes)",
-                    self.map.len()
-                ),
-            )),
-        }
+        let range = super::checked_range(&self.path, offset, len, self.map.len())?;
+        Ok(self.map[range].to_vec())
     }
 
     fn read_shared(&self, offset: u64, len: usize) -> Result<super::FileBytes> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start.checked_add(len).filter(|&end| end <= self.map.len()) {
-            Some(end) => Ok(super::FileBytes::mapped(self.map.clone(), start, end)),
-            None => Err(Error::corruption(
-                &self.path,
-                offset,
-                format!(
-                    "read of {len} bytes past end of file ({} bytes)",
-                    self.map.len()
-                ),
-            )),
-        }
+        let range = super::checked_range(&self.path, offset, len, self.map.len())?;
+        Ok(super::FileBytes::mapped(
+            self.map.clone(),
+            range.start,
+            range.end,
+        ))
     }
 
     fn size(&self) -> u64 {

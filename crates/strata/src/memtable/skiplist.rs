@@ -230,25 +230,15 @@ impl SkipList {
         }
     }
 
-    /// Last node whose key is < `target`, or null.
+    /// Last node whose key is < `target`, or null: the level-0 predecessor that the descent
+    /// of `find_greater_or_equal` ends at.
     fn find_less_than(&self, target: &[u8]) -> *const Node {
-        let mut x = self.head;
-        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
-        loop {
-            // SAFETY: as in `find_greater_or_equal`.
-            let next = unsafe { Node::next(x, level) };
-            if !next.is_null() {
-                // SAFETY: `next` is a published node of this list.
-                let k = unsafe { Node::key(next) };
-                if key::compare(k, target) == CmpOrdering::Less {
-                    x = next;
-                    continue;
-                }
-            }
-            if level == 0 {
-                return if x == self.head { ptr::null() } else { x };
-            }
-            level -= 1;
+        let mut prev = [self.head; MAX_HEIGHT];
+        self.find_greater_or_equal(target, Some(&mut prev));
+        if prev[0] == self.head {
+            ptr::null()
+        } else {
+            prev[0]
         }
     }
 
