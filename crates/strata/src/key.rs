@@ -120,10 +120,48 @@ pub fn parse(ikey: &[u8]) -> Option<ParsedKey<'_>> {
 /// Compares internal keys: user key ascending, then trailer descending.
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
+}
+
+/// Compares the internal key `ikey` with the internal key (`user_key`, `trailer`) without
+/// building the latter.
+#[inline]
+pub fn compare_parts(ikey: &[u8], user_key_b: &[u8], trailer_b: u64) -> Ordering {
+    match compare_bytes(user_key(ikey), user_key_b) {
+        Ordering::Equal => trailer_b.cmp(&trailer(ikey)),
+        o => o,
+    }
+}
+
+/// Bytewise comparison, as `a.cmp(b)`, tuned for the short keys of a key-value store: eight
+/// bytes at a time as big-endian words, inline, where a `memcmp` call costs more than the
+/// comparison itself for keys of a few dozen bytes (it showed as 10 % of a fillrandom
+/// profile). Long keys go to `memcmp`.
+#[inline]
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    if n > 64 {
+        return a.cmp(b);
+    }
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
 }
 
 /// A shortest internal key `k` with `a <= k < b` (for index separators); `b` may be empty
@@ -163,6 +201,42 @@ pub fn separator(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_bytes_matches_slice_order() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for _ in 0..200_000 {
+            let la = (next() % 80) as usize;
+            let lb = (next() % 80) as usize;
+            // Few distinct byte values so that long common prefixes are frequent.
+            let a: Vec<u8> = (0..la).map(|_| (next() % 3) as u8 * 0x7f).collect();
+            let mut b: Vec<u8> = (0..lb).map(|_| (next() % 3) as u8 * 0x7f).collect();
+            if next() % 4 == 0 {
+                b = a.clone();
+                if !b.is_empty() && next() % 2 == 0 {
+                    let i = (next() as usize) % b.len();
+                    b[i] = b[i].wrapping_add(1);
+                }
+            }
+            assert_eq!(compare_bytes(&a, &b), a.cmp(&b), "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn compare_parts_matches_compare() {
+        let a = internal_key(b"key1", SeqNo(5), ValueKind::Put);
+        for (uk, seq) in [(&b"key1"[..], 5), (b"key1", 4), (b"key1", 6), (b"key0", 9), (b"key2", 1)] {
+            let b = internal_key(uk, SeqNo(seq), ValueKind::Put);
+            let t = pack_trailer(SeqNo(seq), ValueKind::Put);
+            assert_eq!(compare_parts(&a, uk, t), compare(&a, &b));
+        }
+    }
 
     #[test]
     fn ordering_newest_first() {

@@ -101,6 +101,9 @@ impl Fs for SlowTables {
         }
         Ok(f)
     }
+    fn create_log(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        RealFs.create_log(path)
+    }
     fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
         RealFs.open(path)
     }

@@ -80,7 +80,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     // A fresh WAL for this session.
     let wal_number = versions.new_file_number();
-    let wal_file = fs.create(&placement.wal_path(wal_number))?;
+    let wal_file = fs.create_log(&placement.wal_path(wal_number))?;
     fs.sync_dir(placement.wal_dir())?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_seq);

@@ -285,7 +285,7 @@ fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
         Stats::add(&db.stats.wal_syncs, 1);
     }
     let path = db.placement.wal_path(number);
-    let file = db.fs.create(&path)?;
+    let file = db.fs.create_log(&path)?;
     db.fs.sync_dir(db.placement.wal_dir())?;
     wal.writer = Some(LogWriter::new(file));
     wal.number = number;

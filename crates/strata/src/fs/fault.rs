@@ -272,6 +272,16 @@ impl Fs for FaultFs {
         }))
     }
 
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.shared.check(FsOp::Create, path)?;
+        let inner = self.shared.inner.create_log(path)?;
+        Ok(Box::new(FaultWritable {
+            shared: self.shared.clone(),
+            path: path.to_path_buf(),
+            inner,
+        }))
+    }
+
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.shared.check(FsOp::Open, path)?;
         let inner = self.shared.inner.open(path)?;

@@ -32,7 +32,14 @@ pub enum CrashMode {
 struct Inode {
     data: Vec<u8>,
     synced: usize,
+    /// While a log writer has it open: the preallocated size (>= `data.len()`), zero-filled
+    /// beyond `data`, as RealFs leaves a log it writes through a memory map. A crash keeps
+    /// the zeros; closing the writer truncates them away.
+    prealloc: usize,
 }
+
+/// Preallocation step of [`Fs::create_log`] logs (smaller than RealFs's, same behaviour).
+const LOG_CHUNK: usize = 64 * 1024;
 
 type InodeRef = Arc<Mutex<Inode>>;
 
@@ -94,9 +101,15 @@ impl MemFs {
                         rng ^= rng << 17;
                         keep += (rng % (tail as u64 + 1)) as usize;
                     }
+                    let mut data = ino.data[..keep].to_vec();
+                    if ino.prealloc > data.len() {
+                        data.resize(ino.prealloc, 0);
+                    }
+                    let synced = data.len();
                     Arc::new(Mutex::new(Inode {
-                        data: ino.data[..keep].to_vec(),
-                        synced: keep,
+                        data,
+                        synced,
+                        prealloc: 0,
                     }))
                 })
                 .clone();
@@ -183,6 +196,43 @@ impl WritableFile for MemWritable {
     }
 }
 
+/// A log writer ([`Fs::create_log`]): appends like [`MemWritable`] and keeps the inode's
+/// preallocated size a chunk ahead.
+struct MemLogWritable {
+    inode: InodeRef,
+}
+
+impl WritableFile for MemLogWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let mut ino = lock(&self.inode);
+        ino.data.extend_from_slice(data);
+        if ino.prealloc < ino.data.len() {
+            ino.prealloc = ino.data.len().div_ceil(LOG_CHUNK) * LOG_CHUNK;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let mut ino = lock(&self.inode);
+        ino.synced = ino.data.len();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        lock(&self.inode).data.len() as u64
+    }
+}
+
+impl Drop for MemLogWritable {
+    fn drop(&mut self) {
+        lock(&self.inode).prealloc = 0;
+    }
+}
+
 struct MemRandom {
     path: PathBuf,
     inode: InodeRef,
@@ -256,6 +306,15 @@ impl Fs for MemFs {
         let inode = InodeRef::default();
         st.live.insert(path.to_path_buf(), inode.clone());
         Ok(Box::new(MemWritable { inode }))
+    }
+
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut st = lock(&self.state);
+        Self::check_parent(&st, path)?;
+        let inode = InodeRef::default();
+        lock(&inode).prealloc = LOG_CHUNK;
+        st.live.insert(path.to_path_buf(), inode.clone());
+        Ok(Box::new(MemLogWritable { inode }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -405,6 +464,24 @@ mod tests {
             super::super::read_all(&after, &dir.join("a")).unwrap(),
             b"hello"
         );
+    }
+
+    #[test]
+    fn open_log_crashes_with_a_zero_tail_and_closes_exact() {
+        let (fs, dir) = setup();
+        let path = dir.join("1.log");
+        let mut f = fs.create_log(&path).unwrap();
+        f.append(b"abc").unwrap();
+        f.sync().unwrap();
+        f.append(b"def").unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let c = fs.crash_clone(CrashMode::DropUnsynced);
+        let data = super::super::read_all(&c, &path).unwrap();
+        assert_eq!(data.len(), LOG_CHUNK);
+        assert_eq!(&data[..3], b"abc");
+        assert!(data[3..].iter().all(|&b| b == 0));
+        drop(f);
+        assert_eq!(super::super::read_all(&fs, &path).unwrap(), b"abcdef");
     }
 
     #[test]

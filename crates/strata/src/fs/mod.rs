@@ -28,6 +28,14 @@ use crate::error::Result;
 pub trait Fs: Send + Sync + Debug + 'static {
     /// Creates (or truncates) `path` for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a log: a file appended to in many small pieces and read back
+    /// only after it was closed or after a crash. An implementation may preallocate space and
+    /// write through a memory map (RealFs does); the file then ends in zeros until it is
+    /// closed, and after a crash it keeps them, which the log format reads as its end
+    /// (docs/format/wal.md). Default: [`Fs::create`].
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens `path` for reading front to back.

@@ -49,9 +49,8 @@ impl MemTable {
     /// Adds an entry. REQUIRES: a single writer at a time (the skiplist serializes anyway),
     /// and `seq` unique.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let mut ikey = Vec::with_capacity(user_key.len() + 8);
-        key::append_internal_key(&mut ikey, user_key, seq, kind);
-        self.list.insert(&ikey, value);
+        self.list
+            .insert_parts(user_key, key::pack_trailer(seq, kind), value);
     }
 
     /// The newest version of `user_key` visible at `seq`, if any.

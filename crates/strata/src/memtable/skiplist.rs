@@ -112,7 +112,7 @@ impl SkipList {
     /// An empty list.
     pub fn new() -> Self {
         let mut arena = Arena::new();
-        let head = Self::alloc_node(&mut arena, MAX_HEIGHT, &[], &[]);
+        let head = Self::alloc_node(&mut arena, MAX_HEIGHT, &[], None, &[]);
         SkipList {
             head,
             max_height: AtomicUsize::new(1),
@@ -125,21 +125,34 @@ impl SkipList {
         }
     }
 
-    fn alloc_node(arena: &mut Arena, height: usize, key: &[u8], value: &[u8]) -> *const Node {
+    /// A node for internal key (`user_key`, `trailer`) and `value`; the head has no key at
+    /// all (`trailer` None).
+    fn alloc_node(
+        arena: &mut Arena,
+        height: usize,
+        user_key: &[u8],
+        trailer: Option<u64>,
+        value: &[u8],
+    ) -> *const Node {
+        let key_len = user_key.len() + if trailer.is_some() { 8 } else { 0 };
         let p = arena
-            .alloc(node_size(height, key.len(), value.len()))
+            .alloc(node_size(height, key_len, value.len()))
             .cast::<Node>();
         // SAFETY: `p` is a fresh, zeroed, 8-aligned allocation of the full node size; zeroed
         // memory is a valid null `AtomicPtr` for every link slot.
         unsafe {
-            ptr::addr_of_mut!((*p).key_len).write(key.len() as u32);
+            ptr::addr_of_mut!((*p).key_len).write(key_len as u32);
             ptr::addr_of_mut!((*p).value_len).write(value.len() as u32);
             ptr::addr_of_mut!((*p).height).write(height as u32);
             let data = p
                 .cast::<u8>()
                 .add(TOWER_OFFSET + height * size_of::<AtomicPtr<Node>>());
-            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
-            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+            ptr::copy_nonoverlapping(user_key.as_ptr(), data, user_key.len());
+            if let Some(t) = trailer {
+                let t = t.to_le_bytes();
+                ptr::copy_nonoverlapping(t.as_ptr(), data.add(user_key.len()), 8);
+            }
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key_len), value.len());
         }
         p
     }
@@ -162,12 +175,20 @@ impl SkipList {
     /// Inserts an entry. REQUIRES: no entry with an equal internal key exists (sequence numbers
     /// are unique, so the engine never inserts one twice).
     pub fn insert(&self, ikey: &[u8], value: &[u8]) {
+        let split = ikey.len().saturating_sub(8);
+        self.insert_parts(&ikey[..split], key::trailer(ikey), value);
+    }
+
+    /// Inserts the entry whose internal key is (`user_key`, `trailer`), writing the key
+    /// straight into the node (no temporary key buffer on the write path).
+    /// REQUIRES: as for [`SkipList::insert`].
+    pub fn insert_parts(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
         let mut w = self
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut prev = [self.head; MAX_HEIGHT];
-        self.find_greater_or_equal(ikey, Some(&mut prev));
+        self.find_prev_parts(user_key, trailer, &mut prev);
         let height = {
             let mut h = 1;
             while h < MAX_HEIGHT {
@@ -186,7 +207,7 @@ impl SkipList {
             // Levels above the old max have the head as predecessor (already in `prev`).
             self.max_height.store(height, Ordering::Relaxed);
         }
-        let node = Self::alloc_node(&mut w.arena, height, ikey, value);
+        let node = Self::alloc_node(&mut w.arena, height, user_key, Some(trailer), value);
         self.memory.store(w.arena.memory_usage(), Ordering::Relaxed);
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `node` is ours and unpublished; `p` is the head or a published node whose
@@ -225,6 +246,29 @@ impl SkipList {
             }
             if level == 0 {
                 return next;
+            }
+            level -= 1;
+        }
+    }
+
+    /// As `find_greater_or_equal` with `prev`, for the target (`user_key`, `trailer`).
+    fn find_prev_parts(&self, user_key: &[u8], trailer: u64, prev: &mut [*const Node; MAX_HEIGHT]) {
+        let mut x = self.head;
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            // SAFETY: `x` is the head or a published node with height > level.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() {
+                // SAFETY: `next` is a published node of this list.
+                let k = unsafe { Node::key(next) };
+                if key::compare_parts(k, user_key, trailer) == CmpOrdering::Less {
+                    x = next;
+                    continue;
+                }
+            }
+            prev[level] = x;
+            if level == 0 {
+                return;
             }
             level -= 1;
         }
