@@ -252,7 +252,7 @@ impl Db {
         let mut s = self.inner.stats.snapshot();
         s.manifest_bytes = lock(&self.inner.versions).manifest_bytes();
         let v = self.inner.super_version().version.clone();
-        s.files_per_level = v.levels.iter().map(Vec::len).collect();
+        s.files_per_level = v.levels.iter().map(|l| l.len()).collect();
         s.bytes_per_level = (0..v.num_levels()).map(|l| v.level_bytes(l)).collect();
         s
     }

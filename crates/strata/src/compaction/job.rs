@@ -143,13 +143,13 @@ impl CompactionJob<'_> {
             }
         } else {
             children.push(Box::new(level_iterator(
-                c.inputs.clone(),
+                Arc::new(c.inputs.clone()),
                 self.tables.clone(),
             )));
         }
         if !c.next_inputs.is_empty() {
             children.push(Box::new(level_iterator(
-                c.next_inputs.clone(),
+                Arc::new(c.next_inputs.clone()),
                 self.tables.clone(),
             )));
         }

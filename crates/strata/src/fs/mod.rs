@@ -142,6 +142,11 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// The file's size when it was opened.
     fn size(&self) -> u64;
+    /// Whether `read_shared` borrows from a memory map (then reads cost no copy, and callers
+    /// may skip caching what they read). Default: false.
+    fn is_mapped(&self) -> bool {
+        false
+    }
 }
 
 /// A file read front to back.

