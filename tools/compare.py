@@ -19,15 +19,42 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 P99 = re.compile(r"P99:\s*([\d.]+)")
 AMP = re.compile(r"write-amp ([\d.]+)")
 
 
+def status_kib(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def run(cmd, log):
+    """Runs one engine; also samples its anonymous resident memory (RssAnon: heap, memtables,
+    caches; not the page cache that memory-mapped table files show in VmRSS) every 50 ms."""
+    peak = [0]
     with open(log, "w") as f:
-        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], status_kib(p.pid, "RssAnon"))
+                stop.wait(0.05)
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        p.wait()
+        stop.set()
+        t.join()
     res, p99, amp, cur = {}, {}, {}, None
     with open(log) as f:
         for line in f:
@@ -43,6 +70,8 @@ def run(cmd, log):
             m = P99.search(line)
             if m and cur and cur not in p99:
                 p99[cur] = float(m.group(1))
+    if res:
+        res["_peak_anon_mib"] = peak[0] / 1024.0
     return p.returncode, res, p99, amp
 
 
@@ -71,12 +100,12 @@ def main():
                 ok = False
                 print(f"round {r}: {e} exited {rc}; log: {log}", file=sys.stderr)
             per[e].append((res, p99, amp))
-            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items()), file=sys.stderr)
+            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items()), file=sys.stderr, flush=True)
     names = []
     for e in engines:
         for res, _, _ in per[e]:
             for k in res:
-                if k not in names:
+                if k not in names and not k.startswith("_"):
                     names.append(k)
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     if a.title:
@@ -100,6 +129,8 @@ def main():
         ratio = f"{med(ratios):.2f}" if ratios else "-"
         fmt = lambda v, f: ("-" if v != v else f.format(v))
         print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e], "{:.2f}") for e in engines) + " |")
+    print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
+        f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
     print(f"\nLogs: {work}")
     sys.exit(0 if ok else 1)
 

@@ -179,7 +179,11 @@ impl Engine for StrataEngine {
     }
 
     fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String> {
-        let mut b = strata::WriteBatch::new();
+        let bytes: usize = batch
+            .iter()
+            .map(|(k, v)| 11 + k.len() + v.map_or(0, <[u8]>::len))
+            .sum();
+        let mut b = strata::WriteBatch::with_capacity(bytes);
         for (k, v) in batch {
             match v {
                 Some(v) => b.put(k, v),

@@ -60,6 +60,13 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` of entries without reallocating.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, count: 0 }
+    }
+
     /// Adds a put of `key` -> `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::Put as u8);

@@ -189,7 +189,9 @@ impl Db {
     /// `InvalidArgument` for an oversized key (> 64 KiB) or value (> 64 MiB); `Poisoned`
     /// after a background failure; `Closed`; I/O errors writing the WAL.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // kind + two length varints (at most 5 bytes each) + the bytes: one allocation.
+        let mut b = WriteBatch::with_capacity(11 + key.len() + value.len());
         b.put(key, value);
         self.write(&WriteOptions::default(), b)
     }
