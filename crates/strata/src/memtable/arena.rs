@@ -11,7 +11,7 @@ const CHUNK: usize = 256 << 10;
 /// A bump allocator. REQUIRES: `alloc` is never called concurrently (the skiplist's writer
 /// mutex guarantees it).
 pub struct Arena {
-    chunks: Vec<Box<[u64]>>,
+    chunks: Vec<memmap2::MmapMut>,
     ptr: *mut u8,
     remaining: usize,
     usage: AtomicUsize,
@@ -54,9 +54,20 @@ impl Arena {
         p
     }
 
+    /// A fresh zeroed chunk of `bytes`, mapped straight from the kernel (page aligned) and
+    /// unmapped when the arena drops. Through `malloc`, freed memtables' chunks stayed in the
+    /// allocator's heaps (glibc raises its mmap threshold after the first free of a large
+    /// block), which showed as 30+ MiB of resident memory above the memtable budget.
+    ///
+    /// # Panics
+    /// If the kernel refuses the mapping: out of memory, as for any allocation.
     fn new_chunk(&mut self, bytes: usize) -> *mut u8 {
-        let mut chunk = vec![0u64; bytes.div_ceil(8)].into_boxed_slice();
-        let p = chunk.as_mut_ptr().cast::<u8>();
+        let mut chunk = memmap2::MmapOptions::new()
+            .len(bytes.max(1))
+            .populate()
+            .map_anon()
+            .unwrap_or_else(|e| panic!("memtable arena: cannot map {bytes} bytes: {e}"));
+        let p = chunk.as_mut_ptr();
         self.chunks.push(chunk);
         p
     }

@@ -34,7 +34,9 @@ pub struct Table {
     cache_id: u64,
     cache: Option<Arc<BlockCache>>,
     index: Arc<Block>,
-    filter: Option<Vec<u8>>,
+    /// The bloom filter; for a mapped table, borrowed from the map (index blocks are too), so
+    /// table metadata lives in the page cache rather than on the heap.
+    filter: Option<FileBytes>,
     props: TableProperties,
     /// Present when the file is memory-mapped.
     mapped: Option<MappedBlocks>,
@@ -219,7 +221,7 @@ impl Table {
         while it.valid() {
             let h = decode_handle(it.value(), path, footer.metaindex.offset)?;
             match it.key() {
-                FILTER_KEY => filter = Some(read_block_raw(&*file, path, h)?.to_vec()),
+                FILTER_KEY => filter = Some(read_block_raw(&*file, path, h)?),
                 PROPERTIES_KEY => {
                     props = Some(TableProperties::decode(
                         read_block_raw(&*file, path, h)?.to_vec(),
