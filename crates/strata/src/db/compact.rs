@@ -89,7 +89,12 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             new_file_number: &mut new_number,
             should_stop: &stop,
         };
-        let result = job.run();
+        let result = job.run().and_then(|out| {
+            for f in &out.files {
+                db.tables.table(f)?.verify_new()?;
+            }
+            Ok(out)
+        });
         let out = match result {
             Ok(o) => o,
             Err(e) => {

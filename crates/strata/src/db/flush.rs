@@ -77,9 +77,13 @@ pub(crate) fn flush_one(db: &DbInner) -> Result<()> {
         &mem,
         number,
     );
-    if let Ok(Some(m)) = &result {
-        Stats::add(&db.stats.flush_bytes, m.size);
-    }
+    let result = result.and_then(|m| {
+        if let Some(m) = &m {
+            Stats::add(&db.stats.flush_bytes, m.size);
+            db.tables.table(m)?.verify_new()?;
+        }
+        Ok(m)
+    });
     let mut versions = lock(&db.versions);
     let meta = match result {
         Ok(m) => m,
