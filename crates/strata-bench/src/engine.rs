@@ -132,6 +132,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.level0_slowdown_writes_trigger {
         o.level0_slowdown_writes_trigger = v;
     }
+    if let Some(v) = flags.delayed_write_rate {
+        o.delayed_write_rate = v;
+    }
     if let Some(v) = flags.level0_stop_writes_trigger {
         o.level0_stop_writes_trigger = v;
     }

@@ -61,6 +61,8 @@ pub struct Flags {
     pub level0_slowdown_writes_trigger: Option<usize>,
     /// L0 stop trigger.
     pub level0_stop_writes_trigger: Option<usize>,
+    /// Pacing of slowed-down writes, bytes/s (db_bench's `--delayed_write_rate`).
+    pub delayed_write_rate: Option<u64>,
     /// Level size multiplier.
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// Memtables allowed.
@@ -133,6 +135,7 @@ impl Default for Flags {
             num_levels: None,
             level0_file_num_compaction_trigger: None,
             level0_slowdown_writes_trigger: None,
+            delayed_write_rate: None,
             level0_stop_writes_trigger: None,
             max_bytes_for_level_multiplier: None,
             max_write_buffer_number: None,
@@ -284,6 +287,7 @@ impl Flags {
                     f.level0_slowdown_writes_trigger = Some(num(&name, v)?)
                 }
                 "level0_stop_writes_trigger" => f.level0_stop_writes_trigger = Some(num(&name, v)?),
+                "delayed_write_rate" => f.delayed_write_rate = Some(num(&name, v)?),
                 "max_bytes_for_level_multiplier" => {
                     f.max_bytes_for_level_multiplier = Some(num(&name, v)?)
                 }
@@ -393,7 +397,7 @@ db_bench flags (same meaning and defaults):
   --write_buffer_size --target_file_size_base --max_bytes_for_level_base
   --max_bytes_for_level_multiplier --num_levels --max_write_buffer_number
   --level0_file_num_compaction_trigger --level0_slowdown_writes_trigger
-  --level0_stop_writes_trigger --max_background_compactions --open_files
+  --level0_stop_writes_trigger --delayed_write_rate --max_background_compactions --open_files
   --block_size --bloom_bits --cache_size --compression_type=none|lz4
   --batch_size=N --seek_nexts=N --seed=N --benchmark_write_rate_limit=BYTES/S
   --report_interval_seconds=S

@@ -90,6 +90,9 @@ pub(crate) struct DbInner {
     pub next_file: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Stats,
+    /// Slowed-down writes not yet slept for, in nanoseconds (`delayed_write_rate`); touched
+    /// only by the write-queue leader.
+    pub delay_debt_nanos: AtomicU64,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,

@@ -51,8 +51,14 @@ pub struct Options {
     pub max_write_buffer_number: usize,
     /// L0 sorted runs that trigger an L0 -> L1 compaction. Defaults to 4.
     pub level0_file_num_compaction_trigger: usize,
-    /// L0 sorted runs at which each write is delayed by 1 ms. Defaults to 20.
+    /// L0 sorted runs at which writes are slowed down (see `delayed_write_rate`).
+    /// Defaults to 20.
     pub level0_slowdown_writes_trigger: usize,
+    /// While writes are slowed down (L0 has `level0_slowdown_writes_trigger` runs or more, or
+    /// pending compaction exceeds `soft_pending_compaction_bytes_limit`), they are paced to
+    /// this many bytes per second, as RocksDB's `delayed_write_rate`. 0 selects LevelDB's
+    /// rule instead: every write sleeps 1 ms. Defaults to 16 MiB/s.
+    pub delayed_write_rate: u64,
     /// L0 sorted runs at which writes stop until compaction catches up. Defaults to 36.
     pub level0_stop_writes_trigger: usize,
     /// Number of levels, L0 included (2..=16). Defaults to 7.
@@ -146,6 +152,7 @@ impl Default for Options {
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
+            delayed_write_rate: 16 * MIB as u64,
             num_levels: 7,
             max_bytes_for_level_base: 256 * MIB as u64,
             max_bytes_for_level_multiplier: 10.0,
@@ -182,6 +189,7 @@ impl Options {
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 8,
             level0_stop_writes_trigger: 12,
+            delayed_write_rate: 0,
             max_bytes_for_level_base: 10 * MIB as u64,
             target_file_size_base: 2 * MIB as u64,
             compaction_priority: CompactionPriority::RoundRobin,

@@ -52,6 +52,8 @@ impl RocksEngine {
         if let Some(v) = flags.level0_stop_writes_trigger {
             o.set_level_zero_stop_writes_trigger(v as i32);
         }
+        // `--delayed_write_rate`: the rocksdb crate does not expose it; RocksDB's own default
+        // (16 MiB/s) is also strata's.
         if let Some(v) = flags.open_files {
             o.set_max_open_files(v as i32);
         }

@@ -153,8 +153,21 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
 }
 
 /// Picks the most urgent compaction, if any level needs one and its files are free.
+///
+/// A trivial move out of an oversized level comes first, whatever the scores: it costs a
+/// manifest record, and leaving L1 oversized while L0 keeps winning on score makes every
+/// L0 -> L1 merge rewrite the excess again (1 KiB fillrandom: L1 grew to 2.5x its target
+/// with its files trivially movable into an empty L2).
 pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
-    for (level, score) in scores(ctx.version, ctx.opts, l0) {
+    let scored = scores(ctx.version, ctx.opts, l0);
+    for &(level, score) in &scored {
+        if level >= 1 && score >= 1.0 {
+            if let Some(c) = pick_level(ctx, level).filter(|c| c.trivial_move) {
+                return Some(c);
+            }
+        }
+    }
+    for (level, score) in scored {
         if score < 1.0 {
             break;
         }

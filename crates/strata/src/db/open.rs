@@ -119,6 +119,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         next_file,
         snapshots: Arc::new(SnapshotList::default()),
         stats: Stats::default(),
+        delay_debt_nanos: AtomicU64::new(0),
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),

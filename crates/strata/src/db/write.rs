@@ -133,7 +133,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     drop(q);
 
     let result = if force {
-        make_room(db, true).map(|_| ())
+        make_room(db, true, 0).map(|_| ())
     } else {
         lead_group(db, &group)
     };
@@ -167,7 +167,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         }
         sync |= w.sync;
     }
-    let mem = make_room(db, false)?;
+    let mem = make_room(db, false, batch.encoded_len())?;
     let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
     if !disable_wal {
@@ -208,9 +208,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
 }
 
 /// Makes sure the memtable has room (or, with `force`, freezes it if non-empty), stalling
-/// while flush or compaction is behind. Returns the memtable to write into.
+/// while flush or compaction is behind; `bytes` is the size of the write about to happen
+/// (for pacing). Returns the memtable to write into.
 /// REQUIRES: called by the write-queue leader.
-fn make_room(db: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
+fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable>> {
     let mut allow_delay = !force;
     let mut st = lock(&db.state);
     loop {
@@ -227,12 +228,27 @@ fn make_room(db: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
             && (runs >= db.opts.level0_slowdown_writes_trigger
                 || pending >= db.opts.soft_pending_compaction_bytes_limit)
         {
-            // Give compaction a little room, once per write.
+            // Give compaction room, once per write: pace writes to `delayed_write_rate`
+            // (sleeping once a millisecond of debt has built up), or with a rate of 0 sleep
+            // 1 ms per write as LevelDB does.
             drop(st);
-            let t = Instant::now();
-            std::thread::sleep(Duration::from_millis(1));
+            let rate = db.opts.delayed_write_rate;
+            let sleep = if rate == 0 {
+                Some(Duration::from_millis(1))
+            } else {
+                let nanos = (bytes as u128 * 1_000_000_000 / u128::from(rate)) as u64;
+                let debt = db.delay_debt_nanos.fetch_add(nanos, Ordering::Relaxed) + nanos;
+                (debt >= 1_000_000).then(|| {
+                    db.delay_debt_nanos.store(0, Ordering::Relaxed);
+                    Duration::from_nanos(debt)
+                })
+            };
             Stats::add(&db.stats.slowdowns, 1);
-            Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
+            if let Some(d) = sleep {
+                let t = Instant::now();
+                std::thread::sleep(d);
+                Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
+            }
             allow_delay = false;
             st = lock(&db.state);
             continue;

@@ -108,7 +108,10 @@ impl TableBuilder {
         let uk = key::user_key(ikey);
         if self.opts.bloom_bits_per_key > 0 && self.last_user_key_hashed.as_deref() != Some(uk) {
             self.hashes.push(filter::filter_hash(uk));
-            self.last_user_key_hashed = Some(uk.to_vec());
+            // Reuse the buffer: a fresh Vec per user key was a malloc/free per entry.
+            let last = self.last_user_key_hashed.get_or_insert_with(Vec::new);
+            last.clear();
+            last.extend_from_slice(uk);
         }
         let t = key::trailer(ikey);
         let seq = t >> 8;

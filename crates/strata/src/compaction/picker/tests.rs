@@ -144,3 +144,22 @@ fn pending_bytes_grow_with_excess() {
     v.levels[1] = vec![file(1, "a", "c", 3000, 0)].into();
     assert_eq!(picker::pending_compaction_bytes(&v, &o), 20_000);
 }
+
+#[test]
+fn trivial_moves_go_before_a_higher_scoring_l0() {
+    let mut v = Version::new(4);
+    v.levels[0] = vec![file(9, "a", "z", 50, 3); 8].into();
+    v.levels[1] = vec![file(1, "a", "c", 600, 0), file(2, "m", "p", 600, 0)].into();
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!(c.level, 1);
+    assert!(c.trivial_move);
+    // Nothing movable for free (L2 overlaps both): L0, the higher score, goes first.
+    v.levels[2] = vec![file(3, "b", "b", 500, 0), file(4, "n", "n", 500, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!(c.level, 0);
+}
