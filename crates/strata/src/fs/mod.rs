@@ -75,57 +75,76 @@ pub trait WritableFile: Send {
 }
 
 /// Bytes read from a file: owned, or a range of a memory map that they keep alive.
+///
+/// Holds the range as a pointer and length next to its owner, so that dereferencing (done
+/// for every entry a block iterator decodes) is free of branches and bounds checks.
 #[derive(Clone)]
 pub struct FileBytes {
-    repr: Repr,
+    ptr: *const u8,
+    len: usize,
+    owner: Owner,
 }
 
+/// What keeps the bytes alive; held, never read.
 #[derive(Clone)]
-enum Repr {
-    Owned(Arc<Vec<u8>>, usize, usize),
-    Mapped(Arc<memmap2::Mmap>, usize, usize),
+#[allow(dead_code)]
+enum Owner {
+    Heap(Arc<Vec<u8>>),
+    Map(Arc<memmap2::Mmap>),
 }
+
+// SAFETY: `ptr` points into memory owned by `owner` (an immutable `Vec` or a read-only map,
+// both `Send + Sync` behind their `Arc`), which lives as long as `self`; nothing mutates it.
+unsafe impl Send for FileBytes {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for FileBytes {}
 
 impl FileBytes {
-    /// Bytes `start..end` of a shared map. REQUIRES: the range is within the map.
+    /// Bytes `start..end` of a shared map. REQUIRES: `start <= end <= map.len()` (checked:
+    /// an out-of-range request yields the clamped range).
     pub fn mapped(map: Arc<memmap2::Mmap>, start: usize, end: usize) -> Self {
+        let end = end.min(map.len());
+        let start = start.min(end);
+        // SAFETY: `start <= map.len()`, so the pointer stays within (or one past) the map.
+        let ptr = unsafe { map.as_ptr().add(start) };
         FileBytes {
-            repr: Repr::Mapped(map, start, end),
+            ptr,
+            len: end - start,
+            owner: Owner::Map(map),
         }
     }
 
-    /// The first `n` bytes (n <= len).
+    /// The first `n` bytes (all of them if `n` is larger).
     #[must_use]
-    pub fn prefix(self, n: usize) -> Self {
-        let repr = match self.repr {
-            Repr::Owned(v, s, e) => Repr::Owned(v, s, (s + n).min(e)),
-            Repr::Mapped(m, s, e) => Repr::Mapped(m, s, (s + n).min(e)),
-        };
-        FileBytes { repr }
+    pub fn prefix(mut self, n: usize) -> Self {
+        self.len = self.len.min(n);
+        self
     }
 
     /// Whether the bytes live in a memory map (no copy was made).
     pub fn is_mapped(&self) -> bool {
-        matches!(self.repr, Repr::Mapped(..))
+        matches!(self.owner, Owner::Map(_))
     }
 }
 
 impl From<Vec<u8>> for FileBytes {
     fn from(v: Vec<u8>) -> Self {
-        let n = v.len();
+        let v = Arc::new(v);
         FileBytes {
-            repr: Repr::Owned(Arc::new(v), 0, n),
+            ptr: v.as_ptr(),
+            len: v.len(),
+            owner: Owner::Heap(v),
         }
     }
 }
 
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        match &self.repr {
-            Repr::Owned(v, s, e) => &v[*s..*e],
-            Repr::Mapped(m, s, e) => &m[*s..*e],
-        }
+        // SAFETY: `ptr..ptr + len` lies inside the memory `owner` keeps alive and never changes
+        // (see the Send/Sync note above); `prefix` only shrinks `len`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 

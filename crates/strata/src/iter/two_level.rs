@@ -45,7 +45,8 @@ impl TwoLevelIterator {
         }
         match (self.open)(handle) {
             Ok(it) => {
-                self.data_handle = handle.to_vec();
+                self.data_handle.clear();
+                self.data_handle.extend_from_slice(handle);
                 self.data = Some(it);
             }
             Err(e) => {

@@ -381,7 +381,7 @@ impl Table {
                 let block = table.block(h)?;
                 Ok(Box::new(CheckedBlockIter {
                     it: block.iter(key::compare),
-                    path: table.path.clone(),
+                    table: table.clone(),
                     offset: h.offset,
                 }) as Box<dyn InternalIterator>)
             }),
@@ -392,7 +392,8 @@ impl Table {
 /// A block iterator whose errors name the table file and block offset.
 struct CheckedBlockIter {
     it: super::block::BlockIterator,
-    path: PathBuf,
+    /// For the file name in errors (a reference count, not a path copy per block opened).
+    table: Arc<Table>,
     offset: u64,
 }
 
@@ -424,6 +425,6 @@ impl InternalIterator for CheckedBlockIter {
     fn status(&self) -> Result<()> {
         self.it
             .status()
-            .map_err(|e| Error::corruption(&self.path, self.offset, e.message()))
+            .map_err(|e| Error::corruption(&self.table.path, self.offset, e.message()))
     }
 }
