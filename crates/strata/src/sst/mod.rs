@@ -12,7 +12,7 @@ pub mod table;
 pub use builder::{TableBuilder, TableOptions};
 pub use format::Compression;
 pub use properties::TableProperties;
-pub use table::{BlockCache, Table};
+pub use table::{BlockCache, Table, TableIterator};
 
 #[cfg(test)]
 mod tests;
