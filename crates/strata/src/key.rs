@@ -231,7 +231,13 @@ mod tests {
     #[test]
     fn compare_parts_matches_compare() {
         let a = internal_key(b"key1", SeqNo(5), ValueKind::Put);
-        for (uk, seq) in [(&b"key1"[..], 5), (b"key1", 4), (b"key1", 6), (b"key0", 9), (b"key2", 1)] {
+        for (uk, seq) in [
+            (&b"key1"[..], 5),
+            (b"key1", 4),
+            (b"key1", 6),
+            (b"key0", 9),
+            (b"key2", 1),
+        ] {
             let b = internal_key(uk, SeqNo(seq), ValueKind::Put);
             let t = pack_trailer(SeqNo(seq), ValueKind::Put);
             assert_eq!(compare_parts(&a, uk, t), compare(&a, &b));

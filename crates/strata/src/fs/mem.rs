@@ -171,42 +171,18 @@ impl MemFs {
     }
 }
 
+/// A file being appended to. A log (`Fs::create_log`) also keeps the inode's preallocated
+/// size a chunk ahead while open, and gives it up when closed (RealFs truncates).
 struct MemWritable {
     inode: InodeRef,
+    log: bool,
 }
 
 impl WritableFile for MemWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        lock(&self.inode).data.extend_from_slice(data);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        let mut ino = lock(&self.inode);
-        ino.synced = ino.data.len();
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        lock(&self.inode).data.len() as u64
-    }
-}
-
-/// A log writer ([`Fs::create_log`]): appends like [`MemWritable`] and keeps the inode's
-/// preallocated size a chunk ahead.
-struct MemLogWritable {
-    inode: InodeRef,
-}
-
-impl WritableFile for MemLogWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
         let mut ino = lock(&self.inode);
         ino.data.extend_from_slice(data);
-        if ino.prealloc < ino.data.len() {
+        if self.log && ino.prealloc < ino.data.len() {
             ino.prealloc = ino.data.len().div_ceil(LOG_CHUNK) * LOG_CHUNK;
         }
         Ok(())
@@ -227,9 +203,11 @@ impl WritableFile for MemLogWritable {
     }
 }
 
-impl Drop for MemLogWritable {
+impl Drop for MemWritable {
     fn drop(&mut self) {
-        lock(&self.inode).prealloc = 0;
+        if self.log {
+            lock(&self.inode).prealloc = 0;
+        }
     }
 }
 
@@ -305,7 +283,7 @@ impl Fs for MemFs {
         Self::check_parent(&st, path)?;
         let inode = InodeRef::default();
         st.live.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemWritable { inode }))
+        Ok(Box::new(MemWritable { inode, log: false }))
     }
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -314,7 +292,7 @@ impl Fs for MemFs {
         let inode = InodeRef::default();
         lock(&inode).prealloc = LOG_CHUNK;
         st.live.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemLogWritable { inode }))
+        Ok(Box::new(MemWritable { inode, log: true }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -157,7 +157,11 @@ impl MappedLog {
         // effort: kernels before 5.14 refuse the advice and fault page by page.
         // SAFETY: the range is exactly the mapping just created, which we own.
         unsafe {
-            libc::madvise(map.as_ptr().cast_mut().cast(), map.len(), libc::MADV_POPULATE_WRITE);
+            libc::madvise(
+                map.as_ptr().cast_mut().cast(),
+                map.len(),
+                libc::MADV_POPULATE_WRITE,
+            );
         }
         self.map = Some(map);
         self.map_start = start;

@@ -8,7 +8,7 @@ mod merge;
 mod two_level;
 
 pub use merge::MergingIterator;
-pub use two_level::{LevelIterator, TwoLevelIterator};
+pub use two_level::{Opener, TwoLevelIterator};
 
 use crate::error::Result;
 

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use crate::coding::{get_varint64, put_varint64};
 use crate::error::Result;
 use crate::filename::FileNumber;
-use crate::iter::{InternalIterator, LevelIterator, TwoLevelIterator};
+use crate::iter::{InternalIterator, Opener, TwoLevelIterator};
 use crate::key::{self, SeqNo};
+use crate::sst::TableIterator;
 use crate::table_cache::TableCache;
 
 /// One table file as the manifest describes it.
@@ -180,6 +181,9 @@ impl Version {
     }
 }
 
+/// A level >= 1: files sorted by key, each opened lazily.
+pub type LevelIterator = TwoLevelIterator<FileListIterator, TableOpener>;
+
 /// A lazy iterator over the sorted files of one level.
 pub fn level_iterator(files: FileList, tables: Arc<TableCache>) -> LevelIterator {
     let index = FileListIterator {
@@ -187,20 +191,30 @@ pub fn level_iterator(files: FileList, tables: Arc<TableCache>) -> LevelIterator
         pos: files.len(),
         value: Vec::new(),
     };
-    TwoLevelIterator::new(
-        Box::new(index),
-        Box::new(move |v: &[u8]| {
-            let i = get_varint64(&mut { v }).unwrap_or(u64::MAX) as usize;
-            let f = files
-                .get(i)
-                .ok_or_else(|| crate::Error::corrupt("bad level index entry"))?;
-            Ok(Box::new(tables.table(f)?.iter()) as Box<dyn InternalIterator>)
-        }),
-    )
+    TwoLevelIterator::new(index, TableOpener { files, tables })
+}
+
+/// Opens the tables of a level for [`LevelIterator`].
+pub struct TableOpener {
+    files: FileList,
+    tables: Arc<TableCache>,
+}
+
+impl Opener for TableOpener {
+    type Data = TableIterator;
+
+    fn open(&self, handle: &[u8]) -> Result<TableIterator> {
+        let i = get_varint64(&mut { handle }).unwrap_or(u64::MAX) as usize;
+        let f = self
+            .files
+            .get(i)
+            .ok_or_else(|| crate::Error::corrupt("bad level index entry"))?;
+        Ok(self.tables.table(f)?.iter())
+    }
 }
 
 /// Index over a sorted file list: key = file's largest key, value = its position.
-struct FileListIterator {
+pub struct FileListIterator {
     files: FileList,
     pos: usize,
     value: Vec<u8>,

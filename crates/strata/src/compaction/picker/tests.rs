@@ -56,12 +56,14 @@ fn l0_trigger_takes_all_l0_and_overlapping_l1() {
         file(9, "a", "b", 50, 3),
         file(8, "e", "g", 50, 2),
         file(7, "x", "y", 50, 1),
-    ].into();
+    ]
+    .into();
     v.levels[1] = vec![
         file(1, "a", "a", 50, 0),
         file(2, "d", "d", 50, 0),
         file(3, "z", "z", 50, 0),
-    ].into();
+    ]
+    .into();
     let (o, busy, p) = (
         opts(),
         HashSet::new(),
