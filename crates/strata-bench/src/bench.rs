@@ -211,7 +211,13 @@ impl Runner {
         for name in names {
             if name == "stats" {
                 let e = self.open(false)?;
-                println!("\n** {} stats **\n{}", e.name(), e.stats_text());
+                let text = e.stats_text();
+                // strata's report carries its own header; the peers' do not.
+                if text.starts_with("** ") {
+                    println!("\n{text}");
+                } else {
+                    println!("\n** {} stats **\n{text}", e.name());
+                }
                 continue;
             }
             let results = self.run_one(&name)?;
