@@ -184,7 +184,7 @@ impl Engine for StrataEngine {
     fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String> {
         let bytes: usize = batch
             .iter()
-            .map(|(k, v)| 11 + k.len() + v.map_or(0, <[u8]>::len))
+            .map(|(k, v)| strata::WriteBatch::entry_capacity(k.len(), v.map_or(0, <[u8]>::len)))
             .sum();
         let mut b = strata::WriteBatch::with_capacity(bytes);
         for (k, v) in batch {

@@ -60,6 +60,12 @@ impl WriteBatch {
         }
     }
 
+    /// Upper bound of the bytes one entry with a key and value of these lengths takes in a
+    /// batch (kind, two length varints of at most 5 bytes, the bytes): for `with_capacity`.
+    pub fn entry_capacity(key_len: usize, value_len: usize) -> usize {
+        11 + key_len + value_len
+    }
+
     /// An empty batch with room for `bytes` of entries without reallocating.
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);

@@ -193,8 +193,7 @@ impl Db {
     /// after a background failure; `Closed`; I/O errors writing the WAL.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
-        // kind + two length varints (at most 5 bytes each) + the bytes: one allocation.
-        let mut b = WriteBatch::with_capacity(11 + key.len() + value.len());
+        let mut b = WriteBatch::with_capacity(WriteBatch::entry_capacity(key.len(), value.len()));
         b.put(key, value);
         self.write(&WriteOptions::default(), b)
     }

@@ -120,10 +120,7 @@ pub fn parse(ikey: &[u8]) -> Option<ParsedKey<'_>> {
 /// Compares internal keys: user key ascending, then trailer descending.
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    match compare_bytes(user_key(a), user_key(b)) {
-        Ordering::Equal => trailer(b).cmp(&trailer(a)),
-        o => o,
-    }
+    compare_parts(a, user_key(b), trailer(b))
 }
 
 /// Compares the internal key `ikey` with the internal key (`user_key`, `trailer`) without

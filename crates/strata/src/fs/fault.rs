@@ -261,25 +261,31 @@ impl SequentialFile for FaultSequential {
     }
 }
 
-impl Fs for FaultFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl FaultFs {
+    /// Checks the `Create` rules for `path`, then wraps what `create` makes of it in the
+    /// inner file system.
+    fn create_with(
+        &self,
+        path: &Path,
+        create: impl FnOnce(&dyn Fs) -> Result<Box<dyn WritableFile>>,
+    ) -> Result<Box<dyn WritableFile>> {
         self.shared.check(FsOp::Create, path)?;
-        let inner = self.shared.inner.create(path)?;
+        let inner = create(&*self.shared.inner)?;
         Ok(Box::new(FaultWritable {
             shared: self.shared.clone(),
             path: path.to_path_buf(),
             inner,
         }))
     }
+}
+
+impl Fs for FaultFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_with(path, |fs| fs.create(path))
+    }
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.shared.check(FsOp::Create, path)?;
-        let inner = self.shared.inner.create_log(path)?;
-        Ok(Box::new(FaultWritable {
-            shared: self.shared.clone(),
-            path: path.to_path_buf(),
-            inner,
-        }))
+        self.create_with(path, |fs| fs.create_log(path))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

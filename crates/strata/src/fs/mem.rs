@@ -268,6 +268,18 @@ impl MemFs {
         }
     }
 
+    /// Creates (or truncates) `path` for appending; a `log` starts with a chunk preallocated.
+    fn create_file(&self, path: &Path, log: bool) -> Result<Box<dyn WritableFile>> {
+        let mut st = lock(&self.state);
+        Self::check_parent(&st, path)?;
+        let inode = InodeRef::default();
+        if log {
+            lock(&inode).prealloc = LOG_CHUNK;
+        }
+        st.live.insert(path.to_path_buf(), inode.clone());
+        Ok(Box::new(MemWritable { inode, log }))
+    }
+
     fn inode(&self, op: &str, path: &Path) -> Result<InodeRef> {
         lock(&self.state)
             .live
@@ -279,20 +291,11 @@ impl MemFs {
 
 impl Fs for MemFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = lock(&self.state);
-        Self::check_parent(&st, path)?;
-        let inode = InodeRef::default();
-        st.live.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemWritable { inode, log: false }))
+        self.create_file(path, false)
     }
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = lock(&self.state);
-        Self::check_parent(&st, path)?;
-        let inode = InodeRef::default();
-        lock(&inode).prealloc = LOG_CHUNK;
-        st.live.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemWritable { inode, log: true }))
+        self.create_file(path, true)
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

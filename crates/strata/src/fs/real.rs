@@ -25,13 +25,32 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// Written bytes after which a file's writeback is started without waiting.
 const WRITEBACK_EVERY: u64 = 1 << 20;
 
+/// Starts writing bytes `from..from + len` of `file` back to the disk without waiting for it
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, as RocksDB's `bytes_per_sync`): with much RAM,
+/// the kernel otherwise keeps a whole file dirty until its `fdatasync`, which then makes the
+/// syncing thread wait for all of it. Best effort (a no-op off Linux); errors surface at the
+/// next sync.
+fn start_writeback(file: &File, from: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        if let (Ok(off), Ok(n)) = (libc::off64_t::try_from(from), libc::off64_t::try_from(len)) {
+            // SAFETY: plain system call on a descriptor we own; no memory is passed.
+            unsafe {
+                libc::sync_file_range(file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, from, len);
+}
+
 struct RealWritable {
     path: PathBuf,
     file: File,
     buf: Vec<u8>,
     len: u64,
-    /// Bytes handed to the kernel so far, and up to where writeback was started.
-    written: u64,
+    /// Writeback was started for the file's bytes below this offset.
     writeback_started: u64,
 }
 
@@ -41,52 +60,43 @@ impl RealWritable {
             self.file
                 .write_all(&self.buf)
                 .map_err(|e| Error::io("write", &self.path, e))?;
-            self.written += self.buf.len() as u64;
             self.buf.clear();
-            self.start_writeback();
+            self.written_out();
         }
         Ok(())
     }
 
-    /// Starts writeback of each finished megabyte (as RocksDB's `bytes_per_sync`), so that
-    /// the `fdatasync` that ends a table finds little left to write: a flush or compaction
-    /// thread waiting on the disk is not merging. Best effort; errors surface at the sync.
-    fn start_writeback(&mut self) {
-        #[cfg(target_os = "linux")]
-        if self.written - self.writeback_started >= WRITEBACK_EVERY {
-            use std::os::fd::AsRawFd;
-            let (Ok(off), Ok(n)) = (
-                libc::off64_t::try_from(self.writeback_started),
-                libc::off64_t::try_from(self.written - self.writeback_started),
-            ) else {
-                return;
-            };
-            // SAFETY: plain system call on a descriptor we own; no memory is passed.
-            unsafe {
-                libc::sync_file_range(self.file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE);
-            }
-            self.writeback_started = self.written;
+    /// After bytes went to the kernel (everything appended but `buf`): starts writeback
+    /// of each finished megabyte, so that a table's closing `fdatasync` finds little left and
+    /// a flush or compaction thread spends its time merging rather than waiting.
+    fn written_out(&mut self) {
+        let written = self.len - self.buf.len() as u64;
+        if written - self.writeback_started >= WRITEBACK_EVERY {
+            start_writeback(
+                &self.file,
+                self.writeback_started,
+                written - self.writeback_started,
+            );
+            self.writeback_started = written;
         }
     }
 }
 
 impl WritableFile for RealWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.len += data.len() as u64;
         if self.buf.len() + data.len() > WRITE_BUFFER {
             self.write_out()?;
             if data.len() > WRITE_BUFFER {
-                return self
-                    .file
+                self.file
                     .write_all(data)
-                    .map_err(|e| Error::io("write", &self.path, e))
-                    .map(|()| {
-                        self.written += data.len() as u64;
-                        self.start_writeback();
-                    });
+                    .map_err(|e| Error::io("write", &self.path, e))?;
+                self.len += data.len() as u64;
+                self.written_out();
+                return Ok(());
             }
         }
         self.buf.extend_from_slice(data);
+        self.len += data.len() as u64;
         Ok(())
     }
 
@@ -135,25 +145,9 @@ impl MappedLog {
         self.map = None;
         let start = self.len;
         if let Some(prev) = start.checked_sub(LOG_CHUNK as u64) {
-            // Start writing the finished chunk back now, without waiting: the kernel would
-            // otherwise hold a whole memtable's WAL dirty (its background threshold is a share
-            // of RAM) until the `fdatasync` at the memtable switch, which then stalls the
-            // writer for the whole WAL (RocksDB's `wal_bytes_per_sync`). Best effort: errors
-            // surface at the next sync.
-            if let (Ok(off), Ok(n)) = (
-                libc::off64_t::try_from(prev),
-                libc::off64_t::try_from(LOG_CHUNK),
-            ) {
-                // SAFETY: plain system call on a descriptor we own; no memory is passed.
-                unsafe {
-                    libc::sync_file_range(
-                        self.file.as_raw_fd(),
-                        off,
-                        n,
-                        libc::SYNC_FILE_RANGE_WRITE,
-                    );
-                }
-            }
+            // The finished chunk: otherwise the `fdatasync` at the memtable switch would
+            // stall the writer for the whole WAL (RocksDB's `wal_bytes_per_sync`).
+            start_writeback(&self.file, prev, LOG_CHUNK as u64);
         }
         let (Ok(off), Ok(n)) = (
             libc::off_t::try_from(start),
@@ -338,7 +332,6 @@ impl Fs for RealFs {
             file,
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
-            written: 0,
             writeback_started: 0,
         }))
     }

@@ -50,7 +50,7 @@ impl MemTable {
     /// and `seq` unique.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         self.list
-            .insert_parts(user_key, key::pack_trailer(seq, kind), value);
+            .insert(user_key, key::pack_trailer(seq, kind), value);
     }
 
     /// The newest version of `user_key` visible at `seq`, if any.

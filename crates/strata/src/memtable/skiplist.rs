@@ -187,17 +187,11 @@ impl SkipList {
         self.memory.load(Ordering::Relaxed)
     }
 
-    /// Inserts an entry. REQUIRES: no entry with an equal internal key exists (sequence numbers
-    /// are unique, so the engine never inserts one twice).
-    pub fn insert(&self, ikey: &[u8], value: &[u8]) {
-        let split = ikey.len().saturating_sub(8);
-        self.insert_parts(&ikey[..split], key::trailer(ikey), value);
-    }
-
     /// Inserts the entry whose internal key is (`user_key`, `trailer`), writing the key
     /// straight into the node (no temporary key buffer on the write path).
-    /// REQUIRES: as for [`SkipList::insert`].
-    pub fn insert_parts(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
+    /// REQUIRES: no entry with an equal internal key exists (sequence numbers are unique, so
+    /// the engine never inserts one twice).
+    pub fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
         let mut w = self
             .writer
             .lock()

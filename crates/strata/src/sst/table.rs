@@ -267,36 +267,34 @@ impl Table {
     }
 
     fn block(&self, h: BlockHandle) -> Result<Arc<Block>> {
-        if let Some(m) = &self.mapped {
-            if let Some(slot) = m.slot(h.offset) {
-                if !m.compressed.load(Ordering::Relaxed) {
-                    let trusted = m.is_verified(slot);
-                    let (bytes, compressed) = read_block(&*self.file, &self.path, h, trusted)?;
-                    let b = Arc::new(Block::new(bytes, &self.path, h.offset)?);
-                    if !compressed {
-                        if !trusted {
-                            m.set_verified(slot);
-                        }
-                        return Ok(b);
-                    }
-                    m.compressed.store(true, Ordering::Relaxed);
-                    if let Some(c) = &self.cache {
-                        c.insert((self.cache_id, h.offset), b.clone(), b.size());
-                    }
-                    return Ok(b);
-                }
-            }
-        }
-        if let Some(c) = &self.cache {
-            if let Some(b) = c.get(&(self.cache_id, h.offset)) {
+        // A mapped table whose blocks are uncompressed (so far) reads in place, past the
+        // cache, verifying each block once; everything else goes through the cache.
+        let mapped = self
+            .mapped
+            .as_ref()
+            .filter(|m| !m.compressed.load(Ordering::Relaxed))
+            .and_then(|m| Some((m, m.slot(h.offset)?)));
+        if mapped.is_none() {
+            if let Some(b) = self
+                .cache
+                .as_ref()
+                .and_then(|c| c.get(&(self.cache_id, h.offset)))
+            {
                 return Ok(b);
             }
         }
-        let b = Arc::new(Block::new(
-            read_block_raw(&*self.file, &self.path, h)?,
-            &self.path,
-            h.offset,
-        )?);
+        let trusted = mapped.is_some_and(|(m, slot)| m.is_verified(slot));
+        let (bytes, compressed) = read_block(&*self.file, &self.path, h, trusted)?;
+        let b = Arc::new(Block::new(bytes, &self.path, h.offset)?);
+        if let Some((m, slot)) = mapped {
+            if !compressed {
+                if !trusted {
+                    m.set_verified(slot);
+                }
+                return Ok(b);
+            }
+            m.compressed.store(true, Ordering::Relaxed);
+        }
         if let Some(c) = &self.cache {
             c.insert((self.cache_id, h.offset), b.clone(), b.size());
         }
