@@ -133,6 +133,19 @@ impl DbInner {
         });
     }
 
+    /// Charges table `f` of a sorted level with one read that searched it in vain; wakes a
+    /// compaction thread when that makes it a read-triggered compaction candidate
+    /// (`Options::read_compaction_bytes`).
+    pub fn charge_read(&self, f: &crate::version::FileMeta) {
+        let Some(allowed) = self.opts.allowed_read_charges(f.size) else {
+            return;
+        };
+        if f.read_charges.add() == allowed {
+            lock(&self.state).progress += 1;
+            self.bg_cv.notify_all();
+        }
+    }
+
     /// Records a background failure: writes fail from now on. Wakes every waiter.
     pub fn poison(&self, err: &Error) {
         let mut st = lock(&self.state);

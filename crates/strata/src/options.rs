@@ -77,6 +77,15 @@ pub struct Options {
     pub max_grandparent_overlap_factor: u64,
     /// Which file a level compaction starts from. Defaults to `MinOverlappingRatio`.
     pub compaction_priority: CompactionPriority,
+    /// Read-triggered compaction: a table of a level >= 1 (not the last) that reads
+    /// consulted in vain `max(100, size / read_compaction_bytes)` times is compacted into the
+    /// next level once no size- or count-triggered compaction is due. "In vain": a point read
+    /// searched it and went on to a deeper level, or an iterator seek's target lay inside it
+    /// and inside a table of a deeper level. This flattens a tree that writes left spread over
+    /// several levels, once reads show the extra levels cost them (LevelDB's seek
+    /// compaction; docs/design/core-engine.md, "Read-triggered compaction").
+    /// 0 disables it. Defaults to 16 KiB (LevelDB's rate); the `rocksdb` preset disables it.
+    pub read_compaction_bytes: u64,
     /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
     /// Defaults to 4 KiB.
     pub block_size: usize,
@@ -132,6 +141,7 @@ impl std::fmt::Debug for Options {
             )
             .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
             .field("target_file_size_base", &self.target_file_size_base)
+            .field("read_compaction_bytes", &self.read_compaction_bytes)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)
             .field("separate_flush_thread", &self.separate_flush_thread)
@@ -159,6 +169,7 @@ impl Default for Options {
             target_file_size_base: 64 * MIB as u64,
             max_grandparent_overlap_factor: 10,
             compaction_priority: CompactionPriority::MinOverlappingRatio,
+            read_compaction_bytes: 16 * KIB as u64,
             block_size: 4 * KIB,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -214,9 +225,19 @@ impl Options {
     }
 
     /// RocksDB's defaults that matter for these benchmarks (7.8): 64 MiB memtable, 2 write
-    /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking.
+    /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking, no
+    /// read-triggered compaction (RocksDB has none).
     pub fn rocksdb() -> Self {
-        Options::default()
+        Options {
+            read_compaction_bytes: 0,
+            ..Options::default()
+        }
+    }
+
+    /// How many in-vain reads a table of `size` bytes takes before read-triggered compaction
+    /// picks it; `None` when disabled.
+    pub fn allowed_read_charges(&self, size: u64) -> Option<u64> {
+        (self.read_compaction_bytes > 0).then(|| (size / self.read_compaction_bytes).max(100))
     }
 
     /// The named preset `name`, if it exists in this build.

@@ -24,6 +24,7 @@ pub struct Stats {
     pub(crate) compaction_read: [AtomicU64; MAX_LEVELS],
     pub(crate) compaction_written: [AtomicU64; MAX_LEVELS],
     pub(crate) trivial_moves: AtomicU64,
+    pub(crate) read_compactions: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
@@ -54,6 +55,8 @@ pub struct StatsSnapshot {
     pub compaction_written: Vec<u64>,
     /// Compactions that moved a file without rewriting it.
     pub trivial_moves: u64,
+    /// Compactions (including moves) that reads triggered (`Options::read_compaction_bytes`).
+    pub read_compactions: u64,
     /// Times a write waited for flush or compaction (stop condition).
     pub stalls: u64,
     /// Microseconds writes spent stalled or slowed down.
@@ -117,10 +120,11 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
-            "Flushes: {}, {:.1} MiB; trivial moves: {}",
+            "Flushes: {}, {:.1} MiB; trivial moves: {}; read-triggered compactions: {}",
             self.flushes,
             mib(self.flush_bytes),
-            self.trivial_moves
+            self.trivial_moves,
+            self.read_compactions
         );
         let _ = writeln!(
             s,
@@ -160,6 +164,7 @@ impl Stats {
             compaction_read: arr(&self.compaction_read),
             compaction_written: arr(&self.compaction_written),
             trivial_moves: l(&self.trivial_moves),
+            read_compactions: l(&self.read_compactions),
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),

@@ -20,6 +20,8 @@ pub enum CompactionReason {
     LevelSize,
     /// `compact_range` asked for it.
     Manual,
+    /// Reads consulted the input in vain too often (`Options::read_compaction_bytes`).
+    Reads,
 }
 
 /// A chosen compaction: inputs from `level` (and overlapping files of `output_level`).
@@ -180,7 +182,24 @@ pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
             return c;
         }
     }
-    None
+    pick_read_triggered(ctx)
+}
+
+/// A table of a sorted level (not the last) whose read charges reached its allowance
+/// (`Options::read_compaction_bytes`), pushed one level down: only when nothing else is due,
+/// as LevelDB orders its seek compactions after size compactions.
+pub fn pick_read_triggered(ctx: &PickContext<'_>) -> Option<Compaction> {
+    ctx.opts.allowed_read_charges(0)?;
+    let last = ctx.version.num_levels().checked_sub(1)?;
+    (1..last).find_map(|level| {
+        ctx.version.files(level).iter().find_map(|f| {
+            let allowed = ctx.opts.allowed_read_charges(f.size)?;
+            if f.read_charges.get() < allowed || ctx.busy.contains(&f.number) {
+                return None;
+            }
+            ctx.finish(level, vec![f.clone()], CompactionReason::Reads)
+        })
+    })
 }
 
 /// Picks one file of sorted `level` (>= 1) to push down.

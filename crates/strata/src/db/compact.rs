@@ -55,6 +55,9 @@ pub(crate) fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
 fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let out_level = c.output_level.min(MAX_LEVELS - 1);
     let mut edit = VersionEdit::default();
+    if c.reason == picker::CompactionReason::Reads {
+        Stats::add(&db.stats.read_compactions, 1);
+    }
     for f in &c.inputs {
         edit.deleted_files.push((c.level, f.number));
     }

@@ -25,7 +25,9 @@ enum Direction {
 /// (forward, from the lower bound or the current position), yielding `Result<(key, value)>`.
 pub struct DbIterator {
     inner: MergingIterator,
-    _sv: Arc<SuperVersion>,
+    sv: Arc<SuperVersion>,
+    /// For charging seeks to tables they searched in vain (read-triggered compaction).
+    db: Arc<DbInner>,
     seq: SeqNo,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -41,7 +43,7 @@ pub struct DbIterator {
     _snapshot: Option<crate::db::Snapshot>,
 }
 
-pub(crate) fn new(db: &DbInner, opts: ReadOptions) -> DbIterator {
+pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
     let seq = match &opts.snapshot {
         Some(s) => s.sequence(),
         None => db.visible_sequence(),
@@ -54,7 +56,8 @@ pub(crate) fn new(db: &DbInner, opts: ReadOptions) -> DbIterator {
     children.extend(sv.version.iterators(&db.tables));
     DbIterator {
         inner: MergingIterator::new(children),
-        _sv: sv,
+        sv,
+        db: db.clone(),
         seq,
         lower: opts.lower_bound,
         upper: opts.upper_bound,
@@ -139,7 +142,29 @@ impl DbIterator {
             _ => target.to_vec(),
         };
         self.inner.seek(&key::seek_key(&t, self.seq));
+        self.charge_seek(&t);
         self.find_next_user_entry(false);
+    }
+
+    /// A seek positions a source in every sorted level whose tables hold the target's range;
+    /// all but the deepest were searched in vain if the key lives below them: charge them
+    /// (read-triggered compaction, `Options::read_compaction_bytes`).
+    fn charge_seek(&self, user_key: &[u8]) {
+        if self.db.opts.read_compaction_bytes == 0 {
+            return;
+        }
+        let v = &self.sv.version;
+        let mut searched: Option<&crate::version::FileMeta> = None;
+        for level in 1..v.num_levels() {
+            let files = v.files(level);
+            let i = files.partition_point(|f| f.largest_user_key() < user_key);
+            let Some(f) = files.get(i).filter(|f| f.smallest_user_key() <= user_key) else {
+                continue;
+            };
+            if let Some(shallower) = searched.replace(f) {
+                self.db.charge_read(shallower);
+            }
+        }
     }
 
     /// Moves to the last key <= `target` (clamped to the bounds).

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::memtable::Lookup;
 use crate::options::ReadOptions;
-use crate::version::Version;
+use crate::version::{FileMeta, Version};
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
     // NB: the sequence is read before the super version, so the super version holds every
@@ -53,12 +53,18 @@ fn get_from_version(
             return Ok(r);
         }
     }
+    // The last table of a sorted level this read searched: charged if the read has to go on
+    // to a deeper level, so every table searched in vain is (read-triggered compaction).
+    let mut searched: Option<&FileMeta> = None;
     for level in 1..v.num_levels() {
         let files = v.files(level);
         let i = v.find_file(level, &target);
         let Some(f) = files.get(i) else { continue };
         if user_key < f.smallest_user_key() {
             continue;
+        }
+        if let Some(shallower) = searched.replace(f) {
+            db.charge_read(shallower);
         }
         let t = db.tables.table(f)?;
         if let Some(r) = decide(t.get(&target, user_key)?, t.path())? {

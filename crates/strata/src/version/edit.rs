@@ -160,6 +160,7 @@ impl VersionEdit {
                                 largest_seq,
                                 num_entries,
                                 num_deletions,
+                                read_charges: Default::default(),
                             },
                         ))
                     })()
@@ -202,6 +203,7 @@ mod tests {
                     largest_seq: SeqNo(6),
                     num_entries: 10,
                     num_deletions: 1,
+                    read_charges: Default::default(),
                 },
             )],
         };

@@ -429,5 +429,6 @@ pub fn file_meta_from(
         largest_seq: SeqNo(props.largest_seq),
         num_entries: props.num_entries,
         num_deletions: props.num_deletions,
+        read_charges: Default::default(),
     }
 }

@@ -6,6 +6,7 @@
 //! do not overlap.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crate::coding::{get_varint64, put_varint64};
@@ -37,6 +38,48 @@ pub struct FileMeta {
     pub num_entries: u64,
     /// Tombstones inside.
     pub num_deletions: u64,
+    /// Reads that consulted this file in vain (not persisted; see [`ReadCharges`]).
+    pub read_charges: ReadCharges,
+}
+
+/// How many reads consulted a table of a sorted level and then had to go on to a deeper
+/// level: the count behind read-triggered compaction (docs/design/core-engine.md,
+/// "Read-triggered compaction"). Runtime state, not part of the manifest: a clone (a file
+/// moved to another level) and a reopened database start from zero, and two metas that
+/// differ only here are equal.
+#[derive(Default)]
+pub struct ReadCharges(AtomicU64);
+
+impl ReadCharges {
+    /// Adds one charge; returns the new total.
+    pub fn add(&self) -> u64 {
+        self.0.fetch_add(1, AtomicOrdering::Relaxed) + 1
+    }
+
+    /// The charges so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(AtomicOrdering::Relaxed)
+    }
+}
+
+impl Clone for ReadCharges {
+    fn clone(&self) -> Self {
+        ReadCharges::default()
+    }
+}
+
+impl PartialEq for ReadCharges {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ReadCharges {}
+
+impl std::fmt::Debug for ReadCharges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
 }
 
 impl FileMeta {

@@ -22,6 +22,7 @@ fn file(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
         largest_seq: SeqNo(seq),
         num_entries: 1,
         num_deletions: 0,
+        read_charges: Default::default(),
     })
 }
 
@@ -164,4 +165,54 @@ fn trivial_moves_go_before_a_higher_scoring_l0() {
     v.levels[2] = vec![file(3, "b", "b", 500, 0), file(4, "n", "n", 500, 0)].into();
     let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
     assert_eq!(c.level, 0);
+}
+
+#[test]
+fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() {
+    let mut v = Version::new(4);
+    v.levels[1] = vec![file(1, "a", "c", 50, 2), file(2, "d", "f", 50, 2)].into();
+    v.levels[2] = vec![file(3, "a", "z", 500, 1)].into();
+    v.levels[3] = vec![file(4, "a", "z", 500, 0)].into();
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let allowed = o.allowed_read_charges(50).unwrap();
+    assert_eq!(allowed, 100, "small tables get LevelDB's floor of 100");
+    for _ in 0..allowed - 1 {
+        v.levels[1][1].read_charges.add();
+    }
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+    v.levels[1][1].read_charges.add();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!(c.reason, CompactionReason::Reads);
+    assert_eq!((c.level, c.inputs[0].number), (1, FileNumber(2)));
+    assert_eq!(c.next_inputs[0].number, FileNumber(3));
+    // A busy candidate is skipped; the last level is never a candidate.
+    let busy2: HashSet<FileNumber> = [FileNumber(2)].into();
+    assert!(picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).is_none());
+    for _ in 0..1000 {
+        v.levels[3][0].read_charges.add();
+    }
+    assert!(picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).is_none());
+    // A size-triggered compaction goes first.
+    v.levels[0] = vec![
+        file(10, "a", "b", 50, 9),
+        file(11, "a", "b", 50, 8),
+        file(12, "a", "b", 50, 7),
+        file(13, "a", "b", 50, 6),
+    ]
+    .into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    assert_eq!(c.reason, CompactionReason::L0Trigger);
+    // Disabled: never.
+    v.levels[0] = Vec::new().into();
+    let off = Options {
+        read_compaction_bytes: 0,
+        ..opts()
+    };
+    assert!(picker::pick(&ctx(&v, &off, &busy, &p), &Flat).is_none());
+    // A moved file (a clone of its metadata) starts with a fresh allowance.
+    assert_eq!((*v.levels[1][1]).clone().read_charges.get(), 0);
 }

@@ -1,0 +1,167 @@
+//! Read-triggered compaction (`Options::read_compaction_bytes`): reads that search a table of
+//! an upper sorted level in vain charge it; once a table's charges reach its allowance it is
+//! compacted into the next level, leaving fewer levels for reads, and nothing is lost.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::fs::MemFs;
+use strata::{Db, Options, ReadOptions};
+
+fn prop(db: &Db, name: &str) -> usize {
+    db.property(name).unwrap().parse().unwrap()
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A database with every key of `0..n` in L2 (older values) and every 4th key again in L1
+/// (newer values): reads of the other keys search an L1 table in vain.
+fn two_levels(read_compaction_bytes: u64) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u32) {
+    let fs = Arc::new(MemFs::new());
+    let opts = |level_base: u64| Options {
+        write_buffer_size: 256 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: level_base,
+        level0_file_num_compaction_trigger: 1,
+        num_levels: 3,
+        read_compaction_bytes,
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let mut model = BTreeMap::new();
+    let n = 4000u32;
+    {
+        // A small L1 target sends most of it on to L2.
+        let db = Db::open("/db", opts(64 << 10)).unwrap();
+        for i in 0..n {
+            let v = old(i);
+            db.put(key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush().unwrap();
+        wait_until(&db, "L0 and L1 drained", |db| {
+            prop(db, "strata.num-files-at-level0") == 0
+                && prop(db, "strata.num-running-compactions") == 0
+                && db.stats().bytes_per_level[1] <= 64 << 10
+        });
+        db.close().unwrap();
+    }
+    let db = Db::open("/db", opts(64 << 20)).unwrap();
+    // The newer values go to L1 (L0 is compacted at one file).
+    for i in (0..n).step_by(4) {
+        let v = format!("new{i}").repeat(10).into_bytes();
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+    wait_until(&db, "L0 compacted", |db| {
+        prop(db, "strata.num-files-at-level0") == 0
+            && prop(db, "strata.num-running-compactions") == 0
+    });
+    (db, model, n)
+}
+
+fn old(i: u32) -> Vec<u8> {
+    format!("old{i}").repeat(12).into_bytes()
+}
+
+/// Files in L1 and L2.
+fn levels(db: &Db) -> (usize, usize) {
+    (
+        prop(db, "strata.num-files-at-level1"),
+        prop(db, "strata.num-files-at-level2"),
+    )
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(all, want);
+}
+
+fn wait_until(db: &Db, what: &str, done: impl Fn(&Db) -> bool) {
+    let t = Instant::now();
+    while !done(db) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}: levels {}",
+            db.property("strata.levels").unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until read-triggered compactions moved every L1 table down.
+fn wait_for_l1_to_empty(db: &Db) {
+    wait_until(db, "read-triggered compactions to empty L1", |db| {
+        levels(db).0 == 0
+            && db.stats().read_compactions > 0
+            && prop(db, "strata.num-running-compactions") == 0
+    });
+}
+
+#[test]
+fn point_reads_push_a_shadowing_level_down() {
+    let (db, model, n) = two_levels(16 << 10);
+    let (l1, l2) = levels(&db);
+    assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
+    assert_eq!(db.stats().read_compactions, 0);
+    // Keys not rewritten live only in L2: each read searches an L1 table in vain.
+    for round in 0..3 {
+        for i in (0..n).filter(|i| i % 4 != 0) {
+            assert_eq!(
+                db.get(key(i)).unwrap(),
+                Some(old(i)),
+                "round {round}"
+            );
+        }
+    }
+    wait_for_l1_to_empty(&db);
+    assert!(db.property("strata.stats").unwrap().contains("read-triggered compactions"));
+    check(&db, &model);
+}
+
+#[test]
+fn iterator_seeks_push_a_shadowing_level_down() {
+    let (db, model, n) = two_levels(16 << 10);
+    let (l1, l2) = levels(&db);
+    assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
+    for round in 0..3 {
+        for i in (0..n).step_by(3) {
+            let mut it = db.iter(ReadOptions::default()).unwrap();
+            it.seek(&key(i));
+            assert!(it.valid(), "round {round} key {i}");
+            assert_eq!(it.key(), key(i).as_slice());
+        }
+    }
+    wait_for_l1_to_empty(&db);
+    check(&db, &model);
+}
+
+#[test]
+fn disabled_means_reads_never_compact() {
+    let (db, model, n) = two_levels(0);
+    let before = levels(&db);
+    for _ in 0..3 {
+        for i in 0..n {
+            db.get(key(i)).unwrap();
+            let mut it = db.iter(ReadOptions::default()).unwrap();
+            it.seek(&key(i));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(prop(&db, "strata.num-running-compactions"), 0);
+    assert_eq!(levels(&db), before);
+    assert_eq!(db.stats().read_compactions, 0);
+    check(&db, &model);
+}
