@@ -8,7 +8,9 @@ Usage (from the project root, after `cargo build --release -p strata-bench --fea
 Each round runs every engine once, in order, each on a fresh database directory under --dir
 (default: a new temporary directory). Result lines (db_bench format) and the first P99 after
 each are parsed. The table shows, per benchmark, each engine's median ops/sec and median p99
-(microseconds), and the median over rounds of strata / best peer (>1 = strata faster).
+(microseconds), the median over rounds of strata / best peer (>1 = strata faster), and
+median write amplification: device bytes (WAL, tables, manifest) per user byte, with the
+table bytes the engine reports (flush + compaction) in parentheses.
 Logs are kept under the directory for inspection. Nothing here judges: it measures.
 """
 import argparse
@@ -23,7 +25,7 @@ import threading
 
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 P99 = re.compile(r"P99:\s*([\d.]+)")
-AMP = re.compile(r"write-amp ([\d.]+)")
+AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
 
 
 def status_kib(pid, field):
@@ -66,7 +68,7 @@ def run(cmd, log):
                 continue
             m = AMP.search(line)
             if m and cur and cur not in amp:
-                amp[cur] = float(m.group(1))
+                amp[cur] = (float(m.group(1)), float(m.group(2)) if m.group(2) else float("nan"))
             m = P99.search(line)
             if m and cur and cur not in p99:
                 p99[cur] = float(m.group(1))
@@ -111,13 +113,14 @@ def main():
     if a.title:
         print(f"#### {a.title}\n")
     print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.\n")
-    head = "| benchmark | " + " | ".join(f"{e} ops/s" for e in engines) + " | strata / best peer | " + " | ".join(f"{e} p99 us" for e in engines) + " | " + " | ".join(f"{e} w-amp" for e in engines) + " |"
+    head = "| benchmark | " + " | ".join(f"{e} ops/s" for e in engines) + " | strata / best peer | " + " | ".join(f"{e} p99 us" for e in engines) + " | " + " | ".join(f"{e} w-amp (tables)" for e in engines) + " |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for n in names:
         ops = {e: med([res[n] for res, _, _ in per[e] if n in res]) for e in engines}
         p99 = {e: med([p[n] for _, p, _ in per[e] if n in p]) for e in engines}
-        amp = {e: med([w[n] for _, _, w in per[e] if n in w]) for e in engines}
+        amp = {e: (med([w[n][0] for _, _, w in per[e] if n in w]),
+                   med([w[n][1] for _, _, w in per[e] if n in w])) for e in engines}
         ratios = []
         if "strata" in engines:
             for r in range(a.rounds):
@@ -128,7 +131,7 @@ def main():
                     ratios.append(s / max(peers))
         ratio = f"{med(ratios):.2f}" if ratios else "-"
         fmt = lambda v, f: ("-" if v != v else f.format(v))
-        print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e], "{:.2f}") for e in engines) + " |")
+        print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e][0], "{:.2f}") + ("" if amp[e][1] != amp[e][1] else f" ({amp[e][1]:.2f})") for e in engines) + " |")
     print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
         f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
     print(f"\nLogs: {work}")

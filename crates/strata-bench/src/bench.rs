@@ -383,7 +383,9 @@ impl Runner {
         let after = e.metrics();
         r.table_bytes = after.table_bytes.saturating_sub(before.table_bytes);
         r.device_bytes = match (before_written, process_written()) {
-            (Some(b), Some(a)) => a.saturating_sub(b),
+            (Some(b), Some(a)) => {
+                a.saturating_sub(b) + after.mapped_bytes.saturating_sub(before.mapped_bytes)
+            }
             _ => r.table_bytes + after.wal_bytes.saturating_sub(before.wal_bytes),
         };
         r.stalls = after.stalls.saturating_sub(before.stalls);

@@ -14,6 +14,9 @@ pub struct Metrics {
     pub table_bytes: u64,
     /// Bytes written to WALs (0 if unknown).
     pub wal_bytes: u64,
+    /// Bytes written through shared memory maps rather than `write(2)`, which the process's
+    /// `wchar` (the device-bytes measure) does not see: strata's WAL on a real file system.
+    pub mapped_bytes: u64,
     /// Compactions per output level (may be empty if unknown).
     pub compactions_per_level: Vec<u64>,
     /// Compaction bytes written per output level.
@@ -245,6 +248,8 @@ impl Engine for StrataEngine {
         Metrics {
             table_bytes: s.flush_bytes + s.compaction_written.iter().sum::<u64>(),
             wal_bytes: s.wal_bytes,
+            // RealFs appends every WAL byte through a map (strata::fs::RealFs::create_log).
+            mapped_bytes: s.wal_bytes,
             compactions_per_level: s.compactions.clone(),
             compaction_bytes_per_level: s.compaction_written.clone(),
             stalls: s.stalls + s.slowdowns,

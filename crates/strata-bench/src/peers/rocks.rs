@@ -151,6 +151,7 @@ impl Engine for RocksEngine {
         Metrics {
             table_bytes: t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes),
             wal_bytes: t(Ticker::WalFileBytes),
+            mapped_bytes: 0,
             compactions_per_level: Vec::new(),
             compaction_bytes_per_level: Vec::new(),
             stalls: 0,
