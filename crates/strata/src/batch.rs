@@ -128,7 +128,18 @@ impl WriteBatch {
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
     }
 
-    /// The sequence of the first entry (set when the batch is committed).
+    /// A WAL *link record*: an empty batch whose sequence field holds the last sequence
+    /// number logged to any earlier WAL. Written first in every WAL, so recovery can tell
+    /// when an earlier WAL lost records that a later one follows (docs/format/wal.md,
+    /// "Link records"). Replaying it applies nothing.
+    pub(crate) fn link(last_logged: SeqNo) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.set_sequence(last_logged);
+        b
+    }
+
+    /// The sequence of the first entry (set when the batch is committed); for a link
+    /// record (no entries), the last sequence logged before its WAL.
     pub fn sequence(&self) -> SeqNo {
         let mut b = [0u8; 8];
         b.copy_from_slice(&self.rep[..8]);

@@ -67,6 +67,29 @@ pub(crate) struct State {
 pub(crate) struct WalState {
     pub writer: Option<LogWriter>,
     pub number: FileNumber,
+    /// Earlier WALs, oldest first, not synced since they were closed and whose memtables
+    /// are not flushed yet. A synced write syncs them before its own WAL, so no synced
+    /// write can follow a hole; a flush drops the ones it made obsolete.
+    pub unsynced: Vec<(FileNumber, LogWriter)>,
+    /// The last sequence of the last batch appended to any WAL: the link record that starts
+    /// the next WAL.
+    pub last_logged: SeqNo,
+}
+
+impl WalState {
+    /// Syncs every unsynced earlier WAL, then the current one.
+    pub fn sync_all(&mut self, stats: &Stats) -> Result<()> {
+        for (_, w) in &mut self.unsynced {
+            w.sync()?;
+            Stats::add(&stats.wal_syncs, 1);
+        }
+        self.unsynced.clear();
+        if let Some(w) = self.writer.as_mut() {
+            w.sync()?;
+            Stats::add(&stats.wal_syncs, 1);
+        }
+        Ok(())
+    }
 }
 
 pub(crate) struct DbInner {

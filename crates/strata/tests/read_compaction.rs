@@ -119,15 +119,14 @@ fn point_reads_push_a_shadowing_level_down() {
     // Keys not rewritten live only in L2: each read searches an L1 table in vain.
     for round in 0..3 {
         for i in (0..n).filter(|i| i % 4 != 0) {
-            assert_eq!(
-                db.get(key(i)).unwrap(),
-                Some(old(i)),
-                "round {round}"
-            );
+            assert_eq!(db.get(key(i)).unwrap(), Some(old(i)), "round {round}");
         }
     }
     wait_for_l1_to_empty(&db);
-    assert!(db.property("strata.stats").unwrap().contains("read-triggered compactions"));
+    assert!(db
+        .property("strata.stats")
+        .unwrap()
+        .contains("read-triggered compactions"));
     check(&db, &model);
 }
 

@@ -115,6 +115,8 @@ pub(crate) fn flush_one(db: &DbInner) -> Result<()> {
     st.progress += 1;
     drop(st);
     drop(versions);
+    // WALs older than `next_wal` are obsolete: nothing needs them synced any more.
+    lock(&db.wal).unsynced.retain(|(n, _)| n.0 >= next_wal);
     Stats::add(&db.stats.flushes, 1);
     db.done_cv.notify_all();
     db.bg_cv.notify_all();

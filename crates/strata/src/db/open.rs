@@ -82,6 +82,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_number = versions.new_file_number();
     let wal_file = fs.create_log(&placement.wal_path(wal_number))?;
     fs.sync_dir(placement.wal_dir())?;
+    let mut wal_writer = LogWriter::new(wal_file);
+    wal_writer.add_record(WriteBatch::link(last_seq).encoded())?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_seq);
     let version = versions.log_and_apply(edit)?;
@@ -111,8 +113,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
         wal: Mutex::new(WalState {
-            writer: Some(LogWriter::new(wal_file)),
+            writer: Some(wal_writer),
             number: wal_number,
+            unsynced: Vec::new(),
+            last_logged: last_seq,
         }),
         writers: Mutex::default(),
         last_sequence: AtomicU64::new(last_seq.0),
@@ -165,12 +169,17 @@ fn replay_wals(
     wals.sort();
     let mut mem = Arc::new(MemTable::new(0));
     let mut stop = false;
-    for w in wals {
+    // The last sequence replayed from any WAL so far (or vouched for by the first WAL's
+    // link record): a later WAL whose link names a higher one follows a hole.
+    let mut last_logged: Option<SeqNo> = None;
+    let count = wals.len();
+    for (i, &w) in wals.iter().enumerate() {
         if stop {
             break;
         }
         let path = placement.wal_path(w);
         let mut reader = LogReader::new(fs::read_all(&**fs, &path)?);
+        let mut records = 0usize;
         loop {
             let (data, offset) = match reader.next_event() {
                 LogEvent::Record { data, offset } => (data, offset),
@@ -216,11 +225,30 @@ fn replay_wals(
                     _ => return Err(Error::corruption(&path, offset, e.message())),
                 },
             };
+            records += 1;
+            if batch.is_empty() {
+                // A link record: everything logged up to its sequence came before this WAL.
+                let linked = batch.sequence();
+                if last_logged.is_some_and(|l| linked > l) {
+                    hole(
+                        opts,
+                        &path,
+                        "an earlier WAL lost records that this one follows",
+                        &mut stop,
+                    )?;
+                    if stop {
+                        break;
+                    }
+                }
+                last_logged = Some(last_logged.map_or(linked, |l| l.max(linked)));
+                continue;
+            }
             let mut seq = batch.sequence();
             for e in batch.iter() {
                 let e = e?;
                 mem.add(seq, e.kind, e.key, e.value);
                 last_seq = last_seq.max(seq);
+                last_logged = Some(last_logged.map_or(seq, |l| l.max(seq)));
                 seq = seq.next();
             }
             if mem.memory_usage() >= opts.write_buffer_size {
@@ -228,11 +256,35 @@ fn replay_wals(
                 mem = Arc::new(MemTable::new(0));
             }
         }
+        if records == 0 && i + 1 < count && !stop {
+            // Not even its link record survived, yet a later WAL exists: whatever this one
+            // held is lost, so the later ones must not be replayed after it.
+            hole(
+                opts,
+                &path,
+                "this WAL lost every record, and a later WAL exists",
+                &mut stop,
+            )?;
+        }
     }
     if !mem.is_empty() {
         flush_recovered(opts, placement, versions, &mem, edit)?;
     }
     Ok(last_seq)
+}
+
+/// A WAL lost records that a later WAL follows (possible after a power cut: closed WALs
+/// are synced lazily). Replaying the later WALs would leave a hole, so recovery stops here,
+/// at a consistent prefix of the writes, unless the mode asks otherwise.
+fn hole(opts: &Options, path: &Path, what: &str, stop: &mut bool) -> Result<()> {
+    match opts.wal_recovery_mode {
+        WalRecoveryMode::AbsoluteConsistency => Err(Error::corruption(path, 0, what)),
+        WalRecoveryMode::SkipAnyCorrupted => Ok(()),
+        WalRecoveryMode::TolerateTornTail | WalRecoveryMode::PointInTime => {
+            *stop = true;
+            Ok(())
+        }
+    }
 }
 
 fn flush_recovered(
@@ -269,10 +321,114 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     }
     // Wait for any writer still leading a group.
     drop(lock(&db.writers));
-    let result = match lock(&db.wal).writer.as_mut() {
-        Some(w) => w.sync(),
-        None => Ok(()),
-    };
+    let result = lock(&db.wal).sync_all(&db.stats);
     lock(&db._lock).take();
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use crate::batch::WriteBatch;
+    use crate::filename::{self, FileNumber, FileType};
+    use crate::fs::{Fs, MemFs};
+    use crate::key::SeqNo;
+    use crate::wal::{LogWriter, WalRecoveryMode};
+    use crate::{Db, Options};
+
+    fn opts(fs: &Arc<MemFs>, mode: WalRecoveryMode) -> Options {
+        Options {
+            wal_recovery_mode: mode,
+            fs: fs.clone(),
+            ..Options::default()
+        }
+    }
+
+    /// A closed database whose only WAL holds `a` at sequence 1, plus a later WAL written
+    /// by hand: its link record says `linked` was logged before it, then `b` follows.
+    /// `first_lost` empties the first WAL (as a power cut before its writeback would).
+    fn with_second_wal(linked: u64, first_lost: bool) -> (Arc<MemFs>, PathBuf) {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open("/db", opts(&fs, WalRecoveryMode::default())).unwrap();
+        db.put(b"a", b"1").unwrap();
+        db.close().unwrap();
+        drop(db);
+        let wal = fs
+            .list(Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| match filename::parse(&n) {
+                Some(FileType::Wal(w)) => Some(w),
+                _ => None,
+            })
+            .max()
+            .unwrap();
+        if first_lost {
+            fs.truncate(&Path::new("/db").join(filename::wal_name(wal)), 0)
+                .unwrap();
+        }
+        let later = Path::new("/db").join(filename::wal_name(FileNumber(wal.0 + 100)));
+        let mut w = LogWriter::new(fs.create(&later).unwrap());
+        w.add_record(WriteBatch::link(SeqNo(linked)).encoded())
+            .unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"b", b"2");
+        b.set_sequence(SeqNo(linked + 1));
+        w.add_record(b.encoded()).unwrap();
+        w.sync().unwrap();
+        (fs, later)
+    }
+
+    type Value = Option<Vec<u8>>;
+
+    /// Opens the database and reads `a` and `b`.
+    fn get(fs: &Arc<MemFs>, mode: WalRecoveryMode) -> crate::Result<(Value, Value)> {
+        let db = Db::open("/db", opts(fs, mode))?;
+        Ok((db.get(b"a")?, db.get(b"b")?))
+    }
+
+    #[test]
+    fn a_wal_that_follows_everything_logged_before_it_is_replayed() {
+        let (fs, _) = with_second_wal(1, false);
+        let got = get(&fs, WalRecoveryMode::TolerateTornTail).unwrap();
+        assert_eq!(got, (Some(b"1".to_vec()), Some(b"2".to_vec())));
+    }
+
+    #[test]
+    fn a_wal_that_follows_a_hole_is_not_replayed() {
+        for first_lost in [false, true] {
+            // The link says 5 sequences were logged, recovery found 1 (or none): a hole.
+            let linked = if first_lost { 1 } else { 5 };
+            for mode in [
+                WalRecoveryMode::TolerateTornTail,
+                WalRecoveryMode::PointInTime,
+            ] {
+                let (fs, _) = with_second_wal(linked, first_lost);
+                let a = (!first_lost).then(|| b"1".to_vec());
+                assert_eq!(get(&fs, mode).unwrap(), (a, None), "{mode:?} {first_lost}");
+                // The skipped WAL is obsolete from now on: a second recovery agrees.
+                let a = (!first_lost).then(|| b"1".to_vec());
+                assert_eq!(get(&fs, mode).unwrap(), (a, None), "{mode:?} {first_lost}");
+            }
+            let (fs, later) = with_second_wal(linked, first_lost);
+            let err = get(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::Corruption, "{err}");
+            assert!(err.to_string().contains("lost"), "{err}");
+            if !first_lost {
+                assert!(
+                    err.to_string().contains(&later.display().to_string()),
+                    "{err}"
+                );
+            }
+            let (fs, _) = with_second_wal(linked, first_lost);
+            let (_, b) = get(&fs, WalRecoveryMode::SkipAnyCorrupted).unwrap();
+            assert_eq!(
+                b,
+                Some(b"2".to_vec()),
+                "SkipAnyCorrupted salvages the later WAL"
+            );
+        }
+    }
 }

@@ -179,14 +179,21 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
             ));
         };
         let before = writer.len();
-        let mut res = writer
-            .add_record(batch.encoded())
-            .and_then(|()| writer.flush());
-        if res.is_ok() && sync {
-            res = writer.sync();
-            Stats::add(&db.stats.wal_syncs, 1);
-        }
+        // An empty batch is not logged: a record without entries is a link record.
+        let mut res = if batch.is_empty() {
+            Ok(())
+        } else {
+            writer
+                .add_record(batch.encoded())
+                .and_then(|()| writer.flush())
+        };
         Stats::add(&db.stats.wal_bytes, writer.len() - before);
+        if res.is_ok() && !batch.is_empty() {
+            wal.last_logged = SeqNo(first.0 + batch.len() as u64 - 1);
+        }
+        if res.is_ok() && sync {
+            res = wal.sync_all(&db.stats);
+        }
         if let Err(e) = res {
             // The WAL's tail is now unknown: nothing more may be appended to it.
             wal.writer = None;
@@ -292,18 +299,21 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
     }
 }
 
-/// Syncs the current WAL (so no later synced write can follow a hole), then starts WAL
-/// `number` and makes its directory entry durable.
+/// Starts WAL `number` (its link record first) and makes its directory entry durable. The
+/// old WAL is not synced here: it joins `unsynced`, which the next synced write syncs
+/// first, and recovery detects a hole it may leave after a power cut through the link
+/// record (docs/design/core-engine.md, "Closed WALs are synced lazily").
 fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
     let mut wal = lock(&db.wal);
-    if let Some(w) = wal.writer.as_mut() {
-        w.sync()?;
-        Stats::add(&db.stats.wal_syncs, 1);
-    }
     let path = db.placement.wal_path(number);
     let file = db.fs.create_log(&path)?;
     db.fs.sync_dir(db.placement.wal_dir())?;
-    wal.writer = Some(LogWriter::new(file));
+    let mut writer = LogWriter::new(file);
+    writer.add_record(WriteBatch::link(wal.last_logged).encoded())?;
+    if let Some(old) = wal.writer.replace(writer) {
+        let old_number = wal.number;
+        wal.unsynced.push((old_number, old));
+    }
     wal.number = number;
     Ok(())
 }

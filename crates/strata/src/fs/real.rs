@@ -144,11 +144,10 @@ impl MappedLog {
         use std::os::fd::AsRawFd;
         self.map = None;
         let start = self.len;
-        if let Some(prev) = start.checked_sub(LOG_CHUNK as u64) {
-            // The finished chunk: otherwise the `fdatasync` at the memtable switch would
-            // stall the writer for the whole WAL (RocksDB's `wal_bytes_per_sync`).
-            start_writeback(&self.file, prev, LOG_CHUNK as u64);
-        }
+        // No early writeback of finished chunks: a WAL that is never synced is usually
+        // deleted (its memtable flushed) before the kernel writes it back, and then it
+        // costs the device nothing (docs/design/core-engine.md, "Closed WALs are synced
+        // lazily").
         let (Ok(off), Ok(n)) = (
             libc::off_t::try_from(start),
             libc::off_t::try_from(LOG_CHUNK),
