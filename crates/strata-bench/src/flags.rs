@@ -65,6 +65,9 @@ pub struct Flags {
     pub delayed_write_rate: Option<u64>,
     /// Level size multiplier.
     pub max_bytes_for_level_multiplier: Option<f64>,
+    /// RocksDB's dynamic level sizing (db_bench's flag); unset keeps each engine's default.
+    /// strata and LevelDB size levels statically, so only `0` applies to them.
+    pub level_compaction_dynamic_level_bytes: Option<bool>,
     /// Memtables allowed.
     pub max_write_buffer_number: Option<usize>,
     /// Compaction threads.
@@ -138,6 +141,7 @@ impl Default for Flags {
             delayed_write_rate: None,
             level0_stop_writes_trigger: None,
             max_bytes_for_level_multiplier: None,
+            level_compaction_dynamic_level_bytes: None,
             max_write_buffer_number: None,
             max_background_compactions: None,
             open_files: None,
@@ -207,6 +211,7 @@ const BOOL_FLAGS: &[&str] = &[
     "disable_wal",
     "histogram",
     "separate_flush_thread",
+    "level_compaction_dynamic_level_bytes",
 ];
 
 impl Flags {
@@ -290,6 +295,9 @@ impl Flags {
                 "delayed_write_rate" => f.delayed_write_rate = Some(num(&name, v)?),
                 "max_bytes_for_level_multiplier" => {
                     f.max_bytes_for_level_multiplier = Some(num(&name, v)?)
+                }
+                "level_compaction_dynamic_level_bytes" => {
+                    f.level_compaction_dynamic_level_bytes = Some(parse_bool(&name, v)?)
                 }
                 "max_write_buffer_number" => f.max_write_buffer_number = Some(num(&name, v)?),
                 "max_background_compactions" => f.max_background_compactions = Some(num(&name, v)?),
@@ -396,6 +404,7 @@ db_bench flags (same meaning and defaults):
   --use_existing_db=0|1  --sync=0|1  --disable_wal=0|1  --histogram=0|1
   --write_buffer_size --target_file_size_base --max_bytes_for_level_base
   --max_bytes_for_level_multiplier --num_levels --max_write_buffer_number
+  --level_compaction_dynamic_level_bytes=0|1 (RocksDB only; strata and LevelDB are static)
   --level0_file_num_compaction_trigger --level0_slowdown_writes_trigger
   --level0_stop_writes_trigger --delayed_write_rate --max_background_compactions --open_files
   --block_size --bloom_bits --cache_size --compression_type=none|lz4

@@ -37,6 +37,9 @@ impl RocksEngine {
         if let Some(v) = flags.max_bytes_for_level_multiplier {
             o.set_max_bytes_for_level_multiplier(v);
         }
+        if let Some(v) = flags.level_compaction_dynamic_level_bytes {
+            o.set_level_compaction_dynamic_level_bytes(v);
+        }
         if let Some(v) = flags.num_levels {
             o.set_num_levels(v as i32);
         }
