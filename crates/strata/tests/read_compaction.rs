@@ -36,12 +36,7 @@ fn two_levels(read_compaction_bytes: u64) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u3
     {
         // A small L1 target sends most of it on to L2.
         let db = Db::open("/db", opts(64 << 10)).unwrap();
-        for i in 0..n {
-            let v = old(i);
-            db.put(key(i), &v).unwrap();
-            model.insert(key(i), v);
-        }
-        db.flush().unwrap();
+        put_all(&db, &mut model, 0..n, old);
         wait_until(&db, "L0 and L1 drained", |db| {
             prop(db, "strata.num-files-at-level0") == 0
                 && prop(db, "strata.num-running-compactions") == 0
@@ -51,17 +46,30 @@ fn two_levels(read_compaction_bytes: u64) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u3
     }
     let db = Db::open("/db", opts(64 << 20)).unwrap();
     // The newer values go to L1 (L0 is compacted at one file).
-    for i in (0..n).step_by(4) {
-        let v = format!("new{i}").repeat(10).into_bytes();
-        db.put(key(i), &v).unwrap();
-        model.insert(key(i), v);
-    }
-    db.flush().unwrap();
+    put_all(&db, &mut model, (0..n).step_by(4), |i| {
+        format!("new{i}").repeat(10).into_bytes()
+    });
     wait_until(&db, "L0 compacted", |db| {
         prop(db, "strata.num-files-at-level0") == 0
             && prop(db, "strata.num-running-compactions") == 0
     });
     (db, model, n)
+}
+
+/// Puts `value(i)` under `key(i)` for each of `keys`, in the database and the model, then
+/// flushes.
+fn put_all(
+    db: &Db,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    keys: impl Iterator<Item = u32>,
+    value: impl Fn(u32) -> Vec<u8>,
+) {
+    for i in keys {
+        let v = value(i);
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
 }
 
 fn old(i: u32) -> Vec<u8> {
