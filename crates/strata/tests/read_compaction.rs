@@ -172,3 +172,37 @@ fn disabled_means_reads_never_compact() {
     assert_eq!(db.stats().read_compactions, 0);
     check(&db, &model);
 }
+
+#[test]
+fn iterator_seeks_push_l0_down_below_its_count_trigger() {
+    let opts = Options {
+        write_buffer_size: 256 << 10,
+        level0_file_num_compaction_trigger: 8,
+        fs: Arc::new(MemFs::new()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..3u32 {
+        put_all(&db, &mut model, (round..2000).step_by(3), old);
+    }
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 3);
+    // Point reads leave L0 alone (its filters make a miss cheap)...
+    for i in 0..2000 {
+        db.get(key(i)).unwrap();
+    }
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 3);
+    // ...seeks, which position a source in every L0 table, push it down.
+    for _ in 0..2 {
+        for i in 0..2000 {
+            let mut it = db.iter(ReadOptions::default()).unwrap();
+            it.seek(&key(i));
+        }
+    }
+    wait_until(&db, "L0 pushed down by seeks", |db| {
+        prop(db, "strata.num-files-at-level0") == 0
+            && prop(db, "strata.num-running-compactions") == 0
+    });
+    assert!(db.stats().read_compactions > 0);
+    check(&db, &model);
+}

@@ -182,14 +182,26 @@ pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
             return c;
         }
     }
-    pick_read_triggered(ctx)
+    pick_read_triggered(ctx, l0)
 }
 
-/// A table of a sorted level (not the last) whose read charges reached its allowance
-/// (`Options::read_compaction_bytes`), pushed one level down: only when nothing else is due,
-/// as LevelDB orders its seek compactions after size compactions.
-pub fn pick_read_triggered(ctx: &PickContext<'_>) -> Option<Compaction> {
+/// A table whose read charges reached its allowance (`Options::read_compaction_bytes`),
+/// pushed one level down: only when nothing else is due, as LevelDB orders its seek
+/// compactions after size compactions. An L0 table is pushed down the way the L0 layout
+/// pushes L0 down (for `Flat`, with every other L0 table); a table of the last level never.
+pub fn pick_read_triggered(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
     ctx.opts.allowed_read_charges(0)?;
+    let charged = |f: &Arc<FileMeta>| {
+        ctx.opts
+            .allowed_read_charges(f.size)
+            .is_some_and(|allowed| f.read_charges.get() >= allowed)
+    };
+    if ctx.version.files(0).iter().any(charged) {
+        if let Some(mut c) = l0.pick(ctx) {
+            c.reason = CompactionReason::Reads;
+            return Some(c);
+        }
+    }
     let last = ctx.version.num_levels().checked_sub(1)?;
     (1..last).find_map(|level| {
         ctx.version.files(level).iter().find_map(|f| {

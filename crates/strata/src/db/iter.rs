@@ -146,8 +146,8 @@ impl DbIterator {
         self.find_next_user_entry(false);
     }
 
-    /// A seek positions a source in every sorted level whose tables hold the target's range;
-    /// all but the deepest were searched in vain if the key lives below them: charge them
+    /// A seek positions a source in every L0 table and every sorted level whose range holds
+    /// the target; all but the deepest would be unnecessary in a flatter tree: charge them
     /// (read-triggered compaction, `Options::read_compaction_bytes`).
     fn charge_seek(&self, user_key: &[u8]) {
         if self.db.opts.read_compaction_bytes == 0 {
@@ -155,6 +155,13 @@ impl DbIterator {
         }
         let v = &self.sv.version;
         let mut searched: Option<&crate::version::FileMeta> = None;
+        for f in v.files(0) {
+            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
+                if let Some(newer) = searched.replace(f) {
+                    self.db.charge_read(newer);
+                }
+            }
+        }
         for level in 1..v.num_levels() {
             let files = v.files(level);
             let i = files.partition_point(|f| f.largest_user_key() < user_key);

@@ -54,7 +54,11 @@ fn get_from_version(
         }
     }
     // The last table of a sorted level this read searched: charged if the read has to go on
-    // to a deeper level, so every table searched in vain is (read-triggered compaction).
+    // to a deeper level, so every such table searched in vain is (read-triggered
+    // compaction). L0 tables are not charged by point reads: a probe that an L0 table's
+    // filter rejects is cheap, and pushing L0 down rewrites all of L1 with it, so under a
+    // steady mix of reads and writes this would merge L0 into L1 at nearly every flush
+    // (measured: readwhilewriting table write-amp 5.5 -> 8.5).
     let mut searched: Option<&FileMeta> = None;
     for level in 1..v.num_levels() {
         let files = v.files(level);

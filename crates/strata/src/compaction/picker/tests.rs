@@ -30,6 +30,7 @@ fn opts() -> Options {
     Options {
         max_bytes_for_level_base: 1000,
         target_file_size_base: 100,
+        level0_file_num_compaction_trigger: 4,
         ..Options::default()
     }
 }
@@ -213,6 +214,17 @@ fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() 
         ..opts()
     };
     assert!(picker::pick(&ctx(&v, &off, &busy, &p), &Flat).is_none());
+    // A charged L0 table brings all of L0 down, below the count trigger.
+    v.levels[0] = vec![file(20, "a", "b", 50, 9), file(21, "a", "c", 50, 8)].into();
+    for _ in 0..allowed {
+        v.levels[0][1].read_charges.add();
+    }
+    let c = picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).unwrap();
+    assert_eq!(
+        (c.reason, c.level, c.inputs.len()),
+        (CompactionReason::Reads, 0, 2)
+    );
+    v.levels[0] = Vec::new().into();
     // A moved file (a clone of its metadata) starts with a fresh allowance.
     assert_eq!((*v.levels[1][1]).clone().read_charges.get(), 0);
 }
