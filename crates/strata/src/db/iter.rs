@@ -163,13 +163,10 @@ impl DbIterator {
             }
         }
         for level in 1..v.num_levels() {
-            let files = v.files(level);
-            let i = files.partition_point(|f| f.largest_user_key() < user_key);
-            let Some(f) = files.get(i).filter(|f| f.smallest_user_key() <= user_key) else {
-                continue;
-            };
-            if let Some(shallower) = searched.replace(f) {
-                self.db.charge_read(shallower);
+            if let Some(f) = v.file_holding(level, user_key) {
+                if let Some(shallower) = searched.replace(f) {
+                    self.db.charge_read(shallower);
+                }
             }
         }
     }

@@ -186,15 +186,16 @@ impl Version {
         }
     }
 
+    /// The file of sorted `level` (>= 1) whose user-key range holds `user_key`, if any.
+    pub fn file_holding(&self, level: usize, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
+        let files = self.files(level);
+        let i = files.partition_point(|f| f.largest_user_key() < user_key);
+        files.get(i).filter(|f| f.smallest_user_key() <= user_key)
+    }
+
     /// Whether any level deeper than `level` may hold `user_key` (tombstone elision asks).
     pub fn key_may_exist_below(&self, level: usize, user_key: &[u8]) -> bool {
-        (level + 1..self.num_levels()).any(|l| {
-            let files = self.files(l);
-            let i = files.partition_point(|f| f.largest_user_key() < user_key);
-            files
-                .get(i)
-                .is_some_and(|f| f.smallest_user_key() <= user_key)
-        })
+        (level + 1..self.num_levels()).any(|l| self.file_holding(l, user_key).is_some())
     }
 
     /// Per-level file counts, e.g. `[4 3 10 0 0 0 0]`.
