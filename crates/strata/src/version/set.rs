@@ -314,6 +314,13 @@ impl VersionSet {
         self.next_file_number.clone()
     }
 
+    /// Makes sure no number up to `n` is handed out again (a file found on disk that the
+    /// manifest's counter does not cover, such as a WAL started after the last manifest
+    /// write).
+    pub fn mark_file_number_used(&self, n: FileNumber) {
+        self.next_file_number.fetch_max(n.0 + 1, Ordering::SeqCst);
+    }
+
     /// Hands out a new file number.
     pub fn new_file_number(&self) -> FileNumber {
         FileNumber(self.next_file_number.fetch_add(1, Ordering::SeqCst))
