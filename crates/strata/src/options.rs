@@ -81,13 +81,14 @@ pub struct Options {
     pub max_grandparent_overlap_factor: u64,
     /// Which file a level compaction starts from. Defaults to `MinOverlappingRatio`.
     pub compaction_priority: CompactionPriority,
-    /// Read-triggered compaction: a table of a level >= 1 (not the last) that reads
-    /// consulted in vain `max(100, size / read_compaction_bytes)` times is compacted into the
-    /// next level once no size- or count-triggered compaction is due. "In vain": a point read
-    /// searched it and went on to a deeper level, or an iterator seek's target lay inside it
-    /// and inside a table of a deeper level. This flattens a tree that writes left spread over
-    /// several levels, once reads show the extra levels cost them (LevelDB's seek
-    /// compaction; docs/design/core-engine.md, "Read-triggered compaction").
+    /// Read-triggered compaction: a table (not in the last level) that reads consulted in
+    /// vain `max(100, size / read_compaction_bytes)` times is compacted into the next level
+    /// once no size- or count-triggered compaction is due; an L0 table takes L0 down the way
+    /// its layout does, even below the count trigger. "In vain": a point read searched it (a
+    /// table of L1 or deeper) and went on to a deeper level, or an iterator seek's target lay
+    /// inside it (L0 or deeper) and inside a table below it. This flattens a tree that
+    /// writes left spread over several levels, once reads show the extra sources cost them
+    /// (LevelDB's seek compaction; docs/design/core-engine.md, "Read-triggered compaction").
     /// 0 disables it. Defaults to 16 KiB (LevelDB's rate); the `rocksdb` preset disables it.
     pub read_compaction_bytes: u64,
     /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
