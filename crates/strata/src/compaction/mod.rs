@@ -1,5 +1,6 @@
-//! Compaction: choosing what to merge ([`picker`], pure functions over a [`Version`]) and
-//! merging it ([`job`]). Pickers decide, jobs execute, the database installs the result.
+//! Compaction: choosing what to merge ([`picker`], pure functions over a
+//! [`Version`](crate::version::Version)) and merging it ([`job`]). Pickers decide, jobs
+//! execute, the database installs the result.
 
 pub mod job;
 pub mod picker;

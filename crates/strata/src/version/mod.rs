@@ -11,4 +11,4 @@ mod version;
 
 pub use edit::VersionEdit;
 pub use set::{file_meta_from, Recovered, VersionSet, MANIFEST_FORMAT_VERSION};
-pub use version::{level_iterator, FileMeta, Version};
+pub use version::{level_iterator, FileMeta, ReadCharges, Version};
