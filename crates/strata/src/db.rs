@@ -79,15 +79,12 @@ pub(crate) struct WalState {
 impl WalState {
     /// Syncs every unsynced earlier WAL, then the current one.
     pub fn sync_all(&mut self, stats: &Stats) -> Result<()> {
-        for (_, w) in &mut self.unsynced {
+        let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
+        for w in earlier.chain(self.writer.as_mut()) {
             w.sync()?;
             Stats::add(&stats.wal_syncs, 1);
         }
         self.unsynced.clear();
-        if let Some(w) = self.writer.as_mut() {
-            w.sync()?;
-            Stats::add(&stats.wal_syncs, 1);
-        }
         Ok(())
     }
 }
@@ -156,7 +153,7 @@ impl DbInner {
         });
     }
 
-    /// Charges table `f` of a sorted level with one read that searched it in vain; wakes a
+    /// Charges table `f` with one read that searched it in vain; wakes a
     /// compaction thread when that makes it a read-triggered compaction candidate
     /// (`Options::read_compaction_bytes`).
     pub fn charge_read(&self, f: &crate::version::FileMeta) {

@@ -204,13 +204,11 @@ pub fn pick_read_triggered(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Com
     }
     let last = ctx.version.num_levels().checked_sub(1)?;
     (1..last).find_map(|level| {
-        ctx.version.files(level).iter().find_map(|f| {
-            let allowed = ctx.opts.allowed_read_charges(f.size)?;
-            if f.read_charges.get() < allowed || ctx.busy.contains(&f.number) {
-                return None;
-            }
-            ctx.finish(level, vec![f.clone()], CompactionReason::Reads)
-        })
+        ctx.version
+            .files(level)
+            .iter()
+            .filter(|f| charged(f) && !ctx.busy.contains(&f.number))
+            .find_map(|f| ctx.finish(level, vec![f.clone()], CompactionReason::Reads))
     })
 }
 

@@ -150,7 +150,7 @@ impl DbIterator {
     /// the target; all but the deepest would be unnecessary in a flatter tree: charge them
     /// (read-triggered compaction, `Options::read_compaction_bytes`).
     fn charge_seek(&self, user_key: &[u8]) {
-        if self.db.opts.read_compaction_bytes == 0 {
+        if self.db.opts.allowed_read_charges(0).is_none() {
             return;
         }
         let v = &self.sv.version;

@@ -19,7 +19,7 @@ use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
 use crate::version::{VersionEdit, VersionSet};
-use crate::wal::{LogEvent, LogReader, LogWriter, WalRecoveryMode};
+use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
@@ -82,8 +82,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_number = versions.new_file_number();
     let wal_file = fs.create_log(&placement.wal_path(wal_number))?;
     fs.sync_dir(placement.wal_dir())?;
-    let mut wal_writer = LogWriter::new(wal_file);
-    wal_writer.add_record(WriteBatch::link(last_seq).encoded())?;
+    let wal_writer = super::write::start_wal(wal_file, last_seq)?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_seq);
     let version = versions.log_and_apply(edit)?;
@@ -254,9 +253,10 @@ fn replay_wals(
                 let e = e?;
                 mem.add(seq, e.kind, e.key, e.value);
                 last_seq = last_seq.max(seq);
-                last_logged = Some(last_logged.map_or(seq, |l| l.max(seq)));
                 seq = seq.next();
             }
+            let last = SeqNo(seq.0 - 1);
+            last_logged = Some(last_logged.map_or(last, |l| l.max(last)));
             if mem.memory_usage() >= opts.write_buffer_size {
                 flush_recovered(opts, placement, versions, &mem, edit)?;
                 mem = Arc::new(MemTable::new(0));

@@ -17,6 +17,7 @@ use crate::batch::WriteBatch;
 use crate::compaction::picker;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
+use crate::fs::WritableFile;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
@@ -299,6 +300,14 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
     }
 }
 
+/// A writer for a new WAL `file`, its link record written: every WAL starts with one
+/// (docs/format/wal.md, "Link records").
+pub(crate) fn start_wal(file: Box<dyn WritableFile>, last_logged: SeqNo) -> Result<LogWriter> {
+    let mut writer = LogWriter::new(file);
+    writer.add_record(WriteBatch::link(last_logged).encoded())?;
+    Ok(writer)
+}
+
 /// Starts WAL `number` (its link record first) and makes its directory entry durable. The
 /// old WAL is not synced here: it joins `unsynced`, which the next synced write syncs
 /// first, and recovery detects a hole it may leave after a power cut through the link
@@ -308,8 +317,7 @@ fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
     let path = db.placement.wal_path(number);
     let file = db.fs.create_log(&path)?;
     db.fs.sync_dir(db.placement.wal_dir())?;
-    let mut writer = LogWriter::new(file);
-    writer.add_record(WriteBatch::link(wal.last_logged).encoded())?;
+    let writer = start_wal(file, wal.last_logged)?;
     if let Some(old) = wal.writer.replace(writer) {
         let old_number = wal.number;
         wal.unsynced.push((old_number, old));
