@@ -4,12 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use strata::iter::InternalIterator;
-use strata::sst::block::Block;
+use strata::internals::iter::InternalIterator;
+use strata::internals::sst::block::Block;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(b) = Block::new(data.to_vec(), Path::new("fuzz"), 0) {
-        let mut it = Arc::new(b).iter(strata::key::compare);
+        let mut it = Arc::new(b).iter(strata::internals::key::compare);
         it.seek_to_first();
         let mut n = 0;
         while it.valid() && n < 100_000 {

@@ -1,15 +1,15 @@
 #![no_main]
 //! Manifest decoding: arbitrary bytes as a log of version edits, and as one edit.
 use libfuzzer_sys::fuzz_target;
-use strata::wal::{LogEvent, LogReader};
+use strata::internals::wal::{LogEvent, LogReader};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = strata::version::VersionEdit::decode(data);
+    let _ = strata::internals::version::VersionEdit::decode(data);
     let mut r = LogReader::new(data.to_vec());
     for _ in 0..10_000 {
         match r.next_event() {
             LogEvent::Record { data, .. } => {
-                let _ = strata::version::VersionEdit::decode(&data);
+                let _ = strata::internals::version::VersionEdit::decode(&data);
             }
             LogEvent::Corrupt { .. } => {}
             LogEvent::End | LogEvent::Torn { .. } => break,

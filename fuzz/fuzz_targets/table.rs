@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use strata::fs::{Fs, MemFs};
-use strata::iter::InternalIterator;
+use strata::internals::iter::InternalIterator;
 
 fuzz_target!(|data: &[u8]| {
     let fs = MemFs::new();
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = f.append(data);
     }
     let Ok(file) = fs.open(p) else { return };
-    if let Ok(t) = strata::sst::Table::open(file, p, None) {
+    if let Ok(t) = strata::internals::sst::Table::open(file, p, None) {
         let t = Arc::new(t);
         let mut it = t.iter();
         it.seek_to_first();
@@ -24,6 +24,6 @@ fuzz_target!(|data: &[u8]| {
             it.next();
             n += 1;
         }
-        let _ = t.get(&strata::key::seek_key(b"k", strata::key::SeqNo::MAX), b"k");
+        let _ = t.get(&strata::internals::key::seek_key(b"k", strata::internals::key::SeqNo::MAX), b"k");
     }
 });

@@ -7,12 +7,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use strata::cache::ClockCache;
-use strata::iter::{InternalIterator, MergingIterator};
-use strata::key::{self, SeqNo, ValueKind};
-use strata::memtable::MemTable;
-use strata::sst::block::{Block, BlockBuilder};
-use strata::sst::filter;
+use strata::internals::cache::ClockCache;
+use strata::internals::iter::{InternalIterator, MergingIterator};
+use strata::internals::key::{self, SeqNo, ValueKind};
+use strata::internals::memtable::MemTable;
+use strata::internals::sst::block::{Block, BlockBuilder};
+use strata::internals::sst::filter;
 
 /// db_bench-style keys: `%016d` of a pseudo-random permutation of 0..n.
 fn keys(n: usize, seed: u64) -> Vec<Vec<u8>> {

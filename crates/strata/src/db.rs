@@ -30,7 +30,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
 use crate::fs::{FileLock, Fs};
 use crate::key::SeqNo;
-use crate::l0::Level0;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::placement::Placement;
@@ -93,7 +92,6 @@ pub(crate) struct DbInner {
     pub opts: Options,
     pub fs: Arc<dyn Fs>,
     pub placement: Placement,
-    pub l0: Box<dyn Level0>,
     pub tables: Arc<TableCache>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
@@ -341,20 +339,4 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.close();
     }
-}
-
-pub(crate) fn flush_one_pub(db: &DbInner) -> Result<()> {
-    flush::flush_one(db)
-}
-
-pub(crate) fn delete_obsolete_pub(db: &DbInner) {
-    compact::delete_obsolete_files(db);
-}
-
-pub(crate) fn pick_background_pub(db: &DbInner) -> Option<crate::compaction::Compaction> {
-    compact::pick_background(db)
-}
-
-pub(crate) fn run_compaction_pub(db: &DbInner, c: &crate::compaction::Compaction) -> Result<()> {
-    compact::run_compaction(db, c)
 }

@@ -12,26 +12,28 @@
 //!
 //! Start at [`Db`]; ARCHITECTURE.md maps the write and read paths to the modules below.
 
-pub mod batch;
+mod batch;
 mod bg;
-pub mod cache;
-pub mod coding;
-pub mod compaction;
+mod cache;
+mod coding;
+mod compaction;
 mod db;
-pub mod error;
-pub mod filename;
+mod error;
+mod file_meta;
+mod filename;
 pub mod fs;
-pub mod iter;
-pub mod key;
-pub mod l0;
-pub mod memtable;
-pub mod options;
-pub mod placement;
-pub mod sst;
-pub mod stats;
-pub mod table_cache;
-pub mod version;
-pub mod wal;
+mod iter;
+mod key;
+mod l0;
+mod memtable;
+mod options;
+mod placement;
+mod sst;
+mod stats;
+mod table_cache;
+mod version;
+mod version_filter;
+mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
@@ -40,3 +42,41 @@ pub use options::{CompactionPriority, L0Layout, Options, ReadOptions, WriteOptio
 pub use sst::Compression;
 pub use stats::StatsSnapshot;
 pub use wal::WalRecoveryMode;
+
+/// The engine's insides, for strata's own tests, fuzz targets and micro-benchmarks: not part
+/// of the API, not covered by semantic versioning, hidden from the documentation.
+#[doc(hidden)]
+pub mod internals {
+    /// Shared-capacity caches.
+    pub mod cache {
+        pub use crate::cache::*;
+    }
+    /// File names and numbers.
+    pub mod filename {
+        pub use crate::filename::*;
+    }
+    /// Internal iterators.
+    pub mod iter {
+        pub use crate::iter::*;
+    }
+    /// Internal keys.
+    pub mod key {
+        pub use crate::key::*;
+    }
+    /// The memtable.
+    pub mod memtable {
+        pub use crate::memtable::*;
+    }
+    /// Tables, blocks, filters.
+    pub mod sst {
+        pub use crate::sst::*;
+    }
+    /// Manifest records.
+    pub mod version {
+        pub use crate::version::{L0Record, VersionEdit};
+    }
+    /// The record log of WALs and manifests.
+    pub mod wal {
+        pub use crate::wal::*;
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RealFs};
-use crate::sst::Compression;
+use crate::sst::{Compression, TableOptions};
 use crate::wal::WalRecoveryMode;
 use crate::Snapshot;
 
@@ -361,6 +361,17 @@ impl Options {
             return bad("max_manifest_file_size", "must be at least 64 KiB");
         }
         Ok(())
+    }
+}
+
+impl From<&Options> for TableOptions {
+    fn from(o: &Options) -> Self {
+        TableOptions {
+            block_size: o.block_size,
+            block_restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            compression: o.compression,
+        }
     }
 }
 

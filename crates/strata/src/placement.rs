@@ -1,19 +1,61 @@
 //! [`Placement`]: which directory each kind of file lives in.
 //!
-//! The database directory holds CURRENT, LOCK, manifests and L0 tables; `wal_dir` (default:
-//! the database directory) holds WALs; `level_dir` (default: the database directory) holds
-//! tables of levels >= 1. This is OHDB's "two disk components" and RocksDB's
-//! `wal_dir`/`db_paths`. Each table records a path id in the manifest, so a table is found
-//! where it was written even if the options change later.
+//! Every file strata writes has a [`FileKind`]; the placement maps the kind to a [`PathId`],
+//! and the path id to a directory. The database directory holds CURRENT, LOCK and manifests;
+//! `wal_dir` (default: the database directory) holds WALs; L0 tables go to the database
+//! directory and tables of levels >= 1 to `level_dir` (default: the database directory).
+//! This is OHDB's "two disk components" and RocksDB's `wal_dir`/`db_paths`. Each table records
+//! its path id in the manifest, so a table is found where it was written even if the options
+//! change later. Later techniques add kinds (value-store segments, journals, the persistent
+//! memory region) and path ids here, and nowhere else.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::filename::{self, FileNumber};
 
-/// Path id of the database directory. Persisted in the manifest: never renumber.
-pub const PATH_DB: u8 = 0;
-/// Path id of the directory for levels >= 1. Persisted in the manifest: never renumber.
-pub const PATH_LEVELS: u8 = 1;
+/// A directory slot, as persisted per table in the manifest. On-disk format: never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct PathId(pub u8);
+
+impl PathId {
+    /// The database directory.
+    pub const DB: PathId = PathId(0);
+    /// The directory of tables of levels >= 1 (`Options::level_dir`).
+    pub const LEVELS: PathId = PathId(1);
+    /// The WAL directory (`Options::wal_dir`). Not persisted: WALs are found by listing it.
+    pub const WAL: PathId = PathId(2);
+}
+
+impl fmt::Display for PathId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a file is, for placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A write-ahead log.
+    Wal,
+    /// A manifest, CURRENT, LOCK and their temporaries.
+    Manifest,
+    /// A table of level 0.
+    L0Table,
+    /// A table of a level >= 1.
+    LevelTable,
+}
+
+impl FileKind {
+    /// The kind of a table written for `level`.
+    pub fn table(level: usize) -> FileKind {
+        if level == 0 {
+            FileKind::L0Table
+        } else {
+            FileKind::LevelTable
+        }
+    }
+}
 
 /// Maps file kinds to directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +75,37 @@ impl Placement {
         }
     }
 
-    /// The database directory (CURRENT, LOCK, manifests, L0 tables).
+    /// The path id new files of `kind` get. A kind whose directory is the database
+    /// directory gets [`PathId::DB`], so a table's record does not depend on whether a
+    /// separate directory was configured but happened to be the same.
+    pub fn path_id(&self, kind: FileKind) -> PathId {
+        let id = match kind {
+            FileKind::Manifest | FileKind::L0Table => PathId::DB,
+            FileKind::Wal => PathId::WAL,
+            FileKind::LevelTable => PathId::LEVELS,
+        };
+        if id != PathId::DB && self.dir(id) == self.db_dir {
+            PathId::DB
+        } else {
+            id
+        }
+    }
+
+    /// The directory of path id `id` (unknown ids: the database directory).
+    pub fn dir(&self, id: PathId) -> &Path {
+        match id {
+            PathId::LEVELS => &self.level_dir,
+            PathId::WAL => &self.wal_dir,
+            _ => &self.db_dir,
+        }
+    }
+
+    /// The directory new files of `kind` go to.
+    pub fn dir_of(&self, kind: FileKind) -> &Path {
+        self.dir(self.path_id(kind))
+    }
+
+    /// The database directory (CURRENT, LOCK, manifests).
     pub fn db_dir(&self) -> &Path {
         &self.db_dir
     }
@@ -54,41 +126,52 @@ impl Placement {
         v
     }
 
-    /// The path id new tables of `level` get.
-    pub fn path_id_for_level(&self, level: usize) -> u8 {
-        if level == 0 || self.level_dir == self.db_dir {
-            PATH_DB
-        } else {
-            PATH_LEVELS
-        }
-    }
-
-    /// The directory of path id `id`.
-    pub fn dir_of(&self, id: u8) -> &Path {
-        if id == PATH_LEVELS {
-            &self.level_dir
-        } else {
-            &self.db_dir
-        }
-    }
-
     /// Full path of table `n` stored under path id `id`.
-    pub fn table_path(&self, n: FileNumber, id: u8) -> PathBuf {
-        self.dir_of(id).join(filename::table_name(n))
+    pub fn table_path(&self, n: FileNumber, id: PathId) -> PathBuf {
+        self.dir(id).join(filename::table_name(n))
     }
 
     /// Full path of WAL `n`.
     pub fn wal_path(&self, n: FileNumber) -> PathBuf {
-        self.wal_dir.join(filename::wal_name(n))
+        self.dir_of(FileKind::Wal).join(filename::wal_name(n))
     }
 
     /// Full path of manifest `n`.
     pub fn manifest_path(&self, n: FileNumber) -> PathBuf {
-        self.db_dir.join(filename::manifest_name(n))
+        self.dir_of(FileKind::Manifest)
+            .join(filename::manifest_name(n))
     }
 
     /// Full path of CURRENT.
     pub fn current_path(&self) -> PathBuf {
-        self.db_dir.join(filename::CURRENT)
+        self.dir_of(FileKind::Manifest).join(filename::CURRENT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_their_directories() {
+        let p = Placement::new(
+            Path::new("/a"),
+            Some(Path::new("/w")),
+            Some(Path::new("/l")),
+        );
+        assert_eq!(p.dir_of(FileKind::Wal), Path::new("/w"));
+        assert_eq!(p.dir_of(FileKind::Manifest), Path::new("/a"));
+        assert_eq!(p.dir_of(FileKind::L0Table), Path::new("/a"));
+        assert_eq!(p.path_id(FileKind::table(3)), PathId::LEVELS);
+        assert_eq!(p.dir(PathId::LEVELS), Path::new("/l"));
+        assert_eq!(p.dirs().len(), 3);
+        // One directory: every table is recorded under the database directory's id.
+        let one = Placement::new(Path::new("/a"), None, None);
+        assert_eq!(one.path_id(FileKind::table(3)), PathId::DB);
+        assert_eq!(one.path_id(FileKind::table(0)), PathId::DB);
+        assert_eq!(one.dirs(), vec![Path::new("/a")]);
+        // A table written under id 1 is looked for in level_dir even when reopened without
+        // one (which then is the database directory).
+        assert_eq!(one.dir(PathId::LEVELS), Path::new("/a"));
     }
 }

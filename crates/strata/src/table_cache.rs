@@ -6,12 +6,14 @@
 use std::sync::Arc;
 
 use crate::cache::ClockCache;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
+use crate::key::{self, ValueKind};
+use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::sst::{BlockCache, Table};
-use crate::version::FileMeta;
 
 /// Cache of open tables.
 pub struct TableCache {
@@ -52,13 +54,26 @@ impl TableCache {
         Ok(t)
     }
 
+    /// The newest version of `user_key` in table `f` at or below the sequence of `target`
+    /// (its seek key), if the table holds one.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` naming the table.
+    pub fn get(&self, f: &FileMeta, target: &[u8], user_key: &[u8]) -> Result<Option<Lookup>> {
+        let t = self.table(f)?;
+        let Some((k, v)) = t.get(target, user_key)? else {
+            return Ok(None);
+        };
+        let p = key::parse(&k)
+            .ok_or_else(|| Error::corruption(t.path(), 0, "malformed internal key"))?;
+        Ok(Some(match p.kind {
+            ValueKind::Put => Lookup::Value(v),
+            ValueKind::Delete => Lookup::Deleted,
+        }))
+    }
+
     /// Forgets table `n` (its file is being deleted).
     pub fn evict(&self, n: FileNumber) {
         self.tables.remove(&n);
-    }
-
-    /// The shared block cache, if any.
-    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
-        self.block_cache.as_ref()
     }
 }

@@ -4,8 +4,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs, RealFs};
-use strata::version::VersionEdit;
-use strata::wal::LogWriter;
+use strata::internals::version::VersionEdit;
+use strata::internals::wal::LogWriter;
 use strata::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::TempDir;
 

@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::batch::WriteBatch;
 use strata::fs::{Fs, MemFs};
-use strata::iter::InternalIterator;
-use strata::key::{self, SeqNo, ValueKind};
-use strata::sst::block::Block;
-use strata::sst::{Table, TableBuilder, TableOptions};
-use strata::version::VersionEdit;
-use strata::wal::{LogEvent, LogReader, LogWriter};
+use strata::internals::iter::InternalIterator;
+use strata::internals::key::{self, SeqNo, ValueKind};
+use strata::internals::sst::block::Block;
+use strata::internals::sst::{Table, TableBuilder, TableOptions};
+use strata::internals::version::VersionEdit;
+use strata::internals::wal::{LogEvent, LogReader, LogWriter};
+use strata::WriteBatch;
 use strata_testkit::Rng;
 
 fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
@@ -116,9 +116,9 @@ fn logs_batches_and_edits_survive_garbage() {
     let mut batch = WriteBatch::new();
     batch.put(b"a", b"1").delete(b"b");
     let edit = VersionEdit {
-        log_number: Some(strata::filename::FileNumber(3)),
+        log_number: Some(strata::internals::filename::FileNumber(3)),
         last_sequence: Some(SeqNo(9)),
-        deleted_files: vec![(1, strata::filename::FileNumber(2))],
+        deleted_files: vec![(1, strata::internals::filename::FileNumber(2))],
         ..Default::default()
     };
     for _ in 0..20 {

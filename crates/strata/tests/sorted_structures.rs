@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs};
-use strata::iter::InternalIterator;
-use strata::key::{self, SeqNo, ValueKind};
-use strata::memtable::MemTable;
-use strata::sst::block::{Block, BlockBuilder};
-use strata::sst::{Compression, Table, TableBuilder, TableOptions};
+use strata::internals::iter::InternalIterator;
+use strata::internals::key::{self, SeqNo, ValueKind};
+use strata::internals::memtable::MemTable;
+use strata::internals::sst::block::{Block, BlockBuilder};
+use strata::internals::sst::{Compression, Table, TableBuilder, TableOptions};
 use strata::{Db, Options, ReadOptions};
 use strata_testkit::Rng;
 

@@ -1,5 +1,7 @@
-//! Background threads: a flush thread and compaction threads (HyperLevelDB's split, so a flush
-//! never waits behind a compaction's I/O), or one shared thread that flushes first (LevelDB).
+//! Background threads and the policy that schedules them: a flush thread and compaction
+//! threads (HyperLevelDB's split, so a flush never waits behind a compaction's I/O), or one
+//! shared thread that flushes first (LevelDB). What runs next is decided in one place,
+//! [`next_job`]; later kinds of background work (value-store GC) join it there.
 //!
 //! Each job runs inside `catch_unwind`: an error or a panic poisons the database (writes fail
 //! with `Poisoned`, reads go on) instead of taking the process down or losing data silently.
@@ -8,7 +10,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::db::{lock, DbInner};
+use crate::compaction::Compaction;
+use crate::db::{lock, DbInner, State};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Starts the threads the options ask for.
@@ -16,16 +19,16 @@ pub(crate) fn start(db: &Arc<DbInner>) {
     let mut threads = lock(&db.threads);
     if db.opts.separate_flush_thread {
         let d = db.clone();
-        threads.push(spawn("strata-flush", move || flush_loop(&d)));
+        threads.push(spawn("strata-flush", move || work(&d, Worker::Flush)));
         for i in 0..db.opts.max_background_compactions {
             let d = db.clone();
             threads.push(spawn(&format!("strata-compact-{i}"), move || {
-                compaction_loop(&d, false)
+                work(&d, Worker::Compaction)
             }));
         }
     } else {
         let d = db.clone();
-        threads.push(spawn("strata-bg", move || compaction_loop(&d, true)));
+        threads.push(spawn("strata-bg", move || work(&d, Worker::Shared)));
     }
 }
 
@@ -58,69 +61,88 @@ fn guarded(db: &DbInner, what: &str, job: impl FnOnce() -> Result<()>) {
     db.poison(&err);
 }
 
-fn flush_step(db: &DbInner) {
-    guarded(db, "flush", || crate::db::flush_one_pub(db));
-    let mut st = lock(&db.state);
-    st.flush_running = false;
-    drop(st);
-    crate::db::delete_obsolete_pub(db);
+/// What a background thread may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Worker {
+    /// Flushes only (HyperLevelDB's memtable-compaction thread).
+    Flush,
+    /// Compactions only.
+    Compaction,
+    /// Both, one at a time (LevelDB's single background thread).
+    Shared,
 }
 
-fn flush_loop(db: &DbInner) {
-    loop {
-        let mut st = lock(&db.state);
-        while !db.shutting_down.load(Ordering::Acquire)
-            && (st.imms.is_empty() || st.bg_error.is_some())
-        {
-            st = db
-                .bg_cv
-                .wait(st)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        if db.shutting_down.load(Ordering::Acquire) {
-            return;
-        }
-        st.flush_running = true;
-        drop(st);
-        flush_step(db);
+impl Worker {
+    fn flushes(self) -> bool {
+        self != Worker::Compaction
+    }
+
+    fn compacts(self) -> bool {
+        self != Worker::Flush
     }
 }
 
-fn compaction_loop(db: &DbInner, also_flush: bool) {
+/// A unit of background work.
+enum Job {
+    Flush,
+    Compaction(Compaction),
+}
+
+/// The scheduling policy: the one place that decides what a thread runs next. A waiting
+/// immutable memtable goes first (a full memtable stops writes, a compaction only slows
+/// them); then the most urgent compaction the picker finds. Marks what it hands out as
+/// running (`flush_running`, busy inputs).
+fn next_job(db: &DbInner, worker: Worker) -> Option<Job> {
+    if worker.flushes() {
+        let mut st = lock(&db.state);
+        if flush_due(&st) {
+            st.flush_running = true;
+            return Some(Job::Flush);
+        }
+    }
+    if worker.compacts() {
+        return db.pick_compaction().map(Job::Compaction);
+    }
+    None
+}
+
+/// Whether a flush can start. REQUIRES: `state` locked.
+fn flush_due(st: &State) -> bool {
+    !st.imms.is_empty() && st.bg_error.is_none() && !st.flush_running
+}
+
+/// A background thread: runs jobs the policy hands `worker` until shutdown; sleeps while
+/// there is none.
+fn work(db: &DbInner, worker: Worker) {
     loop {
-        {
-            let mut st = lock(&db.state);
-            if db.shutting_down.load(Ordering::Acquire) {
-                return;
-            }
-            if also_flush && !st.imms.is_empty() && st.bg_error.is_none() {
-                st.flush_running = true;
-                drop(st);
-                flush_step(db);
-                continue;
-            }
-        }
-        // NB: read before picking, so progress made while we pick wakes us up below.
+        // NB: read before asking for a job, so progress made meanwhile wakes us below.
         let progress = lock(&db.state).progress;
-        if let Some(c) = crate::db::pick_background_pub(db) {
-            guarded(db, "compaction", || crate::db::run_compaction_pub(db, &c));
-            crate::db::delete_obsolete_pub(db);
-            continue;
+        if db.shutting_down.load(Ordering::Acquire) {
+            return;
         }
-        let st = lock(&db.state);
-        if db.shutting_down.load(Ordering::Acquire)
-            || (also_flush && !st.imms.is_empty() && st.bg_error.is_none())
-        {
-            continue;
+        match next_job(db, worker) {
+            Some(Job::Flush) => {
+                guarded(db, "flush", || db.flush_one());
+                lock(&db.state).flush_running = false;
+                db.delete_obsolete_files();
+            }
+            Some(Job::Compaction(c)) => {
+                guarded(db, "compaction", || db.run_compaction(&c));
+                db.delete_obsolete_files();
+            }
+            None => {
+                // Sleep until something changes (a flush, a compaction, a write switching
+                // memtables) or a flush this worker may take is due.
+                let st = lock(&db.state);
+                let _st = db
+                    .bg_cv
+                    .wait_while(st, |s| {
+                        !db.shutting_down.load(Ordering::Acquire)
+                            && s.progress == progress
+                            && !(worker.flushes() && flush_due(s))
+                    })
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
         }
-        // Sleep until something changes (a flush, a compaction, a write switching memtables).
-        let _st = db
-            .bg_cv
-            .wait_while(st, |s| {
-                !db.shutting_down.load(Ordering::Acquire)
-                    && s.progress == progress
-                    && (!also_flush || s.imms.is_empty())
-            })
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
 }

@@ -11,78 +11,16 @@ use std::sync::Arc;
 
 use super::picker::Compaction;
 use crate::error::{Error, Result};
+use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{self, SeqNo, ValueKind};
-use crate::placement::Placement;
+use crate::key::{self, SeqNo};
+use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
-use crate::version::{file_meta_from, level_iterator, FileMeta, Version};
-
-/// Decides which versions of each key survive a flush or compaction.
-pub struct VersionFilter {
-    /// Live snapshots, ascending.
-    snapshots: Vec<SeqNo>,
-    current_key: Vec<u8>,
-    has_key: bool,
-    last_stripe: Option<usize>,
-}
-
-/// The filter's verdict on one entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Write it out.
-    Keep,
-    /// A newer version of the key is visible to every reader that could see this one.
-    Hidden,
-    /// A tombstone nobody needs any more.
-    ObsoleteTombstone,
-}
-
-impl VersionFilter {
-    /// A filter for the given live snapshots (any order).
-    pub fn new(mut snapshots: Vec<SeqNo>) -> Self {
-        snapshots.sort();
-        snapshots.dedup();
-        VersionFilter {
-            snapshots,
-            current_key: Vec::new(),
-            has_key: false,
-            last_stripe: None,
-        }
-    }
-
-    /// Judges the next entry, in internal-key order. `bottom(user_key)` says whether no deeper
-    /// data can hold the key (tombstones are dropped only then).
-    pub fn judge(
-        &mut self,
-        user_key: &[u8],
-        seq: SeqNo,
-        kind: ValueKind,
-        bottom: impl FnOnce() -> bool,
-    ) -> Verdict {
-        if !self.has_key || self.current_key != user_key {
-            self.current_key.clear();
-            self.current_key.extend_from_slice(user_key);
-            self.has_key = true;
-            self.last_stripe = None;
-        }
-        // Stripe i holds sequences in (snapshots[i-1], snapshots[i]]; the last stripe is
-        // everything newer than every snapshot.
-        let stripe = self.snapshots.partition_point(|&s| s < seq);
-        if self.last_stripe == Some(stripe) {
-            return Verdict::Hidden;
-        }
-        self.last_stripe = Some(stripe);
-        if kind == ValueKind::Delete && stripe == 0 && bottom() {
-            // Every reader sees this tombstone, and all older versions are in stripe 0 too,
-            // so they are dropped as hidden: the key simply disappears.
-            return Verdict::ObsoleteTombstone;
-        }
-        Verdict::Keep
-    }
-}
+use crate::version::{level_iterator, Version};
+use crate::version_filter::{Verdict, VersionFilter};
 
 /// What a compaction produced.
 #[derive(Debug, Default)]
@@ -138,9 +76,9 @@ impl CompactionJob<'_> {
         let c = self.compaction;
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
-            for f in &c.inputs {
-                children.push(Box::new(self.tables.table(f)?.iter()));
-            }
+            self.version
+                .l0
+                .input_iterators(&c.inputs, self.tables, &mut children)?;
         } else {
             children.push(Box::new(level_iterator(
                 Arc::new(c.inputs.clone()),
@@ -159,7 +97,7 @@ impl CompactionJob<'_> {
             ..Default::default()
         };
         let mut filter = VersionFilter::new(self.snapshots.clone());
-        let path_id = self.placement.path_id_for_level(c.output_level);
+        let path_id = self.placement.path_id(FileKind::table(c.output_level));
         let mut current: Option<Output> = None;
         let mut gp_index = 0usize;
         let mut gp_overlap = 0u64;
@@ -231,7 +169,7 @@ impl CompactionJob<'_> {
         input.status()?;
         self.finish_output(current.take(), path_id, &mut out)?;
         if !out.files.is_empty() {
-            self.fs.sync_dir(self.placement.dir_of(path_id))?;
+            self.fs.sync_dir(self.placement.dir(path_id))?;
         }
         Ok(out)
     }
@@ -239,7 +177,7 @@ impl CompactionJob<'_> {
     fn finish_output(
         &self,
         o: Option<Output>,
-        path_id: u8,
+        path_id: PathId,
         out: &mut CompactionOutput,
     ) -> Result<()> {
         let Some(o) = o else { return Ok(()) };
@@ -250,67 +188,9 @@ impl CompactionJob<'_> {
             .finish()
             .map_err(|e| e.context(o.path.display()))?;
         out.bytes_written += props.file_size;
-        out.files
-            .push(file_meta_from(o.number, path_id, &props, smallest, largest));
+        out.files.push(FileMeta::from_properties(
+            o.number, path_id, &props, smallest, largest,
+        ));
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(
-        snapshots: Vec<u64>,
-        entries: &[(&str, u64, ValueKind)],
-        bottom: bool,
-    ) -> Vec<(String, u64)> {
-        let mut f = VersionFilter::new(snapshots.into_iter().map(SeqNo).collect());
-        entries
-            .iter()
-            .filter(|(k, s, kind)| {
-                f.judge(k.as_bytes(), SeqNo(*s), *kind, || bottom) == Verdict::Keep
-            })
-            .map(|(k, s, _)| (k.to_string(), *s))
-            .collect()
-    }
-
-    use ValueKind::{Delete as D, Put as P};
-
-    #[test]
-    fn keeps_newest_per_stripe() {
-        let e = [
-            ("a", 9, P),
-            ("a", 7, P),
-            ("a", 5, P),
-            ("a", 3, P),
-            ("b", 4, P),
-        ];
-        assert_eq!(
-            run(vec![], &e, true),
-            vec![("a".into(), 9), ("b".into(), 4)]
-        );
-        // Snapshot 6 sees a@5; snapshot 3 sees a@3.
-        assert_eq!(
-            run(vec![6, 3], &e, true),
-            vec![
-                ("a".into(), 9),
-                ("a".into(), 5),
-                ("a".into(), 3),
-                ("b".into(), 4)
-            ]
-        );
-    }
-
-    #[test]
-    fn tombstones_dropped_only_when_safe() {
-        let e = [("a", 9, D), ("a", 5, P)];
-        assert_eq!(run(vec![], &e, true), vec![]);
-        assert_eq!(run(vec![], &e, false), vec![("a".into(), 9)]);
-        // A snapshot at 6 still sees a@5, so the tombstone must stay to hide it from newer reads.
-        assert_eq!(
-            run(vec![6], &e, true),
-            vec![("a".into(), 9), ("a".into(), 5)]
-        );
     }
 }

@@ -5,5 +5,5 @@
 pub mod job;
 pub mod picker;
 
-pub use job::{CompactionJob, CompactionOutput, VersionFilter};
-pub use picker::{Compaction, CompactionReason, PickContext};
+pub use job::CompactionJob;
+pub use picker::{Compaction, PickContext};

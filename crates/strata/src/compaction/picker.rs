@@ -4,12 +4,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::key;
-use crate::l0::Level0;
 use crate::options::{CompactionPriority, Options};
-use crate::placement::Placement;
-use crate::version::{FileMeta, Version};
+use crate::placement::{FileKind, Placement};
+use crate::version::Version;
 
 /// Why a compaction was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ impl PickContext<'_> {
         let trivial_move = inputs.len() == 1
             && next_inputs.is_empty()
             && gp_bytes <= self.max_grandparent_overlap()
-            && self.placement.path_id_for_level(output_level) == inputs[0].path_id;
+            && self.placement.path_id(FileKind::table(output_level)) == inputs[0].path_id;
         Some(Compaction {
             level,
             output_level,
@@ -132,8 +132,8 @@ pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
 }
 
 /// Scores of every level that may be compacted, highest first.
-pub fn scores(v: &Version, opts: &Options, l0: &dyn Level0) -> Vec<(usize, f64)> {
-    let mut s = vec![(0, l0.score(v, opts))];
+pub fn scores(v: &Version, opts: &Options) -> Vec<(usize, f64)> {
+    let mut s = vec![(0, v.l0.score(v.files(0), opts))];
     for level in 1..v.num_levels() - 1 {
         s.push((level, level_score(v, opts, level)));
     }
@@ -160,8 +160,8 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
 /// manifest record, and leaving L1 oversized while L0 keeps winning on score makes every
 /// L0 -> L1 merge rewrite the excess again (1 KiB fillrandom: L1 grew to 2.5x its target
 /// with its files trivially movable into an empty L2).
-pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
-    let scored = scores(ctx.version, ctx.opts, l0);
+pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
+    let scored = scores(ctx.version, ctx.opts);
     for &(level, score) in &scored {
         if level >= 1 && score >= 1.0 {
             if let Some(c) = pick_level(ctx, level).filter(|c| c.trivial_move) {
@@ -174,7 +174,7 @@ pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
             break;
         }
         let c = if level == 0 {
-            l0.pick(ctx)
+            pick_l0(ctx, CompactionReason::L0Trigger)
         } else {
             pick_level(ctx, level)
         };
@@ -182,14 +182,21 @@ pub fn pick(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
             return c;
         }
     }
-    pick_read_triggered(ctx, l0)
+    pick_read_triggered(ctx)
+}
+
+/// The L0 -> L1 compaction the L0 layout picks, with the L1 files it overlaps.
+pub fn pick_l0(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compaction> {
+    let v = ctx.version;
+    let inputs = v.l0.pick(v.files(0), ctx.busy, ctx.opts)?;
+    ctx.finish(0, inputs, reason)
 }
 
 /// A table whose read charges reached its allowance (`Options::read_compaction_bytes`),
 /// pushed one level down: only when nothing else is due, as LevelDB orders its seek
 /// compactions after size compactions. An L0 table is pushed down the way the L0 layout
 /// pushes L0 down (for `Flat`, with every other L0 table); a table of the last level never.
-pub fn pick_read_triggered(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Compaction> {
+pub fn pick_read_triggered(ctx: &PickContext<'_>) -> Option<Compaction> {
     ctx.opts.allowed_read_charges(0)?;
     let charged = |f: &Arc<FileMeta>| {
         ctx.opts
@@ -197,8 +204,7 @@ pub fn pick_read_triggered(ctx: &PickContext<'_>, l0: &dyn Level0) -> Option<Com
             .is_some_and(|allowed| f.read_charges.get() >= allowed)
     };
     if ctx.version.files(0).iter().any(charged) {
-        if let Some(mut c) = l0.pick(ctx) {
-            c.reason = CompactionReason::Reads;
+        if let Some(c) = pick_l0(ctx, CompactionReason::Reads) {
             return Some(c);
         }
     }
@@ -264,7 +270,7 @@ pub fn pick_manual(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Option<Compaction> {
-    let inputs = ctx.version.overlapping(level, lo, hi);
+    let inputs = ctx.version.manual_inputs(level, lo, hi);
     if inputs.is_empty() {
         return None;
     }

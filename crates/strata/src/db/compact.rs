@@ -11,45 +11,50 @@ use crate::filename::{self, FileNumber, FileType};
 use crate::stats::{Stats, MAX_LEVELS};
 use crate::version::VersionEdit;
 
-/// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
-pub(crate) fn pick_background(db: &DbInner) -> Option<Compaction> {
-    let versions = lock(&db.versions);
-    let mut st = lock(&db.state);
-    if st.bg_error.is_some() {
-        return None;
+impl DbInner {
+    /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
+    pub(crate) fn pick_compaction(&self) -> Option<Compaction> {
+        let db = self;
+        let versions = lock(&db.versions);
+        let mut st = lock(&db.state);
+        if st.bg_error.is_some() {
+            return None;
+        }
+        let v = versions.current();
+        let pointers: Vec<Vec<u8>> = (0..v.num_levels())
+            .map(|l| versions.compact_pointer(l).to_vec())
+            .collect();
+        let ctx = PickContext {
+            version: &v,
+            opts: &db.opts,
+            busy: &st.busy,
+            compact_pointers: &pointers,
+            placement: &db.placement,
+        };
+        let c = picker::pick(&ctx)?;
+        for f in c.all_inputs() {
+            st.busy.insert(f.number);
+        }
+        st.compactions_running += 1;
+        Some(c)
     }
-    let v = versions.current();
-    let pointers: Vec<Vec<u8>> = (0..v.num_levels())
-        .map(|l| versions.compact_pointer(l).to_vec())
-        .collect();
-    let ctx = PickContext {
-        version: &v,
-        opts: &db.opts,
-        busy: &st.busy,
-        compact_pointers: &pointers,
-        placement: &db.placement,
-    };
-    let c = picker::pick(&ctx, &*db.l0)?;
-    for f in c.all_inputs() {
-        st.busy.insert(f.number);
-    }
-    st.compactions_running += 1;
-    Some(c)
-}
 
-/// Runs and installs `c`, then releases its inputs. Errors poison the database.
-pub(crate) fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
-    let result = execute(db, c);
-    let mut st = lock(&db.state);
-    for f in c.all_inputs() {
-        st.busy.remove(&f.number);
+    /// Runs and installs `c`, then releases its inputs. The caller poisons the database
+    /// on error.
+    pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let db = self;
+        let result = execute(db, c);
+        let mut st = lock(&db.state);
+        for f in c.all_inputs() {
+            st.busy.remove(&f.number);
+        }
+        st.compactions_running -= 1;
+        st.progress += 1;
+        drop(st);
+        db.done_cv.notify_all();
+        db.bg_cv.notify_all();
+        result
     }
-    st.compactions_running -= 1;
-    st.progress += 1;
-    drop(st);
-    db.done_cv.notify_all();
-    db.bg_cv.notify_all();
-    result
 }
 
 fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
@@ -160,7 +165,7 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
                     return Err(Error::new(ErrorKind::Closed, "database is closing"));
                 }
                 let v = versions.current();
-                if v.overlapping(level, lo, hi).is_empty() {
+                if v.manual_inputs(level, lo, hi).is_empty() {
                     break;
                 }
                 let ctx = PickContext {
@@ -190,12 +195,12 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
                 }
             };
             if let Some(c) = picked {
-                let r = run_compaction(db, &c);
+                let r = db.run_compaction(&c);
                 if let Err(e) = &r {
                     db.poison(e);
                 }
                 r?;
-                delete_obsolete_files(db);
+                db.delete_obsolete_files();
                 // The range's files of this level were all pushed down (picked together).
                 break;
             }
@@ -204,39 +209,42 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     Ok(())
 }
 
-/// Deletes tables no live version needs, WALs older than the oldest needed one, and old
-/// manifests. Never runs once the database is poisoned (the durable state is then unknown).
-pub(crate) fn delete_obsolete_files(db: &DbInner) {
-    if lock(&db.state).bg_error.is_some() {
-        return;
-    }
-    let (live, log_number, manifest, next) = {
-        let mut versions = lock(&db.versions);
-        // NB: `next` is read with the live set: files numbered from it on may be outputs of
-        // jobs that started after this point and must not be touched.
-        let next = FileNumber(db.next_file.load(Ordering::SeqCst));
-        (
-            versions.live_tables(),
-            versions.log_number(),
-            versions.manifest_number(),
-            next,
-        )
-    };
-    for dir in db.placement.dirs() {
-        let Ok(names) = db.fs.list(dir) else { continue };
-        for name in names {
-            let doomed = match filename::parse(&name) {
-                Some(FileType::Table(n)) => n < next && !live.contains(&n),
-                Some(FileType::Wal(n)) => n < log_number,
-                Some(FileType::Manifest(n)) => n < manifest,
-                _ => false,
-            };
-            if doomed {
-                if let Some(FileType::Table(n)) = filename::parse(&name) {
-                    db.tables.evict(n);
+impl DbInner {
+    /// Deletes tables no live version needs, WALs older than the oldest needed one, and old
+    /// manifests. Never runs once the database is poisoned (the durable state is then unknown).
+    pub(crate) fn delete_obsolete_files(&self) {
+        let db = self;
+        if lock(&db.state).bg_error.is_some() {
+            return;
+        }
+        let (live, log_number, manifest, next) = {
+            let mut versions = lock(&db.versions);
+            // NB: `next` is read with the live set: files numbered from it on may be outputs of
+            // jobs that started after this point and must not be touched.
+            let next = FileNumber(db.next_file.load(Ordering::SeqCst));
+            (
+                versions.live_tables(),
+                versions.log_number(),
+                versions.manifest_number(),
+                next,
+            )
+        };
+        for dir in db.placement.dirs() {
+            let Ok(names) = db.fs.list(dir) else { continue };
+            for name in names {
+                let doomed = match filename::parse(&name) {
+                    Some(FileType::Table(n)) => n < next && !live.contains(&n),
+                    Some(FileType::Wal(n)) => n < log_number,
+                    Some(FileType::Manifest(n)) => n < manifest,
+                    _ => false,
+                };
+                if doomed {
+                    if let Some(FileType::Table(n)) = filename::parse(&name) {
+                        db.tables.evict(n);
+                    }
+                    // A failed delete only wastes space; the next pass retries.
+                    let _ = db.fs.remove(&dir.join(&name));
                 }
-                // A failed delete only wastes space; the next pass retries.
-                let _ = db.fs.remove(&dir.join(&name));
             }
         }
     }

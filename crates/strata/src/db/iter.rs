@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
+use crate::file_meta::FileMeta;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::options::ReadOptions;
@@ -154,14 +155,12 @@ impl DbIterator {
             return;
         }
         let v = &self.sv.version;
-        let mut searched: Option<&crate::version::FileMeta> = None;
-        for f in v.files(0) {
-            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
-                if let Some(newer) = searched.replace(f) {
-                    self.db.charge_read(newer);
-                }
+        let mut searched: Option<&Arc<FileMeta>> = None;
+        v.l0.seek_sources(v.files(0), user_key, &mut |f| {
+            if let Some(newer) = searched.replace(f) {
+                self.db.charge_read(newer);
             }
-        }
+        });
         for level in 1..v.num_levels() {
             if let Some(f) = v.file_holding(level, user_key) {
                 if let Some(shallower) = searched.replace(f) {

@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::fs;
 use crate::key::SeqNo;
+use crate::l0::Ingest;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::placement::Placement;
@@ -85,7 +86,16 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_writer = super::write::start_wal(wal_file, last_seq)?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_seq);
+    // A new database, or one whose L0 is empty, takes the configured layout at once; one
+    // whose L0 holds tables of another layout is migrated below, before anything else runs.
+    let configured = crate::l0::configured(&opts);
+    let recorded = versions.current().l0.clone();
+    let migrate = recorded.kind() != configured.kind();
+    if migrate && versions.current().files(0).is_empty() && edit.new_files.is_empty() {
+        edit.l0_layout = Some(configured.record());
+    }
     let version = versions.log_and_apply(edit)?;
+    let migrate = migrate && version.l0.kind() != configured.kind();
     let next_file = versions.file_number_counter();
     let mem = Arc::new(MemTable::new(wal_number.0));
     let sv = Arc::new(SuperVersion {
@@ -94,7 +104,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         version,
     });
     let db = Arc::new(DbInner {
-        l0: crate::l0::layout(opts.l0_layout),
         fs,
         placement,
         tables,
@@ -130,9 +139,58 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts,
     });
     delete_leftovers(&db);
-    super::compact::delete_obsolete_files(&db);
+    if migrate {
+        migrate_l0(&db)?;
+    }
+    db.delete_obsolete_files();
     crate::bg::start(&db);
     Ok(db)
+}
+
+/// Moves a database to the configured L0 layout: every L0 table of the recorded layout is
+/// compacted into L1, then the new layout is recorded. Runs at open, before the background
+/// threads start, so nothing adds to L0 meanwhile. A crash in between leaves either the old
+/// layout (with or without its L0) or the new one: the next open resumes.
+fn migrate_l0(db: &DbInner) -> Result<()> {
+    let configured = crate::l0::configured(&db.opts);
+    let v = lock(&db.versions).current();
+    let from = v.l0.kind();
+    if !v.files(0).is_empty() {
+        let busy = std::collections::HashSet::new();
+        let ctx = crate::compaction::PickContext {
+            version: &v,
+            opts: &db.opts,
+            busy: &busy,
+            compact_pointers: &[],
+            placement: &db.placement,
+        };
+        let c = crate::compaction::picker::pick_manual(&ctx, 0, None, None).ok_or_else(|| {
+            Error::invalid(format!(
+                "cannot open a database whose L0 layout is {from:?} with l0_layout = {:?}: \
+                 its L0 cannot be compacted away",
+                configured.kind()
+            ))
+        })?;
+        lock(&db.state).compactions_running += 1;
+        db.run_compaction(&c)
+            .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
+    }
+    let mut versions = lock(&db.versions);
+    if !versions.current().files(0).is_empty() {
+        return Err(Error::invalid(format!(
+            "cannot open a database whose L0 layout is {from:?} with l0_layout = {:?}: \
+             L0 still holds tables after compacting it",
+            configured.kind()
+        )));
+    }
+    let edit = VersionEdit {
+        l0_layout: Some(configured.record()),
+        ..Default::default()
+    };
+    let v = versions.log_and_apply(edit)?;
+    let mut st = lock(&db.state);
+    DbInner::install_super_version(&mut st, v);
+    Ok(())
 }
 
 /// Temporary files are only ever in flight while a database is open.
@@ -293,6 +351,7 @@ fn hole(opts: &Options, path: &Path, what: &str, stop: &mut bool) -> Result<()> 
     }
 }
 
+/// Writes a memtable rebuilt from WALs into L0, through the recovered version's layout.
 fn flush_recovered(
     opts: &Options,
     placement: &Placement,
@@ -300,14 +359,18 @@ fn flush_recovered(
     mem: &Arc<MemTable>,
     edit: &mut VersionEdit,
 ) -> Result<()> {
-    let number = versions.new_file_number();
-    let table_opts = crate::sst::TableOptions::from(opts);
+    let layout = versions.current().l0.clone();
+    let mut new_number = || versions.new_file_number();
     // No snapshots exist during recovery: only the newest version of each key is kept.
-    if let Some(meta) =
-        super::flush::build_l0_table(&*opts.fs, placement, table_opts, Vec::new(), mem, number)?
-    {
-        edit.new_files.push((0, meta));
-    }
+    let mut job = Ingest {
+        fs: &*opts.fs,
+        placement,
+        table_opts: crate::sst::TableOptions::from(opts),
+        snapshots: Vec::new(),
+        new_file_number: &mut new_number,
+    };
+    let tables = layout.ingest(&mut job, mem)?;
+    edit.new_files.extend(tables.into_iter().map(|m| (0, m)));
     Ok(())
 }
 

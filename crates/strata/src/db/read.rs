@@ -1,9 +1,10 @@
-//! Point reads: memtable, immutable memtables (newest first), L0 tables (newest first), then
-//! one table per deeper level. The first version found at or below the read sequence wins.
+//! Point reads: memtable, immutable memtables (newest first), L0 (as its layout searches
+//! it), then one table per deeper level. The first version found at or below the read
+//! sequence wins.
 
 use super::DbInner;
-use crate::error::{Error, Result};
-use crate::key::{self, SeqNo, ValueKind};
+use crate::error::Result;
+use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
 use crate::options::ReadOptions;
 use crate::version::{FileMeta, Version};
@@ -33,25 +34,12 @@ fn get_from_version(
     seq: SeqNo,
 ) -> Result<Option<Vec<u8>>> {
     let target = key::seek_key(user_key, seq);
-    let decide = |found: Option<(Vec<u8>, Vec<u8>)>,
-                  path: &std::path::Path|
-     -> Result<Option<Option<Vec<u8>>>> {
-        let Some((k, v)) = found else { return Ok(None) };
-        let p =
-            key::parse(&k).ok_or_else(|| Error::corruption(path, 0, "malformed internal key"))?;
-        Ok(Some(match p.kind {
-            ValueKind::Put => Some(v),
-            ValueKind::Delete => None,
-        }))
+    let decide = |found: Lookup| match found {
+        Lookup::Value(v) => Some(v),
+        Lookup::Deleted => None,
     };
-    for f in v.files(0) {
-        if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
-            continue;
-        }
-        let t = db.tables.table(f)?;
-        if let Some(r) = decide(t.get(&target, user_key)?, t.path())? {
-            return Ok(r);
-        }
+    if let Some(found) = v.l0.get(v.files(0), &db.tables, &target, user_key)? {
+        return Ok(decide(found));
     }
     // The last table of a sorted level this read searched: charged if the read has to go on
     // to a deeper level, so every such table searched in vain is (read-triggered
@@ -70,9 +58,8 @@ fn get_from_version(
         if let Some(shallower) = searched.replace(f) {
             db.charge_read(shallower);
         }
-        let t = db.tables.table(f)?;
-        if let Some(r) = decide(t.get(&target, user_key)?, t.path())? {
-            return Ok(r);
+        if let Some(found) = db.tables.get(f, &target, user_key)? {
+            return Ok(decide(found));
         }
     }
     Ok(None)

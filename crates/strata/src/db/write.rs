@@ -230,12 +230,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Err(Error::new(ErrorKind::Closed, "database is closing"));
         }
         let v = st.super_version.version.clone();
-        let runs = db.l0.sorted_runs(&v);
+        let l0 = v.l0.pressure(v.files(0), &db.opts);
         let pending = picker::pending_compaction_bytes(&v, &db.opts);
-        if allow_delay
-            && (runs >= db.opts.level0_slowdown_writes_trigger
-                || pending >= db.opts.soft_pending_compaction_bytes_limit)
-        {
+        if allow_delay && (l0.slows() || pending >= db.opts.soft_pending_compaction_bytes_limit) {
             // Give compaction room, once per write: pace writes to `delayed_write_rate`
             // (sleeping once a millisecond of debt has built up), or with a rate of 0 sleep
             // 1 ms per write as LevelDB does.
@@ -270,7 +267,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Ok(st.mem.clone());
         }
         let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number
-            || runs >= db.opts.level0_stop_writes_trigger
+            || l0.stops()
             || pending >= db.opts.hard_pending_compaction_bytes_limit;
         if stop {
             let t = Instant::now();

@@ -1,36 +1,166 @@
-//! [`Flat`]: each flush adds one L0 table; L0 -> L1 takes every L0 table at once.
+//! [`Flat`]: LevelDB's and RocksDB's L0. Each flush adds one table; tables may overlap and
+//! are kept newest first; L0 -> L1 takes every L0 table at once.
 
-use crate::compaction::{Compaction, CompactionReason, PickContext};
-use crate::options::Options;
-use crate::version::Version;
+use std::collections::HashSet;
+use std::sync::Arc;
 
-use super::Level0;
+use super::{Ingest, Level0, Pressure};
+use crate::error::{Error, Result};
+use crate::file_meta::FileMeta;
+use crate::filename::FileNumber;
+use crate::iter::{EmptyIterator, InternalIterator};
+use crate::memtable::{Lookup, MemTable};
+use crate::options::{L0Layout, Options};
+use crate::table_cache::TableCache;
 
-/// LevelDB/RocksDB's L0: a list of possibly overlapping tables, newest first.
+/// A list of possibly overlapping tables, newest first.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Flat;
 
 impl Level0 for Flat {
-    fn name(&self) -> &'static str {
-        "flat"
+    fn kind(&self) -> L0Layout {
+        L0Layout::Flat
     }
 
-    fn sorted_runs(&self, v: &Version) -> usize {
-        v.files(0).len()
+    fn arrange(&self, files: &mut Vec<Arc<FileMeta>>) -> Result<()> {
+        // Newest first: a table's newest entry decides its place; numbers break ties
+        // (a later flush gets a higher number).
+        files.sort_by(|a, b| {
+            b.largest_seq
+                .cmp(&a.largest_seq)
+                .then(b.number.cmp(&a.number))
+        });
+        if let Some(w) = files.windows(2).find(|w| w[0].number == w[1].number) {
+            return Err(Error::corrupt(format!(
+                "file {} is twice in level 0",
+                w[0].number
+            )));
+        }
+        Ok(())
     }
 
-    fn score(&self, v: &Version, opts: &Options) -> f64 {
-        v.files(0).len() as f64 / opts.level0_file_num_compaction_trigger as f64
+    fn ingest(&self, job: &mut Ingest<'_>, mem: &Arc<MemTable>) -> Result<Vec<FileMeta>> {
+        let Some(table) = job.write_table(mem, None, None)? else {
+            return Ok(Vec::new());
+        };
+        job.sync_dir()?;
+        Ok(vec![table])
     }
 
-    fn pick(&self, ctx: &PickContext<'_>) -> Option<Compaction> {
-        let files = ctx.version.files(0);
+    fn get(
+        &self,
+        files: &[Arc<FileMeta>],
+        tables: &TableCache,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Lookup>> {
+        for f in files {
+            if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
+                continue;
+            }
+            if let Some(found) = tables.get(f, target, user_key)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn iterators(
+        &self,
+        files: &[Arc<FileMeta>],
+        tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) {
+        for f in files {
+            match tables.table(f) {
+                Ok(t) => out.push(Box::new(t.iter())),
+                Err(e) => out.push(Box::new(EmptyIterator(Err(e)))),
+            }
+        }
+    }
+
+    fn input_iterators(
+        &self,
+        inputs: &[Arc<FileMeta>],
+        tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()> {
+        for f in inputs {
+            out.push(Box::new(tables.table(f)?.iter()));
+        }
+        Ok(())
+    }
+
+    fn seek_sources<'a>(
+        &self,
+        files: &'a [Arc<FileMeta>],
+        user_key: &[u8],
+        visit: &mut dyn FnMut(&'a Arc<FileMeta>),
+    ) {
+        for f in files {
+            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
+                visit(f);
+            }
+        }
+    }
+
+    fn pressure(&self, files: &[Arc<FileMeta>], opts: &Options) -> Pressure {
+        // Every table is a sorted run a read may have to visit.
+        Pressure {
+            level: files.len(),
+            slowdown: opts.level0_slowdown_writes_trigger,
+            stop: opts.level0_stop_writes_trigger,
+        }
+    }
+
+    fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64 {
+        files.len() as f64 / opts.level0_file_num_compaction_trigger as f64
+    }
+
+    fn pick(
+        &self,
+        files: &[Arc<FileMeta>],
+        busy: &HashSet<FileNumber>,
+        _opts: &Options,
+    ) -> Option<Vec<Arc<FileMeta>>> {
         // One L0 compaction at a time: a second one could reorder versions of a key.
-        if files.is_empty() || files.iter().any(|f| ctx.busy.contains(&f.number)) {
+        if files.is_empty() || files.iter().any(|f| busy.contains(&f.number)) {
             return None;
         }
         // Every L0 file: all are older than anything flushed later, so newer versions of a key
         // never stay behind in L0 while older ones move down.
-        ctx.finish(0, files.to_vec(), CompactionReason::L0Trigger)
+        Some(files.to_vec())
+    }
+
+    fn manual_inputs(
+        &self,
+        files: &[Arc<FileMeta>],
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        // The range is widened until it covers every overlapping file transitively, so that
+        // all versions of a key in L0 move together.
+        let (mut lo, mut hi) = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
+        loop {
+            let picked: Vec<Arc<FileMeta>> = files
+                .iter()
+                .filter(|f| f.overlaps(lo.as_deref(), hi.as_deref()))
+                .cloned()
+                .collect();
+            let mut widened = false;
+            for f in &picked {
+                if lo.as_deref().is_some_and(|l| f.smallest_user_key() < l) {
+                    lo = Some(f.smallest_user_key().to_vec());
+                    widened = true;
+                }
+                if hi.as_deref().is_some_and(|h| f.largest_user_key() > h) {
+                    hi = Some(f.largest_user_key().to_vec());
+                    widened = true;
+                }
+            }
+            if !widened {
+                return picked;
+            }
+        }
     }
 }

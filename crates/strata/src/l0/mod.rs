@@ -1,30 +1,277 @@
-//! Level-0 layouts. The rest of the engine asks the layout how many sorted runs L0 holds
-//! (for write stalls), how urgent an L0 compaction is, and which L0 -> L1 compaction to run.
-//! [`Flat`] is LevelDB's layout; OHDB's buckets and MatrixKV's matrix come with later issues.
+//! Level-0 layouts: the one place that knows how level 0 is arranged.
+//!
+//! A layout ([`Level0`]) owns L0 end to end: it turns an immutable memtable into L0 tables
+//! (flush and WAL recovery), orders and checks L0's files when a version is built, answers
+//! point lookups and gives iterators over L0 (user reads and compaction inputs), says which
+//! L0 tables a seek positions in (read-triggered compaction), picks what moves from L0 to L1
+//! (by its own trigger, by reads, or for `compact_range`), and measures the write pressure L0
+//! puts on the write path. The rest of the engine never looks inside L0.
+//!
+//! The layout in force is part of each [`Version`](crate::version::Version) and is recorded
+//! in the manifest with its persistent state ([`L0Record`]), so a database is always read
+//! with the layout that wrote it (docs/format/manifest.md, "L0 layout").
+//!
+//! [`Flat`] is LevelDB's layout; OHDB's buckets (`l0/buckets.rs`) and MatrixKV's matrix
+//! (`l0/matrix/`) come with their issues, each in its own file or folder.
+//!
+//! A layout must never: write outside the `Ingest` it is given, keep mutable state outside
+//! its record (a layout is immutable; a change of state is a new layout in a new version),
+//! or let a point read see an older version of a key while a newer one sits in L0.
 
 mod flat;
 
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
 pub use flat::Flat;
 
-use crate::compaction::{Compaction, PickContext};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file_meta::FileMeta;
+use crate::filename::FileNumber;
+use crate::fs::Fs;
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo};
+use crate::memtable::{Lookup, MemTable};
 use crate::options::{L0Layout, Options};
-use crate::version::Version;
+use crate::placement::{FileKind, Placement};
+use crate::sst::{TableBuilder, TableOptions};
+use crate::table_cache::TableCache;
+use crate::version_filter::{Verdict, VersionFilter};
 
-/// A layout of level 0.
-pub trait Level0: Send + Sync + std::fmt::Debug {
-    /// Short name for stats and logs.
-    fn name(&self) -> &'static str;
-    /// Sorted runs a point read may have to visit in L0 (drives slowdown/stop triggers).
-    fn sorted_runs(&self, v: &Version) -> usize;
+/// A layout of level 0. Every method that looks at L0 gets its files (`files`, in the
+/// order [`Level0::arrange`] left them) from the version the caller holds.
+pub(crate) trait Level0: Send + Sync + fmt::Debug {
+    /// Which layout this is.
+    fn kind(&self) -> L0Layout;
+
+    /// The layout and its persistent state, as the manifest records it.
+    fn record(&self) -> L0Record {
+        L0Record {
+            layout: layout_id(self.kind()),
+            state: Vec::new(),
+        }
+    }
+
+    /// The manifest format feature this layout needs a reader to know, if any (listed in
+    /// `SUPPORTED_FEATURES` of the builds that do).
+    fn feature(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Orders L0's files after an edit and checks the layout's invariants.
+    ///
+    /// # Errors
+    /// `Corruption` when the files break them (a manifest the layout did not write).
+    fn arrange(&self, files: &mut Vec<Arc<FileMeta>>) -> Result<()>;
+
+    /// Writes the immutable memtable `mem` as L0 tables, synced with their directory.
+    /// Returns the tables written (none if nothing survived the snapshots).
+    ///
+    /// # Errors
+    /// I/O errors; tables written before the error are left for obsolete-file cleanup.
+    fn ingest(&self, job: &mut Ingest<'_>, mem: &Arc<MemTable>) -> Result<Vec<FileMeta>>;
+
+    /// The newest version of `user_key` in L0 at or below the sequence of `target`.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` from the tables searched.
+    fn get(
+        &self,
+        files: &[Arc<FileMeta>],
+        tables: &TableCache,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Lookup>>;
+
+    /// Appends iterators that together cover every L0 entry (a user read's sources).
+    fn iterators(
+        &self,
+        files: &[Arc<FileMeta>],
+        tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    );
+
+    /// Appends iterators over `inputs`, L0 files a compaction takes.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` opening the tables.
+    fn input_iterators(
+        &self,
+        inputs: &[Arc<FileMeta>],
+        tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()>;
+
+    /// Calls `visit` for each L0 table a seek to `user_key` positions in, newest first
+    /// (read-triggered compaction charges all but the deepest source a seek searched).
+    fn seek_sources<'a>(
+        &self,
+        files: &'a [Arc<FileMeta>],
+        user_key: &[u8],
+        visit: &mut dyn FnMut(&'a Arc<FileMeta>),
+    );
+
+    /// How hard L0 presses on the write path, and where writes slow down and stop.
+    fn pressure(&self, files: &[Arc<FileMeta>], opts: &Options) -> Pressure;
+
     /// Compaction urgency of L0; >= 1 means compact now.
-    fn score(&self, v: &Version, opts: &Options) -> f64;
-    /// The L0 -> L1 compaction to run, if one is possible now.
-    fn pick(&self, ctx: &PickContext<'_>) -> Option<Compaction>;
+    fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
+
+    /// The L0 files to move into L1 now, if any can move (`busy` files are inputs of
+    /// running compactions). The compaction picker adds the L1 side.
+    fn pick(
+        &self,
+        files: &[Arc<FileMeta>],
+        busy: &HashSet<FileNumber>,
+        opts: &Options,
+    ) -> Option<Vec<Arc<FileMeta>>>;
+
+    /// The L0 files a manual compaction of [`lo`, `hi`] (user keys, `None` = unbounded)
+    /// must move together; empty if none overlaps.
+    fn manual_inputs(
+        &self,
+        files: &[Arc<FileMeta>],
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>>;
 }
 
-/// The layout configured by `layout`.
-pub fn layout(layout: L0Layout) -> Box<dyn Level0> {
+/// Write pressure from L0 in a layout's own unit (for `Flat`, sorted runs; for a matrix,
+/// container pages): writes slow down at `slowdown` and stop at `stop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pressure {
+    /// The current pressure.
+    pub level: usize,
+    /// Writes are slowed down from this level on.
+    pub slowdown: usize,
+    /// Writes stop from this level on, until compaction lowers it.
+    pub stop: usize,
+}
+
+impl Pressure {
+    /// Whether writes must be slowed down.
+    pub fn slows(&self) -> bool {
+        self.level >= self.slowdown
+    }
+
+    /// Whether writes must stop.
+    pub fn stops(&self) -> bool {
+        self.level >= self.stop
+    }
+}
+
+/// An L0 layout as the manifest records it: the layout's id and its persistent state (empty
+/// for `Flat`; bucket boundaries and row tables for the layouts to come).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct L0Record {
+    /// The layout (see [`layout_id`]).
+    pub layout: u32,
+    /// Layout-defined bytes.
+    pub state: Vec<u8>,
+}
+
+/// The persisted id of `layout`. On-disk format: never renumber.
+pub(crate) fn layout_id(layout: L0Layout) -> u32 {
     match layout {
-        L0Layout::Flat => Box::new(Flat),
+        L0Layout::Flat => 0,
+    }
+}
+
+/// A flat L0 (the layout of a manifest that records none).
+pub(crate) fn flat() -> Arc<dyn Level0> {
+    Arc::new(Flat)
+}
+
+/// The layout the options ask for, in its initial state.
+pub(crate) fn configured(opts: &Options) -> Arc<dyn Level0> {
+    match opts.l0_layout {
+        L0Layout::Flat => flat(),
+    }
+}
+
+/// The layout a manifest record describes.
+///
+/// # Errors
+/// `NotSupported` naming the layout id when this build does not know it; `Corruption` when
+/// its state does not decode.
+pub(crate) fn from_record(rec: &L0Record) -> Result<Arc<dyn Level0>> {
+    match rec.layout {
+        0 if rec.state.is_empty() => Ok(flat()),
+        0 => Err(Error::corrupt("flat L0 layout record carries state")),
+        id => Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("the database's L0 layout (id {id}) is not known to this build"),
+        )),
+    }
+}
+
+/// What a layout's ingest writes with: the file system, where tables go, their shape, the
+/// live snapshots, and a source of file numbers (registered as pending outputs).
+pub(crate) struct Ingest<'a> {
+    pub fs: &'a dyn Fs,
+    pub placement: &'a Placement,
+    pub table_opts: TableOptions,
+    pub snapshots: Vec<SeqNo>,
+    pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
+}
+
+impl Ingest<'_> {
+    /// Writes the entries of `mem` from user key `from` (inclusive; `None` = the start) up
+    /// to `to` (exclusive; `None` = the end) as one L0 table, dropping versions no snapshot
+    /// needs (tombstones are kept: older versions may live below). `None` if nothing is left.
+    /// The table is synced; its directory is not (see [`Ingest::sync_dir`]).
+    ///
+    /// # Errors
+    /// I/O errors; `Corruption` for a malformed memtable key.
+    pub fn write_table(
+        &mut self,
+        mem: &Arc<MemTable>,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Result<Option<FileMeta>> {
+        let path_id = self.placement.path_id(FileKind::L0Table);
+        let mut filter = VersionFilter::new(self.snapshots.clone());
+        let mut it = mem.iter();
+        match from {
+            Some(k) => it.seek(&key::seek_key(k, SeqNo::MAX)),
+            None => it.seek_to_first(),
+        }
+        let mut out: Option<(TableBuilder, FileNumber)> = None;
+        while it.valid() {
+            let p = key::parse(it.key())
+                .ok_or_else(|| Error::corrupt("memtable holds a malformed key"))?;
+            if to.is_some_and(|to| p.user_key >= to) {
+                break;
+            }
+            if filter.judge(p.user_key, p.seq, p.kind, || false) == Verdict::Keep {
+                if out.is_none() {
+                    let number = (self.new_file_number)();
+                    let path = self.placement.table_path(number, path_id);
+                    let file = self.fs.create(&path)?;
+                    out = Some((TableBuilder::new(file, path, self.table_opts), number));
+                }
+                if let Some((b, _)) = out.as_mut() {
+                    b.add(it.key(), it.value())?;
+                }
+            }
+            it.next();
+        }
+        let Some((b, number)) = out else {
+            return Ok(None);
+        };
+        let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
+        let props = b.finish()?;
+        Ok(Some(FileMeta::from_properties(
+            number, path_id, &props, smallest, largest,
+        )))
+    }
+
+    /// Syncs the L0 directory, so the tables written are found after a crash.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn sync_dir(&self) -> Result<()> {
+        self.fs.sync_dir(self.placement.dir_of(FileKind::L0Table))
     }
 }

@@ -41,17 +41,6 @@ impl Default for TableOptions {
     }
 }
 
-impl From<&crate::options::Options> for TableOptions {
-    fn from(o: &crate::options::Options) -> Self {
-        TableOptions {
-            block_size: o.block_size,
-            block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: o.bloom_bits_per_key,
-            compression: o.compression,
-        }
-    }
-}
-
 /// Builds one table file.
 pub struct TableBuilder {
     file: Box<dyn WritableFile>,

@@ -12,7 +12,11 @@ use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::key::SeqNo;
 
-use super::version::FileMeta;
+pub use crate::l0::L0Record;
+
+use crate::error::ErrorKind;
+use crate::file_meta::FileMeta;
+use crate::placement::PathId;
 
 const TAG_LOG_NUMBER: u32 = 1;
 const TAG_NEXT_FILE_NUMBER: u32 = 2;
@@ -21,12 +25,23 @@ const TAG_COMPACT_POINTER: u32 = 4;
 const TAG_DELETED_FILE: u32 = 5;
 const TAG_NEW_FILE: u32 = 6;
 const TAG_FORMAT_VERSION: u32 = 7;
+const TAG_L0_LAYOUT: u32 = 8;
+const TAG_FEATURE: u32 = 9;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
+
+/// Format features this build reads. A manifest names every feature its database uses
+/// (in the first edit of each manifest, and in the edit that starts using one); a build
+/// that meets a feature not listed here refuses the database, naming the feature.
+pub const SUPPORTED_FEATURES: &[&str] = &[];
 
 /// A change to the version: files added and removed, counters advanced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VersionEdit {
+    /// Format features the database uses from this edit on (encoded first).
+    pub features: Vec<String>,
+    /// The L0 layout and its persistent state, from this edit on.
+    pub l0_layout: Option<L0Record>,
     /// WALs numbered below this are no longer needed.
     pub log_number: Option<FileNumber>,
     /// The next file number to hand out.
@@ -47,6 +62,10 @@ impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
+        for f in &self.features {
+            put_varint32(&mut b, TAG_FEATURE);
+            put_length_prefixed(&mut b, f.as_bytes());
+        }
         if let Some(v) = self.format_version {
             put_varint32(&mut b, TAG_FORMAT_VERSION);
             put_varint32(&mut b, v);
@@ -63,6 +82,11 @@ impl VersionEdit {
             put_varint32(&mut b, TAG_LAST_SEQUENCE);
             put_varint64(&mut b, s.0);
         }
+        if let Some(r) = &self.l0_layout {
+            put_varint32(&mut b, TAG_L0_LAYOUT);
+            put_varint32(&mut b, r.layout);
+            put_length_prefixed(&mut b, &r.state);
+        }
         for (level, key) in &self.compact_pointers {
             put_varint32(&mut b, TAG_COMPACT_POINTER);
             put_varint32(&mut b, *level as u32);
@@ -77,7 +101,7 @@ impl VersionEdit {
             put_varint32(&mut b, TAG_NEW_FILE);
             put_varint32(&mut b, *level as u32);
             put_varint64(&mut b, f.number.0);
-            b.push(f.path_id);
+            b.push(f.path_id.0);
             put_varint64(&mut b, f.size);
             put_length_prefixed(&mut b, &f.smallest);
             put_length_prefixed(&mut b, &f.largest);
@@ -92,13 +116,35 @@ impl VersionEdit {
     /// Decodes an edit.
     ///
     /// # Errors
-    /// `Corruption` describing the first malformed field (the caller adds file and offset).
+    /// `NotSupported` naming a feature this build lacks (features come first, so this is
+    /// reported before any field the feature may have added); otherwise `Corruption`
+    /// describing the first malformed field (the caller adds file and offset).
     pub fn decode(mut src: &[u8]) -> Result<VersionEdit> {
         let mut e = VersionEdit::default();
         let bad = |what: &str| Error::corrupt(format!("version edit: {what}"));
         while !src.is_empty() {
             let tag = get_varint32(&mut src).ok_or_else(|| bad("bad tag"))?;
             match tag {
+                TAG_FEATURE => {
+                    let f = get_length_prefixed(&mut src).ok_or_else(|| bad("feature"))?;
+                    let f = String::from_utf8_lossy(f).into_owned();
+                    if !SUPPORTED_FEATURES.contains(&f.as_str()) {
+                        return Err(Error::new(
+                            ErrorKind::NotSupported,
+                            format!("the database uses format feature {f:?}, which this build does not support"),
+                        ));
+                    }
+                    e.features.push(f);
+                }
+                TAG_L0_LAYOUT => {
+                    let layout = get_varint32(&mut src).ok_or_else(|| bad("L0 layout id"))?;
+                    let state =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("L0 layout state"))?;
+                    e.l0_layout = Some(L0Record {
+                        layout,
+                        state: state.to_vec(),
+                    });
+                }
                 TAG_FORMAT_VERSION => {
                     e.format_version =
                         Some(get_varint32(&mut src).ok_or_else(|| bad("format version"))?)
@@ -152,7 +198,7 @@ impl VersionEdit {
                             level,
                             FileMeta {
                                 number,
-                                path_id,
+                                path_id: PathId(path_id),
                                 size,
                                 smallest,
                                 largest,
@@ -189,13 +235,18 @@ mod tests {
             next_file_number: Some(FileNumber(12)),
             last_sequence: Some(SeqNo(999)),
             format_version: Some(1),
+            features: Vec::new(),
+            l0_layout: Some(L0Record {
+                layout: 0,
+                state: b"state".to_vec(),
+            }),
             compact_pointers: vec![(2, internal_key(b"m", SeqNo(3), ValueKind::Put))],
             deleted_files: vec![(1, FileNumber(4))],
             new_files: vec![(
                 3,
                 FileMeta {
                     number: FileNumber(11),
-                    path_id: 1,
+                    path_id: PathId::LEVELS,
                     size: 4096,
                     smallest: internal_key(b"a", SeqNo(5), ValueKind::Put),
                     largest: internal_key(b"z", SeqNo(6), ValueKind::Delete),
@@ -220,5 +271,16 @@ mod tests {
         let mut ign = vec![70, 2, 9, 9];
         ign.extend_from_slice(&enc);
         assert_eq!(VersionEdit::decode(&ign).unwrap(), e);
+    }
+
+    #[test]
+    fn an_unknown_feature_is_refused_by_name() {
+        let e = VersionEdit {
+            features: vec!["from-the-future".into()],
+            ..Default::default()
+        };
+        let err = VersionEdit::decode(&e.encode()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotSupported);
+        assert!(err.message().contains("from-the-future"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 //! (docs/format/manifest.md).
 
 mod edit;
+mod level_iter;
 mod set;
 #[allow(
     clippy::module_inception,
@@ -9,6 +10,8 @@ mod set;
 )]
 mod version;
 
-pub use edit::VersionEdit;
-pub use set::{file_meta_from, Recovered, VersionSet, MANIFEST_FORMAT_VERSION};
-pub use version::{level_iterator, FileMeta, ReadCharges, Version};
+pub use crate::file_meta::FileMeta;
+pub use edit::{L0Record, VersionEdit};
+pub use level_iter::level_iterator;
+pub use set::VersionSet;
+pub use version::Version;

@@ -7,21 +7,24 @@
 //! Lock order: `VersionSet` before the database state mutex.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
-use super::version::{FileMeta, Version};
+use super::version::Version;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber};
 use crate::fs::{self, Fs};
 use crate::key::{self, SeqNo};
+use crate::l0;
 use crate::placement::Placement;
 use crate::wal::{LogEvent, LogReader, LogWriter};
 
-/// The manifest format version this build writes and the highest it reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// The manifest format version this build writes and the highest it reads. Version 2 added
+/// the L0 layout record and format features (docs/format/manifest.md); a version-1 manifest
+/// has neither and describes a flat L0.
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
 /// The live version and its manifest.
 pub struct VersionSet {
@@ -79,11 +82,18 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
         }
         Arc::make_mut(&mut v.levels[*level]).push(Arc::new(f.clone()));
     }
-    Arc::make_mut(&mut v.levels[0]).sort_by(|a, b| {
-        b.largest_seq
-            .cmp(&a.largest_seq)
-            .then(b.number.cmp(&a.number))
-    });
+    if let Some(rec) = &edit.l0_layout {
+        if rec != &v.l0.record() {
+            if !v.files(0).is_empty() && rec.layout != v.l0.record().layout {
+                return Err(Error::corrupt(
+                    "edit changes the L0 layout while level 0 holds tables",
+                ));
+            }
+            v.l0 = l0::from_record(rec)?;
+        }
+    }
+    let layout = v.l0.clone();
+    layout.arrange(Arc::make_mut(&mut v.levels[0]))?;
     for level in 1..num_levels {
         let files = Arc::make_mut(&mut v.levels[level]);
         files.sort_by(|a, b| key::compare(&a.smallest, &b.smallest));
@@ -97,6 +107,11 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
         }
     }
     Ok(v)
+}
+
+/// The format features `v` uses (see `SUPPORTED_FEATURES`).
+fn features_of(v: &Version) -> Vec<String> {
+    v.l0.feature().into_iter().map(str::to_string).collect()
 }
 
 impl VersionSet {
@@ -153,8 +168,12 @@ impl VersionSet {
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
-                    let edit = VersionEdit::decode(&data)
-                        .map_err(|e| Error::corruption(&path, offset, e.message()))?;
+                    let edit = VersionEdit::decode(&data).map_err(|e| match e.kind() {
+                        ErrorKind::NotSupported => {
+                            Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                        }
+                        _ => Error::corruption(&path, offset, e.message()),
+                    })?;
                     if let Some(fv) = edit.format_version {
                         if fv > MANIFEST_FORMAT_VERSION {
                             return Err(Error::new(
@@ -166,8 +185,12 @@ impl VersionSet {
                             ));
                         }
                     }
-                    v = apply(&v, &edit, self.num_levels)
-                        .map_err(|e| Error::corruption(&path, offset, e.message()))?;
+                    v = apply(&v, &edit, self.num_levels).map_err(|e| match e.kind() {
+                        ErrorKind::NotSupported => {
+                            Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                        }
+                        _ => Error::corruption(&path, offset, e.message()),
+                    })?;
                     log_number = edit.log_number.or(log_number);
                     next_file = edit.next_file_number.or(next_file);
                     last_seq = edit.last_sequence.or(last_seq);
@@ -223,6 +246,8 @@ impl VersionSet {
         let path = self.placement.manifest_path(n);
         let mut w = LogWriter::new(self.fs.create(&path)?);
         let mut snap = VersionEdit {
+            features: features_of(&self.current),
+            l0_layout: Some(self.current.l0.record()),
             format_version: Some(MANIFEST_FORMAT_VERSION),
             log_number: Some(self.log_number),
             next_file_number: Some(FileNumber(self.next_file_number.load(Ordering::SeqCst))),
@@ -258,6 +283,10 @@ impl VersionSet {
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let v = apply(&self.current, &edit, self.num_levels)?;
+        if edit.l0_layout.is_some() {
+            // Named with the record that starts using them, before it (encoded first).
+            edit.features = features_of(&v);
+        }
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -345,11 +374,6 @@ impl VersionSet {
         self.log_number
     }
 
-    /// The last sequence recorded in the manifest.
-    pub fn last_sequence(&self) -> SeqNo {
-        self.last_sequence
-    }
-
     /// The round-robin cursor of `level`.
     pub fn compact_pointer(&self, level: usize) -> &[u8] {
         self.compact_pointers
@@ -400,42 +424,5 @@ impl VersionSet {
             }
         }
         Ok(missing)
-    }
-
-    /// The placement.
-    pub fn placement(&self) -> &Placement {
-        &self.placement
-    }
-
-    /// The manifest's path.
-    pub fn manifest_path(&self) -> PathBuf {
-        self.placement.manifest_path(self.manifest_number)
-    }
-
-    /// Directory of the manifest.
-    pub fn db_dir(&self) -> &Path {
-        self.placement.db_dir()
-    }
-}
-
-/// Convenience for tests and tools: metadata of a finished table.
-pub fn file_meta_from(
-    number: FileNumber,
-    path_id: u8,
-    props: &crate::sst::TableProperties,
-    smallest: Vec<u8>,
-    largest: Vec<u8>,
-) -> FileMeta {
-    FileMeta {
-        number,
-        path_id,
-        size: props.file_size,
-        smallest,
-        largest,
-        smallest_seq: SeqNo(props.smallest_seq),
-        largest_seq: SeqNo(props.largest_seq),
-        num_entries: props.num_entries,
-        num_deletions: props.num_deletions,
-        read_charges: Default::default(),
     }
 }

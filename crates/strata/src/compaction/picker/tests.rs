@@ -6,7 +6,6 @@ use super::*;
 use crate::compaction::picker;
 use crate::filename::FileNumber;
 use crate::key::{internal_key, SeqNo, ValueKind};
-use crate::l0::Flat;
 use crate::options::Options;
 use crate::placement::Placement;
 use crate::version::{FileMeta, Version};
@@ -14,7 +13,7 @@ use crate::version::{FileMeta, Version};
 fn file(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
     Arc::new(FileMeta {
         number: FileNumber(n),
-        path_id: 0,
+        path_id: crate::placement::PathId::DB,
         size,
         smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
         largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
@@ -71,7 +70,7 @@ fn l0_trigger_takes_all_l0_and_overlapping_l1() {
         HashSet::new(),
         Placement::new(Path::new("/db"), None, None),
     );
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!(c.level, 0);
     assert_eq!(c.inputs.len(), 4);
     let next: Vec<u64> = c.next_inputs.iter().map(|f| f.number.0).collect();
@@ -79,7 +78,7 @@ fn l0_trigger_takes_all_l0_and_overlapping_l1() {
     assert!(!c.trivial_move);
     // Busy L0 blocks a second L0 compaction.
     let busy: HashSet<FileNumber> = [FileNumber(9)].into();
-    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p)).is_none());
 }
 
 #[test]
@@ -91,7 +90,7 @@ fn below_trigger_nothing_to_do() {
         HashSet::new(),
         Placement::new(Path::new("/db"), None, None),
     );
-    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p)).is_none());
 }
 
 #[test]
@@ -104,7 +103,7 @@ fn oversized_level_picks_min_overlap_file_and_trivial_moves() {
         HashSet::new(),
         Placement::new(Path::new("/db"), None, None),
     );
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!((c.level, c.inputs[0].number.0), (1, 2));
     assert!(c.trivial_move);
     // With a separate directory for deeper levels, an L0 file never moves trivially.
@@ -159,12 +158,12 @@ fn trivial_moves_go_before_a_higher_scoring_l0() {
         HashSet::new(),
         Placement::new(Path::new("/db"), None, None),
     );
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!(c.level, 1);
     assert!(c.trivial_move);
     // Nothing movable for free (L2 overlaps both): L0, the higher score, goes first.
     v.levels[2] = vec![file(3, "b", "b", 500, 0), file(4, "n", "n", 500, 0)].into();
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!(c.level, 0);
 }
 
@@ -184,19 +183,19 @@ fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() 
     for _ in 0..allowed - 1 {
         v.levels[1][1].read_charges.add();
     }
-    assert!(picker::pick(&ctx(&v, &o, &busy, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &o, &busy, &p)).is_none());
     v.levels[1][1].read_charges.add();
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!(c.reason, CompactionReason::Reads);
     assert_eq!((c.level, c.inputs[0].number), (1, FileNumber(2)));
     assert_eq!(c.next_inputs[0].number, FileNumber(3));
     // A busy candidate is skipped; the last level is never a candidate.
     let busy2: HashSet<FileNumber> = [FileNumber(2)].into();
-    assert!(picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &o, &busy2, &p)).is_none());
     for _ in 0..1000 {
         v.levels[3][0].read_charges.add();
     }
-    assert!(picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &o, &busy2, &p)).is_none());
     // A size-triggered compaction goes first.
     v.levels[0] = vec![
         file(10, "a", "b", 50, 9),
@@ -205,7 +204,7 @@ fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() 
         file(13, "a", "b", 50, 6),
     ]
     .into();
-    let c = picker::pick(&ctx(&v, &o, &busy, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
     assert_eq!(c.reason, CompactionReason::L0Trigger);
     // Disabled: never.
     v.levels[0] = Vec::new().into();
@@ -213,13 +212,13 @@ fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() 
         read_compaction_bytes: 0,
         ..opts()
     };
-    assert!(picker::pick(&ctx(&v, &off, &busy, &p), &Flat).is_none());
+    assert!(picker::pick(&ctx(&v, &off, &busy, &p)).is_none());
     // A charged L0 table brings all of L0 down, below the count trigger.
     v.levels[0] = vec![file(20, "a", "b", 50, 9), file(21, "a", "c", 50, 8)].into();
     for _ in 0..allowed {
         v.levels[0][1].read_charges.add();
     }
-    let c = picker::pick(&ctx(&v, &o, &busy2, &p), &Flat).unwrap();
+    let c = picker::pick(&ctx(&v, &o, &busy2, &p)).unwrap();
     assert_eq!(
         (c.reason, c.level, c.inputs.len()),
         (CompactionReason::Reads, 0, 2)
