@@ -4,8 +4,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs, RealFs};
-use strata::internals::version::VersionEdit;
-use strata::internals::wal::LogWriter;
+use strata::internals::version::{L0Record, VersionEdit};
+use strata::internals::wal::{LogEvent, LogReader, LogWriter};
 use strata::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::TempDir;
 
@@ -129,29 +129,95 @@ fn closed_database_refuses_work() {
     db.close().unwrap();
 }
 
+/// Appends `edit` to the live manifest of the closed database at `/db`.
+fn append_edit(fs: &MemFs, edit: &VersionEdit) {
+    let current = strata::fs::read_all(fs, Path::new("/db/CURRENT")).unwrap();
+    let name = String::from_utf8(current).unwrap();
+    let manifest = Path::new("/db").join(name.trim());
+    // Re-create the file with its content + the edit.
+    let old = strata::fs::read_all(fs, &manifest).unwrap();
+    let mut f = fs.create(&manifest).unwrap();
+    f.append(&old).unwrap();
+    let mut w = LogWriter::new(f);
+    w.add_record(&edit.encode()).unwrap();
+    w.sync().unwrap();
+}
+
+/// Every edit of the live manifest of the closed database at `/db`.
+fn manifest_edits(fs: &MemFs) -> Vec<VersionEdit> {
+    let current = strata::fs::read_all(fs, Path::new("/db/CURRENT")).unwrap();
+    let name = String::from_utf8(current).unwrap();
+    let data = strata::fs::read_all(fs, &Path::new("/db").join(name.trim())).unwrap();
+    let mut r = LogReader::new(data);
+    let mut edits = Vec::new();
+    while let LogEvent::Record { data, .. } = r.next_event() {
+        edits.push(VersionEdit::decode(&data).unwrap());
+    }
+    edits
+}
+
 #[test]
 fn newer_manifest_format_is_refused() {
     let (fs, o) = mem_opts();
     drop(Db::open("/db", o.clone()).unwrap());
-    let current = strata::fs::read_all(&fs, Path::new("/db/CURRENT")).unwrap();
-    let name = String::from_utf8(current).unwrap();
-    let manifest = Path::new("/db").join(name.trim());
-    // Append an edit claiming format version 99 (re-create the file with its content + edit).
-    let old = strata::fs::read_all(&fs, &manifest).unwrap();
-    let mut f = fs.create(&manifest).unwrap();
-    f.append(&old).unwrap();
-    let mut w = LogWriter::new(f);
-    w.add_record(
-        &VersionEdit {
-            format_version: Some(99),
-            ..Default::default()
-        }
-        .encode(),
-    )
-    .unwrap();
-    w.sync().unwrap();
+    let edit = VersionEdit {
+        format_version: Some(99),
+        ..Default::default()
+    };
+    append_edit(&fs, &edit);
     let e = Db::open("/db", o).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
+}
+
+#[test]
+fn a_format_feature_this_build_lacks_is_refused_by_name() {
+    let (fs, o) = mem_opts();
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    drop(db);
+    let edit = VersionEdit {
+        features: vec!["l0-from-the-future".into()],
+        ..Default::default()
+    };
+    append_edit(&fs, &edit);
+    let e = Db::open("/db", o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
+    assert!(e.to_string().contains("l0-from-the-future"), "{e}");
+    assert!(
+        e.to_string().contains("MANIFEST-"),
+        "names the manifest: {e}"
+    );
+}
+
+#[test]
+fn the_l0_layout_is_recorded_and_an_unknown_one_refused() {
+    let (fs, o) = mem_opts();
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    // Each manifest starts with the layout (flat: id 0, no state) and the format version.
+    let first = &manifest_edits(&fs)[0];
+    assert_eq!(first.format_version, Some(2));
+    assert_eq!(
+        first.l0_layout,
+        Some(L0Record {
+            layout: 0,
+            state: Vec::new()
+        })
+    );
+    // A layout this build does not know is refused, never read as flat.
+    let edit = VersionEdit {
+        l0_layout: Some(L0Record {
+            layout: 77,
+            state: b"rows".to_vec(),
+        }),
+        ..Default::default()
+    };
+    append_edit(&fs, &edit);
+    let e = Db::open("/db", o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
+    assert!(e.to_string().contains("id 77"), "{e}");
 }
 
 #[test]

@@ -14,9 +14,8 @@ use crate::version::VersionEdit;
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
     pub(crate) fn pick_compaction(&self) -> Option<Compaction> {
-        let db = self;
-        let versions = lock(&db.versions);
-        let mut st = lock(&db.state);
+        let versions = lock(&self.versions);
+        let mut st = lock(&self.state);
         if st.bg_error.is_some() {
             return None;
         }
@@ -26,10 +25,10 @@ impl DbInner {
             .collect();
         let ctx = PickContext {
             version: &v,
-            opts: &db.opts,
+            opts: &self.opts,
             busy: &st.busy,
             compact_pointers: &pointers,
-            placement: &db.placement,
+            placement: &self.placement,
         };
         let c = picker::pick(&ctx)?;
         for f in c.all_inputs() {
@@ -42,17 +41,16 @@ impl DbInner {
     /// Runs and installs `c`, then releases its inputs. The caller poisons the database
     /// on error.
     pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
-        let db = self;
-        let result = execute(db, c);
-        let mut st = lock(&db.state);
+        let result = execute(self, c);
+        let mut st = lock(&self.state);
         for f in c.all_inputs() {
             st.busy.remove(&f.number);
         }
         st.compactions_running -= 1;
         st.progress += 1;
         drop(st);
-        db.done_cv.notify_all();
-        db.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
         result
     }
 }
@@ -213,15 +211,14 @@ impl DbInner {
     /// Deletes tables no live version needs, WALs older than the oldest needed one, and old
     /// manifests. Never runs once the database is poisoned (the durable state is then unknown).
     pub(crate) fn delete_obsolete_files(&self) {
-        let db = self;
-        if lock(&db.state).bg_error.is_some() {
+        if lock(&self.state).bg_error.is_some() {
             return;
         }
         let (live, log_number, manifest, next) = {
-            let mut versions = lock(&db.versions);
+            let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs of
             // jobs that started after this point and must not be touched.
-            let next = FileNumber(db.next_file.load(Ordering::SeqCst));
+            let next = FileNumber(self.next_file.load(Ordering::SeqCst));
             (
                 versions.live_tables(),
                 versions.log_number(),
@@ -229,8 +226,10 @@ impl DbInner {
                 next,
             )
         };
-        for dir in db.placement.dirs() {
-            let Ok(names) = db.fs.list(dir) else { continue };
+        for dir in self.placement.dirs() {
+            let Ok(names) = self.fs.list(dir) else {
+                continue;
+            };
             for name in names {
                 let doomed = match filename::parse(&name) {
                     Some(FileType::Table(n)) => n < next && !live.contains(&n),
@@ -240,10 +239,10 @@ impl DbInner {
                 };
                 if doomed {
                     if let Some(FileType::Table(n)) = filename::parse(&name) {
-                        db.tables.evict(n);
+                        self.tables.evict(n);
                     }
                     // A failed delete only wastes space; the next pass retries.
-                    let _ = db.fs.remove(&dir.join(&name));
+                    let _ = self.fs.remove(&dir.join(&name));
                 }
             }
         }

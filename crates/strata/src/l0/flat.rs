@@ -164,3 +164,82 @@ impl Level0 for Flat {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{internal_key, SeqNo, ValueKind};
+    use crate::placement::PathId;
+
+    fn file(n: u64, lo: &str, hi: &str, seq: u64) -> Arc<FileMeta> {
+        Arc::new(FileMeta {
+            number: FileNumber(n),
+            path_id: PathId::DB,
+            size: 100,
+            smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
+            largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
+            smallest_seq: SeqNo(seq),
+            largest_seq: SeqNo(seq),
+            num_entries: 1,
+            num_deletions: 0,
+            read_charges: Default::default(),
+        })
+    }
+
+    fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
+        files.iter().map(|f| f.number.0).collect()
+    }
+
+    #[test]
+    fn newest_first_and_no_file_twice() {
+        let mut files = vec![
+            file(1, "a", "b", 5),
+            file(3, "a", "b", 9),
+            file(2, "c", "d", 9),
+        ];
+        Flat.arrange(&mut files).unwrap();
+        assert_eq!(numbers(&files), vec![3, 2, 1]);
+        let mut twice = vec![file(4, "a", "b", 5), file(4, "a", "b", 5)];
+        assert!(Flat.arrange(&mut twice).is_err());
+    }
+
+    #[test]
+    fn manual_inputs_widen_until_every_overlapping_file_is_in() {
+        // [a,c] overlaps [c,f] which overlaps [e,h]; [x,z] stays out.
+        let files = vec![
+            file(1, "a", "c", 1),
+            file(2, "c", "f", 2),
+            file(3, "e", "h", 3),
+            file(4, "x", "z", 4),
+        ];
+        let picked = Flat.manual_inputs(&files, Some(b"a"), Some(b"b"));
+        let mut n = numbers(&picked);
+        n.sort();
+        assert_eq!(n, vec![1, 2, 3]);
+        assert!(Flat
+            .manual_inputs(&files, Some(b"i"), Some(b"w"))
+            .is_empty());
+        assert_eq!(Flat.manual_inputs(&files, None, None).len(), 4);
+    }
+
+    #[test]
+    fn picks_all_of_l0_unless_busy_and_presses_by_table_count() {
+        let files = vec![file(2, "a", "b", 2), file(1, "c", "d", 1)];
+        let o = Options::default();
+        assert_eq!(
+            numbers(&Flat.pick(&files, &HashSet::new(), &o).unwrap()),
+            vec![2, 1]
+        );
+        let busy: HashSet<FileNumber> = [FileNumber(1)].into();
+        assert!(Flat.pick(&files, &busy, &o).is_none());
+        let p = Flat.pressure(&files, &o);
+        assert_eq!(p.level, 2);
+        assert!(!p.slows() && !p.stops());
+        let tight = Options {
+            level0_slowdown_writes_trigger: 2,
+            level0_stop_writes_trigger: 2,
+            ..Options::default()
+        };
+        assert!(Flat.pressure(&files, &tight).stops());
+    }
+}

@@ -165,7 +165,7 @@ impl Pressure {
 /// for `Flat`; bucket boundaries and row tables for the layouts to come).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct L0Record {
-    /// The layout (see [`layout_id`]).
+    /// The layout's persisted id (0 = flat).
     pub layout: u32,
     /// Layout-defined bytes.
     pub state: Vec<u8>,

@@ -84,12 +84,13 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
     }
     if let Some(rec) = &edit.l0_layout {
         if rec != &v.l0.record() {
-            if !v.files(0).is_empty() && rec.layout != v.l0.record().layout {
+            let layout = l0::from_record(rec)?;
+            if !v.files(0).is_empty() && layout.kind() != v.l0.kind() {
                 return Err(Error::corrupt(
                     "edit changes the L0 layout while level 0 holds tables",
                 ));
             }
-            v.l0 = l0::from_record(rec)?;
+            v.l0 = layout;
         }
     }
     let layout = v.l0.clone();
