@@ -122,6 +122,54 @@ fn process_written() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Bytes this process caused to be written to storage so far (Linux `/proc/self/io`
+/// `write_bytes`: counted when a page is dirtied, so writes through memory maps count too;
+/// `cancelled_write_bytes` not subtracted).
+fn process_write_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("write_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The tree's shape at the end of a run: tables, level compactions (merges and moved tables,
+/// by input level, as LevelDB-family logs count them), and the process's `write_bytes`
+/// against the user bytes of every benchmark in the run.
+pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
+    let levels = |v: &[u64]| -> String {
+        let parts: Vec<String> = v
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(l, c)| format!("L{l}:{c}"))
+            .collect();
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(" ")
+        }
+    };
+    let merges: u64 = m.merges_by_input_level.iter().sum();
+    let moves: u64 = m.moved_by_input_level.iter().sum();
+    let mut s = format!(
+        "shape        : tables {} | level compactions {} (merges {}: {}; moved tables {}: {})",
+        m.tables.map_or("?".into(), |t| t.to_string()),
+        merges + moves,
+        merges,
+        levels(&m.merges_by_input_level),
+        moves,
+        levels(&m.moved_by_input_level),
+    );
+    if let Some(w) = process_write_bytes() {
+        s.push_str(&format!(
+            " | process write_bytes {:.1} MiB ({:.2} x user)",
+            w as f64 / 1048576.0,
+            w as f64 / user_bytes.max(1) as f64
+        ));
+    }
+    s
+}
+
 impl Runner {
     /// A runner for `flags` (the database directory is created on first use).
     ///
@@ -229,6 +277,10 @@ impl Runner {
                 }
                 self.results.push(r);
             }
+        }
+        if let Some(e) = self.engine.clone() {
+            let user: u64 = self.results.iter().map(|r| r.user_bytes).sum();
+            println!("{}", shape_line(&e.metrics(), user));
         }
         Ok(())
     }

@@ -27,6 +27,12 @@ pub struct Metrics {
     pub stall_micros: u64,
     /// Value-store garbage-collection bytes (none yet).
     pub gc_bytes: u64,
+    /// Merging compactions by input level (may be empty if unknown).
+    pub merges_by_input_level: Vec<u64>,
+    /// Tables moved down without rewriting, by the level they left.
+    pub moved_by_input_level: Vec<u64>,
+    /// Tables in the tree now, if known.
+    pub tables: Option<u64>,
 }
 
 /// A key-value store under test.
@@ -260,6 +266,9 @@ impl Engine for StrataEngine {
             stalls: s.stalls + s.slowdowns,
             stall_micros: s.stall_micros,
             gc_bytes: 0,
+            merges_by_input_level: s.merges_by_input_level.clone(),
+            moved_by_input_level: s.moved_files_by_input_level.clone(),
+            tables: Some(s.tables() as u64),
         }
     }
 

@@ -7,6 +7,11 @@ mod bench;
 mod engine;
 mod flags;
 mod keys;
+#[cfg_attr(
+    not(any(feature = "rocksdb", feature = "leveldb")),
+    allow(dead_code, reason = "only the peers read LOG files")
+)]
+mod logscan;
 mod peers;
 mod plot;
 mod progress;

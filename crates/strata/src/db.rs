@@ -54,12 +54,43 @@ pub(crate) struct State {
     pub super_version: Arc<SuperVersion>,
     /// Files inputs of running compactions.
     pub busy: HashSet<FileNumber>,
+    /// Per level, running compactions that read or write it (a flushed table is never
+    /// placed in such a level: `Options::max_mem_compaction_level`).
+    pub busy_levels: Vec<usize>,
     /// Set once a background job fails: writes then return `Poisoned`.
     pub bg_error: Option<Error>,
     pub flush_running: bool,
     pub compactions_running: usize,
     /// Bumped after every flush or compaction install (waiters re-check their condition).
     pub progress: u64,
+}
+
+impl State {
+    /// Marks `c`'s input files and both its levels as in use by a running compaction.
+    pub fn start_compaction(&mut self, c: &crate::compaction::Compaction) {
+        for f in c.all_inputs() {
+            self.busy.insert(f.number);
+        }
+        for l in [c.level, c.output_level] {
+            if let Some(n) = self.busy_levels.get_mut(l) {
+                *n += 1;
+            }
+        }
+        self.compactions_running += 1;
+    }
+
+    /// Undoes [`State::start_compaction`] once `c` finished (or failed).
+    pub fn end_compaction(&mut self, c: &crate::compaction::Compaction) {
+        for f in c.all_inputs() {
+            self.busy.remove(&f.number);
+        }
+        for l in [c.level, c.output_level] {
+            if let Some(n) = self.busy_levels.get_mut(l) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        self.compactions_running -= 1;
+    }
 }
 
 /// The current WAL; only the group-commit leader touches it.
@@ -111,6 +142,9 @@ pub(crate) struct DbInner {
     /// Slowed-down writes not yet slept for, in nanoseconds (`delayed_write_rate`); touched
     /// only by the write-queue leader.
     pub delay_debt_nanos: AtomicU64,
+    /// Reads (gets, new iterators) since the last write
+    /// (`Options::read_compaction_min_straight_reads`).
+    pub straight_reads: AtomicU64,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
@@ -159,6 +193,20 @@ impl DbInner {
             return;
         };
         if f.read_charges.add() == allowed {
+            lock(&self.state).progress += 1;
+            self.bg_cv.notify_all();
+        }
+    }
+
+    /// Counts a read (a get or a new iterator) for `read_compaction_min_straight_reads`;
+    /// wakes a compaction thread when the count passes it, since read-triggered
+    /// compactions may run from then on.
+    pub fn count_read(&self) {
+        let min = self.opts.read_compaction_min_straight_reads;
+        if min == 0 {
+            return;
+        }
+        if self.straight_reads.fetch_add(1, Ordering::Relaxed) == min {
             lock(&self.state).progress += 1;
             self.bg_cv.notify_all();
         }

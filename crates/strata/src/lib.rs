@@ -38,7 +38,10 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
-pub use options::{CompactionPriority, L0Layout, Options, ReadOptions, WriteOptions};
+pub use options::{
+    CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options, ReadCharging,
+    ReadOptions, TableCut, WriteOptions, WriteSlowdown,
+};
 pub use sst::Compression;
 pub use stats::StatsSnapshot;
 pub use wal::WalRecoveryMode;

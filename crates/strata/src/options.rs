@@ -27,6 +27,83 @@ pub enum CompactionPriority {
     MinOverlappingRatio,
 }
 
+/// How the targets of levels >= 1 are set, and how a level's urgency (score) is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LevelSizing {
+    /// L1 holds `max_bytes_for_level_base`, each deeper level `max_bytes_for_level_multiplier`
+    /// times the one above; a level's score is its bytes over its target (LevelDB, RocksDB).
+    #[default]
+    Classic,
+    /// HyperLevelDB's table: L1 holds `max_bytes_for_level_base` (128 MiB in its preset),
+    /// L2 4x that, and each deeper level 8x the one above (128 MiB, 512 MiB, 4 GiB, 32 GiB,
+    /// 256 GiB, 2 TiB). A level's score is the larger of bytes / target and tables / (target /
+    /// the mean of the level's smallest and largest output table, see
+    /// [`TableCut::GrandparentBoundaries`]), so a level of few large tables is also over its
+    /// limit: at 3 tables in L1, 31 in L2, 481 in L3 with HyperLevelDB's sizes.
+    /// `max_bytes_for_level_multiplier` is not used.
+    HyperLevelDb,
+}
+
+/// Where a compaction cuts its output into tables. Tables are never cut inside one user key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TableCut {
+    /// At `target_file_size_base` bytes, or sooner once a table overlaps more than
+    /// `max_grandparent_overlap_factor` x `target_file_size_base` bytes of the level below
+    /// the output (LevelDB, RocksDB).
+    #[default]
+    GrandparentOverlap,
+    /// HyperLevelDB's rule: a table written from input level *n* holds at most 64, 64, 32,
+    /// 16, 16, 32, 64 MiB for *n* = 0..6 (times `target_file_size_base` / 64 MiB, so the
+    /// preset's 64 MiB gives exactly those), and once it holds its level's minimum (1 MiB for
+    /// inputs from L0-L3, then 8, 16, 32 MiB; scaled the same way) it is cut wherever its
+    /// keys cross the first or last key of a table of the level below the output.
+    GrandparentBoundaries,
+}
+
+/// Which compaction runs next, and which files it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactionPicker {
+    /// The most urgent level by score (L0 by its layout's trigger), trivial moves out of an
+    /// oversized level first; within a level, one table chosen by `compaction_priority`
+    /// (LevelDB, RocksDB).
+    #[default]
+    Leveled,
+    /// HyperLevelDB's picker: the shallowest level >= 1 over its target and at least as
+    /// urgent as the level below it; L0 (up to 32 tables, oldest first) instead whenever L0 is
+    /// due and L1 is within its target, so L0 gathers tables while L1 drains. Within a level,
+    /// every table that overlaps nothing below moves down at once; otherwise the contiguous run
+    /// of tables with the best ratio of their bytes to the bytes they overlap below, capped at
+    /// 16 times the level's largest output table (see [`TableCut`]); otherwise the table
+    /// that overlaps the fewest tables below.
+    HyperLevelDb,
+}
+
+/// What a write does while L0 presses past its slowdown point (see
+/// `level0_slowdown_writes_trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteSlowdown {
+    /// Writes are paced to `delayed_write_rate` bytes per second (RocksDB), or with a rate of
+    /// 0 each write sleeps 1 ms (LevelDB).
+    #[default]
+    Paced,
+    /// Each write sleeps one microsecond per L0 sorted run above the slowdown point
+    /// (HyperLevelDB): a gentle push-back, not a brake.
+    PerExcessRun,
+}
+
+/// Which tables a point read charges for read-triggered compaction
+/// (`Options::read_compaction_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadCharging {
+    /// Every table of a level >= 1 that a read searched before going on to a deeper level;
+    /// never an L0 table (docs/design/core-engine.md, "Read-triggered compaction").
+    #[default]
+    InVain,
+    /// The first table a read searched, L0 included, when the read had to search a second
+    /// one (LevelDB's and HyperLevelDB's `seek_file`).
+    FirstOfSeveral,
+}
+
 /// The layout of level 0. Later issues add the OHDB bucket and MatrixKV matrix layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum L0Layout {
@@ -63,8 +140,11 @@ pub struct Options {
     /// this many bytes per second, as RocksDB's `delayed_write_rate`. 0 selects LevelDB's
     /// rule instead: every write sleeps 1 ms. Defaults to 16 MiB/s.
     pub delayed_write_rate: u64,
-    /// L0 sorted runs at which writes stop until compaction catches up. Defaults to 36.
+    /// L0 sorted runs at which writes stop until compaction catches up (`usize::MAX`:
+    /// never; writes then wait only for a full set of memtables). Defaults to 36.
     pub level0_stop_writes_trigger: usize,
+    /// What a write does between the slowdown and the stop trigger. Defaults to `Paced`.
+    pub write_slowdown: WriteSlowdown,
     /// Number of levels, L0 included (2..=16). Defaults to 7.
     pub num_levels: usize,
     /// Target total bytes of L1; deeper levels grow by `max_bytes_for_level_multiplier`.
@@ -79,8 +159,24 @@ pub struct Options {
     /// `target_file_size_base` bytes of the grandparent level, bounding future compactions.
     /// Defaults to 10.
     pub max_grandparent_overlap_factor: u64,
-    /// Which file a level compaction starts from. Defaults to `MinOverlappingRatio`.
+    /// Which file a level compaction starts from (with `CompactionPicker::Leveled`).
+    /// Defaults to `MinOverlappingRatio`.
     pub compaction_priority: CompactionPriority,
+    /// Which compaction runs next and what it takes. Defaults to `Leveled`.
+    pub compaction_picker: CompactionPicker,
+    /// How level targets and scores are computed. Defaults to `Classic`.
+    pub level_sizing: LevelSizing,
+    /// Where compaction outputs are cut into tables. Defaults to `GrandparentOverlap`.
+    pub table_cut: TableCut,
+    /// Deepest level a flushed table may be placed in directly, when it overlaps nothing in
+    /// L0 and in every level down to there, and (the level below it) less than
+    /// `max_grandparent_overlap_factor` x `target_file_size_base` bytes (LevelDB's and
+    /// HyperLevelDB's `kMaxMemCompactLevel`, 2 there). Skips L0 -> L1 merges for key ranges
+    /// nobody wrote before (sequential loads), at the price of tables in L1/L2 that later
+    /// compactions must merge around. Never into a level a running compaction reads or
+    /// writes, and never across directories. 0 keeps every flushed table in L0.
+    /// Defaults to 0.
+    pub max_mem_compaction_level: usize,
     /// Read-triggered compaction: a table (not in the last level) that reads consulted in
     /// vain `max(100, size / read_compaction_bytes)` times is compacted into the next level
     /// once no size- or count-triggered compaction is due; an L0 table takes L0 down the way
@@ -91,6 +187,13 @@ pub struct Options {
     /// (LevelDB's seek compaction; docs/design/core-engine.md, "Read-triggered compaction").
     /// 0 disables it. Defaults to 16 KiB (LevelDB's rate); the `rocksdb` preset disables it.
     pub read_compaction_bytes: u64,
+    /// Read-triggered compactions run only after more than this many reads (gets and new
+    /// iterators) in a row with no write between them (HyperLevelDB: 10), so a mixed
+    /// workload's reads do not add compactions to its writes'. 0: no such condition.
+    /// Defaults to 0.
+    pub read_compaction_min_straight_reads: u64,
+    /// Which tables point reads charge. Defaults to `InVain`.
+    pub read_charging: ReadCharging,
     /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
     /// Defaults to 4 KiB.
     pub block_size: usize,
@@ -167,6 +270,7 @@ impl Default for Options {
             level0_file_num_compaction_trigger: 8,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
+            write_slowdown: WriteSlowdown::Paced,
             delayed_write_rate: 16 * MIB as u64,
             num_levels: 7,
             max_bytes_for_level_base: 256 * MIB as u64,
@@ -174,7 +278,13 @@ impl Default for Options {
             target_file_size_base: 64 * MIB as u64,
             max_grandparent_overlap_factor: 10,
             compaction_priority: CompactionPriority::MinOverlappingRatio,
+            compaction_picker: CompactionPicker::Leveled,
+            level_sizing: LevelSizing::Classic,
+            table_cut: TableCut::GrandparentOverlap,
+            max_mem_compaction_level: 0,
             read_compaction_bytes: 16 * KIB as u64,
+            read_compaction_min_straight_reads: 0,
+            read_charging: ReadCharging::InVain,
             block_size: 4 * KIB,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -216,15 +326,33 @@ impl Options {
         }
     }
 
-    /// HyperLevelDB: LevelDB's sizes with a dedicated flush thread (a flush never waits behind
-    /// a compaction), a picker that minimises write amplification, and later write throttling
-    /// (its L0 triggers are higher).
+    /// HyperLevelDB (rescrv/HyperLevelDB, the baseline OHDB is measured against): a flush
+    /// thread of its own beside one compaction thread; 4 MiB memtables, two of them; its level
+    /// table (L1 128 MiB, then x4, x8, ...) scored by bytes and by table count
+    /// ([`LevelSizing::HyperLevelDb`]); tables of 64/64/32/16 MiB by input level cut at
+    /// grandparent boundaries ([`TableCut::GrandparentBoundaries`]); its picker (L0 waits
+    /// while L1 is over its target; trivial moves of every non-overlapping table; best-ratio
+    /// runs; [`CompactionPicker::HyperLevelDb`]); no stop trigger, 1 us per L0 table above 8
+    /// ([`WriteSlowdown::PerExcessRun`]); flushed tables placed down to L2 when they overlap
+    /// nothing; read-triggered compaction only after 10 straight reads, charging the first
+    /// table a read searched when it searched two ([`ReadCharging::FirstOfSeveral`]). No bloom filter, 8 MiB
+    /// block cache (LevelDB's defaults, which HyperLevelDB keeps).
     pub fn hyperleveldb() -> Self {
         Options {
             separate_flush_thread: true,
-            compaction_priority: CompactionPriority::MinOverlappingRatio,
-            level0_slowdown_writes_trigger: 16,
-            level0_stop_writes_trigger: 24,
+            max_background_compactions: 1,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 8,
+            level0_stop_writes_trigger: usize::MAX,
+            write_slowdown: WriteSlowdown::PerExcessRun,
+            max_bytes_for_level_base: 128 * MIB as u64,
+            level_sizing: LevelSizing::HyperLevelDb,
+            target_file_size_base: 64 * MIB as u64,
+            table_cut: TableCut::GrandparentBoundaries,
+            compaction_picker: CompactionPicker::HyperLevelDb,
+            max_mem_compaction_level: 2,
+            read_compaction_min_straight_reads: 10,
+            read_charging: ReadCharging::FirstOfSeveral,
             ..Options::leveldb()
         }
     }
@@ -280,11 +408,15 @@ impl Options {
         self
     }
 
-    /// Target total bytes of level `level` (>= 1).
+    /// Target total bytes of level `level` (>= 1), as `level_sizing` sets it.
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut b = self.max_bytes_for_level_base as f64;
-        for _ in 1..level {
-            b *= self.max_bytes_for_level_multiplier;
+        for l in 1..level {
+            b *= match self.level_sizing {
+                LevelSizing::Classic => self.max_bytes_for_level_multiplier,
+                LevelSizing::HyperLevelDb if l == 1 => 4.0,
+                LevelSizing::HyperLevelDb => 8.0,
+            };
         }
         b as u64
     }
@@ -355,6 +487,12 @@ impl Options {
             return bad(
                 "soft_pending_compaction_bytes_limit",
                 "must be <= hard_pending_compaction_bytes_limit",
+            );
+        }
+        if self.max_mem_compaction_level >= self.num_levels {
+            return bad(
+                "max_mem_compaction_level",
+                "must be below num_levels (0 keeps flushed tables in L0)",
             );
         }
         if self.max_manifest_file_size < 64 * KIB as u64 {

@@ -23,6 +23,9 @@ pub struct Stats {
     pub(crate) compactions: [AtomicU64; MAX_LEVELS],
     pub(crate) compaction_read: [AtomicU64; MAX_LEVELS],
     pub(crate) compaction_written: [AtomicU64; MAX_LEVELS],
+    pub(crate) merges_from: [AtomicU64; MAX_LEVELS],
+    pub(crate) moved_files_from: [AtomicU64; MAX_LEVELS],
+    pub(crate) flushed_to: [AtomicU64; MAX_LEVELS],
     pub(crate) trivial_moves: AtomicU64,
     pub(crate) read_compactions: AtomicU64,
     pub(crate) stalls: AtomicU64,
@@ -53,7 +56,14 @@ pub struct StatsSnapshot {
     pub compaction_read: Vec<u64>,
     /// Bytes written by compactions into level i.
     pub compaction_written: Vec<u64>,
-    /// Compactions that moved a file without rewriting it.
+    /// Merging compactions by input level (index = the level they took tables from).
+    pub merges_by_input_level: Vec<u64>,
+    /// Tables moved down without rewriting, by the level they left.
+    pub moved_files_by_input_level: Vec<u64>,
+    /// Flushed tables by the level they were placed in (deeper than 0 only with
+    /// `Options::max_mem_compaction_level`).
+    pub flushed_tables_per_level: Vec<u64>,
+    /// Compactions that moved files without rewriting them (one may move several).
     pub trivial_moves: u64,
     /// Compactions (including moves) that reads triggered (`Options::read_compaction_bytes`).
     pub read_compactions: u64,
@@ -70,6 +80,17 @@ pub struct StatsSnapshot {
 }
 
 impl StatsSnapshot {
+    /// Level compactions as LevelDB-family logs count them: merges plus moved tables.
+    pub fn level_compactions(&self) -> u64 {
+        self.merges_by_input_level.iter().sum::<u64>()
+            + self.moved_files_by_input_level.iter().sum::<u64>()
+    }
+
+    /// Tables in the tree at the time of the snapshot.
+    pub fn tables(&self) -> usize {
+        self.files_per_level.iter().sum()
+    }
+
     /// Table bytes written (flush + compaction) per user byte.
     pub fn write_amplification(&self) -> f64 {
         let table = self.flush_bytes + self.compaction_written.iter().sum::<u64>();
@@ -92,19 +113,27 @@ impl StatsSnapshot {
         let _ = writeln!(s, "** strata stats **");
         let _ = writeln!(
             s,
-            "Level  Files   Size(MiB)  Compactions  Read(MiB)  Write(MiB)"
+            "Level  Files   Size(MiB)  Compactions  Read(MiB)  Write(MiB)  Merges-from  Moved-from"
         );
         for (i, files) in self.files_per_level.iter().enumerate() {
             let get = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
             let _ = writeln!(
                 s,
-                "L{i:<5} {files:>5} {:>11.1} {:>12} {:>10.1} {:>11.1}",
+                "L{i:<5} {files:>5} {:>11.1} {:>12} {:>10.1} {:>11.1} {:>12} {:>11}",
                 mib(self.bytes_per_level.get(i).copied().unwrap_or(0)),
                 get(&self.compactions),
                 mib(get(&self.compaction_read)),
                 mib(get(&self.compaction_written)),
+                get(&self.merges_by_input_level),
+                get(&self.moved_files_by_input_level),
             );
         }
+        let _ = writeln!(
+            s,
+            "Tables: {}; level compactions (merges + moved tables): {}",
+            self.tables(),
+            self.level_compactions()
+        );
         let _ = writeln!(
             s,
             "User writes: {} batches, {:.1} MiB",
@@ -120,9 +149,10 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
-            "Flushes: {}, {:.1} MiB; trivial moves: {}; read-triggered compactions: {}",
+            "Flushes: {}, {:.1} MiB, tables placed per level {:?}; trivial moves: {}; read-triggered compactions: {}",
             self.flushes,
             mib(self.flush_bytes),
+            trim(&self.flushed_tables_per_level),
             self.trivial_moves,
             self.read_compactions
         );
@@ -141,6 +171,12 @@ impl StatsSnapshot {
         );
         s
     }
+}
+
+/// `v` without its trailing zeros.
+fn trim(v: &[u64]) -> &[u64] {
+    let n = v.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+    &v[..n]
 }
 
 impl Stats {
@@ -163,6 +199,9 @@ impl Stats {
             compactions: arr(&self.compactions),
             compaction_read: arr(&self.compaction_read),
             compaction_written: arr(&self.compaction_written),
+            merges_by_input_level: arr(&self.merges_from),
+            moved_files_by_input_level: arr(&self.moved_files_from),
+            flushed_tables_per_level: arr(&self.flushed_to),
             trivial_moves: l(&self.trivial_moves),
             read_compactions: l(&self.read_compactions),
             stalls: l(&self.stalls),

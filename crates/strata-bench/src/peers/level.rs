@@ -92,6 +92,8 @@ pub struct LevelEngine {
     cache: *mut Opaque,
     wo: *mut Opaque,
     ro: *mut Opaque,
+    /// The database directory (its LOG counts compactions).
+    dir: std::path::PathBuf,
 }
 
 // SAFETY: LevelDB's DB, options and iterators-per-call are thread-safe for concurrent use
@@ -150,6 +152,7 @@ impl LevelEngine {
                 cache,
                 wo,
                 ro,
+                dir: dir.to_path_buf(),
             })
         }
     }
@@ -278,7 +281,22 @@ impl Engine for LevelEngine {
         // "leveldb.stats": Level Files Size(MB) Time(sec) Read(MB) Write(MB); flushes count
         // in the level they wrote to.
         let text = self.property("leveldb.stats");
-        let mut m = Metrics::default();
+        let log = std::fs::read_to_string(self.dir.join("LOG")).unwrap_or_default();
+        let (merges, moves) = crate::logscan::compactions(&log);
+        let tables = (0..7)
+            .map(|l| {
+                self.property(&format!("leveldb.num-files-at-level{l}"))
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        let mut m = Metrics {
+            merges_by_input_level: merges,
+            moved_by_input_level: moves,
+            tables,
+            ..Metrics::default()
+        };
         for line in text.lines().skip(3) {
             let cols: Vec<&str> = line.split_whitespace().collect();
             if cols.len() == 6 {

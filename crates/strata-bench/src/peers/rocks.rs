@@ -12,6 +12,8 @@ pub struct RocksEngine {
     db: DB,
     opts: Options,
     wo: WriteOptions,
+    /// The database directory (its LOG counts compactions).
+    dir: std::path::PathBuf,
 }
 
 impl RocksEngine {
@@ -84,7 +86,12 @@ impl RocksEngine {
         let mut wo = WriteOptions::default();
         wo.set_sync(flags.sync);
         wo.disable_wal(flags.disable_wal);
-        Ok(RocksEngine { db, opts: o, wo })
+        Ok(RocksEngine {
+            db,
+            opts: o,
+            wo,
+            dir: dir.to_path_buf(),
+        })
     }
 }
 
@@ -151,6 +158,8 @@ impl Engine for RocksEngine {
     fn metrics(&self) -> Metrics {
         use rocksdb::statistics::Ticker;
         let t = |x| self.opts.get_ticker_count(x);
+        let log = std::fs::read_to_string(self.dir.join("LOG")).unwrap_or_default();
+        let (merges, moves) = crate::logscan::compactions(&log);
         Metrics {
             table_bytes: t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes),
             wal_bytes: t(Ticker::WalFileBytes),
@@ -160,6 +169,16 @@ impl Engine for RocksEngine {
             stalls: 0,
             stall_micros: t(Ticker::StallMicros),
             gc_bytes: 0,
+            merges_by_input_level: merges,
+            moved_by_input_level: moves,
+            tables: (0..7)
+                .map(|l| {
+                    self.db
+                        .property_int_value(&format!("rocksdb.num-files-at-level{l}"))
+                        .ok()
+                        .flatten()
+                })
+                .sum(),
         }
     }
 

@@ -9,13 +9,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::picker::Compaction;
+use super::picker::{key_range, Compaction};
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo};
+use crate::options::TableCut;
 use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
@@ -51,9 +52,12 @@ pub struct CompactionJob<'a> {
     pub placement: &'a Placement,
     /// Table shape.
     pub table_opts: TableOptions,
-    /// Output file size target.
-    pub target_file_size: u64,
-    /// Grandparent overlap after which an output is cut.
+    /// Where outputs are cut.
+    pub cut: TableCut,
+    /// (smallest, largest) output table: always cut at the largest; with
+    /// `TableCut::GrandparentBoundaries`, at a grandparent boundary from the smallest on.
+    pub table_sizes: (u64, u64),
+    /// Grandparent overlap after which an output is cut (`TableCut::GrandparentOverlap`).
     pub max_grandparent_overlap: u64,
     /// Hands out (and registers as pending) output file numbers.
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
@@ -101,6 +105,20 @@ impl CompactionJob<'_> {
         let mut current: Option<Output> = None;
         let mut gp_index = 0usize;
         let mut gp_overlap = 0u64;
+        // Grandparent boundaries for `TableCut::GrandparentBoundaries`: the first and last user
+        // key of each grandparent overlapping the upper level's inputs (HyperLevelDB's
+        // `SetupOtherInputs`), in order; `bound_index` is the first not yet passed.
+        let upper = key_range(&c.inputs);
+        let bounds: Vec<&[u8]> = match (self.cut, &upper) {
+            (TableCut::GrandparentBoundaries, Some((lo, hi))) => c
+                .grandparents
+                .iter()
+                .filter(|f| f.overlaps(Some(lo), Some(hi)))
+                .flat_map(|f| [f.smallest_user_key(), f.largest_user_key()])
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut bound_index = 0usize;
         let mut seen_key = false;
         let mut last_user_key: Vec<u8> = Vec::new();
         input.seek_to_first();
@@ -130,13 +148,27 @@ impl CompactionJob<'_> {
                     }
                     gp_index += 1;
                 }
+                // A boundary b with previous key <= b < this key lies between them (those
+                // below the previous key were passed at it).
+                let mut crossed = false;
+                while bound_index < bounds.len() && bounds[bound_index] < p.user_key {
+                    crossed |= seen_key;
+                    bound_index += 1;
+                }
                 seen_key = true;
                 last_user_key.clear();
                 last_user_key.extend_from_slice(p.user_key);
                 // Cut only between user keys.
+                let (min_size, max_size) = self.table_sizes;
                 let cut = current.as_ref().is_some_and(|o| {
-                    o.builder.estimated_size() >= self.target_file_size
-                        || gp_overlap > self.max_grandparent_overlap
+                    let size = o.builder.estimated_size();
+                    size >= max_size
+                        || match self.cut {
+                            TableCut::GrandparentOverlap => {
+                                gp_overlap > self.max_grandparent_overlap
+                            }
+                            TableCut::GrandparentBoundaries => size >= min_size && crossed,
+                        }
                 });
                 if cut {
                     gp_overlap = 0;

@@ -4,6 +4,7 @@
 
 pub mod job;
 pub mod picker;
+pub mod sizing;
 
 pub use job::CompactionJob;
 pub use picker::{Compaction, PickContext};

@@ -1,13 +1,18 @@
-//! The leveled compaction picker: pure functions from (version, options, busy files) to a
+//! Compaction pickers: pure functions from (version, options, busy files) to a
 //! [`Compaction`] description. No I/O, no locks: table-driven tests call them directly.
+//! `Options::compaction_picker` chooses the policy: the leveled picker here (LevelDB,
+//! RocksDB) or HyperLevelDB's (`picker/hyper.rs`).
+
+mod hyper;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::compaction::sizing;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::key;
-use crate::options::{CompactionPriority, Options};
+use crate::options::{CompactionPicker, CompactionPriority, Options};
 use crate::placement::{FileKind, Placement};
 use crate::version::Version;
 
@@ -37,7 +42,7 @@ pub struct Compaction {
     pub next_inputs: Vec<Arc<FileMeta>>,
     /// Files of `output_level + 1` overlapping the inputs (to bound output overlap).
     pub grandparents: Vec<Arc<FileMeta>>,
-    /// Move the single input file down without rewriting it.
+    /// Move the input files down without rewriting them (`next_inputs` is then empty).
     pub trivial_move: bool,
     /// Why.
     pub reason: CompactionReason,
@@ -67,6 +72,9 @@ pub struct PickContext<'a> {
     pub compact_pointers: &'a [Vec<u8>],
     /// Where files of each level live (a trivial move never crosses directories).
     pub placement: &'a Placement,
+    /// Reads (gets and new iterators) since the last write
+    /// (`Options::read_compaction_min_straight_reads`).
+    pub straight_reads: u64,
 }
 
 /// User-key range covered by `files`.
@@ -126,10 +134,7 @@ impl PickContext<'_> {
     }
 }
 
-/// Size score of level `level` >= 1: bytes / target.
-pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
-    v.level_bytes(level) as f64 / opts.max_bytes_for_level(level) as f64
-}
+pub use sizing::level_score;
 
 /// Scores of every level that may be compacted, highest first.
 pub fn scores(v: &Version, opts: &Options) -> Vec<(usize, f64)> {
@@ -161,6 +166,14 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
 /// L0 -> L1 merge rewrite the excess again (1 KiB fillrandom: L1 grew to 2.5x its target
 /// with its files trivially movable into an empty L2).
 pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
+    match ctx.opts.compaction_picker {
+        CompactionPicker::Leveled => pick_leveled(ctx),
+        CompactionPicker::HyperLevelDb => hyper::pick(ctx),
+    }
+}
+
+/// The leveled picker (`CompactionPicker::Leveled`).
+fn pick_leveled(ctx: &PickContext<'_>) -> Option<Compaction> {
     let scored = scores(ctx.version, ctx.opts);
     for &(level, score) in &scored {
         if level >= 1 && score >= 1.0 {
@@ -198,6 +211,11 @@ pub fn pick_l0(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compac
 /// pushes L0 down (for `Flat`, with every other L0 table); a table of the last level never.
 pub fn pick_read_triggered(ctx: &PickContext<'_>) -> Option<Compaction> {
     ctx.opts.allowed_read_charges(0)?;
+    if ctx.straight_reads <= ctx.opts.read_compaction_min_straight_reads
+        && ctx.opts.read_compaction_min_straight_reads > 0
+    {
+        return None;
+    }
     let charged = |f: &Arc<FileMeta>| {
         ctx.opts
             .allowed_read_charges(f.size)

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::{lock, DbInner};
 use crate::compaction::picker::{self, Compaction, PickContext};
-use crate::compaction::CompactionJob;
+use crate::compaction::{sizing, CompactionJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::stats::{Stats, MAX_LEVELS};
@@ -29,12 +29,10 @@ impl DbInner {
             busy: &st.busy,
             compact_pointers: &pointers,
             placement: &self.placement,
+            straight_reads: self.straight_reads.load(Ordering::Relaxed),
         };
         let c = picker::pick(&ctx)?;
-        for f in c.all_inputs() {
-            st.busy.insert(f.number);
-        }
-        st.compactions_running += 1;
+        st.start_compaction(&c);
         Some(c)
     }
 
@@ -43,10 +41,7 @@ impl DbInner {
     pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
         let result = execute(self, c);
         let mut st = lock(&self.state);
-        for f in c.all_inputs() {
-            st.busy.remove(&f.number);
-        }
-        st.compactions_running -= 1;
+        st.end_compaction(c);
         st.progress += 1;
         drop(st);
         self.done_cv.notify_all();
@@ -57,6 +52,7 @@ impl DbInner {
 
 fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let out_level = c.output_level.min(MAX_LEVELS - 1);
+    let in_level = c.level.min(MAX_LEVELS - 1);
     let mut edit = VersionEdit::default();
     if c.reason == picker::CompactionReason::Reads {
         Stats::add(&db.stats.read_compactions, 1);
@@ -65,9 +61,11 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         edit.deleted_files.push((c.level, f.number));
     }
     if c.trivial_move {
-        let f = &c.inputs[0];
-        edit.new_files.push((c.output_level, (**f).clone()));
+        for f in &c.inputs {
+            edit.new_files.push((c.output_level, (**f).clone()));
+        }
         Stats::add(&db.stats.trivial_moves, 1);
+        Stats::add(&db.stats.moved_files_from[in_level], c.inputs.len() as u64);
     } else {
         for f in &c.next_inputs {
             edit.deleted_files.push((c.output_level, f.number));
@@ -89,7 +87,8 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             fs: &*db.fs,
             placement: &db.placement,
             table_opts: crate::sst::TableOptions::from(&db.opts),
-            target_file_size: db.opts.target_file_size_base,
+            cut: db.opts.table_cut,
+            table_sizes: sizing::table_size_range(&db.opts, c.level),
             max_grandparent_overlap: db.opts.max_grandparent_overlap_factor
                 * db.opts.target_file_size_base,
             new_file_number: &mut new_number,
@@ -127,6 +126,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         drop(st);
         drop(versions);
         Stats::add(&db.stats.compactions[out_level], 1);
+        Stats::add(&db.stats.merges_from[in_level], 1);
         return Ok(());
     }
     let mut versions = lock(&db.versions);
@@ -172,13 +172,11 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
                     busy: &st.busy,
                     compact_pointers: &[],
                     placement: &db.placement,
+                    straight_reads: 0,
                 };
                 match picker::pick_manual(&ctx, level, lo, hi) {
                     Some(c) => {
-                        for f in c.all_inputs() {
-                            st.busy.insert(f.number);
-                        }
-                        st.compactions_running += 1;
+                        st.start_compaction(&c);
                         Some(c)
                     }
                     None => {

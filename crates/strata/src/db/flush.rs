@@ -10,11 +10,14 @@ use std::sync::Arc;
 
 use super::{lock, DbInner};
 use crate::error::{Error, ErrorKind, Result};
+use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::l0::Ingest;
+use crate::options::Options;
+use crate::placement::{FileKind, Placement};
 use crate::sst::TableOptions;
-use crate::stats::Stats;
-use crate::version::VersionEdit;
+use crate::stats::{Stats, MAX_LEVELS};
+use crate::version::{Version, VersionEdit};
 
 impl DbInner {
     /// Flushes the oldest immutable memtable through the L0 layout of the current version.
@@ -53,7 +56,13 @@ impl DbInner {
             }
         };
         let mut edit = VersionEdit::default();
-        edit.new_files.extend(tables.into_iter().map(|m| (0, m)));
+        let v = versions.current();
+        let busy_levels = lock(&self.state).busy_levels.clone();
+        for m in tables {
+            let level = flush_level(&v, &self.opts, &self.placement, &busy_levels, &m);
+            Stats::add(&self.stats.flushed_to[level.min(MAX_LEVELS - 1)], 1);
+            edit.new_files.push((level, m));
+        }
         // Every WAL older than the next memtable's is now redundant.
         let next_wal = {
             let st = lock(&self.state);
@@ -80,6 +89,47 @@ impl DbInner {
         self.bg_cv.notify_all();
         Ok(())
     }
+}
+
+/// The level flushed table `m` goes to: L0, or with `Options::max_mem_compaction_level` the
+/// deepest level down to it such that `m` overlaps nothing in L0 or on the way, the level
+/// below the chosen one holds at most `max_grandparent_overlap_factor` x
+/// `target_file_size_base` bytes of `m`'s range, no running compaction reads or writes the
+/// level, and the level's tables live where `m` was written. LevelDB's and HyperLevelDB's
+/// `PickLevelForMemTableOutput`.
+fn flush_level(
+    v: &Version,
+    opts: &Options,
+    placement: &Placement,
+    busy_levels: &[usize],
+    m: &FileMeta,
+) -> usize {
+    if opts.max_mem_compaction_level == 0 {
+        return 0;
+    }
+    let (lo, hi) = (Some(m.smallest_user_key()), Some(m.largest_user_key()));
+    if !v.manual_inputs(0, lo, hi).is_empty() {
+        return 0;
+    }
+    let limit = opts.max_grandparent_overlap_factor * opts.target_file_size_base;
+    let mut level = 0;
+    while level < opts.max_mem_compaction_level && level + 1 < v.num_levels() {
+        let next = level + 1;
+        if busy_levels.get(next).copied().unwrap_or(0) > 0
+            || placement.path_id(FileKind::table(next)) != m.path_id
+            || !v.overlapping(next, lo, hi).is_empty()
+        {
+            break;
+        }
+        if next + 1 < v.num_levels() {
+            let below: u64 = v.overlapping(next + 1, lo, hi).iter().map(|f| f.size).sum();
+            if below > limit {
+                break;
+            }
+        }
+        level = next;
+    }
+    level
 }
 
 /// `Db::flush`: freeze the memtable, then wait until no immutable memtable is left.

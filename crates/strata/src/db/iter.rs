@@ -50,6 +50,7 @@ pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
         None => db.visible_sequence(),
     };
     let sv = db.super_version();
+    db.count_read();
     let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
     for m in &sv.imms {
         children.push(Box::new(m.iter()));

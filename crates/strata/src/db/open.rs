@@ -113,6 +113,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             imms: VecDeque::new(),
             super_version: sv,
             busy: HashSet::new(),
+            busy_levels: vec![0; opts.num_levels],
             bg_error: None,
             flush_running: false,
             compactions_running: 0,
@@ -132,6 +133,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         snapshots: Arc::new(SnapshotList::default()),
         stats: Stats::default(),
         delay_debt_nanos: AtomicU64::new(0),
+        straight_reads: AtomicU64::new(0),
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
@@ -163,6 +165,7 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
             busy: &busy,
             compact_pointers: &[],
             placement: &db.placement,
+            straight_reads: 0,
         };
         let c = crate::compaction::picker::pick_manual(&ctx, 0, None, None).ok_or_else(|| {
             Error::invalid(format!(
@@ -171,7 +174,7 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
                 configured.kind()
             ))
         })?;
-        lock(&db.state).compactions_running += 1;
+        lock(&db.state).start_compaction(&c);
         db.run_compaction(&c)
             .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
     }

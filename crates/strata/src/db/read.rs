@@ -3,11 +3,14 @@
 //! sequence wins.
 
 use super::DbInner;
+use std::sync::Arc;
+
 use crate::error::Result;
+use crate::file_meta::FileMeta;
 use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
-use crate::options::ReadOptions;
-use crate::version::{FileMeta, Version};
+use crate::options::{ReadCharging, ReadOptions};
+use crate::version::Version;
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
     // NB: the sequence is read before the super version, so the super version holds every
@@ -17,6 +20,7 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
         None => db.visible_sequence(),
     };
     let sv = db.super_version();
+    db.count_read();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(user_key, seq) {
             Some(Lookup::Value(v)) => return Ok(Some(v)),
@@ -25,6 +29,55 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
         }
     }
     get_from_version(db, &sv.version, user_key, seq)
+}
+
+/// Which tables a point read charges (read-triggered compaction), as `Options::read_charging`
+/// says.
+struct Charges<'a> {
+    rule: ReadCharging,
+    /// `InVain`: the last sorted-level table searched; `FirstOfSeveral`: the first table.
+    held: Option<&'a Arc<FileMeta>>,
+    /// `FirstOfSeveral`: the first table was charged already.
+    done: bool,
+}
+
+impl<'a> Charges<'a> {
+    fn new(rule: ReadCharging) -> Self {
+        Charges {
+            rule,
+            held: None,
+            done: false,
+        }
+    }
+
+    /// The read is about to search table `f` (of L0 if `l0`).
+    fn searched(&mut self, db: &DbInner, f: &'a Arc<FileMeta>, l0: bool) {
+        match self.rule {
+            // Every sorted-level table searched before a deeper one is charged. L0 tables
+            // are not: a probe that an L0 table's filter rejects is cheap, and pushing L0
+            // down rewrites all of L1 with it, so under a steady mix of reads and writes this
+            // would merge L0 into L1 at nearly every flush (measured: readwhilewriting table
+            // write-amp 5.5 -> 8.5).
+            ReadCharging::InVain => {
+                if l0 {
+                    return;
+                }
+                if let Some(shallower) = self.held.replace(f) {
+                    db.charge_read(shallower);
+                }
+            }
+            // LevelDB's rule: the first table a read searched, L0 included, once the read
+            // searches a second one.
+            ReadCharging::FirstOfSeveral => match self.held {
+                None => self.held = Some(f),
+                Some(first) if !self.done => {
+                    self.done = true;
+                    db.charge_read(first);
+                }
+                Some(_) => {}
+            },
+        }
+    }
 }
 
 fn get_from_version(
@@ -38,16 +91,14 @@ fn get_from_version(
         Lookup::Value(v) => Some(v),
         Lookup::Deleted => None,
     };
-    if let Some(found) = v.l0.get(v.files(0), &db.tables, &target, user_key)? {
+    let mut charges = Charges::new(db.opts.read_charging);
+    let found =
+        v.l0.get(v.files(0), &db.tables, &target, user_key, &mut |f| {
+            charges.searched(db, f, true);
+        })?;
+    if let Some(found) = found {
         return Ok(decide(found));
     }
-    // The last table of a sorted level this read searched: charged if the read has to go on
-    // to a deeper level, so every such table searched in vain is (read-triggered
-    // compaction). L0 tables are not charged by point reads: a probe that an L0 table's
-    // filter rejects is cheap, and pushing L0 down rewrites all of L1 with it, so under a
-    // steady mix of reads and writes this would merge L0 into L1 at nearly every flush
-    // (measured: readwhilewriting table write-amp 5.5 -> 8.5).
-    let mut searched: Option<&FileMeta> = None;
     for level in 1..v.num_levels() {
         let files = v.files(level);
         let i = v.find_file(level, &target);
@@ -55,9 +106,7 @@ fn get_from_version(
         if user_key < f.smallest_user_key() {
             continue;
         }
-        if let Some(shallower) = searched.replace(f) {
-            db.charge_read(shallower);
-        }
+        charges.searched(db, f, false);
         if let Some(found) = db.tables.get(f, &target, user_key)? {
             return Ok(decide(found));
         }

@@ -20,7 +20,7 @@ use crate::filename::FileNumber;
 use crate::fs::WritableFile;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
-use crate::options::WriteOptions;
+use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::Stats;
 use crate::wal::LogWriter;
 
@@ -169,6 +169,9 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         sync |= w.sync;
     }
     let mem = make_room(db, false, batch.encoded_len())?;
+    if db.straight_reads.load(Ordering::Relaxed) != 0 {
+        db.straight_reads.store(0, Ordering::Relaxed);
+    }
     let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
     if !disable_wal {
@@ -235,20 +238,28 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         if allow_delay && (l0.slows() || pending >= db.opts.soft_pending_compaction_bytes_limit) {
             // Give compaction room, once per write: pace writes to `delayed_write_rate`
             // (sleeping once a millisecond of debt has built up), or with a rate of 0 sleep
-            // 1 ms per write as LevelDB does.
+            // 1 ms per write as LevelDB does; or sleep a microsecond per L0 run above the
+            // slowdown point as HyperLevelDB does.
             drop(st);
             let rate = db.opts.delayed_write_rate;
-            let sleep = if rate == 0 {
-                Some(Duration::from_millis(1))
-            } else {
-                let nanos = (bytes as u128 * 1_000_000_000 / u128::from(rate)) as u64;
-                let debt = db.delay_debt_nanos.fetch_add(nanos, Ordering::Relaxed) + nanos;
-                (debt >= 1_000_000).then(|| {
-                    db.delay_debt_nanos.store(0, Ordering::Relaxed);
-                    Duration::from_nanos(debt)
-                })
+            let sleep = match db.opts.write_slowdown {
+                WriteSlowdown::PerExcessRun => {
+                    let excess = l0.level.saturating_sub(l0.slowdown) as u64;
+                    (excess > 0).then(|| Duration::from_micros(excess))
+                }
+                WriteSlowdown::Paced if rate == 0 => Some(Duration::from_millis(1)),
+                WriteSlowdown::Paced => {
+                    let nanos = (bytes as u128 * 1_000_000_000 / u128::from(rate)) as u64;
+                    let debt = db.delay_debt_nanos.fetch_add(nanos, Ordering::Relaxed) + nanos;
+                    (debt >= 1_000_000).then(|| {
+                        db.delay_debt_nanos.store(0, Ordering::Relaxed);
+                        Duration::from_nanos(debt)
+                    })
+                }
             };
-            Stats::add(&db.stats.slowdowns, 1);
+            if sleep.is_some() || db.opts.write_slowdown == WriteSlowdown::Paced {
+                Stats::add(&db.stats.slowdowns, 1);
+            }
             if let Some(d) = sleep {
                 let t = Instant::now();
                 std::thread::sleep(d);

@@ -47,17 +47,19 @@ impl Level0 for Flat {
         Ok(vec![table])
     }
 
-    fn get(
+    fn get<'a>(
         &self,
-        files: &[Arc<FileMeta>],
+        files: &'a [Arc<FileMeta>],
         tables: &TableCache,
         target: &[u8],
         user_key: &[u8],
+        searched: &mut dyn FnMut(&'a Arc<FileMeta>),
     ) -> Result<Option<Lookup>> {
         for f in files {
             if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
                 continue;
             }
+            searched(f);
             if let Some(found) = tables.get(f, target, user_key)? {
                 return Ok(Some(found));
             }

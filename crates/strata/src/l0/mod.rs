@@ -73,15 +73,18 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     fn ingest(&self, job: &mut Ingest<'_>, mem: &Arc<MemTable>) -> Result<Vec<FileMeta>>;
 
     /// The newest version of `user_key` in L0 at or below the sequence of `target`.
+    /// `searched` is told of each table before it is searched (read-triggered compaction
+    /// charges tables from it).
     ///
     /// # Errors
     /// I/O errors and `Corruption` from the tables searched.
-    fn get(
+    fn get<'a>(
         &self,
-        files: &[Arc<FileMeta>],
+        files: &'a [Arc<FileMeta>],
         tables: &TableCache,
         target: &[u8],
         user_key: &[u8],
+        searched: &mut dyn FnMut(&'a Arc<FileMeta>),
     ) -> Result<Option<Lookup>>;
 
     /// Appends iterators that together cover every L0 entry (a user read's sources).

@@ -46,6 +46,7 @@ fn ctx<'a>(
         busy,
         compact_pointers: &[],
         placement: p,
+        straight_reads: u64::MAX,
     }
 }
 
@@ -132,6 +133,7 @@ fn round_robin_follows_the_cursor() {
             busy: &busy,
             compact_pointers: &cp,
             placement: &p,
+            straight_reads: 0,
         },
         1,
     )
@@ -226,4 +228,160 @@ fn read_triggered_compaction_waits_for_the_allowance_and_for_size_compactions() 
     v.levels[0] = Vec::new().into();
     // A moved file (a clone of its metadata) starts with a fresh allowance.
     assert_eq!((*v.levels[1][1]).clone().read_charges.get(), 0);
+}
+
+/// HyperLevelDB's picker with small sizes: L1 target 1,000 bytes, tables of 100 bytes at most
+/// (so L1 is over its limit by table count at 1000 / ((min + max) / 2) tables).
+fn hyper_opts() -> Options {
+    Options {
+        compaction_picker: crate::options::CompactionPicker::HyperLevelDb,
+        level_sizing: crate::options::LevelSizing::HyperLevelDb,
+        table_cut: crate::options::TableCut::GrandparentBoundaries,
+        read_compaction_bytes: 0,
+        ..opts()
+    }
+}
+
+fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
+    files.iter().map(|f| f.number.0).collect()
+}
+
+#[test]
+fn hyperleveldb_l0_waits_while_l1_is_over_its_limit() {
+    let (o, busy, p) = (
+        hyper_opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let mut v = Version::new(4);
+    v.levels[0] = (0..4)
+        .map(|i| file(10 + i, "a", "z", 50, i + 1))
+        .collect::<Vec<_>>()
+        .into();
+    // L1 within its limit (one small table): L0 goes, all four tables.
+    v.levels[1] = vec![file(1, "b", "c", 50, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(
+        (c.level, c.inputs.len(), numbers(&c.next_inputs)),
+        (0, 4, vec![1])
+    );
+    // L1 over its limit (bytes): L1 drains first, although L0 is due.
+    v.levels[1] = vec![file(1, "b", "c", 600, 0), file(2, "m", "p", 600, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(c.level, 1);
+    // More than 32 L0 tables: the 32 oldest.
+    v.levels[1] = Default::default();
+    v.levels[0] = (0..40)
+        .rev()
+        .map(|i| file(100 + i, "a", "z", 10, i + 1))
+        .collect::<Vec<_>>()
+        .into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    let mut n = numbers(&c.inputs);
+    n.sort();
+    assert_eq!(n, (100..132).collect::<Vec<_>>());
+}
+
+#[test]
+fn hyperleveldb_picks_the_shallowest_level_not_fuller_than_the_next() {
+    let (o, busy, p) = (
+        hyper_opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let mut v = Version::new(5);
+    // L1 at score 1.2 by bytes; L2 (target 4,000) at 2.0: L1 must not be pushed into the
+    // fuller L2, so L2 goes first.
+    v.levels[1] = vec![file(1, "a", "c", 1200, 0)].into();
+    v.levels[2] = vec![file(2, "a", "b", 8000, 0)].into();
+    v.levels[3] = vec![file(3, "a", "a", 10, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(c.level, 2);
+}
+
+#[test]
+fn hyperleveldb_moves_every_non_overlapping_table_at_once() {
+    let (o, busy, p) = (
+        hyper_opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let mut v = Version::new(4);
+    v.levels[1] = vec![
+        file(1, "a", "b", 400, 0),
+        file(2, "c", "d", 400, 0),
+        file(3, "m", "n", 400, 0),
+        file(4, "x", "y", 400, 0),
+    ]
+    .into();
+    v.levels[2] = vec![file(5, "c", "c", 100, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert!(c.trivial_move);
+    assert_eq!(numbers(&c.inputs), vec![1, 3, 4]);
+    // A busy one stays.
+    let busy: HashSet<FileNumber> = [FileNumber(3)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(numbers(&c.inputs), vec![1, 4]);
+}
+
+#[test]
+fn hyperleveldb_takes_the_run_with_the_best_ratio_under_the_cap() {
+    let (o, busy, p) = (
+        hyper_opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    // Cap: 16 x 100 bytes (the largest table out of L1) = 1,600 bytes of inputs.
+    let mut v = Version::new(4);
+    v.levels[1] = vec![
+        file(1, "a", "b", 300, 0),
+        file(2, "c", "d", 300, 0),
+        file(3, "e", "f", 300, 0),
+        file(4, "g", "h", 300, 0),
+    ]
+    .into();
+    v.levels[2] = vec![
+        file(5, "a", "a", 900, 0), // under table 1 only: ratio 1/3
+        file(6, "c", "f", 200, 0), // under tables 2 and 3: ratio 3 for the pair
+        file(7, "g", "g", 600, 0), // under table 4: 1/2
+    ]
+    .into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert!(!c.trivial_move);
+    assert_eq!(
+        (numbers(&c.inputs), numbers(&c.next_inputs)),
+        (vec![2, 3], vec![6])
+    );
+    // Nothing fits under the cap: the table overlapping the fewest tables below.
+    // (L2 stays less urgent than L1: 4,200 of 4,000 bytes against 1,200 of 1,000.)
+    v.levels[2] = vec![
+        file(5, "a", "c", 1400, 0),
+        file(6, "d", "d", 1400, 0),
+        file(7, "e", "h", 1400, 0),
+    ]
+    .into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(c.level, 1);
+    assert_eq!(c.inputs.len(), 1);
+    assert_eq!(c.next_inputs.len(), 1);
+}
+
+#[test]
+fn read_triggered_compactions_wait_for_straight_reads() {
+    let mut v = Version::new(4);
+    v.levels[1] = vec![file(1, "a", "c", 100, 0)].into();
+    v.levels[2] = vec![file(2, "a", "c", 100, 0)].into();
+    for _ in 0..100 {
+        v.levels[1][0].read_charges.add();
+    }
+    let o = Options {
+        read_compaction_min_straight_reads: 10,
+        ..opts()
+    };
+    let (busy, p) = (HashSet::new(), Placement::new(Path::new("/db"), None, None));
+    let mut c = ctx(&v, &o, &busy, &p);
+    c.straight_reads = 10;
+    assert!(picker::pick(&c).is_none());
+    c.straight_reads = 11;
+    assert_eq!(picker::pick(&c).unwrap().reason, CompactionReason::Reads);
 }

@@ -1,0 +1,196 @@
+//! HyperLevelDB's picker (`CompactionPicker::HyperLevelDb`), read from its
+//! `db/version_set.cc` (`PickCompactionLevel`, `PickCompaction`) and restated here:
+//!
+//! - Level: the shallowest level n >= 1 whose score is >= 1 and >= the score of level n + 1
+//!   (so a level is not pushed into one that is even fuller). L0 instead, whenever its score
+//!   is >= 1 and L1's is <= 1: L0 waits while L1 drains, so each L0 compaction merges the
+//!   tables gathered meanwhile.
+//! - L0: its layout's pick, at most the 32 oldest tables.
+//! - Level n >= 1: every table that overlaps nothing in level n + 1 moves down in one step;
+//!   if there is none, the contiguous run of tables with the best ratio of their bytes to the
+//!   bytes they overlap below (ties: the smaller run), as long as both together stay under 16
+//!   times the level's largest output table; if no run fits, the table that overlaps the
+//!   fewest tables below.
+//! - Nothing due: a read-triggered compaction (after enough straight reads,
+//!   `Options::read_compaction_min_straight_reads`) of the shallowest level holding a table
+//!   whose read charges reached its allowance, picked the same way; the charged table itself
+//!   only where HyperLevelDB takes its `file_to_compact`, when no run fits under the cap.
+
+use std::sync::Arc;
+
+use super::{pick_l0, Compaction, CompactionReason, PickContext};
+use crate::compaction::sizing::{self, level_score};
+use crate::file_meta::FileMeta;
+use crate::placement::FileKind;
+
+/// HyperLevelDB merges at most this many L0 tables at once.
+const MAX_L0_INPUTS: usize = 32;
+
+/// Picks the next compaction the way HyperLevelDB does.
+pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
+    let v = ctx.version;
+    let score = |level: usize| {
+        if level == 0 {
+            v.l0.score(v.files(0), ctx.opts)
+        } else {
+            level_score(v, ctx.opts, level)
+        }
+    };
+    let last = v.num_levels() - 1;
+    let mut level = (1..last).find(|&l| score(l) >= 1.0 && score(l) >= score(l + 1));
+    if score(0) >= 1.0 && score(1) <= 1.0 {
+        level = Some(0);
+    }
+    match level {
+        Some(0) => pick_l0(ctx, CompactionReason::L0Trigger).map(oldest_l0_inputs(ctx)),
+        Some(l) => pick_level(ctx, l, None, CompactionReason::LevelSize),
+        None => pick_seek_driven(ctx),
+    }
+}
+
+/// HyperLevelDB's seek-driven compaction: the level of a table reads charged past its
+/// allowance, compacted as a size-triggered one would be.
+fn pick_seek_driven(ctx: &PickContext<'_>) -> Option<Compaction> {
+    let min = ctx.opts.read_compaction_min_straight_reads;
+    if min > 0 && ctx.straight_reads <= min {
+        return None;
+    }
+    let v = ctx.version;
+    let charged = |f: &&Arc<FileMeta>| {
+        ctx.opts
+            .allowed_read_charges(f.size)
+            .is_some_and(|allowed| f.read_charges.get() >= allowed)
+    };
+    let last = v.num_levels() - 1;
+    let (level, file) = (0..last).find_map(|l| v.files(l).iter().find(charged).map(|f| (l, f)))?;
+    if level == 0 {
+        pick_l0(ctx, CompactionReason::Reads).map(oldest_l0_inputs(ctx))
+    } else {
+        pick_level(ctx, level, Some(file), CompactionReason::Reads)
+    }
+}
+
+/// Keeps the oldest `MAX_L0_INPUTS` L0 inputs of `c` (every L0 table not taken is newer than
+/// every table taken: flushes write disjoint, increasing sequence ranges).
+fn oldest_l0_inputs<'a>(ctx: &'a PickContext<'_>) -> impl Fn(Compaction) -> Compaction + 'a {
+    move |c| {
+        if c.inputs.len() <= MAX_L0_INPUTS {
+            return c;
+        }
+        let mut inputs = c.inputs.clone();
+        inputs.sort_by_key(|f| f.largest_seq);
+        inputs.truncate(MAX_L0_INPUTS);
+        ctx.finish(0, inputs, c.reason).unwrap_or(c)
+    }
+}
+
+/// Which tables of the level below each table of a level overlaps: `[start, limit)`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    limit: usize,
+}
+
+/// HyperLevelDB's choice within sorted level `level`; `charged` is the table reads charged
+/// (a seek-driven pick), taken when no run fits under the cap.
+fn pick_level(
+    ctx: &PickContext<'_>,
+    level: usize,
+    charged: Option<&Arc<FileMeta>>,
+    reason: CompactionReason,
+) -> Option<Compaction> {
+    let v = ctx.version;
+    let upper = v.files(level);
+    let lower = v.files(level + 1);
+    if upper.is_empty() {
+        return None;
+    }
+    let spans = spans(upper, lower);
+    let prefix = |files: &[Arc<FileMeta>]| {
+        let mut p = vec![0u64; files.len() + 1];
+        for (i, f) in files.iter().enumerate() {
+            p[i + 1] = p[i] + f.size;
+        }
+        p
+    };
+    let (upper_bytes, lower_bytes) = (prefix(upper), prefix(lower));
+
+    // Trivial moves cost a manifest record: every table that overlaps nothing below goes
+    // down at once, if any does (and may: same directory, not busy).
+    let free = |f: &Arc<FileMeta>| !ctx.busy.contains(&f.number);
+    let movable: Vec<Arc<FileMeta>> = upper
+        .iter()
+        .zip(&spans)
+        .filter(|(f, s)| s.start == s.limit && free(f))
+        .map(|(f, _)| f.clone())
+        .collect();
+    let same_dir = ctx.placement.path_id(FileKind::table(level + 1))
+        == ctx.placement.path_id(FileKind::table(level));
+    if !movable.is_empty() && same_dir {
+        return Some(Compaction {
+            level,
+            output_level: level + 1,
+            inputs: movable,
+            next_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            trivial_move: true,
+            reason,
+        });
+    }
+
+    // The contiguous run with the best bytes / overlapped-bytes ratio under the size cap.
+    let cap = sizing::max_compaction_bytes(ctx.opts, level);
+    let mut best: Option<(usize, usize, f64, u64)> = None;
+    for i in 0..upper.len() {
+        for j in i..upper.len() {
+            if spans[j].start == spans[j].limit {
+                break;
+            }
+            let a = upper_bytes[j + 1] - upper_bytes[i];
+            let b = lower_bytes[spans[j].limit] - lower_bytes[spans[i].start];
+            if a + b >= cap {
+                break;
+            }
+            let ratio = a as f64 / b.max(1) as f64;
+            let better =
+                best.is_none_or(|(_, _, r, size)| ratio > r || (ratio >= r && a + b < size));
+            if better {
+                best = Some((i, j + 1, ratio, a + b));
+            }
+        }
+    }
+    if let Some((i, j, _, _)) = best {
+        let run = upper[i..j].to_vec();
+        if let Some(c) = ctx.finish(level, run, reason) {
+            return Some(c);
+        }
+    }
+    if let Some(f) = charged {
+        if let Some(c) = ctx.finish(level, vec![f.clone()], reason) {
+            return Some(c);
+        }
+    }
+    // No run fits under the cap: the table overlapping the fewest tables below.
+    let narrowest = (0..upper.len())
+        .filter(|&i| free(&upper[i]))
+        .min_by_key(|&i| spans[i].limit - spans[i].start)?;
+    ctx.finish(level, vec![upper[narrowest].clone()], reason)
+}
+
+/// For each table of `upper` (sorted, disjoint), the tables of `lower` it overlaps.
+fn spans(upper: &[Arc<FileMeta>], lower: &[Arc<FileMeta>]) -> Vec<Span> {
+    let (mut start, mut limit) = (0usize, 0usize);
+    upper
+        .iter()
+        .map(|f| {
+            while start < lower.len() && lower[start].largest_user_key() < f.smallest_user_key() {
+                start += 1;
+            }
+            limit = limit.max(start);
+            while limit < lower.len() && lower[limit].smallest_user_key() <= f.largest_user_key() {
+                limit += 1;
+            }
+            Span { start, limit }
+        })
+        .collect()
+}
