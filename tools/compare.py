@@ -26,6 +26,9 @@ import threading
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 P99 = re.compile(r"P99:\s*([\d.]+)")
 AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
+SHAPE = re.compile(
+    r"^shape\s*: tables (\d+|\?) \| level compactions (\d+) \(merges (\d+): ([^;]*); "
+    r"moved tables (\d+): ([^)]*)\)(?: \| process write_bytes ([\d.]+) MiB \(([\d.]+) x user\))?")
 
 
 def status_kib(pid, field):
@@ -69,6 +72,16 @@ def run(cmd, log):
             m = AMP.search(line)
             if m and cur and cur not in amp:
                 amp[cur] = (float(m.group(1)), float(m.group(2)) if m.group(2) else float("nan"))
+            m = SHAPE.search(line)
+            if m:
+                res["_shape"] = {
+                    "tables": None if m.group(1) == "?" else int(m.group(1)),
+                    "compactions": int(m.group(2)),
+                    "merges": m.group(4).strip(),
+                    "moved": int(m.group(5)),
+                    "moved_levels": m.group(6).strip(),
+                    "write_bytes_x": float(m.group(8)) if m.group(8) else None,
+                }
             m = P99.search(line)
             if m and cur and cur not in p99:
                 p99[cur] = float(m.group(1))
@@ -80,7 +93,8 @@ def run(cmd, log):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--engines", default="strata,rocksdb,leveldb")
+    ap.add_argument("--engines", default="strata,rocksdb,leveldb",
+                    help="comma-separated; strata:PRESET runs strata with --preset=PRESET")
     ap.add_argument("--bin", default="target/release/strata-bench")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--title", default="")
@@ -94,15 +108,17 @@ def main():
     ok = True
     for r in range(a.rounds):
         for e in engines:
-            db = os.path.join(work, f"db-{e}-{r}")
-            log = os.path.join(work, f"{e}-{r}.log")
-            rc, res, p99, amp = run([a.bin, f"--engine={e}", f"--db={db}", "--histogram=1", "--progress=none"] + flags, log)
+            db = os.path.join(work, f"db-{e}-{r}".replace(":", "-"))
+            log = os.path.join(work, f"{e}-{r}.log".replace(":", "-"))
+            engine, _, preset = e.partition(":")
+            extra = [f"--preset={preset}"] if preset else []
+            rc, res, p99, amp = run([a.bin, f"--engine={engine}", f"--db={db}", "--histogram=1", "--progress=none"] + extra + flags, log)
             shutil.rmtree(db, ignore_errors=True)
             if rc != 0 or not res:
                 ok = False
                 print(f"round {r}: {e} exited {rc}; log: {log}", file=sys.stderr)
             per[e].append((res, p99, amp))
-            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items()), file=sys.stderr, flush=True)
+            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items() if not k.startswith("_shape")), file=sys.stderr, flush=True)
     names = []
     for e in engines:
         for res, _, _ in per[e]:
@@ -122,10 +138,11 @@ def main():
         amp = {e: (med([w[n][0] for _, _, w in per[e] if n in w]),
                    med([w[n][1] for _, _, w in per[e] if n in w])) for e in engines}
         ratios = []
-        if "strata" in engines:
+        first = next((e for e in engines if e.split(":")[0] == "strata"), None)
+        if first:
             for r in range(a.rounds):
-                s = per["strata"][r][0].get(n) if r < len(per["strata"]) else None
-                peers = [per[e][r][0].get(n) for e in engines if e != "strata" and r < len(per[e])]
+                s = per[first][r][0].get(n) if r < len(per[first]) else None
+                peers = [per[e][r][0].get(n) for e in engines if e.split(":")[0] != "strata" and r < len(per[e])]
                 peers = [p for p in peers if p]
                 if s and peers:
                     ratios.append(s / max(peers))
@@ -134,6 +151,20 @@ def main():
         print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e][0], "{:.2f}") + ("" if amp[e][1] != amp[e][1] else f" ({amp[e][1]:.2f})") for e in engines) + " |")
     print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
         f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
+    shapes = {e: [res["_shape"] for res, _, _ in per[e] if "_shape" in res] for e in engines}
+    if any(shapes.values()):
+        print("\nShape at the end of each run (level compactions = merges + moved tables; "
+              "write_bytes = the process's /proc/self/io write_bytes per user byte):\n")
+        print("| engine | tables | level compactions | merges by input level (per round) | moved tables | write_bytes / user |")
+        print("|---|---|---|---|---|---|")
+        for e in engines:
+            sh = shapes[e]
+            if not sh:
+                continue
+            vals = lambda k: [x[k] for x in sh if x[k] is not None]
+            show = lambda k, f: (f.format(med(vals(k))) + " (" + ", ".join(f.format(v) for v in vals(k)) + ")") if vals(k) else "-"
+            print(f"| {e} | {show('tables', '{:.0f}')} | {show('compactions', '{:.0f}')} | "
+                  + " / ".join(x["merges"] for x in sh) + f" | {show('moved', '{:.0f}')} | {show('write_bytes_x', '{:.2f}')} |")
     print(f"\nLogs: {work}")
     sys.exit(0 if ok else 1)
 

@@ -206,3 +206,74 @@ fn iterator_seeks_push_l0_down_below_its_count_trigger() {
     assert!(db.stats().read_compactions > 0);
     check(&db, &model);
 }
+
+/// Three overlapping L0 tables below their count trigger, with every key in the model.
+fn three_l0_tables(opts: Options) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = Db::open("/db", opts).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..3u32 {
+        put_all(&db, &mut model, (round..2000).step_by(3), old);
+    }
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 3);
+    (db, model)
+}
+
+#[test]
+fn first_of_several_charging_lets_point_reads_push_l0_down() {
+    // LevelDB's and HyperLevelDB's rule: a get that searched two tables charges the first,
+    // L0 included.
+    let (db, model) = three_l0_tables(Options {
+        write_buffer_size: 256 << 10,
+        level0_file_num_compaction_trigger: 8,
+        read_charging: strata::ReadCharging::FirstOfSeveral,
+        fs: Arc::new(MemFs::new()),
+        ..Options::default()
+    });
+    for _ in 0..3 {
+        for i in 0..2000 {
+            db.get(key(i)).unwrap();
+        }
+    }
+    wait_until(&db, "L0 pushed down by gets", |db| {
+        prop(db, "strata.num-files-at-level0") == 0
+            && prop(db, "strata.num-running-compactions") == 0
+    });
+    assert!(db.stats().read_compactions > 0);
+    check(&db, &model);
+}
+
+#[test]
+fn read_compactions_wait_for_reads_in_a_row() {
+    let (db, model) = three_l0_tables(Options {
+        write_buffer_size: 256 << 10,
+        level0_file_num_compaction_trigger: 8,
+        read_charging: strata::ReadCharging::FirstOfSeveral,
+        read_compaction_min_straight_reads: 10,
+        fs: Arc::new(MemFs::new()),
+        ..Options::default()
+    });
+    // Every 10th read is followed by a write: never more than 10 reads in a row, so the
+    // charged tables stay in L0.
+    for round in 0..3 {
+        for i in 0..2000u32 {
+            db.get(key(i)).unwrap();
+            if i % 10 == 9 {
+                db.put(b"zzz-writer", format!("{round}-{i}")).unwrap();
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 3);
+    assert_eq!(db.stats().read_compactions, 0);
+    // Eleven reads in a row let them run.
+    for i in 0..11 {
+        db.get(key(i)).unwrap();
+    }
+    wait_until(&db, "L0 pushed down after straight reads", |db| {
+        prop(db, "strata.num-files-at-level0") == 0
+            && prop(db, "strata.num-running-compactions") == 0
+    });
+    let mut model = model;
+    model.insert(b"zzz-writer".to_vec(), b"2-1999".to_vec());
+    check(&db, &model);
+}
