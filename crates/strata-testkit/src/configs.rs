@@ -47,6 +47,23 @@ pub fn configs() -> Vec<Config> {
             build: |_, fs| small(Options::hyperleveldb(), fs),
         },
         Config {
+            name: "ohdb-l0p",
+            build: |_, fs| Options {
+                l0_buckets: 4,
+                bucket_compaction_trigger: 2,
+                ..small(Options::ohdb_l0p(), fs)
+            },
+        },
+        Config {
+            name: "ohdb-c",
+            build: |dir, fs| Options {
+                l0_buckets: 4,
+                bucket_compaction_trigger: 2,
+                bucket_boundaries: strata::BucketBoundaries::KeyPrefix,
+                ..small(Options::ohdb_c(dir.join("levels")), fs)
+            },
+        },
+        Config {
             name: "rocksdb",
             build: |_, fs| small(Options::rocksdb(), fs),
         },

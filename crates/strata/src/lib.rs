@@ -39,8 +39,8 @@ pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{
-    CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options, ReadCharging,
-    ReadOptions, TableCut, WriteOptions, WriteSlowdown,
+    BucketBoundaries, CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options,
+    ReadCharging, ReadOptions, TableCut, WriteOptions, WriteSlowdown,
 };
 pub use sst::Compression;
 pub use stats::StatsSnapshot;

@@ -104,12 +104,31 @@ pub enum ReadCharging {
     FirstOfSeveral,
 }
 
-/// The layout of level 0. Later issues add the OHDB bucket and MatrixKV matrix layouts.
+/// The layout of level 0. A later issue adds MatrixKV's matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum L0Layout {
     /// Each flush adds one table; tables may overlap (LevelDB, RocksDB).
     #[default]
     Flat,
+    /// OHDB's partition buckets: the key space is split into `l0_buckets` ranges; a flush
+    /// writes one table per bucket that has keys, and a bucket holding
+    /// `bucket_compaction_trigger` tables is compacted into L1 alone. A point read visits
+    /// the tables of one bucket. Boundaries per `bucket_boundaries`, recorded in the
+    /// manifest.
+    Buckets,
+}
+
+/// How the boundaries of OHDB's L0 buckets are chosen (`L0Layout::Buckets`). They change
+/// only while L0 is empty, with the flush that refills it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BucketBoundaries {
+    /// Equal slices of the first key byte (OHDB's "prefix"): right for keys whose first
+    /// byte is uniform, one crowded bucket for text keys that share a prefix.
+    KeyPrefix,
+    /// Quantiles of the keys a flush writes into an empty L0, chosen again at such a flush
+    /// when its keys crowd one bucket to more than twice its share.
+    #[default]
+    Sampled,
 }
 
 /// Options fixed when a database is opened.
@@ -210,6 +229,12 @@ pub struct Options {
     pub max_open_files: usize,
     /// Threads running compactions (1..=16). Defaults to 1.
     pub max_background_compactions: usize,
+    /// After each compaction, a compaction thread starts no new one while an immutable
+    /// memtable waits for (or is in) its flush: OHDB's "flush priority" (its condition
+    /// variable after each level compaction), so that bursts of bucket compactions cannot
+    /// starve flushes of the disk. With one shared thread flushes always go first.
+    /// Defaults to `false`.
+    pub compaction_yields_to_flush: bool,
     /// Run flushes on a thread of their own, so a flush never waits behind a compaction
     /// (HyperLevelDB). `false` runs flushes and compactions on one thread, flushes first
     /// (LevelDB). Defaults to `true`.
@@ -227,6 +252,14 @@ pub struct Options {
     pub level_dir: Option<PathBuf>,
     /// Layout of level 0. Defaults to `Flat`.
     pub l0_layout: L0Layout,
+    /// Buckets of `L0Layout::Buckets` (1..=1024). More: smaller L0 -> L1 compactions and
+    /// fewer tables per point read, but more, smaller tables per flush. Defaults to 10.
+    pub l0_buckets: usize,
+    /// Tables a bucket holds before it is compacted into L1 (`L0Layout::Buckets`).
+    /// Defaults to 4.
+    pub bucket_compaction_trigger: usize,
+    /// How bucket boundaries are chosen. Defaults to `Sampled`.
+    pub bucket_boundaries: BucketBoundaries,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
     pub max_manifest_file_size: u64,
@@ -293,12 +326,16 @@ impl Default for Options {
             max_open_files: 1000,
             max_background_compactions: 1,
             separate_flush_thread: true,
+            compaction_yields_to_flush: false,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             wal_recovery_mode: WalRecoveryMode::TolerateTornTail,
             wal_dir: None,
             level_dir: None,
             l0_layout: L0Layout::Flat,
+            l0_buckets: 10,
+            bucket_compaction_trigger: 4,
+            bucket_boundaries: BucketBoundaries::Sampled,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
         }
@@ -357,6 +394,34 @@ impl Options {
         }
     }
 
+    /// OHDB-L0P: `hyperleveldb` with L0 split into `l0_buckets` partition buckets (10), each
+    /// compacted into L1 alone at `bucket_compaction_trigger` tables (4), and flushes before
+    /// further compactions (`compaction_yields_to_flush`). docs/design/ohdb.md.
+    pub fn ohdb_l0p() -> Self {
+        Options {
+            l0_layout: L0Layout::Buckets,
+            compaction_yields_to_flush: true,
+            ..Options::hyperleveldb()
+        }
+    }
+
+    /// OHDB-2DC: `hyperleveldb` with tables of levels >= 1 in `level_dir` (the second disk),
+    /// WALs, manifest and L0 in the database directory.
+    pub fn ohdb_2dc(level_dir: impl Into<PathBuf>) -> Self {
+        Options {
+            level_dir: Some(level_dir.into()),
+            ..Options::hyperleveldb()
+        }
+    }
+
+    /// OHDB-C: both techniques, `ohdb_l0p` with levels >= 1 in `level_dir`.
+    pub fn ohdb_c(level_dir: impl Into<PathBuf>) -> Self {
+        Options {
+            level_dir: Some(level_dir.into()),
+            ..Options::ohdb_l0p()
+        }
+    }
+
     /// RocksDB's defaults that matter for these benchmarks (7.8): 64 MiB memtable, 2 write
     /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking, no
     /// read-triggered compaction (RocksDB has none). The default preset differs in the
@@ -375,7 +440,8 @@ impl Options {
         (self.read_compaction_bytes > 0).then(|| (size / self.read_compaction_bytes).max(100))
     }
 
-    /// The named preset `name`, if it exists in this build.
+    /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
+    /// `level_dir` set by the caller (or use [`Options::ohdb_2dc`], [`Options::ohdb_c`]).
     ///
     /// # Errors
     /// `InvalidArgument` for unknown names, and for presets that later issues bring.
@@ -385,10 +451,13 @@ impl Options {
             "leveldb" => Ok(Options::leveldb()),
             "hyperleveldb" => Ok(Options::hyperleveldb()),
             "rocksdb" => Ok(Options::rocksdb()),
-            "ohdb-l0p" | "ohdb-2dc" | "ohdb-c" | "cleveldb" | "wisckey" | "hashkv"
-            | "rocksdb-l0-nvm" | "matrixkv" => {
+            "ohdb-l0p" => Ok(Options::ohdb_l0p()),
+            // The second directory is the caller's to give (`level_dir`); without it these
+            // are `hyperleveldb` and `ohdb-l0p` on one directory.
+            "ohdb-2dc" => Ok(Options::hyperleveldb()),
+            "ohdb-c" => Ok(Options::ohdb_l0p()),
+            "cleveldb" | "wisckey" | "hashkv" | "rocksdb-l0-nvm" | "matrixkv" => {
                 let technique = match name {
-                    "ohdb-l0p" | "ohdb-2dc" | "ohdb-c" => "OHDB's partitioned L0 (seeds/ohdb-partitioned-l0-two-disks.txt)",
                     "cleveldb" => "CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
                     "wisckey" | "hashkv" => "the value store: WiscKey vLog and HashKV (seeds/hashkv-hash-value-store.txt)",
                     _ => "MatrixKV's matrix L0 in persistent memory (seeds/matrixkv-matrix-l0.txt)",
@@ -489,6 +558,12 @@ impl Options {
                 "must be <= hard_pending_compaction_bytes_limit",
             );
         }
+        if !(1..=1024).contains(&self.l0_buckets) {
+            return bad("l0_buckets", "must be between 1 and 1024");
+        }
+        if self.bucket_compaction_trigger == 0 {
+            return bad("bucket_compaction_trigger", "must be at least 1");
+        }
         if self.max_mem_compaction_level >= self.num_levels {
             return bad(
                 "max_mem_compaction_level",
@@ -549,7 +624,15 @@ mod tests {
 
     #[test]
     fn presets_validate() {
-        for name in ["default", "leveldb", "hyperleveldb", "rocksdb"] {
+        for name in [
+            "default",
+            "leveldb",
+            "hyperleveldb",
+            "rocksdb",
+            "ohdb-l0p",
+            "ohdb-2dc",
+            "ohdb-c",
+        ] {
             Options::preset(name).unwrap().validate().unwrap();
         }
         assert!(Options::preset("matrixkv")

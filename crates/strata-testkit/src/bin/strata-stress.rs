@@ -11,7 +11,7 @@
 //!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
-//!               [--presets=default,leveldb,hyperleveldb,rocksdb] [--threads=4] [--keys=20000]
+//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-c] [--threads=4] [--keys=20000]
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -180,8 +180,23 @@ fn options(a: &Args) -> Result<Options, String> {
         }
         None => {}
     }
+    // OHDB's buckets, small: bucket compactions run all the time.
+    o.l0_buckets = a.get("l0_buckets", 4)?;
+    o.bucket_compaction_trigger = a.get("bucket_compaction_trigger", 2)?;
     o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
     o.level_dir = a.0.get("level_dir").map(PathBuf::from);
+    let preset = a.str("preset", "default");
+    if o.level_dir.is_none() {
+        // The second directory of ohdb-2dc and ohdb-c, beside the database. Once a run put
+        // tables there, every later run on the database (the kill loop rotates presets) must
+        // look there too: a table's directory is recorded, not the directory's path.
+        if let Some(db) = a.0.get("db") {
+            let levels = PathBuf::from(format!("{db}-levels"));
+            if preset == "ohdb-2dc" || preset == "ohdb-c" || levels.exists() {
+                o.level_dir = Some(levels);
+            }
+        }
+    }
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }
@@ -476,7 +491,10 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     let kills: u32 = a.get("kills", 20)?;
     let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
     let presets: Vec<String> = a
-        .str("presets", "default,leveldb,hyperleveldb,rocksdb")
+        .str(
+            "presets",
+            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-c",
+        )
         .split(',')
         .map(str::to_string)
         .collect();

@@ -90,8 +90,9 @@ enum Job {
 
 /// The scheduling policy: the one place that decides what a thread runs next. A waiting
 /// immutable memtable goes first (a full memtable stops writes, a compaction only slows
-/// them); then the most urgent compaction the picker finds. Marks what it hands out as
-/// running (`flush_running`, busy inputs).
+/// them); then the most urgent compaction the picker finds, unless
+/// `Options::compaction_yields_to_flush` holds compactions back while a flush is due or
+/// running. Marks what it hands out as running (`flush_running`, busy inputs).
 fn next_job(db: &DbInner, worker: Worker) -> Option<Job> {
     if worker.flushes() {
         let mut st = lock(&db.state);
@@ -101,6 +102,13 @@ fn next_job(db: &DbInner, worker: Worker) -> Option<Job> {
         }
     }
     if worker.compacts() {
+        if db.opts.compaction_yields_to_flush && worker == Worker::Compaction {
+            // OHDB's flush priority: no new compaction while a memtable waits for its flush.
+            let st = lock(&db.state);
+            if st.flush_running || flush_due(&st) {
+                return None;
+            }
+        }
         return db.pick_compaction().map(Job::Compaction);
     }
     None

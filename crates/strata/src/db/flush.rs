@@ -26,7 +26,8 @@ impl DbInner {
         let Some(mem) = lock(&self.state).imms.front().cloned() else {
             return Ok(());
         };
-        let layout = lock(&self.versions).current().l0.clone();
+        let base = lock(&self.versions).current();
+        let layout = base.l0.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
         let mut new_number = || {
             let n = lock(&self.versions).new_output_number();
@@ -40,15 +41,17 @@ impl DbInner {
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
         };
-        let result = layout.ingest(&mut job, &mem).and_then(|tables| {
-            for m in &tables {
-                Stats::add(&self.stats.flush_bytes, m.size);
-                self.tables.table(m)?.verify_new()?;
-            }
-            Ok(tables)
-        });
+        let result = layout
+            .ingest(&mut job, &mem, base.files(0))
+            .and_then(|ingested| {
+                for m in &ingested.tables {
+                    Stats::add(&self.stats.flush_bytes, m.size);
+                    self.tables.table(m)?.verify_new()?;
+                }
+                Ok(ingested)
+            });
         let mut versions = lock(&self.versions);
-        let tables = match result {
+        let ingested = match result {
             Ok(t) => t,
             Err(e) => {
                 versions.release_outputs(&outputs);
@@ -57,6 +60,14 @@ impl DbInner {
         };
         let mut edit = VersionEdit::default();
         let v = versions.current();
+        // NB: only flushes (one at a time) and open change the layout, so the version's
+        // layout is still the one the tables were cut for.
+        if !Arc::ptr_eq(&v.l0, &layout) {
+            versions.release_outputs(&outputs);
+            return Err(Error::corrupt("the L0 layout changed during a flush"));
+        }
+        edit.l0_layout = ingested.layout.as_ref().map(|l| l.record());
+        let tables = ingested.tables;
         let busy_levels = lock(&self.state).busy_levels.clone();
         for m in tables {
             let level = flush_level(&v, &self.opts, &self.placement, &busy_levels, &m);

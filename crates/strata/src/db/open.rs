@@ -48,6 +48,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         placement.clone(),
         opts.num_levels,
         opts.max_manifest_file_size,
+        crate::l0::L0Config::from(&opts),
     );
     let block_cache =
         (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
@@ -64,8 +65,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let missing = versions.missing_tables()?;
         if !missing.is_empty() {
             let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+            let hint = if opts.level_dir.is_none() {
+                " (tables of levels >= 1 written with a separate level_dir are looked for there: \
+                 was Options::level_dir set when they were written?)"
+            } else {
+                ""
+            };
             return Err(Error::corrupt(format!(
-                "tables named by the manifest are missing: {}",
+                "tables named by the manifest are missing: {}{hint}",
                 names.join(", ")
             )));
         }
@@ -362,7 +369,14 @@ fn flush_recovered(
     mem: &Arc<MemTable>,
     edit: &mut VersionEdit,
 ) -> Result<()> {
-    let layout = versions.current().l0.clone();
+    // The layout an earlier recovered flush of this edit chose, else the recovered one; L0
+    // as it will be with this edit's tables.
+    let layout = match &edit.l0_layout {
+        Some(rec) => crate::l0::from_record(rec, crate::l0::L0Config::from(opts))?,
+        None => versions.current().l0.clone(),
+    };
+    let mut files: Vec<Arc<crate::file_meta::FileMeta>> = versions.current().files(0).to_vec();
+    files.extend(edit.new_files.iter().map(|(_, m)| Arc::new(m.clone())));
     let mut new_number = || versions.new_file_number();
     // No snapshots exist during recovery: only the newest version of each key is kept.
     let mut job = Ingest {
@@ -372,8 +386,12 @@ fn flush_recovered(
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
     };
-    let tables = layout.ingest(&mut job, mem)?;
-    edit.new_files.extend(tables.into_iter().map(|m| (0, m)));
+    let ingested = layout.ingest(&mut job, mem, &files)?;
+    if let Some(l) = ingested.layout {
+        edit.l0_layout = Some(l.record());
+    }
+    edit.new_files
+        .extend(ingested.tables.into_iter().map(|m| (0, m)));
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Ingest, Level0, Pressure};
+use super::{Ingest, Ingested, Level0, Pressure};
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
@@ -39,12 +39,20 @@ impl Level0 for Flat {
         Ok(())
     }
 
-    fn ingest(&self, job: &mut Ingest<'_>, mem: &Arc<MemTable>) -> Result<Vec<FileMeta>> {
+    fn ingest(
+        &self,
+        job: &mut Ingest<'_>,
+        mem: &Arc<MemTable>,
+        _files: &[Arc<FileMeta>],
+    ) -> Result<Ingested> {
         let Some(table) = job.write_table(mem, None, None)? else {
-            return Ok(Vec::new());
+            return Ok(Ingested::default());
         };
         job.sync_dir()?;
-        Ok(vec![table])
+        Ok(Ingested {
+            tables: vec![table],
+            layout: None,
+        })
     }
 
     fn get<'a>(

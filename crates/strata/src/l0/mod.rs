@@ -18,12 +18,14 @@
 //! its record (a layout is immutable; a change of state is a new layout in a new version),
 //! or let a point read see an older version of a key while a newer one sits in L0.
 
+mod buckets;
 mod flat;
 
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+pub use buckets::{Buckets, BUCKETS_FEATURE};
 pub use flat::Flat;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -33,7 +35,7 @@ use crate::fs::Fs;
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo};
 use crate::memtable::{Lookup, MemTable};
-use crate::options::{L0Layout, Options};
+use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::placement::{FileKind, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
@@ -65,12 +67,20 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// `Corruption` when the files break them (a manifest the layout did not write).
     fn arrange(&self, files: &mut Vec<Arc<FileMeta>>) -> Result<()>;
 
-    /// Writes the immutable memtable `mem` as L0 tables, synced with their directory.
-    /// Returns the tables written (none if nothing survived the snapshots).
+    /// Writes the immutable memtable `mem` as L0 tables, synced with their directory, given
+    /// L0's current `files`. Returns the tables written (none if nothing survived the
+    /// snapshots) and, if the layout changed its state for them (bucket boundaries chosen
+    /// while L0 was empty), the new layout: the caller records it in the same edit as the
+    /// tables, which it then arranges.
     ///
     /// # Errors
     /// I/O errors; tables written before the error are left for obsolete-file cleanup.
-    fn ingest(&self, job: &mut Ingest<'_>, mem: &Arc<MemTable>) -> Result<Vec<FileMeta>>;
+    fn ingest(
+        &self,
+        job: &mut Ingest<'_>,
+        mem: &Arc<MemTable>,
+        files: &[Arc<FileMeta>],
+    ) -> Result<Ingested>;
 
     /// The newest version of `user_key` in L0 at or below the sequence of `target`.
     /// `searched` is told of each table before it is searched (read-triggered compaction
@@ -178,6 +188,26 @@ pub struct L0Record {
 pub(crate) fn layout_id(layout: L0Layout) -> u32 {
     match layout {
         L0Layout::Flat => 0,
+        L0Layout::Buckets => 1,
+    }
+}
+
+/// What layouts take from `Options` that is not persisted with them: how to choose their
+/// state when they may change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct L0Config {
+    /// `Options::l0_buckets`.
+    pub buckets: usize,
+    /// `Options::bucket_boundaries`.
+    pub boundaries: BucketBoundaries,
+}
+
+impl From<&Options> for L0Config {
+    fn from(o: &Options) -> Self {
+        L0Config {
+            buckets: o.l0_buckets,
+            boundaries: o.bucket_boundaries,
+        }
     }
 }
 
@@ -190,6 +220,7 @@ pub(crate) fn flat() -> Arc<dyn Level0> {
 pub(crate) fn configured(opts: &Options) -> Arc<dyn Level0> {
     match opts.l0_layout {
         L0Layout::Flat => flat(),
+        L0Layout::Buckets => Arc::new(Buckets::initial(L0Config::from(opts))),
     }
 }
 
@@ -198,15 +229,25 @@ pub(crate) fn configured(opts: &Options) -> Arc<dyn Level0> {
 /// # Errors
 /// `NotSupported` naming the layout id when this build does not know it; `Corruption` when
 /// its state does not decode.
-pub(crate) fn from_record(rec: &L0Record) -> Result<Arc<dyn Level0>> {
+pub(crate) fn from_record(rec: &L0Record, cfg: L0Config) -> Result<Arc<dyn Level0>> {
     match rec.layout {
         0 if rec.state.is_empty() => Ok(flat()),
         0 => Err(Error::corrupt("flat L0 layout record carries state")),
+        1 => Ok(Arc::new(Buckets::decode(&rec.state, cfg)?)),
         id => Err(Error::new(
             ErrorKind::NotSupported,
             format!("the database's L0 layout (id {id}) is not known to this build"),
         )),
     }
+}
+
+/// What an ingest produced.
+#[derive(Debug, Default)]
+pub(crate) struct Ingested {
+    /// The tables written, in key order.
+    pub tables: Vec<FileMeta>,
+    /// The layout with its new state, if the ingest changed it.
+    pub layout: Option<Arc<dyn Level0>>,
 }
 
 /// What a layout's ingest writes with: the file system, where tables go, their shape, the

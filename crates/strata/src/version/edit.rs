@@ -33,7 +33,7 @@ const TAG_SAFE_TO_IGNORE: u32 = 64;
 /// Format features this build reads. A manifest names every feature its database uses
 /// (in the first edit of each manifest, and in the edit that starts using one); a build
 /// that meets a feature not listed here refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[];
+pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE];
 
 /// A change to the version: files added and removed, counters advanced.
 #[derive(Debug, Clone, Default, PartialEq)]

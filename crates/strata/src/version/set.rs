@@ -32,6 +32,8 @@ pub struct VersionSet {
     placement: Placement,
     num_levels: usize,
     max_manifest_size: u64,
+    /// How layouts recorded in the manifest choose their state from here on.
+    l0_config: l0::L0Config,
     current: Arc<Version>,
     /// Every version handed out that may still be in use (for obsolete-file detection).
     versions: Vec<Weak<Version>>,
@@ -57,7 +59,12 @@ pub struct Recovered {
     pub last_sequence: SeqNo,
 }
 
-fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Version> {
+fn apply(
+    base: &Version,
+    edit: &VersionEdit,
+    num_levels: usize,
+    cfg: l0::L0Config,
+) -> Result<Version> {
     let mut v = base.clone();
     for &(level, n) in &edit.deleted_files {
         let files = Arc::make_mut(
@@ -73,6 +80,20 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
             )));
         }
     }
+    // NB: the layout changes after the edit's deletions and before its additions: the tables
+    // an edit adds to L0 (a manifest's snapshot, a flush that chose new bucket boundaries)
+    // were cut for the layout it records.
+    if let Some(rec) = &edit.l0_layout {
+        if rec != &v.l0.record() {
+            let layout = l0::from_record(rec, cfg)?;
+            if !v.files(0).is_empty() && layout.kind() != v.l0.kind() {
+                return Err(Error::corrupt(
+                    "edit changes the L0 layout while level 0 holds tables",
+                ));
+            }
+            v.l0 = layout;
+        }
+    }
     for (level, f) in &edit.new_files {
         if *level >= num_levels {
             return Err(Error::corrupt(format!(
@@ -81,17 +102,6 @@ fn apply(base: &Version, edit: &VersionEdit, num_levels: usize) -> Result<Versio
             )));
         }
         Arc::make_mut(&mut v.levels[*level]).push(Arc::new(f.clone()));
-    }
-    if let Some(rec) = &edit.l0_layout {
-        if rec != &v.l0.record() {
-            let layout = l0::from_record(rec)?;
-            if !v.files(0).is_empty() && layout.kind() != v.l0.kind() {
-                return Err(Error::corrupt(
-                    "edit changes the L0 layout while level 0 holds tables",
-                ));
-            }
-            v.l0 = layout;
-        }
     }
     let layout = v.l0.clone();
     layout.arrange(Arc::make_mut(&mut v.levels[0]))?;
@@ -122,12 +132,14 @@ impl VersionSet {
         placement: Placement,
         num_levels: usize,
         max_manifest_size: u64,
+        l0_config: l0::L0Config,
     ) -> Self {
         VersionSet {
             fs,
             placement,
             num_levels,
             max_manifest_size,
+            l0_config,
             current: Arc::new(Version::new(num_levels)),
             versions: Vec::new(),
             next_file_number: Arc::new(AtomicU64::new(2)),
@@ -186,11 +198,13 @@ impl VersionSet {
                             ));
                         }
                     }
-                    v = apply(&v, &edit, self.num_levels).map_err(|e| match e.kind() {
-                        ErrorKind::NotSupported => {
-                            Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                    v = apply(&v, &edit, self.num_levels, self.l0_config).map_err(|e| {
+                        match e.kind() {
+                            ErrorKind::NotSupported => {
+                                Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                            }
+                            _ => Error::corruption(&path, offset, e.message()),
                         }
-                        _ => Error::corruption(&path, offset, e.message()),
                     })?;
                     log_number = edit.log_number.or(log_number);
                     next_file = edit.next_file_number.or(next_file);
@@ -283,7 +297,7 @@ impl VersionSet {
     /// I/O errors writing the manifest (the caller must poison the database: the manifest's
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        let v = apply(&self.current, &edit, self.num_levels)?;
+        let v = apply(&self.current, &edit, self.num_levels, self.l0_config)?;
         if edit.l0_layout.is_some() {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v);

@@ -1,0 +1,141 @@
+//! L0 layouts end to end: OHDB's buckets keep their tables within buckets and compact one
+//! bucket at a time; a database opened with another layout than the one its manifest records
+//! is migrated (L0 compacted away, then the new layout recorded), never misread.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{Fs, MemFs};
+use strata::{BucketBoundaries, Db, L0Layout, Options, ReadOptions};
+
+fn l0_files(db: &Db) -> usize {
+    db.property("strata.num-files-at-level0")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{:05}", (i * 7919) % 20000).into_bytes()
+}
+
+fn opts(fs: &Arc<MemFs>, layout: L0Layout) -> Options {
+    Options {
+        write_buffer_size: 128 << 10,
+        l0_layout: layout,
+        l0_buckets: 4,
+        bucket_compaction_trigger: 3,
+        level0_file_num_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 100,
+        level0_stop_writes_trigger: 200,
+        read_compaction_bytes: 0,
+        fs: fs.clone(),
+        ..Options::default()
+    }
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(all, want);
+}
+
+fn fill(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32, n: u32) {
+    for i in 0..n {
+        let v = format!("r{round}-{i}").into_bytes();
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+}
+
+/// What the layout promises, through the public surface: tables per flush, compactions out
+/// of L0 one bucket at a time, and reads that match a model throughout.
+#[test]
+fn each_flush_writes_one_table_per_bucket_and_buckets_compact_alone() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, &mut model, 0, 2000);
+    // Sampled boundaries: quantiles of the first flush, so every bucket got a table.
+    assert_eq!(l0_files(&db), 4);
+    check(&db, &model);
+    // Two more flushes bring every bucket to its trigger (3): buckets are compacted into
+    // L1 one at a time, until none holds 3 tables.
+    fill(&db, &mut model, 1, 2000);
+    fill(&db, &mut model, 2, 2000);
+    let t = std::time::Instant::now();
+    while db.stats().merges_by_input_level[0] < 4 {
+        assert!(t.elapsed().as_secs() < 30, "{:?}", db.stats());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(l0_files(&db) < 12);
+    check(&db, &model);
+    drop(db);
+    // Reopened: the boundaries come back from the manifest.
+    let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
+    check(&db, &model);
+    fill(&db, &mut model, 3, 500);
+    check(&db, &model);
+}
+
+#[test]
+fn prefix_boundaries_put_text_keys_in_one_bucket() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        bucket_boundaries: BucketBoundaries::KeyPrefix,
+        ..opts(&fs, L0Layout::Buckets)
+    };
+    let db = Db::open("/db", o).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, &mut model, 0, 2000);
+    // Every key starts with 'k': one bucket, one table (the paper's rule, and its weakness).
+    assert_eq!(l0_files(&db), 1);
+    check(&db, &model);
+}
+
+#[test]
+fn opening_with_another_layout_migrates_l0() {
+    let fs = Arc::new(MemFs::new());
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
+        fill(&db, &mut model, 0, 2000);
+        fill(&db, &mut model, 1, 1000);
+        assert_eq!(l0_files(&db), 2);
+    }
+    // Flat -> buckets: L0 is compacted into L1 first, then the buckets start.
+    {
+        let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
+        assert_eq!(l0_files(&db), 0);
+        check(&db, &model);
+        fill(&db, &mut model, 2, 2000);
+        assert_eq!(l0_files(&db), 4, "a flush cuts one table per bucket now");
+        check(&db, &model);
+    }
+    // A build's manifest now names the bucket feature.
+    let current = strata::fs::read_all(&*fs, Path::new("/db/CURRENT")).unwrap();
+    let manifest = String::from_utf8(current).unwrap();
+    let m = strata::fs::read_all(&*fs, &Path::new("/db").join(manifest.trim())).unwrap();
+    assert!(m.windows(10).any(|w| w == b"l0-buckets"));
+    // Buckets -> flat.
+    {
+        let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
+        assert_eq!(l0_files(&db), 0);
+        check(&db, &model);
+        fill(&db, &mut model, 3, 2000);
+        assert_eq!(l0_files(&db), 1);
+        check(&db, &model);
+    }
+    let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
+    check(&db, &model);
+    assert!(fs.exists(Path::new("/db/CURRENT")));
+}
