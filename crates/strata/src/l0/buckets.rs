@@ -324,6 +324,10 @@ impl Level0 for Buckets {
         }
     }
 
+    fn compacts_all_of_l0(&self) -> bool {
+        false
+    }
+
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64 {
         let fullest = self.groups(files).map(|(_, g)| g.len()).max().unwrap_or(0);
         fullest as f64 / opts.bucket_compaction_trigger as f64

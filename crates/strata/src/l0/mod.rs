@@ -128,6 +128,13 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// How hard L0 presses on the write path, and where writes slow down and stop.
     fn pressure(&self, files: &[Arc<FileMeta>], opts: &Options) -> Pressure;
 
+    /// Whether an L0 compaction takes all of L0 (and so most of L1): HyperLevelDB's picker
+    /// then lets L0 gather tables while L1 is over its limit. A layout that compacts a part
+    /// at a time (one bucket) starts it at its own trigger.
+    fn compacts_all_of_l0(&self) -> bool {
+        true
+    }
+
     /// Compaction urgency of L0; >= 1 means compact now.
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
 
