@@ -173,6 +173,31 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     };
     o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
     o.level_dir = flags.level_dir.as_ref().map(Into::into);
+    if (flags.preset == "ohdb-2dc" || flags.preset == "ohdb-c") && o.level_dir.is_none() {
+        return Err(format!(
+            "--preset={}: give the second directory with --level_dir=DIR",
+            flags.preset
+        ));
+    }
+    if let Some(v) = flags.l0_buckets {
+        o.l0_buckets = v;
+    }
+    if let Some(v) = flags.bucket_compaction_trigger {
+        o.bucket_compaction_trigger = v;
+    }
+    match flags.bucket_boundaries.as_deref() {
+        Some("prefix") => o.bucket_boundaries = strata::BucketBoundaries::KeyPrefix,
+        Some("sampled") => o.bucket_boundaries = strata::BucketBoundaries::Sampled,
+        Some(b) => {
+            return Err(format!(
+                "--bucket_boundaries: expected prefix|sampled, got {b:?}"
+            ))
+        }
+        None => {}
+    }
+    if let Some(spec) = &flags.device_model {
+        o.fs = Arc::new(crate::device::DeviceFs::new(crate::device::parse(spec)?));
+    }
     o.validate().map_err(|e| e.message().to_string())?;
     Ok(o)
 }

@@ -89,6 +89,14 @@ pub struct Flags {
     pub wal_dir: Option<String>,
     /// Directory for levels >= 1 (strata only).
     pub level_dir: Option<String>,
+    /// `DIR:MBps[:latency_us],...`: a device per directory (strata only; see `device.rs`).
+    pub device_model: Option<String>,
+    /// OHDB's buckets: how many (strata only).
+    pub l0_buckets: Option<usize>,
+    /// OHDB's buckets: tables that trigger a bucket's compaction (strata only).
+    pub bucket_compaction_trigger: Option<usize>,
+    /// OHDB's buckets: prefix or sampled boundaries (strata only).
+    pub bucket_boundaries: Option<String>,
     /// uniform, zipfian, latest, sequential.
     pub key_dist: String,
     /// Zipfian constant.
@@ -152,6 +160,10 @@ impl Default for Flags {
             compaction_priority: None,
             wal_dir: None,
             level_dir: None,
+            device_model: None,
+            l0_buckets: None,
+            bucket_compaction_trigger: None,
+            bucket_boundaries: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
             value_size_dist: "fixed".into(),
@@ -309,6 +321,10 @@ impl Flags {
                 "compaction_priority" => f.compaction_priority = Some(v.to_string()),
                 "wal_dir" => f.wal_dir = Some(v.to_string()),
                 "level_dir" => f.level_dir = Some(v.to_string()),
+                "device_model" => f.device_model = Some(v.to_string()),
+                "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
+                "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
+                "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
                 "value_size_dist" => f.value_size_dist = v.to_string(),
@@ -413,9 +429,12 @@ db_bench flags (same meaning and defaults):
 
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
-  --preset=NAME          default, leveldb, hyperleveldb, rocksdb (others come with their issues)
+  --preset=NAME          default, leveldb, hyperleveldb, rocksdb, ohdb-l0p, ohdb-2dc, ohdb-c
+                         (ohdb-2dc and ohdb-c need --level_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR
+  --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
+  --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
   --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX
   --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)

@@ -4,6 +4,7 @@
 //! `cargo run --release -p strata-bench` runs a default suite on a temporary database.
 
 mod bench;
+mod device;
 mod engine;
 mod flags;
 mod keys;
@@ -45,6 +46,12 @@ fn header(f: &flags::Flags) {
     );
     println!("CPU:        {cores} * {cpu}");
     println!("Keys:       {} bytes each", f.key_size);
+    if let Some(spec) = &f.device_model {
+        match device::parse(spec) {
+            Ok(d) => println!("Device:     {}", device::DeviceFs::new(d).describe()),
+            Err(e) => println!("Device:     {e}"),
+        }
+    }
     println!(
         "Values:     {} bytes each ({})",
         mean_value as u64, f.value_size_dist
