@@ -342,9 +342,25 @@ impl Db {
 
     /// A named text property: `strata.stats` (the stats report), `strata.levels` (files per
     /// level), `strata.num-files-at-level<N>`, `strata.num-running-flushes`,
-    /// `strata.num-running-compactions`, `strata.num-immutable-memtables`.
+    /// `strata.num-running-compactions`, `strata.num-immutable-memtables`,
+    /// `strata.l0-layout` (the L0 layout's name), and OHDB's columns:
+    /// `strata.level-compactions` (C), `strata.tables` (SN), `strata.total-bytes-written`
+    /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
+            "strata.l0-layout" => Some(format!(
+                "{:?}",
+                self.inner.super_version().version.l0.kind()
+            )),
+            "strata.level-compactions" => Some(self.stats().level_compactions().to_string()),
+            "strata.tables" => Some(self.stats().tables().to_string()),
+            "strata.total-bytes-written" => Some(self.stats().total_bytes_written().to_string()),
+            "strata.compaction-bytes-read" => {
+                Some(self.stats().compaction_bytes_read().to_string())
+            }
+            "strata.compaction-bytes-written" => {
+                Some(self.stats().compaction_bytes_written().to_string())
+            }
             "strata.stats" => Some(self.stats().to_text()),
             "strata.levels" => Some(self.inner.super_version().version.level_summary()),
             "strata.num-running-flushes" => {

@@ -91,6 +91,21 @@ impl StatsSnapshot {
         self.files_per_level.iter().sum()
     }
 
+    /// Bytes compactions read (OHDB's CR).
+    pub fn compaction_bytes_read(&self) -> u64 {
+        self.compaction_read.iter().sum()
+    }
+
+    /// Bytes compactions wrote (OHDB's CW).
+    pub fn compaction_bytes_written(&self) -> u64 {
+        self.compaction_written.iter().sum()
+    }
+
+    /// Bytes written in all: WAL, manifest, flushes and compactions (OHDB's TW).
+    pub fn total_bytes_written(&self) -> u64 {
+        self.wal_bytes + self.manifest_bytes + self.flush_bytes + self.compaction_bytes_written()
+    }
+
     /// Table bytes written (flush + compaction) per user byte.
     pub fn write_amplification(&self) -> f64 {
         let table = self.flush_bytes + self.compaction_written.iter().sum::<u64>();
@@ -130,9 +145,12 @@ impl StatsSnapshot {
         }
         let _ = writeln!(
             s,
-            "Tables: {}; level compactions (merges + moved tables): {}",
+            "Tables (SN): {}; level compactions (C, merges + moved tables): {}; total written (TW): {:.1} MiB; compaction read (CR): {:.1} MiB, written (CW): {:.1} MiB",
             self.tables(),
-            self.level_compactions()
+            self.level_compactions(),
+            mib(self.total_bytes_written()),
+            mib(self.compaction_bytes_read()),
+            mib(self.compaction_bytes_written())
         );
         let _ = writeln!(
             s,

@@ -139,3 +139,22 @@ fn opening_with_another_layout_migrates_l0() {
     check(&db, &model);
     assert!(fs.exists(Path::new("/db/CURRENT")));
 }
+
+#[test]
+fn properties_give_the_layout_and_the_papers_columns() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..3 {
+        fill(&db, &mut model, round, 2000);
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.property("strata.l0-layout").unwrap(), "Buckets");
+    let num = |name: &str| -> u64 { db.property(name).unwrap().parse().unwrap() };
+    assert!(num("strata.level-compactions") > 0);
+    assert_eq!(num("strata.tables"), db.stats().tables() as u64);
+    assert!(num("strata.compaction-bytes-read") > 0);
+    assert!(num("strata.compaction-bytes-written") > 0);
+    assert!(num("strata.total-bytes-written") > num("strata.compaction-bytes-written"));
+    assert!(db.property("strata.stats").unwrap().contains("(TW)"));
+}

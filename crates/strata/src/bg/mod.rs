@@ -131,7 +131,14 @@ fn work(db: &DbInner, worker: Worker) {
         match next_job(db, worker) {
             Some(Job::Flush) => {
                 guarded(db, "flush", || db.flush_one());
-                lock(&db.state).flush_running = false;
+                // NB: a compaction thread that yields to flushes may have looked while this
+                // flush was still marked running (after its install woke it): wake it again,
+                // or it sleeps until the next flush and compactions starve.
+                let mut st = lock(&db.state);
+                st.flush_running = false;
+                st.progress += 1;
+                drop(st);
+                db.bg_cv.notify_all();
                 db.delete_obsolete_files();
             }
             Some(Job::Compaction(c)) => {
