@@ -122,3 +122,22 @@ impl FileMeta {
 /// iterator over a level holds the list without copying it (copying a 1,000-file level for
 /// every `Db::iter` was a quarter of a seekrandom profile).
 pub type FileList = Arc<Vec<Arc<FileMeta>>>;
+
+/// A table of `size` bytes numbered `n`, holding user keys `lo..=hi` at sequence `seq`: for
+/// unit tests of pickers and layouts.
+#[cfg(test)]
+pub(crate) fn test_table(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
+    use crate::key::{internal_key, ValueKind};
+    Arc::new(FileMeta {
+        number: FileNumber(n),
+        path_id: PathId::DB,
+        size,
+        smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
+        largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
+        smallest_seq: SeqNo(seq),
+        largest_seq: SeqNo(seq),
+        num_entries: 1,
+        num_deletions: 0,
+        read_charges: ReadCharges::default(),
+    })
+}

@@ -21,7 +21,7 @@ use crate::coding::{get_length_prefixed, get_varint32, put_length_prefixed, put_
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
-use crate::iter::{EmptyIterator, InternalIterator};
+use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
@@ -264,42 +264,8 @@ impl Level0 for Buckets {
         user_key: &[u8],
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
     ) -> Result<Option<Lookup>> {
-        for f in self.tables_of(files, self.bucket_of(user_key)) {
-            if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
-                continue;
-            }
-            searched(f);
-            if let Some(found) = tables.get(f, target, user_key)? {
-                return Ok(Some(found));
-            }
-        }
-        Ok(None)
-    }
-
-    fn iterators(
-        &self,
-        files: &[Arc<FileMeta>],
-        tables: &Arc<TableCache>,
-        out: &mut Vec<Box<dyn InternalIterator>>,
-    ) {
-        for f in files {
-            match tables.table(f) {
-                Ok(t) => out.push(Box::new(t.iter())),
-                Err(e) => out.push(Box::new(EmptyIterator(Err(e)))),
-            }
-        }
-    }
-
-    fn input_iterators(
-        &self,
-        inputs: &[Arc<FileMeta>],
-        tables: &Arc<TableCache>,
-        out: &mut Vec<Box<dyn InternalIterator>>,
-    ) -> Result<()> {
-        for f in inputs {
-            out.push(Box::new(tables.table(f)?.iter()));
-        }
-        Ok(())
+        let bucket = self.tables_of(files, self.bucket_of(user_key));
+        super::search_newest_first(bucket, tables, target, user_key, searched)
     }
 
     fn seek_sources<'a>(
@@ -366,8 +332,7 @@ impl Level0 for Buckets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{internal_key, SeqNo, ValueKind};
-    use crate::placement::PathId;
+    use crate::key::{SeqNo, ValueKind};
 
     fn cfg(buckets: usize, boundaries: BucketBoundaries) -> L0Config {
         L0Config {
@@ -384,18 +349,7 @@ mod tests {
     }
 
     fn file(n: u64, lo: &str, hi: &str, seq: u64) -> Arc<FileMeta> {
-        Arc::new(FileMeta {
-            number: FileNumber(n),
-            path_id: PathId::DB,
-            size: 100,
-            smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
-            largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
-            smallest_seq: SeqNo(seq),
-            largest_seq: SeqNo(seq),
-            num_entries: 1,
-            num_deletions: 0,
-            read_charges: Default::default(),
-        })
+        crate::file_meta::test_table(n, lo, hi, 100, seq)
     }
 
     fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {

@@ -8,7 +8,6 @@ use super::{Ingest, Ingested, Level0, Pressure};
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
-use crate::iter::{EmptyIterator, InternalIterator};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{L0Layout, Options};
 use crate::table_cache::TableCache;
@@ -63,42 +62,7 @@ impl Level0 for Flat {
         user_key: &[u8],
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
     ) -> Result<Option<Lookup>> {
-        for f in files {
-            if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
-                continue;
-            }
-            searched(f);
-            if let Some(found) = tables.get(f, target, user_key)? {
-                return Ok(Some(found));
-            }
-        }
-        Ok(None)
-    }
-
-    fn iterators(
-        &self,
-        files: &[Arc<FileMeta>],
-        tables: &Arc<TableCache>,
-        out: &mut Vec<Box<dyn InternalIterator>>,
-    ) {
-        for f in files {
-            match tables.table(f) {
-                Ok(t) => out.push(Box::new(t.iter())),
-                Err(e) => out.push(Box::new(EmptyIterator(Err(e)))),
-            }
-        }
-    }
-
-    fn input_iterators(
-        &self,
-        inputs: &[Arc<FileMeta>],
-        tables: &Arc<TableCache>,
-        out: &mut Vec<Box<dyn InternalIterator>>,
-    ) -> Result<()> {
-        for f in inputs {
-            out.push(Box::new(tables.table(f)?.iter()));
-        }
-        Ok(())
+        super::search_newest_first(files, tables, target, user_key, searched)
     }
 
     fn seek_sources<'a>(
@@ -178,22 +142,10 @@ impl Level0 for Flat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{internal_key, SeqNo, ValueKind};
     use crate::placement::PathId;
 
     fn file(n: u64, lo: &str, hi: &str, seq: u64) -> Arc<FileMeta> {
-        Arc::new(FileMeta {
-            number: FileNumber(n),
-            path_id: PathId::DB,
-            size: 100,
-            smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
-            largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
-            smallest_seq: SeqNo(seq),
-            largest_seq: SeqNo(seq),
-            num_entries: 1,
-            num_deletions: 0,
-            read_charges: Default::default(),
-        })
+        crate::file_meta::test_table(n, lo, hi, 100, seq)
     }
 
     fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {

@@ -32,7 +32,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
-use crate::iter::InternalIterator;
+use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{self, SeqNo};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
@@ -97,15 +97,23 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
     ) -> Result<Option<Lookup>>;
 
-    /// Appends iterators that together cover every L0 entry (a user read's sources).
+    /// Appends iterators that together cover every L0 entry (a user read's sources); by
+    /// default one per table (a table that fails to open yields its error).
     fn iterators(
         &self,
         files: &[Arc<FileMeta>],
         tables: &Arc<TableCache>,
         out: &mut Vec<Box<dyn InternalIterator>>,
-    );
+    ) {
+        for f in files {
+            match tables.table(f) {
+                Ok(t) => out.push(Box::new(t.iter())),
+                Err(e) => out.push(Box::new(EmptyIterator(Err(e)))),
+            }
+        }
+    }
 
-    /// Appends iterators over `inputs`, L0 files a compaction takes.
+    /// Appends iterators over `inputs`, L0 files a compaction takes; by default one per table.
     ///
     /// # Errors
     /// I/O errors and `Corruption` opening the tables.
@@ -114,7 +122,12 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         inputs: &[Arc<FileMeta>],
         tables: &Arc<TableCache>,
         out: &mut Vec<Box<dyn InternalIterator>>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        for f in inputs {
+            out.push(Box::new(tables.table(f)?.iter()));
+        }
+        Ok(())
+    }
 
     /// Calls `visit` for each L0 table a seek to `user_key` positions in, newest first
     /// (read-triggered compaction charges all but the deepest source a seek searched).
@@ -246,6 +259,31 @@ pub(crate) fn from_record(rec: &L0Record, cfg: L0Config) -> Result<Arc<dyn Level
             format!("the database's L0 layout (id {id}) is not known to this build"),
         )),
     }
+}
+
+/// The newest version of `user_key` in `files` (newest first, possibly overlapping): each
+/// table whose range holds the key, in order, until one has it. `searched` is told of each
+/// table searched.
+///
+/// # Errors
+/// I/O errors and `Corruption` from the tables searched.
+pub(crate) fn search_newest_first<'a>(
+    files: &'a [Arc<FileMeta>],
+    tables: &TableCache,
+    target: &[u8],
+    user_key: &[u8],
+    searched: &mut dyn FnMut(&'a Arc<FileMeta>),
+) -> Result<Option<Lookup>> {
+    for f in files {
+        if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
+            continue;
+        }
+        searched(f);
+        if let Some(found) = tables.get(f, target, user_key)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }
 
 /// What an ingest produced.

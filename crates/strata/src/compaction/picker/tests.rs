@@ -11,18 +11,7 @@ use crate::placement::Placement;
 use crate::version::{FileMeta, Version};
 
 fn file(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
-    Arc::new(FileMeta {
-        number: FileNumber(n),
-        path_id: crate::placement::PathId::DB,
-        size,
-        smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
-        largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
-        smallest_seq: SeqNo(seq),
-        largest_seq: SeqNo(seq),
-        num_entries: 1,
-        num_deletions: 0,
-        read_charges: Default::default(),
-    })
+    crate::file_meta::test_table(n, lo, hi, size, seq)
 }
 
 fn opts() -> Options {
