@@ -142,7 +142,6 @@ impl Level0 for Flat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::PathId;
 
     fn file(n: u64, lo: &str, hi: &str, seq: u64) -> Arc<FileMeta> {
         crate::file_meta::test_table(n, lo, hi, 100, seq)
