@@ -216,13 +216,7 @@ impl Level0 for Buckets {
                 .then(b.largest_seq.cmp(&a.largest_seq))
                 .then(b.number.cmp(&a.number))
         });
-        if let Some(w) = files.windows(2).find(|w| w[0].number == w[1].number) {
-            return Err(Error::corrupt(format!(
-                "file {} is twice in level 0",
-                w[0].number
-            )));
-        }
-        Ok(())
+        super::refuse_duplicates(files)
     }
 
     fn ingest(

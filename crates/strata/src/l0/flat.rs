@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{Ingest, Ingested, Level0, Pressure};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::memtable::{Lookup, MemTable};
@@ -29,13 +29,7 @@ impl Level0 for Flat {
                 .cmp(&a.largest_seq)
                 .then(b.number.cmp(&a.number))
         });
-        if let Some(w) = files.windows(2).find(|w| w[0].number == w[1].number) {
-            return Err(Error::corrupt(format!(
-                "file {} is twice in level 0",
-                w[0].number
-            )));
-        }
-        Ok(())
+        super::refuse_duplicates(files)
     }
 
     fn ingest(

@@ -286,6 +286,17 @@ pub(crate) fn search_newest_first<'a>(
     Ok(None)
 }
 
+/// `Corruption` if a table is in `files` twice (arranged: duplicates are neighbours).
+pub(crate) fn refuse_duplicates(files: &[Arc<FileMeta>]) -> Result<()> {
+    match files.windows(2).find(|w| w[0].number == w[1].number) {
+        Some(w) => Err(Error::corrupt(format!(
+            "file {} is twice in level 0",
+            w[0].number
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// What an ingest produced.
 #[derive(Debug, Default)]
 pub(crate) struct Ingested {
