@@ -119,6 +119,14 @@ impl DeviceFs {
             .cloned()
     }
 
+    /// `f`, charged to the device of `path` if it has one.
+    fn writable(&self, path: &Path, f: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+        match self.device(path) {
+            Some(device) => Box::new(DeviceWritable { inner: f, device }),
+            None => f,
+        }
+    }
+
     /// One line for the report: which directories are modelled, and how.
     pub fn describe(&self) -> String {
         let parts: Vec<String> = self
@@ -192,18 +200,10 @@ impl SequentialFile for DeviceSequential {
 
 impl Fs for DeviceFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let f = self.inner.create(path)?;
-        Ok(match self.device(path) {
-            Some(device) => Box::new(DeviceWritable { inner: f, device }),
-            None => f,
-        })
+        Ok(self.writable(path, self.inner.create(path)?))
     }
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let f = self.inner.create_log(path)?;
-        Ok(match self.device(path) {
-            Some(device) => Box::new(DeviceWritable { inner: f, device }),
-            None => f,
-        })
+        Ok(self.writable(path, self.inner.create_log(path)?))
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let f = self.inner.open(path)?;

@@ -1,8 +1,8 @@
 //! Named option configurations. Every model, crash and metamorphic test runs under each of
 //! them; add a configuration here when a technique adds options.
 //!
-//! Sizes are tiny (64 KiB memtables, 16-32 KiB tables, 128 KiB L1) so a few thousand ops
-//! reach several levels.
+//! Sizes are tiny (64 KiB memtables, 16-32 KiB tables, 128 KiB L1, 4 L0 buckets compacted at
+//! 2 tables) so a few thousand ops reach several levels.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +26,9 @@ fn small(base: Options, fs: Arc<dyn Fs>) -> Options {
         max_bytes_for_level_multiplier: 4.0,
         block_size: 1024,
         block_cache_size: 256 << 10,
+        // OHDB's buckets (ignored by the other layouts): few, and compacted all the time.
+        l0_buckets: 4,
+        bucket_compaction_trigger: 2,
         fs,
         ..base
     }
@@ -48,17 +51,11 @@ pub fn configs() -> Vec<Config> {
         },
         Config {
             name: "ohdb-l0p",
-            build: |_, fs| Options {
-                l0_buckets: 4,
-                bucket_compaction_trigger: 2,
-                ..small(Options::ohdb_l0p(), fs)
-            },
+            build: |_, fs| small(Options::ohdb_l0p(), fs),
         },
         Config {
             name: "ohdb-c",
             build: |dir, fs| Options {
-                l0_buckets: 4,
-                bucket_compaction_trigger: 2,
                 bucket_boundaries: strata::BucketBoundaries::KeyPrefix,
                 ..small(Options::ohdb_c(dir.join("levels")), fs)
             },

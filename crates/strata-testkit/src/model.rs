@@ -41,3 +41,24 @@ impl Model {
             .collect()
     }
 }
+
+/// Asserts that `db` holds exactly `expected`: every key by `get`, and the whole of it by a
+/// forward scan.
+///
+/// # Panics
+/// On the first difference, naming the key.
+pub fn assert_db_matches(db: &strata::Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in expected {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter(strata::ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = expected
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(all, want);
+}

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs};
-use strata::{BucketBoundaries, Db, L0Layout, Options, ReadOptions};
+use strata::{BucketBoundaries, Db, L0Layout, Options};
+use strata_testkit::model::assert_db_matches;
 
 fn l0_files(db: &Db) -> usize {
     db.property("strata.num-files-at-level0")
@@ -35,19 +36,6 @@ fn opts(fs: &Arc<MemFs>, layout: L0Layout) -> Options {
     }
 }
 
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for (k, v) in model {
-        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
-    }
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db
-        .iter(ReadOptions::default())
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(all, want);
-}
-
 fn fill(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32, n: u32) {
     for i in 0..n {
         let v = format!("r{round}-{i}").into_bytes();
@@ -67,7 +55,7 @@ fn each_flush_writes_one_table_per_bucket_and_buckets_compact_alone() {
     fill(&db, &mut model, 0, 2000);
     // Sampled boundaries: quantiles of the first flush, so every bucket got a table.
     assert_eq!(l0_files(&db), 4);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
     // Two more flushes bring every bucket to its trigger (3): buckets are compacted into
     // L1 one at a time, until none holds 3 tables.
     fill(&db, &mut model, 1, 2000);
@@ -78,13 +66,13 @@ fn each_flush_writes_one_table_per_bucket_and_buckets_compact_alone() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert!(l0_files(&db) < 12);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
     drop(db);
     // Reopened: the boundaries come back from the manifest.
     let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
-    check(&db, &model);
+    assert_db_matches(&db, &model);
     fill(&db, &mut model, 3, 500);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -99,7 +87,7 @@ fn prefix_boundaries_put_text_keys_in_one_bucket() {
     fill(&db, &mut model, 0, 2000);
     // Every key starts with 'k': one bucket, one table (the paper's rule, and its weakness).
     assert_eq!(l0_files(&db), 1);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -116,10 +104,10 @@ fn opening_with_another_layout_migrates_l0() {
     {
         let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
         assert_eq!(l0_files(&db), 0);
-        check(&db, &model);
+        assert_db_matches(&db, &model);
         fill(&db, &mut model, 2, 2000);
         assert_eq!(l0_files(&db), 4, "a flush cuts one table per bucket now");
-        check(&db, &model);
+        assert_db_matches(&db, &model);
     }
     // A build's manifest now names the bucket feature.
     let current = strata::fs::read_all(&*fs, Path::new("/db/CURRENT")).unwrap();
@@ -130,13 +118,13 @@ fn opening_with_another_layout_migrates_l0() {
     {
         let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
         assert_eq!(l0_files(&db), 0);
-        check(&db, &model);
+        assert_db_matches(&db, &model);
         fill(&db, &mut model, 3, 2000);
         assert_eq!(l0_files(&db), 1);
-        check(&db, &model);
+        assert_db_matches(&db, &model);
     }
     let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
-    check(&db, &model);
+    assert_db_matches(&db, &model);
     assert!(fs.exists(Path::new("/db/CURRENT")));
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use strata::fs::MemFs;
 use strata::{Db, Options, ReadOptions};
+use strata_testkit::model::assert_db_matches;
 
 fn prop(db: &Db, name: &str) -> usize {
     db.property(name).unwrap().parse().unwrap()
@@ -84,19 +85,6 @@ fn levels(db: &Db) -> (usize, usize) {
     )
 }
 
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for (k, v) in model {
-        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
-    }
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db
-        .iter(ReadOptions::default())
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(all, want);
-}
-
 fn wait_until(db: &Db, what: &str, done: impl Fn(&Db) -> bool) {
     let t = Instant::now();
     while !done(db) {
@@ -135,7 +123,7 @@ fn point_reads_push_a_shadowing_level_down() {
         .property("strata.stats")
         .unwrap()
         .contains("read-triggered compactions"));
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -152,7 +140,7 @@ fn iterator_seeks_push_a_shadowing_level_down() {
         }
     }
     wait_for_l1_to_empty(&db);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -170,7 +158,7 @@ fn disabled_means_reads_never_compact() {
     assert_eq!(prop(&db, "strata.num-running-compactions"), 0);
     assert_eq!(levels(&db), before);
     assert_eq!(db.stats().read_compactions, 0);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -204,7 +192,7 @@ fn iterator_seeks_push_l0_down_below_its_count_trigger() {
             && prop(db, "strata.num-running-compactions") == 0
     });
     assert!(db.stats().read_compactions > 0);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 /// Three overlapping L0 tables below their count trigger, with every key in the model.
@@ -239,7 +227,7 @@ fn first_of_several_charging_lets_point_reads_push_l0_down() {
             && prop(db, "strata.num-running-compactions") == 0
     });
     assert!(db.stats().read_compactions > 0);
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }
 
 #[test]
@@ -275,5 +263,5 @@ fn read_compactions_wait_for_reads_in_a_row() {
     });
     let mut model = model;
     model.insert(b"zzz-writer".to_vec(), b"2-1999".to_vec());
-    check(&db, &model);
+    assert_db_matches(&db, &model);
 }

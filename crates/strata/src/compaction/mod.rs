@@ -7,4 +7,4 @@ pub mod picker;
 pub mod sizing;
 
 pub use job::CompactionJob;
-pub use picker::{Compaction, PickContext};
+pub use picker::Compaction;

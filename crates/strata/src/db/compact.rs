@@ -152,57 +152,69 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
             .max(1)
     };
     for level in 0..deepest {
-        loop {
-            let picked = {
-                let versions = lock(&db.versions);
-                let mut st = lock(&db.state);
-                if let Some(e) = &st.bg_error {
-                    return Err(e.clone());
-                }
-                if db.shutting_down.load(Ordering::Acquire) {
-                    return Err(Error::new(ErrorKind::Closed, "database is closing"));
-                }
-                let v = versions.current();
-                if v.manual_inputs(level, lo, hi).is_empty() {
-                    break;
-                }
-                let ctx = PickContext {
-                    version: &v,
-                    opts: &db.opts,
-                    busy: &st.busy,
-                    compact_pointers: &[],
-                    placement: &db.placement,
-                    straight_reads: 0,
-                };
-                match picker::pick_manual(&ctx, level, lo, hi) {
-                    Some(c) => {
-                        st.start_compaction(&c);
-                        Some(c)
-                    }
-                    None => {
-                        // Inputs are busy in a background compaction: wait for progress.
-                        drop(versions);
-                        let _st = db
-                            .done_cv
-                            .wait(st)
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        None
-                    }
-                }
-            };
-            if let Some(c) = picked {
-                let r = db.run_compaction(&c);
-                if let Err(e) = &r {
-                    db.poison(e);
-                }
-                r?;
-                db.delete_obsolete_files();
-                // The range's files of this level were all pushed down (picked together).
-                break;
-            }
-        }
+        compact_level(db, level, lo, hi)?;
     }
     Ok(())
+}
+
+/// Pushes every file of `level` that a manual compaction of [`lo`, `hi`] takes (for L0, as
+/// its layout groups them) one level down, waiting while a background compaction holds any
+/// of them. Errors poison the database.
+pub(crate) fn compact_level(
+    db: &DbInner,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Result<()> {
+    loop {
+        let picked = {
+            let versions = lock(&db.versions);
+            let mut st = lock(&db.state);
+            if let Some(e) = &st.bg_error {
+                return Err(e.clone());
+            }
+            if db.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorKind::Closed, "database is closing"));
+            }
+            let v = versions.current();
+            if v.manual_inputs(level, lo, hi).is_empty() {
+                return Ok(());
+            }
+            let ctx = PickContext {
+                version: &v,
+                opts: &db.opts,
+                busy: &st.busy,
+                compact_pointers: &[],
+                placement: &db.placement,
+                straight_reads: 0,
+            };
+            match picker::pick_manual(&ctx, level, lo, hi) {
+                Some(c) => {
+                    st.start_compaction(&c);
+                    Some(c)
+                }
+                None => {
+                    // Inputs are busy in a background compaction: wait for progress.
+                    drop(versions);
+                    let _st = db
+                        .done_cv
+                        .wait(st)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    None
+                }
+            }
+        };
+        if let Some(c) = picked {
+            let r = db.run_compaction(&c);
+            if let Err(e) = &r {
+                db.poison(e);
+            }
+            r?;
+            db.delete_obsolete_files();
+            // The range's files of this level were all pushed down (picked together).
+            return Ok(());
+        }
+    }
 }
 
 impl DbInner {

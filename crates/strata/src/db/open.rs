@@ -96,13 +96,15 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // A new database, or one whose L0 is empty, takes the configured layout at once; one
     // whose L0 holds tables of another layout is migrated below, before anything else runs.
     let configured = crate::l0::configured(&opts);
-    let recorded = versions.current().l0.clone();
-    let migrate = recorded.kind() != configured.kind();
-    if migrate && versions.current().files(0).is_empty() && edit.new_files.is_empty() {
+    let current = versions.current();
+    if current.l0.kind() != configured.kind()
+        && current.files(0).is_empty()
+        && edit.new_files.is_empty()
+    {
         edit.l0_layout = Some(configured.record());
     }
     let version = versions.log_and_apply(edit)?;
-    let migrate = migrate && version.l0.kind() != configured.kind();
+    let migrate = version.l0.kind() != configured.kind();
     let next_file = versions.file_number_counter();
     let mem = Arc::new(MemTable::new(wal_number.0));
     let sv = Arc::new(SuperVersion {
@@ -162,29 +164,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// layout (with or without its L0) or the new one: the next open resumes.
 fn migrate_l0(db: &DbInner) -> Result<()> {
     let configured = crate::l0::configured(&db.opts);
-    let v = lock(&db.versions).current();
-    let from = v.l0.kind();
-    if !v.files(0).is_empty() {
-        let busy = std::collections::HashSet::new();
-        let ctx = crate::compaction::PickContext {
-            version: &v,
-            opts: &db.opts,
-            busy: &busy,
-            compact_pointers: &[],
-            placement: &db.placement,
-            straight_reads: 0,
-        };
-        let c = crate::compaction::picker::pick_manual(&ctx, 0, None, None).ok_or_else(|| {
-            Error::invalid(format!(
-                "cannot open a database whose L0 layout is {from:?} with l0_layout = {:?}: \
-                 its L0 cannot be compacted away",
-                configured.kind()
-            ))
-        })?;
-        lock(&db.state).start_compaction(&c);
-        db.run_compaction(&c)
-            .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
-    }
+    let from = lock(&db.versions).current().l0.kind();
+    super::compact::compact_level(db, 0, None, None)
+        .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
     let mut versions = lock(&db.versions);
     if !versions.current().files(0).is_empty() {
         return Err(Error::invalid(format!(

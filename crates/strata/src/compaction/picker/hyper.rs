@@ -44,7 +44,7 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
         level = Some(0);
     }
     match level {
-        Some(0) => pick_l0(ctx, CompactionReason::L0Trigger).map(oldest_l0_inputs(ctx)),
+        Some(0) => pick_l0_oldest(ctx, CompactionReason::L0Trigger),
         Some(l) => pick_level(ctx, l, None, CompactionReason::LevelSize),
         None => pick_seek_driven(ctx),
     }
@@ -66,24 +66,24 @@ fn pick_seek_driven(ctx: &PickContext<'_>) -> Option<Compaction> {
     let last = v.num_levels() - 1;
     let (level, file) = (0..last).find_map(|l| v.files(l).iter().find(charged).map(|f| (l, f)))?;
     if level == 0 {
-        pick_l0(ctx, CompactionReason::Reads).map(oldest_l0_inputs(ctx))
+        pick_l0_oldest(ctx, CompactionReason::Reads)
     } else {
         pick_level(ctx, level, Some(file), CompactionReason::Reads)
     }
 }
 
-/// Keeps the oldest `MAX_L0_INPUTS` L0 inputs of `c` (every L0 table not taken is newer than
-/// every table taken: flushes write disjoint, increasing sequence ranges).
-fn oldest_l0_inputs<'a>(ctx: &'a PickContext<'_>) -> impl Fn(Compaction) -> Compaction + 'a {
-    move |c| {
-        if c.inputs.len() <= MAX_L0_INPUTS {
-            return c;
-        }
-        let mut inputs = c.inputs.clone();
-        inputs.sort_by_key(|f| f.largest_seq);
-        inputs.truncate(MAX_L0_INPUTS);
-        ctx.finish(0, inputs, c.reason).unwrap_or(c)
+/// HyperLevelDB's L0 compaction: its layout's pick, cut to the oldest `MAX_L0_INPUTS` tables
+/// (every L0 table not taken is newer than every table taken: flushes write disjoint,
+/// increasing sequence ranges).
+fn pick_l0_oldest(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compaction> {
+    let c = pick_l0(ctx, reason)?;
+    if c.inputs.len() <= MAX_L0_INPUTS {
+        return Some(c);
     }
+    let mut inputs = c.inputs;
+    inputs.sort_by_key(|f| f.largest_seq);
+    inputs.truncate(MAX_L0_INPUTS);
+    ctx.finish(0, inputs, reason)
 }
 
 /// Which tables of the level below each table of a level overlaps: `[start, limit)`.
