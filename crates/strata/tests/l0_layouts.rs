@@ -146,3 +146,67 @@ fn properties_give_the_layout_and_the_papers_columns() {
     assert!(num("strata.total-bytes-written") > num("strata.compaction-bytes-written"));
     assert!(db.property("strata.stats").unwrap().contains("(TW)"));
 }
+
+/// OHDB-C's flush writes one table per bucket (in the first directory), then records them
+/// all in one manifest edit. A crash between the two loses no write the database promised to
+/// keep and leaves no table the manifest does not name, in either directory. (Writes here are
+/// not synced, so recovery may replay fewer keys, in fewer buckets, than the cut-off flush
+/// wrote: its tables cannot all be overwritten by recovery's own, which reuses their numbers.)
+#[test]
+fn a_flush_cut_off_before_its_record_loses_nothing_and_leaves_no_orphans() {
+    use strata::fs::{CrashMode, FaultFs, FaultRule, FsOp};
+    let tables_on_disk = |fs: &dyn Fs| -> usize {
+        ["/db", "/levels"]
+            .iter()
+            .map(|d| {
+                fs.list(Path::new(d))
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|n| n.ends_with(".sst"))
+                    .count()
+            })
+            .sum()
+    };
+    let build = |fs: FaultFs| {
+        Options {
+            level_dir: Some("/levels".into()),
+            ..opts(&Arc::new(MemFs::new()), L0Layout::Buckets)
+        }
+        .with_fs(Arc::new(fs))
+    };
+    let fs = FaultFs::new(MemFs::new());
+    let db = Db::open("/db", build(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, &mut model, 0, 2000); // flushed: the boundaries and four tables recorded
+    let mut newer = BTreeMap::new();
+    for i in 0..2000 {
+        let v = format!("unsynced-{i}").into_bytes();
+        db.put(key(i), &v).unwrap();
+        newer.insert(key(i), v);
+    }
+    let before = tables_on_disk(&fs);
+    fs.inject(FaultRule::always(FsOp::Append).on_paths("MANIFEST"));
+    assert!(db.flush().is_err(), "the manifest edit was refused");
+    let image = fs.crash_clone(CrashMode::DropUnsynced);
+    assert!(
+        tables_on_disk(&image) > before,
+        "the cut-off flush left bucket tables behind"
+    );
+    drop(db);
+    let db = Db::open("/db", build(image.clone())).unwrap();
+    // Each key holds its flushed value or, if the WAL kept it, the later one; nothing else.
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iter(strata::ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(got.len(), model.len());
+    for (k, v) in &got {
+        assert!(v == &model[k] || v == &newer[k], "{k:?} holds {v:?}");
+    }
+    assert_eq!(
+        tables_on_disk(&image),
+        db.stats().tables(),
+        "every table on disk is one the manifest names"
+    );
+}

@@ -77,6 +77,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             )));
         }
         last_seq = r.last_sequence;
+        mark_numbers_on_disk(&fs, &placement, &versions);
         last_seq = replay_wals(
             &opts,
             &placement,
@@ -186,6 +187,24 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
 }
 
 /// Temporary files are only ever in flight while a database is open.
+/// Moves the file-number counter past every numbered file on disk. Files the manifest's
+/// counter does not cover exist after a crash: a WAL started after the last manifest write,
+/// or the tables of a flush or compaction cut off before its edit was recorded. Recovery
+/// must not hand their numbers out again, and with the counter past them the open's
+/// obsolete-file pass (which spares numbers from the counter on, as a running job's outputs)
+/// deletes the unrecorded tables.
+fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &VersionSet) {
+    for dir in placement.dirs() {
+        for name in fs.list(dir).unwrap_or_default() {
+            if let Some(FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n)) =
+                filename::parse(&name)
+            {
+                versions.mark_file_number_used(n);
+            }
+        }
+    }
+}
+
 fn delete_leftovers(db: &DbInner) {
     for dir in db.placement.dirs() {
         for name in db.fs.list(dir).unwrap_or_default() {
