@@ -5,6 +5,8 @@ Usage (from the project root, after `cargo build --release -p strata-bench --fea
   tools/compare.py [--rounds 3] [--engines strata,rocksdb,leveldb] [--bin target/release/strata-bench]
                    [--dir DIR] [--title TEXT] -- STRATA_BENCH_FLAGS...
 
+Engines may be given twice with a #TAG (strata:ohdb-c#hdd) and extra flags each
+(--flags-for 'strata:ohdb-c#hdd=--level_dir={db}-levels --device_model={db}:150:5000').
 Each round runs every engine once, in order, each on a fresh database directory under --dir
 (default: a new temporary directory). Result lines (db_bench format) and the first P99 after
 each are parsed. The table shows, per benchmark, each engine's median ops/sec and median p99
@@ -28,7 +30,8 @@ P99 = re.compile(r"P99:\s*([\d.]+)")
 AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
 SHAPE = re.compile(
     r"^shape\s*: tables (\d+|\?) \| level compactions (\d+) \(merges (\d+): ([^;]*); "
-    r"moved tables (\d+): ([^)]*)\)(?: \| process write_bytes ([\d.]+) MiB \(([\d.]+) x user\))?")
+    r"moved tables (\d+): ([^)]*)\)(?: \| compaction read ([\d.]+) MiB write ([\d.]+) MiB)?"
+    r"(?: \| process write_bytes ([\d.]+) MiB \(([\d.]+) x user\))?")
 
 
 def status_kib(pid, field):
@@ -80,7 +83,10 @@ def run(cmd, log):
                     "merges": m.group(4).strip(),
                     "moved": int(m.group(5)),
                     "moved_levels": m.group(6).strip(),
-                    "write_bytes_x": float(m.group(8)) if m.group(8) else None,
+                    "cr_gib": float(m.group(7)) / 1024 if m.group(7) else None,
+                    "cw_gib": float(m.group(8)) / 1024 if m.group(8) else None,
+                    "tw_gib": float(m.group(9)) / 1024 if m.group(9) else None,
+                    "write_bytes_x": float(m.group(10)) if m.group(10) else None,
                 }
             m = P99.search(line)
             if m and cur and cur not in p99:
@@ -94,7 +100,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--engines", default="strata,rocksdb,leveldb",
-                    help="comma-separated; strata:PRESET runs strata with --preset=PRESET")
+                    help="comma-separated; strata:PRESET runs strata with --preset=PRESET; a #TAG suffix "
+                         "names a variant (strata:hyperleveldb#hdd) that --flags-for can give flags")
+    ap.add_argument("--flags-for", action="append", default=[], metavar="ENGINE=FLAGS",
+                    help="extra flags (space-separated) for one entry of --engines; {db} is replaced by "
+                         "that run's database directory, e.g. 'strata:ohdb-2dc=--level_dir={db}-levels'")
     ap.add_argument("--bin", default="target/release/strata-bench")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--title", default="")
@@ -102,18 +112,26 @@ def main():
     a = ap.parse_args()
     flags = [f for f in a.flags if f != "--"]
     engines = a.engines.split(",")
+    extra_for = {}
+    for spec in a.flags_for:
+        name, _, fl = spec.partition("=")
+        if name not in engines:
+            sys.exit(f"--flags-for: {name} is not one of --engines")
+        extra_for[name] = fl.split()
     work = a.dir or tempfile.mkdtemp(prefix="strata-compare-")
     os.makedirs(work, exist_ok=True)
     per = {e: [] for e in engines}
     ok = True
     for r in range(a.rounds):
         for e in engines:
-            db = os.path.join(work, f"db-{e}-{r}".replace(":", "-"))
-            log = os.path.join(work, f"{e}-{r}.log".replace(":", "-"))
-            engine, _, preset = e.partition(":")
+            db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
+            log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
+            engine, _, preset = e.partition("#")[0].partition(":")
             extra = [f"--preset={preset}"] if preset else []
+            extra += [f.replace("{db}", db) for f in extra_for.get(e, [])]
             rc, res, p99, amp = run([a.bin, f"--engine={engine}", f"--db={db}", "--histogram=1", "--progress=none"] + extra + flags, log)
-            shutil.rmtree(db, ignore_errors=True)
+            for d in [db] + [os.path.join(work, x) for x in os.listdir(work) if x.startswith(os.path.basename(db) + "-")]:
+                shutil.rmtree(d, ignore_errors=True)
             if rc != 0 or not res:
                 ok = False
                 print(f"round {r}: {e} exited {rc}; log: {log}", file=sys.stderr)
@@ -128,7 +146,10 @@ def main():
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     if a.title:
         print(f"#### {a.title}\n")
-    print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.\n")
+    print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.")
+    for e, fl in extra_for.items():
+        print(f"{e} adds `{' '.join(fl)}` ({{db}} = its database directory).")
+    print()
     head = "| benchmark | " + " | ".join(f"{e} ops/s" for e in engines) + " | strata / best peer | " + " | ".join(f"{e} p99 us" for e in engines) + " | " + " | ".join(f"{e} w-amp (tables)" for e in engines) + " |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -155,8 +176,9 @@ def main():
     if any(shapes.values()):
         print("\nShape at the end of each run (level compactions = merges + moved tables; "
               "write_bytes = the process's /proc/self/io write_bytes per user byte):\n")
-        print("| engine | tables | level compactions | merges by input level (per round) | moved tables | write_bytes / user |")
-        print("|---|---|---|---|---|---|")
+        print("| engine | tables (SN) | level compactions (C) | merges by input level (per round) | moved tables | "
+              "compaction read GiB (CR) | compaction write GiB (CW) | process write_bytes GiB (TW) | write_bytes / user |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for e in engines:
             sh = shapes[e]
             if not sh:
@@ -164,7 +186,8 @@ def main():
             vals = lambda k: [x[k] for x in sh if x[k] is not None]
             show = lambda k, f: (f.format(med(vals(k))) + " (" + ", ".join(f.format(v) for v in vals(k)) + ")") if vals(k) else "-"
             print(f"| {e} | {show('tables', '{:.0f}')} | {show('compactions', '{:.0f}')} | "
-                  + " / ".join(x["merges"] for x in sh) + f" | {show('moved', '{:.0f}')} | {show('write_bytes_x', '{:.2f}')} |")
+                  + " / ".join(x["merges"] for x in sh) + f" | {show('moved', '{:.0f}')} | {show('cr_gib', '{:.2f}')} | {show('cw_gib', '{:.2f}')} | "
+                  f"{show('tw_gib', '{:.2f}')} | {show('write_bytes_x', '{:.2f}')} |")
     print(f"\nLogs: {work}")
     sys.exit(0 if ok else 1)
 

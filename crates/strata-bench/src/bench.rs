@@ -133,7 +133,8 @@ fn process_write_bytes() -> Option<u64> {
 }
 
 /// The tree's shape at the end of a run: tables, level compactions (merges and moved tables,
-/// by input level, as LevelDB-family logs count them), and the process's `write_bytes`
+/// by input level, as LevelDB-family logs count them), bytes compactions read and wrote,
+/// and the process's `write_bytes`
 /// against the user bytes of every benchmark in the run.
 pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
     let levels = |v: &[u64]| -> String {
@@ -160,6 +161,13 @@ pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
         moves,
         levels(&m.moved_by_input_level),
     );
+    if let Some((r, w)) = m.compaction_io {
+        s.push_str(&format!(
+            " | compaction read {:.1} MiB write {:.1} MiB",
+            r as f64 / 1048576.0,
+            w as f64 / 1048576.0
+        ));
+    }
     if let Some(w) = process_write_bytes() {
         s.push_str(&format!(
             " | process write_bytes {:.1} MiB ({:.2} x user)",

@@ -33,6 +33,8 @@ pub struct Metrics {
     pub moved_by_input_level: Vec<u64>,
     /// Tables in the tree now, if known.
     pub tables: Option<u64>,
+    /// Bytes compactions read and wrote (not flushes), if known: the paper columns CR and CW.
+    pub compaction_io: Option<(u64, u64)>,
 }
 
 /// A key-value store under test.
@@ -179,6 +181,12 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
+    match flags.l0_layout.as_deref() {
+        Some("flat") => o.l0_layout = strata::L0Layout::Flat,
+        Some("buckets") => o.l0_layout = strata::L0Layout::Buckets,
+        Some(l) => return Err(format!("--l0_layout: expected flat|buckets, got {l:?}")),
+        None => {}
+    }
     if let Some(v) = flags.l0_buckets {
         o.l0_buckets = v;
     }
@@ -294,6 +302,7 @@ impl Engine for StrataEngine {
             merges_by_input_level: s.merges_by_input_level.clone(),
             moved_by_input_level: s.moved_files_by_input_level.clone(),
             tables: Some(s.tables() as u64),
+            compaction_io: Some((s.compaction_bytes_read(), s.compaction_bytes_written())),
         }
     }
 

@@ -91,6 +91,8 @@ pub struct Flags {
     pub level_dir: Option<String>,
     /// `DIR:MBps[:latency_us],...`: a device per directory (strata only; see `device.rs`).
     pub device_model: Option<String>,
+    /// L0 layout: flat or buckets (strata only; default: the preset's).
+    pub l0_layout: Option<String>,
     /// OHDB's buckets: how many (strata only).
     pub l0_buckets: Option<usize>,
     /// OHDB's buckets: tables that trigger a bucket's compaction (strata only).
@@ -164,6 +166,7 @@ impl Default for Flags {
             l0_buckets: None,
             bucket_compaction_trigger: None,
             bucket_boundaries: None,
+            l0_layout: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
             value_size_dist: "fixed".into(),
@@ -325,6 +328,7 @@ impl Flags {
                 "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
                 "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
+                "l0_layout" => f.l0_layout = Some(v.to_string()),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
                 "value_size_dist" => f.value_size_dist = v.to_string(),
@@ -433,6 +437,7 @@ strata-only flags:
                          (ohdb-2dc and ohdb-c need --level_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR
+  --l0_layout=flat|buckets (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)

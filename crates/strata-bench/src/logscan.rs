@@ -36,6 +36,15 @@ pub fn compactions(log: &str) -> (Vec<u64>, Vec<u64>) {
     (merges, moves)
 }
 
+/// Bytes LevelDB's merges wrote, from its "Compacted N@L + M@L+1 files => B bytes" lines.
+pub fn compacted_bytes(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains("Compacted "))
+        .filter_map(|l| after(l, " => "))
+        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 fn after<'a>(s: &'a str, pat: &str) -> Option<&'a str> {
     s.find(pat).map(|i| &s[i + pat.len()..])
 }
@@ -57,5 +66,6 @@ mod tests {
         let (merges, moves) = compactions(log);
         assert_eq!(merges, vec![2, 1]);
         assert_eq!(moves, vec![0, 1, 1]);
+        assert_eq!(compacted_bytes(log), 1000);
     }
 }

@@ -297,15 +297,22 @@ impl Engine for LevelEngine {
             tables,
             ..Metrics::default()
         };
+        // Read(MB) counts compaction input only; compaction output is what the LOG's
+        // "Compacted ... => N bytes" lines add up to (Write(MB) includes flushes).
+        let mut read = 0u64;
         for line in text.lines().skip(3) {
             let cols: Vec<&str> = line.split_whitespace().collect();
             if cols.len() == 6 {
+                if let Ok(r) = cols[4].parse::<f64>() {
+                    read += (r * 1048576.0) as u64;
+                }
                 if let Ok(w) = cols[5].parse::<f64>() {
                     m.table_bytes += (w * 1048576.0) as u64;
                     m.compaction_bytes_per_level.push((w * 1048576.0) as u64);
                 }
             }
         }
+        m.compaction_io = Some((read, crate::logscan::compacted_bytes(&log)));
         m
     }
 

@@ -179,6 +179,7 @@ impl Engine for RocksEngine {
                         .flatten()
                 })
                 .sum(),
+            compaction_io: Some((t(Ticker::CompactReadBytes), t(Ticker::CompactWriteBytes))),
         }
     }
 
