@@ -122,6 +122,16 @@ fn process_written() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Bytes this process caused to be read from storage so far (Linux `/proc/self/io`
+/// `read_bytes`: reads the page cache served are not counted; page faults on memory-mapped
+/// files and the kernel's read-ahead around them are).
+fn process_read_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Bytes this process caused to be written to storage so far (Linux `/proc/self/io`
 /// `write_bytes`: counted when a page is dirtied, so writes through memory maps count too;
 /// `cancelled_write_bytes` not subtracted).
@@ -347,6 +357,7 @@ impl Runner {
     {
         let before_metrics = e.metrics();
         let before_written = process_written();
+        let before_read = process_read_bytes();
         let progress = Progress::start(name, total_ops, &self.flags.progress);
         let origin = Instant::now();
         let interval = self.flags.report_interval_seconds;
@@ -374,6 +385,9 @@ impl Runner {
         progress.finish();
         let stats: Vec<ThreadStats> = outcomes.into_iter().collect::<Result<_, _>>()?;
         let mut r = self.fold(name, stats, origin, e, &before_metrics, before_written);
+        r.disk_read_bytes = before_read
+            .zip(process_read_bytes())
+            .map(|(b, a)| a.saturating_sub(b));
         r.space_bytes = self.space();
         Ok(r)
     }

@@ -206,7 +206,14 @@ impl Fs for DeviceFs {
         Ok(self.writable(path, self.inner.create_log(path)?))
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let f = self.inner.open(path)?;
+        self.open_with(path, strata::fs::ReadAccess::default())
+    }
+    fn open_with(
+        &self,
+        path: &Path,
+        access: strata::fs::ReadAccess,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        let f = self.inner.open_with(path, access)?;
         Ok(match self.device(path) {
             Some(device) => Arc::new(DeviceReadable { inner: f, device }),
             None => f,

@@ -181,6 +181,20 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
+    match flags.table_reads.as_deref() {
+        Some("mapped") => o.table_reads = strata::fs::ReadAccess::Mapped,
+        Some("mapped-random") => o.table_reads = strata::fs::ReadAccess::MappedRandom,
+        Some("pread") => o.table_reads = strata::fs::ReadAccess::Positional,
+        Some(r) => {
+            return Err(format!(
+                "--table_reads: expected mapped|mapped-random|pread, got {r:?}"
+            ))
+        }
+        None => {}
+    }
+    if let Some(v) = flags.pin_table_metadata {
+        o.pin_table_metadata = v;
+    }
     match flags.l0_layout.as_deref() {
         Some("flat") => o.l0_layout = strata::L0Layout::Flat,
         Some("buckets") => o.l0_layout = strata::L0Layout::Buckets,

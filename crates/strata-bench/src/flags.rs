@@ -93,6 +93,10 @@ pub struct Flags {
     pub device_model: Option<String>,
     /// L0 layout: flat or buckets (strata only; default: the preset's).
     pub l0_layout: Option<String>,
+    /// How tables are read: mapped, mapped-random, pread (strata only).
+    pub table_reads: Option<String>,
+    /// Index and filter blocks copied to the heap (strata only).
+    pub pin_table_metadata: Option<bool>,
     /// OHDB's buckets: how many (strata only).
     pub l0_buckets: Option<usize>,
     /// OHDB's buckets: tables that trigger a bucket's compaction (strata only).
@@ -167,6 +171,8 @@ impl Default for Flags {
             bucket_compaction_trigger: None,
             bucket_boundaries: None,
             l0_layout: None,
+            table_reads: None,
+            pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
             value_size_dist: "fixed".into(),
@@ -227,6 +233,7 @@ const BOOL_FLAGS: &[&str] = &[
     "histogram",
     "separate_flush_thread",
     "level_compaction_dynamic_level_bytes",
+    "pin_table_metadata",
 ];
 
 impl Flags {
@@ -329,6 +336,8 @@ impl Flags {
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
                 "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
                 "l0_layout" => f.l0_layout = Some(v.to_string()),
+                "table_reads" => f.table_reads = Some(v.to_string()),
+                "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
                 "value_size_dist" => f.value_size_dist = v.to_string(),
@@ -438,6 +447,7 @@ strata-only flags:
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR
   --l0_layout=flat|buckets (default: the preset's)
+  --table_reads=mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)

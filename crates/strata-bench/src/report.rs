@@ -62,6 +62,9 @@ pub struct BenchResult {
     pub gc_bytes: u64,
     /// Bytes of the database directories after the benchmark.
     pub space_bytes: u64,
+    /// Bytes the process read from storage during the benchmark (`/proc/self/io`
+    /// `read_bytes`), if known.
+    pub disk_read_bytes: Option<u64>,
 }
 
 impl BenchResult {
@@ -143,6 +146,14 @@ impl BenchResult {
         }
         if self.gc_bytes > 0 {
             let _ = write!(s, " gc {:.1} MiB |", self.gc_bytes as f64 / 1048576.0);
+        }
+        if let Some(b) = self.disk_read_bytes {
+            let _ = write!(
+                s,
+                " disk reads {:.1} MiB ({:.1} KiB/op) |",
+                b as f64 / 1048576.0,
+                b as f64 / 1024.0 / self.ops.max(1) as f64
+            );
         }
         let _ = write!(s, " space {:.1} MiB", self.space_bytes as f64 / 1048576.0);
         s
@@ -232,7 +243,7 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
         );
         let _ = write!(
             s,
-            "\"user_bytes\": {}, \"device_bytes\": {}, \"table_bytes\": {}, \"write_amp\": {}, \"stalls\": {}, \"stall_seconds\": {}, \"gc_bytes\": {}, \"space_bytes\": {}, ",
+            "\"user_bytes\": {}, \"device_bytes\": {}, \"table_bytes\": {}, \"write_amp\": {}, \"stalls\": {}, \"stall_seconds\": {}, \"gc_bytes\": {}, \"space_bytes\": {}, \"disk_read_bytes\": {}, ",
             r.user_bytes,
             r.device_bytes,
             r.table_bytes,
@@ -240,7 +251,8 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
             r.stalls,
             json_num(r.stall_micros as f64 / 1e6),
             r.gc_bytes,
-            r.space_bytes
+            r.space_bytes,
+            r.disk_read_bytes.map_or("null".into(), |b| b.to_string())
         );
         let levels: Vec<String> = r.compactions_per_level.iter().map(u64::to_string).collect();
         let lbytes: Vec<String> = r

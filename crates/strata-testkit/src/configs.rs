@@ -81,6 +81,23 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::default(), fs)
             },
         },
+        // Ways of reading tables (Options::table_reads): the same as "default" on MemFs,
+        // which maps nothing; the model test on real files runs them as RealFs reads them.
+        Config {
+            name: "reads-pread",
+            build: |_, fs| Options {
+                table_reads: strata::fs::ReadAccess::Positional,
+                ..small(Options::default(), fs)
+            },
+        },
+        Config {
+            name: "reads-random-pinned",
+            build: |_, fs| Options {
+                table_reads: strata::fs::ReadAccess::MappedRandom,
+                pin_table_metadata: true,
+                ..small(Options::default(), fs)
+            },
+        },
         Config {
             name: "no-bloom-2-compactors",
             build: |_, fs| Options {

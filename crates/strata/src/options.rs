@@ -227,6 +227,17 @@ pub struct Options {
     pub block_cache_size: usize,
     /// Tables kept open (and their index and filter in memory). Defaults to 1000.
     pub max_open_files: usize,
+    /// How tables are read (a hint to [`Options::fs`]; `RealFs` follows it): through a
+    /// memory map (`Mapped`: data blocks are used in place, uncompressed ones past the block
+    /// cache), a map with the kernel's read-around off (`MappedRandom`), or `pread` into the
+    /// block cache (`Positional`; index and filter then live on the heap). Defaults to
+    /// `Mapped`.
+    pub table_reads: crate::fs::ReadAccess,
+    /// Copy each open table's index and filter blocks to the heap (they then stay in memory
+    /// while the table is open, whatever the page cache drops). Without it a mapped table's
+    /// index and filter are read through the map, as its data blocks are. Positional reads
+    /// always keep them on the heap. Defaults to false.
+    pub pin_table_metadata: bool,
     /// Threads running compactions (1..=16). Defaults to 1.
     pub max_background_compactions: usize,
     /// After each compaction, a compaction thread starts no new one while an immutable
@@ -324,6 +335,8 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_size: 32 * MIB,
             max_open_files: 1000,
+            table_reads: crate::fs::ReadAccess::Mapped,
+            pin_table_metadata: false,
             max_background_compactions: 1,
             separate_flush_thread: true,
             compaction_yields_to_flush: false,

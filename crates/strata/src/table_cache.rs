@@ -9,7 +9,7 @@ use crate::cache::ClockCache;
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
-use crate::fs::Fs;
+use crate::fs::{Fs, ReadAccess};
 use crate::key::{self, ValueKind};
 use crate::memtable::Lookup;
 use crate::placement::Placement;
@@ -21,6 +21,8 @@ pub struct TableCache {
     placement: Placement,
     tables: ClockCache<FileNumber, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
+    access: ReadAccess,
+    pin_metadata: bool,
 }
 
 impl TableCache {
@@ -36,7 +38,18 @@ impl TableCache {
             placement,
             tables: ClockCache::new(max_open),
             block_cache,
+            access: ReadAccess::default(),
+            pin_metadata: false,
         }
+    }
+
+    /// Reads tables the way `access` says, with their index and filter on the heap if
+    /// `pin_metadata` (`Options::table_reads`, `Options::pin_table_metadata`).
+    #[must_use]
+    pub fn reading(mut self, access: ReadAccess, pin_metadata: bool) -> Self {
+        self.access = access;
+        self.pin_metadata = pin_metadata;
+        self
     }
 
     /// The open table for `f`, opening it on a miss.
@@ -48,8 +61,13 @@ impl TableCache {
             return Ok(t);
         }
         let path = self.placement.table_path(f.number, f.path_id);
-        let file = self.fs.open(&path)?;
-        let t = Arc::new(Table::open(file, &path, self.block_cache.clone())?);
+        let file = self.fs.open_with(&path, self.access)?;
+        let t = Arc::new(Table::open_with(
+            file,
+            &path,
+            self.block_cache.clone(),
+            self.pin_metadata,
+        )?);
         self.tables.insert(f.number, t.clone(), 1);
         Ok(t)
     }

@@ -267,12 +267,28 @@ fn wal_recovery_modes() {
 /// cached: a block's checksum is verified the first time it is read and trusted afterwards.
 /// A damaged block must fail that first verification, and fail again on every later read
 /// (a failed check must never mark the block verified); undamaged blocks keep reading right.
+/// The same holds for every way of reading tables (`Options::table_reads`): a map with
+/// read-around off and the index and filter on the heap, and `pread` into the block cache
+/// (a block that fails its check must never be cached).
 #[test]
 fn mapped_table_damage_is_detected_on_every_read() {
+    use strata::fs::ReadAccess;
+    for (access, pin) in [
+        (ReadAccess::Mapped, false),
+        (ReadAccess::MappedRandom, true),
+        (ReadAccess::Positional, false),
+    ] {
+        table_damage_is_detected_on_every_read(access, pin);
+    }
+}
+
+fn table_damage_is_detected_on_every_read(access: strata::fs::ReadAccess, pin: bool) {
     let dir = strata_testkit::tempdir::TempDir::new("mapped-corrupt");
     let path = dir.path().join("db");
     let opts = || Options {
         block_size: 512,
+        table_reads: access,
+        pin_table_metadata: pin,
         ..Options::default()
     };
     let n = 3000u32;
@@ -310,7 +326,10 @@ fn mapped_table_damage_is_detected_on_every_read() {
                 }
             }
         }
-        assert!(bad > 0 && bad < 100, "round {round}: {bad} bad, {ok} ok");
+        assert!(
+            bad > 0 && bad < 100,
+            "{access:?}: round {round}: {bad} bad, {ok} ok"
+        );
         let mut it = db.iter(ReadOptions::default()).unwrap();
         it.seek_to_first();
         while it.valid() {

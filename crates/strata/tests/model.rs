@@ -280,10 +280,16 @@ fn model_in_memory_every_config() {
 
 #[test]
 fn model_on_real_files() {
-    for config in selected()
-        .into_iter()
-        .filter(|c| ["default", "two-dirs", "leveldb"].contains(&c.name))
-    {
+    for config in selected().into_iter().filter(|c| {
+        [
+            "default",
+            "two-dirs",
+            "leveldb",
+            "reads-pread",
+            "reads-random-pinned",
+        ]
+        .contains(&c.name)
+    }) {
         for seed in seeds(&[7]) {
             let dir = TempDir::new("model");
             run(

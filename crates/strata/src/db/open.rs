@@ -52,12 +52,15 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     );
     let block_cache =
         (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        placement.clone(),
-        opts.max_open_files,
-        block_cache,
-    ));
+    let tables = Arc::new(
+        TableCache::new(
+            fs.clone(),
+            placement.clone(),
+            opts.max_open_files,
+            block_cache,
+        )
+        .reading(opts.table_reads, opts.pin_table_metadata),
+    );
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
     if exists {

@@ -289,8 +289,16 @@ impl Fs for FaultFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_with(path, super::ReadAccess::default())
+    }
+
+    fn open_with(
+        &self,
+        path: &Path,
+        access: super::ReadAccess,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
         self.shared.check(FsOp::Open, path)?;
-        let inner = self.shared.inner.open(path)?;
+        let inner = self.shared.inner.open_with(path, access)?;
         Ok(Arc::new(FaultRandom {
             shared: self.shared.clone(),
             path: path.to_path_buf(),

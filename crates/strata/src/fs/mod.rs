@@ -38,6 +38,13 @@ pub trait Fs: Send + Sync + Debug + 'static {
     }
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens `path` for positional reads the way `access` says the engine will read it (a
+    /// hint: an implementation that does not map files or advise the kernel ignores it, and a
+    /// decorator passes it on). Default: [`Fs::open`].
+    fn open_with(&self, path: &Path, access: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
+        let _ = access;
+        self.open(path)
+    }
     /// Opens `path` for reading front to back.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Whether `path` exists (file or directory).
@@ -56,6 +63,22 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive advisory lock on `path` (created if missing); dropped = released.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// How the engine will read a file it opens with [`Fs::open_with`]. [`RealFs`] maps table
+/// files for `Mapped` and `MappedRandom` and reads them with `pread` for `Positional`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadAccess {
+    /// Through a memory map where the file system maps the file; a page fault reads the
+    /// kernel's read-around window (`Fs::open`'s behaviour).
+    #[default]
+    Mapped,
+    /// Through a memory map, the kernel told to expect random access (`MADV_RANDOM`): a page
+    /// fault reads its page and no more.
+    MappedRandom,
+    /// Positional reads (`pread`) into the reader's own buffers, no map, the kernel told to
+    /// expect random access (`POSIX_FADV_RANDOM`): what is read is what is asked for.
+    Positional,
 }
 
 /// A file being appended to.

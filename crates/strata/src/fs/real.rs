@@ -362,19 +362,44 @@ impl Fs for RealFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_with(path, super::ReadAccess::Mapped)
+    }
+
+    fn open_with(
+        &self,
+        path: &Path,
+        access: super::ReadAccess,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        use super::ReadAccess;
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         let size = file
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
             .len();
-        if size > 0 && path.extension().is_some_and(|e| e == "sst") {
+        if size > 0
+            && access != ReadAccess::Positional
+            && path.extension().is_some_and(|e| e == "sst")
+        {
             // SAFETY: tables are immutable once written (see `MappedRandom`); a file changed
             // by someone else under us is outside the engine's contract, as for LevelDB.
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                if access == ReadAccess::MappedRandom {
+                    // Only a hint: a kernel that refuses it reads around faults as before.
+                    let _ = map.advise(memmap2::Advice::Random);
+                }
                 return Ok(Arc::new(MappedRandom {
                     path: path.to_path_buf(),
                     map: Arc::new(map),
                 }));
+            }
+        }
+        #[cfg(target_os = "linux")]
+        if access == ReadAccess::Positional {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `file` is an open descriptor for the duration of the call; the advice
+            // changes only the kernel's read-ahead for it, and a failure is harmless.
+            unsafe {
+                libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
             }
         }
         Ok(Arc::new(RealRandom {
@@ -512,6 +537,25 @@ mod tests {
         assert_eq!(got, vec![b"one".to_vec(), b"two".to_vec()]);
         drop(w);
         assert_eq!(fs::metadata(&path).unwrap().len(), 2 * (7 + 3));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tables_open_as_the_access_hint_says() {
+        use super::super::ReadAccess;
+        let dir = temp_dir("access");
+        let path = dir.join("000007.sst");
+        fs::write(&path, b"0123456789").unwrap();
+        for (access, mapped) in [
+            (ReadAccess::Mapped, true),
+            (ReadAccess::MappedRandom, true),
+            (ReadAccess::Positional, false),
+        ] {
+            let f = RealFs::new().open_with(&path, access).unwrap();
+            assert_eq!(f.is_mapped(), mapped, "{access:?}");
+            assert_eq!(&*f.read_shared(2, 3).unwrap(), b"234", "{access:?}");
+            assert!(f.read_at(8, 3).is_err(), "{access:?}: past the end");
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 }

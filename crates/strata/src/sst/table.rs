@@ -183,6 +183,28 @@ impl Table {
         path: &Path,
         cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
+        Table::open_with(file, path, cache, false)
+    }
+
+    /// [`Table::open`], with the index and filter copied to the heap if `pin_metadata` and
+    /// the file is mapped (so that they stay in memory whatever the page cache drops).
+    ///
+    /// # Errors
+    /// As for [`Table::open`].
+    pub fn open_with(
+        file: Arc<dyn RandomAccessFile>,
+        path: &Path,
+        cache: Option<Arc<BlockCache>>,
+        pin_metadata: bool,
+    ) -> Result<Table> {
+        let meta_block = |h: BlockHandle| -> Result<FileBytes> {
+            let b = read_block_raw(&*file, path, h)?;
+            Ok(if pin_metadata && b.is_mapped() {
+                FileBytes::from(b.to_vec())
+            } else {
+                b
+            })
+        };
         let size = file.size();
         if size < FOOTER_LEN as u64 {
             return Err(Error::corruption(
@@ -205,7 +227,7 @@ impl Table {
             ));
         }
         let index = Arc::new(Block::new(
-            read_block_raw(&*file, path, footer.index)?,
+            meta_block(footer.index)?,
             path,
             footer.index.offset,
         )?);
@@ -221,7 +243,7 @@ impl Table {
         while it.valid() {
             let h = decode_handle(it.value(), path, footer.metaindex.offset)?;
             match it.key() {
-                FILTER_KEY => filter = Some(read_block_raw(&*file, path, h)?),
+                FILTER_KEY => filter = Some(meta_block(h)?),
                 PROPERTIES_KEY => {
                     props = Some(TableProperties::decode(
                         read_block_raw(&*file, path, h)?.to_vec(),
