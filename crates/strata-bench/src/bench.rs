@@ -97,6 +97,9 @@ pub struct Runner {
     sizes: ValueSizes,
     /// Highest key id inserted by YCSB/HashKV loads and inserts.
     newest: Arc<AtomicU64>,
+    /// One bit per key id of the fill/overwrite/delete benchmarks: set while the key holds
+    /// a value, for the live bytes space amplification is measured against.
+    live: Vec<AtomicU64>,
     ycsb_loaded: bool,
     pub results: Vec<BenchResult>,
 }
@@ -213,6 +216,7 @@ impl Runner {
             engine: None,
             sizes,
             newest: Arc::new(AtomicU64::new(0)),
+            live: Vec::new(),
             ycsb_loaded: false,
             results: Vec::new(),
         })
@@ -244,6 +248,9 @@ impl Runner {
     fn open(&mut self, fresh: bool) -> Result<Arc<dyn Engine>, String> {
         if fresh && !self.flags.use_existing_db {
             self.destroy()?;
+            // A fresh database: live keys are counted from here (unknown for an existing one).
+            let words = usize::try_from(self.flags.num.div_ceil(64)).unwrap_or(0);
+            self.live = (0..words).map(|_| AtomicU64::new(0)).collect();
         }
         if self.engine.is_none() {
             std::fs::create_dir_all(&self.dir)
@@ -337,6 +344,15 @@ impl Runner {
                 let e = self.open(false)?;
                 self.read_while_writing(&e)
             }
+            "waitforcompaction" => {
+                let e = self.open(false)?;
+                Ok(vec![self.measure(name, &e, 1, 1, |_, ts| {
+                    let t0 = Instant::now();
+                    e.wait_idle()?;
+                    ts.record("wait", t0, 1);
+                    Ok(())
+                })?])
+            }
             "hashkv_phases" => self.hashkv_phases(),
             n if n.starts_with("ycsb_") => self.ycsb(n),
             n => Err(format!("benchmark {n} is not implemented")),
@@ -389,6 +405,7 @@ impl Runner {
             .zip(process_read_bytes())
             .map(|(b, a)| a.saturating_sub(b));
         r.space_bytes = self.space();
+        r.live_bytes = self.live_bytes();
         Ok(r)
     }
 
@@ -537,12 +554,16 @@ impl Runner {
             };
             let mut values = ValueSource::new(self.seed(t), max_value.min(64 << 20));
             let mut kbufs: Vec<Vec<u8>> = vec![Vec::new(); f.batch_size];
+            let mut ids: Vec<u64> = Vec::with_capacity(f.batch_size);
             let mut done = 0;
             while done < ops {
                 let n = (ops - done).min(f.batch_size as u64) as usize;
                 let mut vlens = Vec::with_capacity(n);
+                ids.clear();
                 for kb in kbufs.iter_mut().take(n) {
-                    make_key(keys.next(&mut rng, 0), f.key_size, kb);
+                    let id = keys.next(&mut rng, 0);
+                    ids.push(id);
+                    make_key(id, f.key_size, kb);
                     vlens.push(if delete { 0 } else { self.sizes.next(&mut rng) });
                 }
                 let vals: Vec<Vec<u8>> = vlens.iter().map(|&l| values.next(l).to_vec()).collect();
@@ -554,6 +575,7 @@ impl Runner {
                     .collect();
                 let t0 = Instant::now();
                 e.write(&batch)?;
+                self.mark_live(&ids, !delete);
                 let moved: usize = batch
                     .iter()
                     .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
@@ -565,6 +587,37 @@ impl Runner {
             }
             Ok(())
         })
+    }
+
+    /// Records that the keys `ids` now hold a value (`live`) or not.
+    fn mark_live(&self, ids: &[u64], live: bool) {
+        for &id in ids {
+            let Some(word) = usize::try_from(id / 64).ok().and_then(|w| self.live.get(w)) else {
+                continue;
+            };
+            let bit = 1u64 << (id % 64);
+            if live {
+                word.fetch_or(bit, Ordering::Relaxed);
+            } else {
+                word.fetch_and(!bit, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Bytes of the keys and values the fill/overwrite/delete benchmarks left live, if
+    /// known: distinct keys x (key size + the mean value size; exact for fixed sizes).
+    fn live_bytes(&self) -> Option<u64> {
+        let keys: u64 = self
+            .live
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum();
+        let value = match &self.sizes {
+            ValueSizes::Fixed(n) => *n as u64,
+            ValueSizes::Uniform(a, b) => (*a as u64 + *b as u64) / 2,
+            ValueSizes::Zipf(..) => return None,
+        };
+        (keys > 0).then(|| keys * (self.flags.key_size as u64 + value))
     }
 
     /// readrandom, seekrandom, updaterandom.

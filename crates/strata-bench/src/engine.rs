@@ -53,6 +53,28 @@ pub trait Engine: Send + Sync {
     fn metrics(&self) -> Metrics;
     /// The engine's own statistics text.
     fn stats_text(&self) -> String;
+    /// Waits until the engine's background work is idle (db_bench's `waitforcompaction`).
+    /// Default, for engines without such a call: until the level compactions and the
+    /// tables counted by `metrics` have not changed for three seconds.
+    fn wait_idle(&self) -> Result<(), String> {
+        let shape = |m: Metrics| {
+            (
+                m.merges_by_input_level.iter().sum::<u64>(),
+                m.moved_by_input_level.iter().sum::<u64>(),
+                m.tables,
+                m.table_bytes,
+            )
+        };
+        let mut last = shape(self.metrics());
+        let mut quiet = 0;
+        while quiet < 3 {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let now = shape(self.metrics());
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+        }
+        Ok(())
+    }
 }
 
 /// Opens the engine `flags.engine` at `dir`.
@@ -322,5 +344,9 @@ impl Engine for StrataEngine {
 
     fn stats_text(&self) -> String {
         self.db.property("strata.stats").unwrap_or_default()
+    }
+
+    fn wait_idle(&self) -> Result<(), String> {
+        self.db.wait_for_compactions().map_err(|e| e.to_string())
     }
 }

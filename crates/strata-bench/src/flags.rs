@@ -201,6 +201,7 @@ pub const BENCHMARKS: &[&str] = &[
     "seekrandom",
     "readwhilewriting",
     "deleterandom",
+    "waitforcompaction",
     "stats",
     "ycsb_a",
     "ycsb_b",

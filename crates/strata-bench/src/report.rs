@@ -65,6 +65,9 @@ pub struct BenchResult {
     /// Bytes the process read from storage during the benchmark (`/proc/self/io`
     /// `read_bytes`), if known.
     pub disk_read_bytes: Option<u64>,
+    /// Bytes of live keys and values after the benchmark (fill/overwrite/delete benchmarks
+    /// since the database was created), if known.
+    pub live_bytes: Option<u64>,
 }
 
 impl BenchResult {
@@ -156,6 +159,14 @@ impl BenchResult {
             );
         }
         let _ = write!(s, " space {:.1} MiB", self.space_bytes as f64 / 1048576.0);
+        if let Some(live) = self.live_bytes {
+            let _ = write!(
+                s,
+                " ({:.2} x live {:.1} MiB)",
+                self.space_bytes as f64 / live.max(1) as f64,
+                live as f64 / 1048576.0
+            );
+        }
         s
     }
 
@@ -243,7 +254,7 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
         );
         let _ = write!(
             s,
-            "\"user_bytes\": {}, \"device_bytes\": {}, \"table_bytes\": {}, \"write_amp\": {}, \"stalls\": {}, \"stall_seconds\": {}, \"gc_bytes\": {}, \"space_bytes\": {}, \"disk_read_bytes\": {}, ",
+            "\"user_bytes\": {}, \"device_bytes\": {}, \"table_bytes\": {}, \"write_amp\": {}, \"stalls\": {}, \"stall_seconds\": {}, \"gc_bytes\": {}, \"space_bytes\": {}, \"disk_read_bytes\": {}, \"live_bytes\": {}, ",
             r.user_bytes,
             r.device_bytes,
             r.table_bytes,
@@ -252,7 +263,8 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
             json_num(r.stall_micros as f64 / 1e6),
             r.gc_bytes,
             r.space_bytes,
-            r.disk_read_bytes.map_or("null".into(), |b| b.to_string())
+            r.disk_read_bytes.map_or("null".into(), |b| b.to_string()),
+            r.live_bytes.map_or("null".into(), |b| b.to_string())
         );
         let levels: Vec<String> = r.compactions_per_level.iter().map(u64::to_string).collect();
         let lbytes: Vec<String> = r

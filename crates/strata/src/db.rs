@@ -320,6 +320,19 @@ impl Db {
         flush::flush_and_wait(&self.inner)
     }
 
+    /// Waits until background work is idle: no memtable waiting for or in its flush, no
+    /// compaction running, and no level over its target (compactions that reads would
+    /// trigger are not waited for). What a benchmark measures space with, and what a test
+    /// waits for before it inspects the tree (RocksDB's `WaitForCompact`). Writes made
+    /// meanwhile may keep it waiting.
+    ///
+    /// # Errors
+    /// `Poisoned` if a background job failed; `Closed`.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.check_open()?;
+        compact::wait_idle(&self.inner)
+    }
+
     /// Compacts every file overlapping [`lo`, `hi`] (user keys, inclusive; `None` = unbounded)
     /// down to the deepest populated level, dropping overwritten versions and tombstones.
     ///

@@ -187,3 +187,32 @@ fn compactions_that_yield_to_flushes_still_run_after_them() {
     }
     assert_eq!(db.get("k00042").unwrap(), Some(b"v5-42".to_vec()));
 }
+
+/// `wait_for_compactions` returns once a slow compaction has finished and nothing else is
+/// due: L0 under its trigger, no compaction running, and nothing starting afterwards.
+#[test]
+fn wait_for_compactions_waits_out_slow_compactions() {
+    for separate in [true, false] {
+        let (db, slow) = open(separate);
+        slow.store(true, Ordering::SeqCst);
+        for round in 0..3u8 {
+            for i in 0..400u32 {
+                db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        slow.store(false, Ordering::SeqCst);
+        db.wait_for_compactions().unwrap();
+        assert_eq!(prop(&db, "strata.num-running-compactions"), 0);
+        assert!(prop(&db, "strata.num-files-at-level0") < 2);
+        let done = db.stats().level_compactions();
+        assert!(done > 0, "the flushes triggered compactions");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            db.stats().level_compactions(),
+            done,
+            "work started after idle"
+        );
+        assert_eq!(db.get(b"key00123").unwrap(), Some(vec![2u8; 100]));
+    }
+}

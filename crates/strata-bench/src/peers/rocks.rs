@@ -183,6 +183,12 @@ impl Engine for RocksEngine {
         }
     }
 
+    fn wait_idle(&self) -> Result<(), String> {
+        self.db
+            .wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+            .map_err(|e| e.to_string())
+    }
+
     fn stats_text(&self) -> String {
         self.db
             .property_value("rocksdb.stats")

@@ -50,6 +50,50 @@ impl DbInner {
     }
 }
 
+/// [`crate::Db::wait_for_compactions`]: waits until no flush or compaction runs or is due.
+/// A level over its target that the picker leaves alone (every candidate waits on something
+/// that is not running) would keep it waiting for ever: once nothing has run for a second,
+/// that state is idle too.
+pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
+    let mut st = lock(&db.state);
+    let mut quiet_since: Option<(u64, std::time::Instant)> = None;
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "database is closing"));
+        }
+        let running = !st.imms.is_empty() || st.flush_running || st.compactions_running > 0;
+        if !running {
+            let progress = st.progress;
+            drop(st);
+            let v = lock(&db.versions).current();
+            let due = picker::scores(&v, &db.opts)
+                .first()
+                .is_some_and(|&(_, score)| score >= 1.0);
+            if !due {
+                return Ok(());
+            }
+            match quiet_since {
+                Some((p, t)) if p == progress => {
+                    if t.elapsed() >= std::time::Duration::from_secs(1) {
+                        return Ok(());
+                    }
+                }
+                _ => quiet_since = Some((progress, std::time::Instant::now())),
+            }
+            db.bg_cv.notify_all();
+            st = lock(&db.state);
+        }
+        st = db
+            .done_cv
+            .wait_timeout(st, std::time::Duration::from_millis(20))
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+}
+
 fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let out_level = c.output_level.min(MAX_LEVELS - 1);
     let in_level = c.level.min(MAX_LEVELS - 1);
