@@ -138,10 +138,12 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.max_bytes_for_level_multiplier {
         o.max_bytes_for_level_multiplier = v;
     }
-    if flags.level_compaction_dynamic_level_bytes == Some(true) {
-        return Err(
-            "--level_compaction_dynamic_level_bytes=1: strata sizes levels statically".into(),
-        );
+    match flags.level_compaction_dynamic_level_bytes {
+        Some(true) => o.level_sizing = strata::LevelSizing::Dynamic,
+        Some(false) if o.level_sizing == strata::LevelSizing::Dynamic => {
+            o.level_sizing = strata::LevelSizing::Classic;
+        }
+        _ => {}
     }
     if let Some(v) = flags.num_levels {
         o.num_levels = v;

@@ -81,6 +81,13 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::default(), fs)
             },
         },
+        Config {
+            name: "dynamic-levels",
+            build: |_, fs| Options {
+                level_sizing: strata::LevelSizing::Dynamic,
+                ..small(Options::default(), fs)
+            },
+        },
         // Ways of reading tables (Options::table_reads): the same as "default" on MemFs,
         // which maps nothing; the model test on real files runs them as RealFs reads them.
         Config {

@@ -42,6 +42,15 @@ pub enum LevelSizing {
     /// limit: at 3 tables in L1, 31 in L2, 481 in L3 with HyperLevelDB's sizes.
     /// `max_bytes_for_level_multiplier` is not used.
     HyperLevelDb,
+    /// RocksDB's `level_compaction_dynamic_level_bytes`: targets are set from the bottom up.
+    /// The last level's target is the size of the largest level; each level above it holds
+    /// `max_bytes_for_level_multiplier` times less, up to the first whose target is at most
+    /// `max_bytes_for_level_base`: the base level, where L0 compacts to (the levels between
+    /// L0 and it stay empty). Most data then sits in the last level and the levels above it
+    /// hold a tenth of it or less, so old versions (overwritten keys still in a deeper
+    /// level) take at most about that much more space; with `Classic` targets a tree whose
+    /// last level is under its target can hold more stale bytes than live ones.
+    Dynamic,
 }
 
 /// Where a compaction cuts its output into tables. Tables are never cut inside one user key.
@@ -491,11 +500,14 @@ impl Options {
     }
 
     /// Target total bytes of level `level` (>= 1), as `level_sizing` sets it.
+    ///
+    /// With [`LevelSizing::Dynamic`] the targets depend on the tree
+    /// (`compaction::sizing::targets`); this is then the static table they start from.
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut b = self.max_bytes_for_level_base as f64;
         for l in 1..level {
             b *= match self.level_sizing {
-                LevelSizing::Classic => self.max_bytes_for_level_multiplier,
+                LevelSizing::Classic | LevelSizing::Dynamic => self.max_bytes_for_level_multiplier,
                 LevelSizing::HyperLevelDb if l == 1 => 4.0,
                 LevelSizing::HyperLevelDb => 8.0,
             };
@@ -581,6 +593,14 @@ impl Options {
             return bad(
                 "max_mem_compaction_level",
                 "must be below num_levels (0 keeps flushed tables in L0)",
+            );
+        }
+        if self.level_sizing == LevelSizing::Dynamic
+            && self.compaction_picker != CompactionPicker::Leveled
+        {
+            return bad(
+                "level_sizing",
+                "Dynamic needs compaction_picker Leveled (HyperLevelDB's picker sizes by table counts)",
             );
         }
         if self.max_manifest_file_size < 64 * KIB as u64 {

@@ -34,7 +34,7 @@ pub enum CompactionReason {
 pub struct Compaction {
     /// The input level.
     pub level: usize,
-    /// Where outputs go (`level + 1`).
+    /// Where outputs go: `level + 1`, or for L0 the base level (`sizing::output_level`).
     pub output_level: usize,
     /// Input files from `level`.
     pub inputs: Vec<Arc<FileMeta>>,
@@ -97,7 +97,7 @@ impl PickContext<'_> {
         inputs: Vec<Arc<FileMeta>>,
         reason: CompactionReason,
     ) -> Option<Compaction> {
-        let output_level = level + 1;
+        let output_level = sizing::output_level(self.version, self.opts, level);
         let (lo, hi) = key_range(&inputs)?;
         let next_inputs = self.version.overlapping(output_level, Some(&lo), Some(&hi));
         if self.any_busy(&inputs) || self.any_busy(&next_inputs) {
@@ -152,7 +152,7 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
     for level in 1..v.num_levels() - 1 {
         let excess = v
             .level_bytes(level)
-            .saturating_sub(opts.max_bytes_for_level(level));
+            .saturating_sub(sizing::level_target(v, opts, level));
         // Moving the excess down rewrites it about `multiplier` times in the next level.
         total += (excess as f64 * opts.max_bytes_for_level_multiplier) as u64;
     }

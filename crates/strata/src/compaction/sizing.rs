@@ -35,12 +35,76 @@ pub fn max_compaction_bytes(opts: &Options, level: usize) -> u64 {
     table_size_range(opts, level).1.saturating_mul(16)
 }
 
+/// The level L0 compacts into: 1, or with [`LevelSizing::Dynamic`] the base level.
+pub fn base_level(v: &Version, opts: &Options) -> usize {
+    match opts.level_sizing {
+        LevelSizing::Dynamic => dynamic(v, opts).0,
+        _ => 1,
+    }
+}
+
+/// Where a compaction out of `level` writes: the base level for L0, the next level below.
+pub fn output_level(v: &Version, opts: &Options, level: usize) -> usize {
+    if level == 0 {
+        base_level(v, opts)
+    } else {
+        level + 1
+    }
+}
+
+/// Target bytes of sorted level `level` (>= 1); 0 for the empty levels above the base level
+/// of [`LevelSizing::Dynamic`].
+pub fn level_target(v: &Version, opts: &Options, level: usize) -> u64 {
+    match opts.level_sizing {
+        LevelSizing::Dynamic => {
+            let (base, largest) = dynamic(v, opts);
+            let last = v.num_levels() - 1;
+            if level < base {
+                return 0;
+            }
+            let mut t = largest as f64;
+            for _ in level..last {
+                t /= opts.max_bytes_for_level_multiplier;
+            }
+            t as u64
+        }
+        _ => opts.max_bytes_for_level(level),
+    }
+}
+
+/// [`LevelSizing::Dynamic`]: (base level, bytes of the largest level >= 1). Going up from the
+/// last level, each level's target is the one below over the multiplier; the base level is
+/// the first whose target is at most `max_bytes_for_level_base` (the last level while the
+/// largest level holds no more than that).
+fn dynamic(v: &Version, opts: &Options) -> (usize, u64) {
+    let last = v.num_levels() - 1;
+    let largest = (1..=last).map(|l| v.level_bytes(l)).max().unwrap_or(0);
+    let mut level = last;
+    let mut target = largest as f64;
+    while level > 1 && target > opts.max_bytes_for_level_base as f64 {
+        target /= opts.max_bytes_for_level_multiplier;
+        level -= 1;
+    }
+    (level, largest)
+}
+
 /// Urgency of sorted level `level` (>= 1): >= 1 means it is over its target.
 pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
+    let bytes = v.level_bytes(level);
+    if opts.level_sizing == LevelSizing::Dynamic {
+        let target = level_target(v, opts, level);
+        return match (target, bytes) {
+            (_, 0) => 0.0,
+            // A level above the base level holds tables (the sizing was switched, or the
+            // tree shrank): move them down first.
+            (0, _) => 1e9,
+            (t, b) => b as f64 / t as f64,
+        };
+    }
     let target = opts.max_bytes_for_level(level).max(1);
-    let by_bytes = v.level_bytes(level) as f64 / target as f64;
+    let by_bytes = bytes as f64 / target as f64;
     match opts.level_sizing {
-        LevelSizing::Classic => by_bytes,
+        LevelSizing::Classic | LevelSizing::Dynamic => by_bytes,
         LevelSizing::HyperLevelDb => {
             // Tables the level holds at its mean table size, rounded down as HyperLevelDB's
             // integer division does (3 for its L1: 128 MiB / 32.5 MiB).

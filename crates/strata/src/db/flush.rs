@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::l0::Ingest;
-use crate::options::Options;
+use crate::options::{LevelSizing, Options};
 use crate::placement::{FileKind, Placement};
 use crate::sst::TableOptions;
 use crate::stats::{Stats, MAX_LEVELS};
@@ -115,7 +115,8 @@ fn flush_level(
     busy_levels: &[usize],
     m: &FileMeta,
 ) -> usize {
-    if opts.max_mem_compaction_level == 0 {
+    // With dynamic level sizing the levels above the base level stay empty: no placement.
+    if opts.max_mem_compaction_level == 0 || opts.level_sizing == LevelSizing::Dynamic {
         return 0;
     }
     let (lo, hi) = (Some(m.smallest_user_key()), Some(m.largest_user_key()));

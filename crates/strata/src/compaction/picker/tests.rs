@@ -374,3 +374,46 @@ fn read_triggered_compactions_wait_for_straight_reads() {
     c.straight_reads = 11;
     assert_eq!(picker::pick(&c).unwrap().reason, CompactionReason::Reads);
 }
+
+/// `LevelSizing::Dynamic`: L0 compacts into the base level (the last level while the tree
+/// is smaller than `max_bytes_for_level_base`), the levels above it stay empty, and the
+/// targets are set from the largest level up.
+#[test]
+fn dynamic_sizing_compacts_l0_into_the_base_level() {
+    use crate::compaction::sizing;
+    use crate::options::LevelSizing;
+    let o = Options {
+        level_sizing: LevelSizing::Dynamic,
+        max_bytes_for_level_multiplier: 10.0,
+        ..opts()
+    };
+    let (busy, p) = (HashSet::new(), Placement::new(Path::new("/db"), None, None));
+    // A small tree: everything below the base size goes straight to the last level (L3).
+    let mut v = Version::new(4);
+    v.levels[0] = vec![file(9, "a", "b", 50, 3); 4].into();
+    v.levels[3] = vec![file(1, "a", "z", 800, 0)].into();
+    assert_eq!(sizing::base_level(&v, &o), 3);
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!((c.level, c.output_level), (0, 3));
+    assert_eq!(c.next_inputs.len(), 1);
+    // A larger one: the last level holds 50,000 bytes, so L2's target is 5,000 (over the
+    // base size, 1,000) and L1's 500: L1 is the base level.
+    let mut v = Version::new(4);
+    v.levels[3] = vec![file(1, "a", "z", 50_000, 0)].into();
+    v.levels[2] = vec![file(2, "a", "m", 6_000, 0)].into();
+    assert_eq!(sizing::base_level(&v, &o), 1);
+    assert_eq!(sizing::level_target(&v, &o, 1), 500);
+    assert_eq!(sizing::level_target(&v, &o, 2), 5_000);
+    assert!(sizing::level_score(&v, &o, 2) > 1.0);
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!((c.level, c.output_level), (2, 3));
+    // Tables left above the base level are moved down first.
+    let mut v = Version::new(4);
+    v.levels[1] = vec![file(3, "a", "b", 10, 0)].into();
+    v.levels[3] = vec![file(1, "c", "z", 800, 0)].into();
+    assert_eq!(sizing::base_level(&v, &o), 3);
+    assert!(sizing::level_score(&v, &o, 1) >= 1.0);
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!((c.level, c.output_level), (1, 2));
+    assert!(c.trivial_move);
+}
