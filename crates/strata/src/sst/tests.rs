@@ -225,3 +225,80 @@ fn verify_new_checks_every_block_of_a_mapped_table() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file that counts its reads (a table read with positional reads, as `RealFs` does for
+/// `ReadAccess::Positional`).
+struct CountingFile {
+    inner: Arc<dyn crate::fs::RandomAccessFile>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::fs::RandomAccessFile for CountingFile {
+    fn read_at(&self, offset: u64, len: usize) -> crate::Result<Vec<u8>> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_at(offset, len)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+/// An iterator over a table read with positional reads reads ahead once it goes in file
+/// order: a full scan takes far fewer reads than there are blocks, returns every entry, and
+/// still detects a damaged block inside a read-ahead buffer; point reads read one block.
+#[test]
+fn positional_scans_read_ahead() {
+    let fs = setup();
+    let p = Path::new("/d/1.sst");
+    let kv = entries(20_000);
+    let props = write(&fs, p, &kv, TableOptions::default());
+    let blocks = props.num_data_blocks as usize;
+    assert!(blocks > 200, "{blocks} blocks");
+    let open = |fs: &MemFs| {
+        let f = Arc::new(CountingFile {
+            inner: fs.open(p).unwrap(),
+            reads: Default::default(),
+        });
+        let t = Arc::new(Table::open(f.clone(), p, None).unwrap());
+        (t, f)
+    };
+    let (t, f) = open(&fs);
+    let opened = f.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!((it.key(), it.value()), (&kv[n].0[..], &kv[n].1[..]));
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, kv.len());
+    let scan_reads = f.reads.load(std::sync::atomic::Ordering::Relaxed) - opened;
+    assert!(
+        scan_reads * 10 < blocks,
+        "{scan_reads} reads for {blocks} blocks"
+    );
+    // Point reads: one read each (no read-ahead).
+    let before = f.reads.load(std::sync::atomic::Ordering::Relaxed);
+    for i in [17, 9_001, 4_242] {
+        let (k, v) = &kv[i];
+        assert_eq!(t.get(k, key::user_key(k)).unwrap().unwrap().1, *v);
+    }
+    assert_eq!(
+        f.reads.load(std::sync::atomic::Ordering::Relaxed) - before,
+        3
+    );
+    // A damaged byte in the middle of the data blocks fails the scan with its offset.
+    let at = (fs.file_size(p).unwrap() / 3) as usize;
+    fs.corrupt(p, at, |b| b[0] ^= 0x10).unwrap();
+    let (t, _) = open(&fs);
+    let mut it = t.iter();
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    let e = it.status().unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
+}
