@@ -189,6 +189,12 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_mapped(&self) -> bool {
         false
     }
+    /// Asks for `offset..offset + len` to be read into memory ahead of use, without
+    /// waiting (a mapped file advised random access reads nothing around its faults, so an
+    /// in-order reader says what comes next). Default: nothing.
+    fn prefetch(&self, offset: u64, len: usize) {
+        let _ = (offset, len);
+    }
 }
 
 /// A file read front to back.

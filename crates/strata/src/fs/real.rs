@@ -273,6 +273,8 @@ impl RandomAccessFile for RealRandom {
 struct MappedRandom {
     path: PathBuf,
     map: Arc<memmap2::Mmap>,
+    /// Advised `MADV_RANDOM`: the kernel reads nothing around a fault, so `prefetch` asks.
+    random: bool,
 }
 
 impl RandomAccessFile for MappedRandom {
@@ -296,6 +298,20 @@ impl RandomAccessFile for MappedRandom {
 
     fn is_mapped(&self) -> bool {
         true
+    }
+
+    fn prefetch(&self, offset: u64, len: usize) {
+        if !self.random {
+            return; // the kernel's read-around does it
+        }
+        let Ok(start) = usize::try_from(offset) else {
+            return;
+        };
+        if start < self.map.len() {
+            let len = len.min(self.map.len() - start);
+            // Only a hint: a failure costs the read-ahead, nothing else.
+            let _ = self.map.advise_range(memmap2::Advice::WillNeed, start, len);
+        }
     }
 }
 
@@ -390,6 +406,7 @@ impl Fs for RealFs {
                 return Ok(Arc::new(MappedRandom {
                     path: path.to_path_buf(),
                     map: Arc::new(map),
+                    random: access == ReadAccess::MappedRandom,
                 }));
             }
         }

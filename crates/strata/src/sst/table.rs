@@ -336,7 +336,11 @@ impl Table {
                 let raw = ra.borrow_mut().read(&*self.file, &self.path, h)?;
                 check_block(raw, &self.path, h, false)?
             }
-            _ => read_block(&*self.file, &self.path, h, trusted)?,
+            Some(ra) => {
+                ra.borrow_mut().prefetch(&*self.file, h);
+                read_block(&*self.file, &self.path, h, trusted)?
+            }
+            None => read_block(&*self.file, &self.path, h, trusted)?,
         };
         let b = Arc::new(Block::new(bytes, &self.path, h.offset)?);
         if let Some((m, slot)) = mapped {
@@ -449,6 +453,8 @@ pub struct Readahead {
     run: u32,
     /// The current window in bytes (0: not reading ahead).
     window: usize,
+    /// Mapped files: the end of the range last prefetched.
+    ahead: u64,
 }
 
 /// The first and largest read-ahead window.
@@ -456,6 +462,31 @@ const READAHEAD_MIN: usize = 16 << 10;
 const READAHEAD_MAX: usize = 256 << 10;
 
 impl Readahead {
+    /// For a mapped file: once blocks come in file order, asks the file to prefetch the
+    /// window after block `h` whenever the reader nears the end of what it asked for last
+    /// (`RandomAccessFile::prefetch`: with `MADV_RANDOM` the kernel reads nothing ahead).
+    fn prefetch(&mut self, file: &dyn RandomAccessFile, h: BlockHandle) {
+        let end = h.offset.saturating_add(h.size + BLOCK_TRAILER_LEN as u64);
+        self.run = if h.offset == self.next {
+            self.run + 1
+        } else {
+            0
+        };
+        self.next = end;
+        if self.run < 2 {
+            self.window = 0;
+            self.buf = None;
+            self.ahead = 0;
+            return;
+        }
+        if end + (self.window as u64) / 2 >= self.ahead {
+            self.window = (self.window * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
+            let from = self.ahead.max(end);
+            file.prefetch(from, self.window);
+            self.ahead = from + self.window as u64;
+        }
+    }
+
     /// The stored bytes and trailer of block `h`, from the buffer or from `file`.
     fn read(
         &mut self,

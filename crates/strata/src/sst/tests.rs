@@ -231,6 +231,9 @@ fn verify_new_checks_every_block_of_a_mapped_table() {
 struct CountingFile {
     inner: Arc<dyn crate::fs::RandomAccessFile>,
     reads: std::sync::atomic::AtomicUsize,
+    /// Claims to be mapped (then the table reads in place and may ask for prefetches).
+    mapped: bool,
+    prefetched: std::sync::Mutex<Vec<(u64, usize)>>,
 }
 
 impl crate::fs::RandomAccessFile for CountingFile {
@@ -241,6 +244,12 @@ impl crate::fs::RandomAccessFile for CountingFile {
     }
     fn size(&self) -> u64 {
         self.inner.size()
+    }
+    fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+    fn prefetch(&self, offset: u64, len: usize) {
+        self.prefetched.lock().unwrap().push((offset, len));
     }
 }
 
@@ -259,6 +268,8 @@ fn positional_scans_read_ahead() {
         let f = Arc::new(CountingFile {
             inner: fs.open(p).unwrap(),
             reads: Default::default(),
+            mapped: false,
+            prefetched: Default::default(),
         });
         let t = Arc::new(Table::open(f.clone(), p, None).unwrap());
         (t, f)
@@ -301,4 +312,43 @@ fn positional_scans_read_ahead() {
     }
     let e = it.status().unwrap_err();
     assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
+}
+
+/// An in-order iterator over a mapped table asks the file to prefetch what comes next
+/// (ranges in ascending order, ahead of the blocks read, covering the table), and point
+/// reads ask for nothing.
+#[test]
+fn mapped_scans_ask_for_prefetch() {
+    let fs = setup();
+    let p = Path::new("/d/1.sst");
+    let kv = entries(20_000);
+    let props = write(&fs, p, &kv, TableOptions::default());
+    let f = Arc::new(CountingFile {
+        inner: fs.open(p).unwrap(),
+        reads: Default::default(),
+        mapped: true,
+        prefetched: Default::default(),
+    });
+    let t = Arc::new(Table::open(f.clone(), p, None).unwrap());
+    for i in [17, 9_001, 4_242] {
+        let (k, v) = &kv[i];
+        assert_eq!(t.get(k, key::user_key(k)).unwrap().unwrap().1, *v);
+    }
+    assert!(f.prefetched.lock().unwrap().is_empty());
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, kv.len());
+    let asked = f.prefetched.lock().unwrap().clone();
+    assert!(asked.len() >= 2, "{asked:?}");
+    assert!(
+        asked.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0),
+        "{asked:?}"
+    );
+    let covered = asked.last().map_or(0, |&(o, l)| o + l as u64);
+    assert!(covered >= props.data_size, "{asked:?}");
 }
