@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from compare import engine_args, parse_flags_for
+
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 READS = re.compile(r"disk reads ([\d.]+) MiB \(([\d.]+) KiB/op\)")
 SPACE = re.compile(r"space ([\d.]+) MiB(?: \(([\d.]+) x live)?")
@@ -72,12 +74,7 @@ def main():
     ap.add_argument("--flags-for", action="append", default=[], metavar="ENGINE=FLAGS")
     a = ap.parse_args()
     engines = a.engines.split(",")
-    extra_for = {}
-    for spec in a.flags_for:
-        name, _, fl = spec.partition("=")
-        if name not in engines:
-            sys.exit(f"--flags-for: {name} is not one of --engines")
-        extra_for[name] = fl.split()
+    extra_for = parse_flags_for(engines, a.flags_for)
     work = a.dir or tempfile.mkdtemp(prefix="strata-beyond-memory-")
     os.makedirs(work, exist_ok=True)
     fill = a.fill_flags.split()
@@ -91,10 +88,7 @@ def main():
             db = os.path.join(work, f"db-{tag}")
             log = os.path.join(work, f"{tag}-{r}.log")
             shutil.rmtree(db, ignore_errors=True)
-            engine, _, preset = e.partition("#")[0].partition(":")
-            base = [a.bin, f"--engine={engine}", f"--db={db}", "--progress=none"]
-            base += [f"--preset={preset}"] if preset else []
-            base += [f.replace("{db}", db) for f in extra_for.get(e, [])]
+            base = engine_args(a.bin, e, db, extra_for)
             rc, out = sh(base + ["--benchmarks=fillrandom,waitforcompaction"] + fill, log)
             if rc != 0:
                 sys.exit(f"{e}: fill failed; log: {log}")

@@ -96,6 +96,26 @@ def run(cmd, log):
     return p.returncode, res, p99, amp
 
 
+def parse_flags_for(engines, specs):
+    """{engine: [flags]} from --flags-for 'ENGINE=FLAGS' specs; exits on an unknown engine."""
+    extra_for = {}
+    for spec in specs:
+        name, _, fl = spec.partition("=")
+        if name not in engines:
+            sys.exit(f"--flags-for: {name} is not one of --engines")
+        extra_for[name] = fl.split()
+    return extra_for
+
+
+def engine_args(binary, e, db, extra_for):
+    """strata-bench's command line for engine entry `e` (ENGINE[:PRESET][#TAG]) on `db`, with
+    its --flags-for flags ({db} replaced)."""
+    engine, _, preset = e.partition("#")[0].partition(":")
+    args = [binary, f"--engine={engine}", f"--db={db}", "--progress=none"]
+    args += [f"--preset={preset}"] if preset else []
+    return args + [f.replace("{db}", db) for f in extra_for.get(e, [])]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -112,12 +132,7 @@ def main():
     a = ap.parse_args()
     flags = [f for f in a.flags if f != "--"]
     engines = a.engines.split(",")
-    extra_for = {}
-    for spec in a.flags_for:
-        name, _, fl = spec.partition("=")
-        if name not in engines:
-            sys.exit(f"--flags-for: {name} is not one of --engines")
-        extra_for[name] = fl.split()
+    extra_for = parse_flags_for(engines, a.flags_for)
     work = a.dir or tempfile.mkdtemp(prefix="strata-compare-")
     os.makedirs(work, exist_ok=True)
     per = {e: [] for e in engines}
@@ -126,10 +141,7 @@ def main():
         for e in engines:
             db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
             log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
-            engine, _, preset = e.partition("#")[0].partition(":")
-            extra = [f"--preset={preset}"] if preset else []
-            extra += [f.replace("{db}", db) for f in extra_for.get(e, [])]
-            rc, res, p99, amp = run([a.bin, f"--engine={engine}", f"--db={db}", "--histogram=1", "--progress=none"] + extra + flags, log)
+            rc, res, p99, amp = run(engine_args(a.bin, e, db, extra_for) + ["--histogram=1"] + flags, log)
             for d in [db] + [os.path.join(work, x) for x in os.listdir(work) if x.startswith(os.path.basename(db) + "-")]:
                 shutil.rmtree(d, ignore_errors=True)
             if rc != 0 or not res:

@@ -117,31 +117,16 @@ fn dir_size(p: &Path) -> u64 {
         .sum()
 }
 
-/// Bytes this process passed to write syscalls so far (Linux `/proc/self/io` wchar).
-fn process_written() -> Option<u64> {
+/// One counter of this process's `/proc/self/io` (Linux), if readable:
+/// - `wchar`: bytes passed to write syscalls;
+/// - `read_bytes`: bytes read from storage (reads the page cache served are not counted;
+///   page faults on memory-mapped files and the kernel's read-ahead around them are);
+/// - `write_bytes`: bytes caused to be written to storage (counted when a page is dirtied,
+///   so writes through memory maps count too; `cancelled_write_bytes` not subtracted).
+fn proc_io(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/io").ok()?;
     s.lines()
-        .find_map(|l| l.strip_prefix("wchar: "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// Bytes this process caused to be read from storage so far (Linux `/proc/self/io`
-/// `read_bytes`: reads the page cache served are not counted; page faults on memory-mapped
-/// files and the kernel's read-ahead around them are).
-fn process_read_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/io").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("read_bytes: "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// Bytes this process caused to be written to storage so far (Linux `/proc/self/io`
-/// `write_bytes`: counted when a page is dirtied, so writes through memory maps count too;
-/// `cancelled_write_bytes` not subtracted).
-fn process_write_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/io").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("write_bytes: "))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(": "))
         .and_then(|v| v.trim().parse().ok())
 }
 
@@ -181,7 +166,7 @@ pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
             w as f64 / 1048576.0
         ));
     }
-    if let Some(w) = process_write_bytes() {
+    if let Some(w) = proc_io("write_bytes") {
         s.push_str(&format!(
             " | process write_bytes {:.1} MiB ({:.2} x user)",
             w as f64 / 1048576.0,
@@ -372,8 +357,8 @@ impl Runner {
         F: Fn(usize, &mut ThreadStats) -> Result<(), String> + Sync,
     {
         let before_metrics = e.metrics();
-        let before_written = process_written();
-        let before_read = process_read_bytes();
+        let before_written = proc_io("wchar");
+        let before_read = proc_io("read_bytes");
         let progress = Progress::start(name, total_ops, &self.flags.progress);
         let origin = Instant::now();
         let interval = self.flags.report_interval_seconds;
@@ -402,7 +387,7 @@ impl Runner {
         let stats: Vec<ThreadStats> = outcomes.into_iter().collect::<Result<_, _>>()?;
         let mut r = self.fold(name, stats, origin, e, &before_metrics, before_written);
         r.disk_read_bytes = before_read
-            .zip(process_read_bytes())
+            .zip(proc_io("read_bytes"))
             .map(|(b, a)| a.saturating_sub(b));
         r.space_bytes = self.space();
         r.live_bytes = self.live_bytes();
@@ -473,7 +458,7 @@ impl Runner {
         }
         let after = e.metrics();
         r.table_bytes = after.table_bytes.saturating_sub(before.table_bytes);
-        r.device_bytes = match (before_written, process_written()) {
+        r.device_bytes = match (before_written, proc_io("wchar")) {
             (Some(b), Some(a)) => {
                 a.saturating_sub(b) + after.mapped_bytes.saturating_sub(before.mapped_bytes)
             }
@@ -680,7 +665,7 @@ impl Runner {
         let running = AtomicU64::new(readers as u64);
         let writer_stats: Mutex<Option<BenchResult>> = Mutex::new(None);
         let before = e.metrics();
-        let before_written = process_written();
+        let before_written = proc_io("wchar");
         let origin = Instant::now();
         let mut rr = self.measure(
             "readwhilewriting",

@@ -502,7 +502,7 @@ impl Options {
     /// Target total bytes of level `level` (>= 1), as `level_sizing` sets it.
     ///
     /// With [`LevelSizing::Dynamic`] the targets depend on the tree
-    /// (`compaction::sizing::targets`); this is then the static table they start from.
+    /// (`compaction::sizing::level_target`); this is then the static table they start from.
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut b = self.max_bytes_for_level_base as f64;
         for l in 1..level {

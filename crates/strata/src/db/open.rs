@@ -189,13 +189,14 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
     Ok(())
 }
 
-/// Temporary files are only ever in flight while a database is open.
 /// Moves the file-number counter past every numbered file on disk. Files the manifest's
-/// counter does not cover exist after a crash: a WAL started after the last manifest write,
-/// or the tables of a flush or compaction cut off before its edit was recorded. Recovery
-/// must not hand their numbers out again, and with the counter past them the open's
-/// obsolete-file pass (which spares numbers from the counter on, as a running job's outputs)
-/// deletes the unrecorded tables.
+/// counter does not cover exist after a crash: a WAL started after the last manifest write
+/// (this session's WAL must be numbered above it, or a WAL that recovery skipped after a
+/// hole would be replayed by the next recovery, after newer writes), or the tables of a
+/// flush or compaction cut off before its edit was recorded. Recovery must not hand their
+/// numbers out again, and with the counter past them the open's obsolete-file pass (which
+/// spares numbers from the counter on, as a running job's outputs) deletes the unrecorded
+/// tables.
 fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &VersionSet) {
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
@@ -208,6 +209,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
     }
 }
 
+/// Temporary files are only ever in flight while a database is open.
 fn delete_leftovers(db: &DbInner) {
     for dir in db.placement.dirs() {
         for name in db.fs.list(dir).unwrap_or_default() {
@@ -238,12 +240,7 @@ fn replay_wals(
         })
         .collect();
     wals.sort();
-    // A WAL started after the last manifest write has a number the manifest's counter does
-    // not cover: without this, the WAL this session starts could be numbered below it, and
-    // a WAL that recovery skipped (after a hole) would then be replayed by the next one.
-    if let Some(&last) = wals.last() {
-        versions.mark_file_number_used(last);
-    }
+    // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
     let mut mem = Arc::new(MemTable::new(0));
     let mut stop = false;
     // The last sequence replayed from any WAL so far (or vouched for by the first WAL's

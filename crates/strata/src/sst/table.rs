@@ -61,19 +61,25 @@ fn read_block(
     h: BlockHandle,
     trusted: bool,
 ) -> Result<(FileBytes, bool)> {
-    if h.size > MAX_BLOCK_LEN
-        || h.offset
-            .checked_add(h.size + BLOCK_TRAILER_LEN as u64)
-            .is_none_or(|e| e > file.size())
-    {
-        return Err(Error::corruption(
-            path,
-            h.offset,
-            format!("block handle (size {}) out of range", h.size),
-        ));
-    }
-    let buf = file.read_shared(h.offset, h.size as usize + BLOCK_TRAILER_LEN)?;
+    let end = block_end(file, path, h)?;
+    let buf = file.read_shared(h.offset, (end - h.offset) as usize)?;
     check_block(buf, path, h, trusted)
+}
+
+/// Where block `h` (its bytes and trailer) ends in `file`; `Corruption` if the handle is
+/// out of range.
+fn block_end(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle) -> Result<u64> {
+    (h.size <= MAX_BLOCK_LEN)
+        .then(|| h.offset.checked_add(h.size + BLOCK_TRAILER_LEN as u64))
+        .flatten()
+        .filter(|&e| e <= file.size())
+        .ok_or_else(|| {
+            Error::corruption(
+                path,
+                h.offset,
+                format!("block handle (size {}) out of range", h.size),
+            )
+        })
 }
 
 /// The block `h` out of `buf`, its stored bytes and trailer: verifies the checksum unless
@@ -444,7 +450,7 @@ impl Table {
 /// starts over. A mapped table has the kernel's read-around instead; a positional one has
 /// `POSIX_FADV_RANDOM`, so without this a scan or a compaction would read block by block.
 #[derive(Default)]
-pub struct Readahead {
+pub(crate) struct Readahead {
     /// Bytes read ahead and the file offset they start at.
     buf: Option<(u64, FileBytes)>,
     /// Where the next block starts if the reader goes on in file order.
@@ -467,20 +473,12 @@ impl Readahead {
     /// (`RandomAccessFile::prefetch`: with `MADV_RANDOM` the kernel reads nothing ahead).
     fn prefetch(&mut self, file: &dyn RandomAccessFile, h: BlockHandle) {
         let end = h.offset.saturating_add(h.size + BLOCK_TRAILER_LEN as u64);
-        self.run = if h.offset == self.next {
-            self.run + 1
-        } else {
-            0
-        };
-        self.next = end;
-        if self.run < 2 {
-            self.window = 0;
-            self.buf = None;
+        if !self.in_order(h.offset, end) {
             self.ahead = 0;
             return;
         }
         if end + (self.window as u64) / 2 >= self.ahead {
-            self.window = (self.window * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
+            self.grow();
             let from = self.ahead.max(end);
             file.prefetch(from, self.window);
             self.ahead = from + self.window as u64;
@@ -494,48 +492,43 @@ impl Readahead {
         path: &Path,
         h: BlockHandle,
     ) -> Result<FileBytes> {
-        if h.size > MAX_BLOCK_LEN {
-            return Err(Error::corruption(
-                path,
-                h.offset,
-                format!("block handle (size {}) out of range", h.size),
-            ));
-        }
-        let len = h.size + BLOCK_TRAILER_LEN as u64;
-        let end = h
-            .offset
-            .checked_add(len)
-            .filter(|&e| e <= file.size())
-            .ok_or_else(|| {
-                Error::corruption(
-                    path,
-                    h.offset,
-                    format!("block handle (size {}) out of range", h.size),
-                )
-            })?;
-        self.run = if h.offset == self.next {
-            self.run + 1
-        } else {
-            0
-        };
-        self.next = end;
+        let end = block_end(file, path, h)?;
+        let len = (end - h.offset) as usize;
+        let in_order = self.in_order(h.offset, end);
         if let Some((at, buf)) = &self.buf {
             if h.offset >= *at && end <= *at + buf.len() as u64 {
-                let from = (h.offset - at) as usize;
-                return Ok(slice(buf, from, len as usize));
+                return Ok(slice(buf, (h.offset - at) as usize, len));
             }
         }
-        if self.run < 2 {
-            self.window = 0;
+        if !in_order {
             self.buf = None;
-            return file.read_shared(h.offset, len as usize);
+            return file.read_shared(h.offset, len);
         }
-        self.window = (self.window * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
-        let want = (self.window as u64).max(len).min(file.size() - h.offset);
+        self.grow();
+        let want = (self.window as u64)
+            .max(len as u64)
+            .min(file.size() - h.offset);
         let buf = file.read_shared(h.offset, want as usize)?;
-        let out = slice(&buf, 0, len as usize);
+        let out = slice(&buf, 0, len);
         self.buf = Some((h.offset, buf));
         Ok(out)
+    }
+
+    /// Notes a block at `offset..end`; whether the reader is in a run of at least three
+    /// blocks in file order (read ahead from the third). A jump resets the window.
+    fn in_order(&mut self, offset: u64, end: u64) -> bool {
+        self.run = if offset == self.next { self.run + 1 } else { 0 };
+        self.next = end;
+        if self.run < 2 {
+            self.window = 0;
+            return false;
+        }
+        true
+    }
+
+    /// Doubles the window, within its bounds.
+    fn grow(&mut self) {
+        self.window = (self.window * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
     }
 }
 

@@ -236,6 +236,16 @@ struct CountingFile {
     prefetched: std::sync::Mutex<Vec<(u64, usize)>>,
 }
 
+/// Table `p` of `fs`, counting its reads; `mapped` as it claims.
+fn counting(fs: &MemFs, p: &Path, mapped: bool) -> Arc<CountingFile> {
+    Arc::new(CountingFile {
+        inner: fs.open(p).unwrap(),
+        reads: Default::default(),
+        mapped,
+        prefetched: Default::default(),
+    })
+}
+
 impl crate::fs::RandomAccessFile for CountingFile {
     fn read_at(&self, offset: u64, len: usize) -> crate::Result<Vec<u8>> {
         self.reads
@@ -265,12 +275,7 @@ fn positional_scans_read_ahead() {
     let blocks = props.num_data_blocks as usize;
     assert!(blocks > 200, "{blocks} blocks");
     let open = |fs: &MemFs| {
-        let f = Arc::new(CountingFile {
-            inner: fs.open(p).unwrap(),
-            reads: Default::default(),
-            mapped: false,
-            prefetched: Default::default(),
-        });
+        let f = counting(fs, p, false);
         let t = Arc::new(Table::open(f.clone(), p, None).unwrap());
         (t, f)
     };
@@ -323,12 +328,7 @@ fn mapped_scans_ask_for_prefetch() {
     let p = Path::new("/d/1.sst");
     let kv = entries(20_000);
     let props = write(&fs, p, &kv, TableOptions::default());
-    let f = Arc::new(CountingFile {
-        inner: fs.open(p).unwrap(),
-        reads: Default::default(),
-        mapped: true,
-        prefetched: Default::default(),
-    });
+    let f = counting(&fs, p, true);
     let t = Arc::new(Table::open(f.clone(), p, None).unwrap());
     for i in [17, 9_001, 4_242] {
         let (k, v) = &kv[i];
