@@ -31,6 +31,7 @@ AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
 SHAPE = re.compile(
     r"^shape\s*: tables (\d+|\?) \| level compactions (\d+) \(merges (\d+): ([^;]*); "
     r"moved tables (\d+): ([^)]*)\)(?: \| compaction read ([\d.]+) MiB write ([\d.]+) MiB)?"
+    r"(?: \| tables read \w+)?"
     r"(?: \| process write_bytes ([\d.]+) MiB \(([\d.]+) x user\))?")
 
 

@@ -166,6 +166,9 @@ pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
             w as f64 / 1048576.0
         ));
     }
+    if let Some(r) = &m.table_reads {
+        s.push_str(&format!(" | tables read {r}"));
+    }
     if let Some(w) = proc_io("write_bytes") {
         s.push_str(&format!(
             " | process write_bytes {:.1} MiB ({:.2} x user)",

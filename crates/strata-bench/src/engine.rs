@@ -35,6 +35,8 @@ pub struct Metrics {
     pub tables: Option<u64>,
     /// Bytes compactions read and wrote (not flushes), if known: the paper columns CR and CW.
     pub compaction_io: Option<(u64, u64)>,
+    /// How the engine reads its tables now, if it says (strata's `strata.table-reads`).
+    pub table_reads: Option<String>,
 }
 
 /// A key-value store under test.
@@ -206,15 +208,19 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         ));
     }
     match flags.table_reads.as_deref() {
-        Some("mapped") => o.table_reads = strata::fs::ReadAccess::Mapped,
-        Some("mapped-random") => o.table_reads = strata::fs::ReadAccess::MappedRandom,
-        Some("pread") => o.table_reads = strata::fs::ReadAccess::Positional,
+        Some("auto") => o.table_reads = None,
+        Some("mapped") => o.table_reads = Some(strata::fs::ReadAccess::Mapped),
+        Some("mapped-random") => o.table_reads = Some(strata::fs::ReadAccess::MappedRandom),
+        Some("pread") => o.table_reads = Some(strata::fs::ReadAccess::Positional),
         Some(r) => {
             return Err(format!(
-                "--table_reads: expected mapped|mapped-random|pread, got {r:?}"
+                "--table_reads: expected auto|mapped|mapped-random|pread, got {r:?}"
             ))
         }
         None => {}
+    }
+    if let Some(v) = flags.memory_limit {
+        o.memory_limit = Some(v);
     }
     if let Some(v) = flags.pin_table_metadata {
         o.pin_table_metadata = v;
@@ -341,6 +347,7 @@ impl Engine for StrataEngine {
             moved_by_input_level: s.moved_files_by_input_level.clone(),
             tables: Some(s.tables() as u64),
             compaction_io: Some((s.compaction_bytes_read(), s.compaction_bytes_written())),
+            table_reads: self.db.property("strata.table-reads"),
         }
     }
 

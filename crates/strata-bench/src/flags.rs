@@ -93,8 +93,10 @@ pub struct Flags {
     pub device_model: Option<String>,
     /// L0 layout: flat or buckets (strata only; default: the preset's).
     pub l0_layout: Option<String>,
-    /// How tables are read: mapped, mapped-random, pread (strata only).
+    /// How tables are read: auto, mapped, mapped-random, pread (strata only).
     pub table_reads: Option<String>,
+    /// Memory the database may count on, in bytes (strata only; default: detected).
+    pub memory_limit: Option<u64>,
     /// Index and filter blocks copied to the heap (strata only).
     pub pin_table_metadata: Option<bool>,
     /// OHDB's buckets: how many (strata only).
@@ -172,6 +174,7 @@ impl Default for Flags {
             bucket_boundaries: None,
             l0_layout: None,
             table_reads: None,
+            memory_limit: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -338,6 +341,7 @@ impl Flags {
                 "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
                 "l0_layout" => f.l0_layout = Some(v.to_string()),
                 "table_reads" => f.table_reads = Some(v.to_string()),
+                "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
@@ -448,7 +452,8 @@ strata-only flags:
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR
   --l0_layout=flat|buckets (default: the preset's)
-  --table_reads=mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
+  --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
+  --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)

@@ -88,21 +88,37 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::default(), fs)
             },
         },
-        // Ways of reading tables (Options::table_reads): the same as "default" on MemFs,
-        // which maps nothing; the model test on real files runs them as RealFs reads them.
+        // Ways of reading tables (Options::table_reads; "default" chooses by size, and with
+        // this machine's memory maps its tables advised random, metadata pinned). The same
+        // as "default" on MemFs, which maps nothing; the model test on real files runs them
+        // as RealFs reads them.
         Config {
             name: "reads-pread",
             build: |_, fs| Options {
-                table_reads: strata::fs::ReadAccess::Positional,
+                table_reads: Some(strata::fs::ReadAccess::Positional),
                 ..small(Options::default(), fs)
             },
         },
         Config {
-            name: "reads-random-pinned",
+            name: "reads-mapped-unpinned",
             build: |_, fs| Options {
-                table_reads: strata::fs::ReadAccess::MappedRandom,
-                pin_table_metadata: true,
+                table_reads: Some(strata::fs::ReadAccess::Mapped),
+                pin_table_metadata: false,
                 ..small(Options::default(), fs)
+            },
+        },
+        // Reads by size with room for 192 KiB of tables: a test's tree crosses it, and the
+        // table cache closes every table to reopen it with `pread` (and back, when
+        // deletions and compaction shrink it) while reads and iterators hold some.
+        Config {
+            name: "reads-by-size",
+            build: |_, fs| {
+                let o = small(Options::default(), fs);
+                let reserved = o.write_buffer_size * o.max_write_buffer_number + o.block_cache_size;
+                Options {
+                    memory_limit: Some((reserved + (256 << 10)) as u64),
+                    ..o
+                }
             },
         },
         Config {

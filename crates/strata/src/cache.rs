@@ -158,6 +158,17 @@ impl<K: Hash + Eq + Clone, V: Clone> ClockCache<K, V> {
         }
     }
 
+    /// Removes every entry.
+    pub fn clear(&self) {
+        for s in &self.shards {
+            let mut s = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.map.clear();
+            s.slots.clear();
+            s.hand = 0;
+            s.usage = 0;
+        }
+    }
+
     /// Total charge held.
     pub fn usage(&self) -> usize {
         self.shards

@@ -175,9 +175,11 @@ impl DbInner {
         lock(&self.state).super_version.clone()
     }
 
-    /// Rebuilds the super version after `mem`, `imms` or the version changed.
+    /// Rebuilds the super version after `mem`, `imms` or the version changed, and tells the
+    /// table cache the live table bytes (it may read tables another way from now on).
     /// REQUIRES: `state` locked; `version` is the VersionSet's current one.
-    pub fn install_super_version(state: &mut State, version: Arc<Version>) {
+    pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {
+        self.tables.set_live_bytes(version.total_bytes());
         state.super_version = Arc::new(SuperVersion {
             mem: state.mem.clone(),
             imms: state.imms.iter().rev().cloned().collect(),
@@ -356,11 +358,13 @@ impl Db {
     /// A named text property: `strata.stats` (the stats report), `strata.levels` (files per
     /// level), `strata.num-files-at-level<N>`, `strata.num-running-flushes`,
     /// `strata.num-running-compactions`, `strata.num-immutable-memtables`,
-    /// `strata.l0-layout` (the L0 layout's name), and OHDB's columns:
+    /// `strata.l0-layout` (the L0 layout's name), `strata.table-reads` (how tables open
+    /// now: `Mapped`, `MappedRandom` or `Positional`; see `Options::table_reads`), and OHDB's columns:
     /// `strata.level-compactions` (C), `strata.tables` (SN), `strata.total-bytes-written`
     /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
+            "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
             "strata.l0-layout" => Some(format!(
                 "{:?}",
                 self.inner.super_version().version.l0.kind()

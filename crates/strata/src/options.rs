@@ -238,15 +238,30 @@ pub struct Options {
     pub max_open_files: usize,
     /// How tables are read (a hint to [`Options::fs`]; `RealFs` follows it): through a
     /// memory map (`Mapped`: data blocks are used in place, uncompressed ones past the block
-    /// cache), a map with the kernel's read-around off (`MappedRandom`), or `pread` into the
-    /// block cache (`Positional`; index and filter then live on the heap). Defaults to
-    /// `Mapped`.
-    pub table_reads: crate::fs::ReadAccess,
-    /// Copy each open table's index and filter blocks to the heap (they then stay in memory
-    /// while the table is open, whatever the page cache drops). Without it a mapped table's
-    /// index and filter are read through the map, as its data blocks are. Positional reads
-    /// always keep them on the heap. Defaults to false.
+    /// cache, and a page fault reads the kernel's read-around window), a map with read-around
+    /// off (`MappedRandom`), or `pread` into the block cache (`Positional`; index and filter
+    /// then live on the heap). `None` chooses by size: `MappedRandom` while the live tables
+    /// fit in the memory left for them (see [`Options::memory_limit`]), `Positional` once
+    /// they do not (the tables open then are closed and reopened the new way; back to maps
+    /// below nine tenths of it). Maps cost nothing while the data is in memory, and under
+    /// memory pressure make each miss a page fault that the kernel serves slowly; `pread`
+    /// costs a copy and a system call per block missing from the block cache
+    /// (docs/design/beyond-memory.md). Defaults to `None`.
+    pub table_reads: Option<crate::fs::ReadAccess>,
+    /// Copy each mapped table's index and filter blocks to the heap when it opens, so they
+    /// stay in memory while the table is open, whatever the page cache drops (RocksDB keeps
+    /// them in its table readers the same way unless told to cache them). Costs about 1 %
+    /// of the table bytes (index) and `bloom_bits_per_key` bits per key (filter) of heap.
+    /// Positional reads always keep them on the heap. Defaults to `true`.
     pub pin_table_metadata: bool,
+    /// Bytes of memory this database may count on: its memtables
+    /// (`write_buffer_size` x `max_write_buffer_number`), its block cache and the page
+    /// cache holding its tables. With `table_reads` unset, tables are read through maps
+    /// while their live bytes stay within three quarters of what the memtables and block
+    /// cache leave of it, and with `pread` beyond. `None`: the memory the kernel gives this
+    /// process (the smallest memory-cgroup limit over it, as a container's, and the
+    /// machine's RAM). Defaults to `None`.
+    pub memory_limit: Option<u64>,
     /// Threads running compactions (1..=16). Defaults to 1.
     pub max_background_compactions: usize,
     /// After each compaction, a compaction thread starts no new one while an immutable
@@ -344,8 +359,9 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_size: 32 * MIB,
             max_open_files: 1000,
-            table_reads: crate::fs::ReadAccess::Mapped,
-            pin_table_metadata: false,
+            table_reads: None,
+            pin_table_metadata: true,
+            memory_limit: None,
             max_background_compactions: 1,
             separate_flush_thread: true,
             compaction_yields_to_flush: false,
@@ -453,6 +469,26 @@ impl Options {
             level0_file_num_compaction_trigger: 4,
             read_compaction_bytes: 0,
             ..Options::default()
+        }
+    }
+
+    /// How the table cache reads tables: `table_reads` if set, else by size against three
+    /// quarters of what the memtables and block cache leave of `memory_limit` (or of the
+    /// memory detected, when that is unset).
+    pub(crate) fn table_reads_policy(&self) -> crate::table_cache::TableReads {
+        use crate::table_cache::TableReads;
+        if let Some(a) = self.table_reads {
+            return TableReads::Fixed(a);
+        }
+        let limit = self
+            .memory_limit
+            .or_else(crate::fs::memory_limit)
+            .unwrap_or(u64::MAX);
+        let reserved = (self.write_buffer_size as u64)
+            .saturating_mul(self.max_write_buffer_number as u64)
+            .saturating_add(self.block_cache_size as u64);
+        TableReads::BySize {
+            budget: limit.saturating_sub(reserved) / 4 * 3,
         }
     }
 

@@ -3,6 +3,7 @@
 //! Read path: every table lookup goes through here; a miss opens the file (footer, index,
 //! filter). Evicted tables close when their last reader lets go.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::cache::ClockCache;
@@ -15,14 +16,46 @@ use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::sst::{BlockCache, Table};
 
+/// How a [`TableCache`] chooses the way it reads the tables it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableReads {
+    /// Always this way (`Options::table_reads` set).
+    Fixed(ReadAccess),
+    /// By the size of the live tables (`Options::table_reads` unset): maps advised random
+    /// while they hold at most `budget` bytes, `pread` beyond; back to maps below nine
+    /// tenths of it, so a tree hovering at the budget does not switch on every flush.
+    BySize {
+        /// Table bytes the page cache can be expected to hold.
+        budget: u64,
+    },
+}
+
 /// Cache of open tables.
 pub struct TableCache {
     fs: Arc<dyn Fs>,
     placement: Placement,
     tables: ClockCache<FileNumber, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
-    access: ReadAccess,
+    reads: TableReads,
+    /// The `ReadAccess` tables open with now (`access_code`).
+    access: AtomicU8,
     pin_metadata: bool,
+}
+
+fn access_code(a: ReadAccess) -> u8 {
+    match a {
+        ReadAccess::Mapped => 0,
+        ReadAccess::MappedRandom => 1,
+        ReadAccess::Positional => 2,
+    }
+}
+
+fn access_of(code: u8) -> ReadAccess {
+    match code {
+        0 => ReadAccess::Mapped,
+        1 => ReadAccess::MappedRandom,
+        _ => ReadAccess::Positional,
+    }
 }
 
 impl TableCache {
@@ -38,18 +71,51 @@ impl TableCache {
             placement,
             tables: ClockCache::new(max_open),
             block_cache,
-            access: ReadAccess::default(),
+            reads: TableReads::Fixed(ReadAccess::default()),
+            access: AtomicU8::new(access_code(ReadAccess::default())),
             pin_metadata: false,
         }
     }
 
-    /// Reads tables the way `access` says, with their index and filter on the heap if
-    /// `pin_metadata` (`Options::table_reads`, `Options::pin_table_metadata`).
+    /// Reads tables the way `reads` says (starting with maps when it decides by size), with
+    /// the index and filter of mapped tables on the heap if `pin_metadata`
+    /// (`Options::table_reads`, `Options::pin_table_metadata`).
     #[must_use]
-    pub fn reading(mut self, access: ReadAccess, pin_metadata: bool) -> Self {
-        self.access = access;
+    pub fn reading(mut self, reads: TableReads, pin_metadata: bool) -> Self {
+        let first = match reads {
+            TableReads::Fixed(a) => a,
+            TableReads::BySize { .. } => ReadAccess::MappedRandom,
+        };
+        self.reads = reads;
+        self.access = AtomicU8::new(access_code(first));
         self.pin_metadata = pin_metadata;
         self
+    }
+
+    /// How tables open now.
+    pub fn access(&self) -> ReadAccess {
+        access_of(self.access.load(Ordering::Relaxed))
+    }
+
+    /// Tells the cache the live tables now hold `bytes`. When that moves reads by size to
+    /// another way of reading, every open table is closed, to reopen that way when next
+    /// read (readers holding one keep it until they let go). Called with each new version.
+    pub fn set_live_bytes(&self, bytes: u64) {
+        let TableReads::BySize { budget } = self.reads else {
+            return;
+        };
+        let now = self.access();
+        let next = if bytes > budget {
+            ReadAccess::Positional
+        } else if bytes < budget / 10 * 9 {
+            ReadAccess::MappedRandom
+        } else {
+            now
+        };
+        if next != now {
+            self.access.store(access_code(next), Ordering::Relaxed);
+            self.tables.clear();
+        }
     }
 
     /// The open table for `f`, opening it on a miss.
@@ -61,7 +127,7 @@ impl TableCache {
             return Ok(t);
         }
         let path = self.placement.table_path(f.number, f.path_id);
-        let file = self.fs.open_with(&path, self.access)?;
+        let file = self.fs.open_with(&path, self.access())?;
         let t = Arc::new(Table::open_with(
             file,
             &path,

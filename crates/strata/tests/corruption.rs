@@ -287,7 +287,7 @@ fn table_damage_is_detected_on_every_read(access: strata::fs::ReadAccess, pin: b
     let path = dir.path().join("db");
     let opts = || Options {
         block_size: 512,
-        table_reads: access,
+        table_reads: Some(access),
         pin_table_metadata: pin,
         ..Options::default()
     };

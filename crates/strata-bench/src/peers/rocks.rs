@@ -180,6 +180,7 @@ impl Engine for RocksEngine {
                 })
                 .sum(),
             compaction_io: Some((t(Ticker::CompactReadBytes), t(Ticker::CompactWriteBytes))),
+            table_reads: None,
         }
     }
 

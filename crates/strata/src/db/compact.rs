@@ -166,7 +166,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         versions.release_outputs(&outputs);
         let v = applied?;
         let mut st = lock(&db.state);
-        super::DbInner::install_super_version(&mut st, v);
+        db.install_super_version(&mut st, v);
         drop(st);
         drop(versions);
         Stats::add(&db.stats.compactions[out_level], 1);
@@ -176,7 +176,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let mut versions = lock(&db.versions);
     let v = versions.log_and_apply(edit)?;
     let mut st = lock(&db.state);
-    super::DbInner::install_super_version(&mut st, v);
+    db.install_super_version(&mut st, v);
     drop(st);
     drop(versions);
     Stats::add(&db.stats.compactions[out_level], 1);

@@ -89,7 +89,7 @@ impl DbInner {
         let mut st = lock(&self.state);
         let popped = st.imms.pop_front();
         debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, &mem)));
-        DbInner::install_super_version(&mut st, v);
+        self.install_super_version(&mut st, v);
         st.progress += 1;
         drop(st);
         drop(versions);

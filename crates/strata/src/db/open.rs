@@ -59,7 +59,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.max_open_files,
             block_cache,
         )
-        .reading(opts.table_reads, opts.pin_table_metadata),
+        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
     );
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
@@ -108,6 +108,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         edit.l0_layout = Some(configured.record());
     }
     let version = versions.log_and_apply(edit)?;
+    tables.set_live_bytes(version.total_bytes());
     let migrate = version.l0.kind() != configured.kind();
     let next_file = versions.file_number_counter();
     let mem = Arc::new(MemTable::new(wal_number.0));
@@ -185,7 +186,7 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
     };
     let v = versions.log_and_apply(edit)?;
     let mut st = lock(&db.state);
-    DbInner::install_super_version(&mut st, v);
+    db.install_super_version(&mut st, v);
     Ok(())
 }
 

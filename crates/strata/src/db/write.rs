@@ -302,7 +302,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number.0)));
         st.imms.push_back(old);
         let v = st.super_version.version.clone();
-        super::DbInner::install_super_version(&mut st, v);
+        db.install_super_version(&mut st, v);
         db.bg_cv.notify_all();
         force = false;
     }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 pub use fault::{FaultFs, FaultRule, FsOp};
 pub use mem::{CrashMode, MemFs};
 pub use real::RealFs;
+pub(crate) use real::memory_limit;
 
 use crate::error::Result;
 

@@ -492,6 +492,65 @@ impl Fs for RealFs {
     }
 }
 
+/// The memory this process may use, as the kernel reports it: the smallest limit of its
+/// memory cgroup and the cgroups above it (v2 `memory.max`, v1 `memory.limit_in_bytes`; a
+/// container's limit, and `memlimit`'s), and the machine's `MemTotal`. `None` when none of
+/// them can be read (not Linux). Reads kernel files, never the database's.
+pub(crate) fn memory_limit() -> Option<u64> {
+    let total = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| meminfo_total(&s));
+    let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut limit = total;
+    for (dir, file) in cgroup_limit_files(&cgroups) {
+        // The group's own file and those of its ancestors that this mount shows.
+        let mut rel = PathBuf::from(dir.trim_start_matches('/'));
+        loop {
+            let path = Path::new(file.0).join(&rel).join(file.1);
+            if let Some(v) = fs::read_to_string(&path).ok().and_then(|s| parse_limit(&s)) {
+                limit = Some(limit.map_or(v, |l| l.min(v)));
+            }
+            if !rel.pop() {
+                break;
+            }
+        }
+    }
+    limit
+}
+
+/// `MemTotal` of `/proc/meminfo`, in bytes.
+fn meminfo_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// For each memory cgroup in `/proc/self/cgroup`: its path, and where its limit file is
+/// (mount point, file name).
+fn cgroup_limit_files(cgroups: &str) -> Vec<(&str, (&'static str, &'static str))> {
+    let mut out = Vec::new();
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.is_empty() {
+            out.push((path, ("/sys/fs/cgroup", "memory.max")));
+        } else if controllers.split(',').any(|c| c == "memory") {
+            out.push((path, ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")));
+        }
+    }
+    out
+}
+
+/// A cgroup limit file's value: `None` for "max" and for v1's "no limit" (a page-rounded
+/// `i64::MAX`), or anything unreadable.
+fn parse_limit(s: &str) -> Option<u64> {
+    let v: u64 = s.trim().parse().ok()?;
+    (v < 1 << 62).then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,5 +633,33 @@ mod tests {
             assert!(f.read_at(8, 3).is_err(), "{access:?}: past the end");
         }
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn memory_limits_parse_as_the_kernel_writes_them() {
+        assert_eq!(
+            super::meminfo_total("MemTotal:       24684096 kB\nMemFree: 1 kB\n"),
+            Some(24_684_096 * 1024)
+        );
+        assert_eq!(super::parse_limit("max\n"), None);
+        assert_eq!(super::parse_limit("9223372036854771712\n"), None);
+        assert_eq!(super::parse_limit("268435456\n"), Some(256 << 20));
+        let v1 = "9:name=systemd:/\n4:memory:/memlimit-7\n1:cpu,cpuacct:/\n";
+        assert_eq!(
+            super::cgroup_limit_files(v1),
+            vec![("/memlimit-7", ("/sys/fs/cgroup/memory", "memory.limit_in_bytes"))]
+        );
+        let v2 = "0::/user.slice/a.scope\n";
+        assert_eq!(
+            super::cgroup_limit_files(v2),
+            vec![("/user.slice/a.scope", ("/sys/fs/cgroup", "memory.max"))]
+        );
+        // Whatever this machine says, it says something on Linux, and no more than it has.
+        #[cfg(target_os = "linux")]
+        {
+            let total = super::meminfo_total(&std::fs::read_to_string("/proc/meminfo").unwrap());
+            let limit = super::memory_limit().unwrap();
+            assert!(limit <= total.unwrap());
+        }
     }
 }

@@ -56,6 +56,11 @@ impl Version {
         self.files(level).iter().map(|f| f.size).sum()
     }
 
+    /// Total bytes of every live table.
+    pub fn total_bytes(&self) -> u64 {
+        (0..self.num_levels()).map(|l| self.level_bytes(l)).sum()
+    }
+
     /// Index of the first file in sorted `level` (>= 1) whose largest key >= `ikey`.
     pub fn find_file(&self, level: usize, ikey: &[u8]) -> usize {
         self.files(level)
