@@ -220,6 +220,15 @@ pub struct Options {
     /// workload's reads do not add compactions to its writes'. 0: no such condition.
     /// Defaults to 0.
     pub read_compaction_min_straight_reads: u64,
+    /// Once no write has come for this long, L0 tables left below the compaction trigger
+    /// are compacted down if L0 is at least half way to it (by the layout's score), when
+    /// nothing else is due: the trigger spreads each rewrite of L1 over the L0 bytes a write
+    /// stream brings, and a stopped stream brings none, while the tables left in L0
+    /// (mostly newer versions of keys below) cost space and reads until the next burst.
+    /// `Db::wait_for_compactions` waits for it once writes have stopped. `None`: never (the
+    /// `leveldb`, `hyperleveldb`, OHDB and `rocksdb` presets, as their originals).
+    /// Defaults to 5 s.
+    pub idle_compaction_delay: Option<std::time::Duration>,
     /// Which tables point reads charge. Defaults to `InVain`.
     pub read_charging: ReadCharging,
     /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
@@ -353,6 +362,7 @@ impl Default for Options {
             read_compaction_bytes: 16 * KIB as u64,
             read_compaction_min_straight_reads: 0,
             read_charging: ReadCharging::InVain,
+            idle_compaction_delay: Some(std::time::Duration::from_secs(5)),
             block_size: 4 * KIB,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -397,6 +407,7 @@ impl Options {
             bloom_bits_per_key: 0,
             block_cache_size: 8 * MIB,
             separate_flush_thread: false,
+            idle_compaction_delay: None,
             ..Options::default()
         }
     }
@@ -468,6 +479,7 @@ impl Options {
         Options {
             level0_file_num_compaction_trigger: 4,
             read_compaction_bytes: 0,
+            idle_compaction_delay: None,
             ..Options::default()
         }
     }

@@ -28,6 +28,7 @@ pub struct Stats {
     pub(crate) flushed_to: [AtomicU64; MAX_LEVELS],
     pub(crate) trivial_moves: AtomicU64,
     pub(crate) read_compactions: AtomicU64,
+    pub(crate) idle_compactions: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
@@ -67,6 +68,8 @@ pub struct StatsSnapshot {
     pub trivial_moves: u64,
     /// Compactions (including moves) that reads triggered (`Options::read_compaction_bytes`).
     pub read_compactions: u64,
+    /// L0 compactions that writes going idle started (`Options::idle_compaction_delay`).
+    pub idle_compactions: u64,
     /// Times a write waited for flush or compaction (stop condition).
     pub stalls: u64,
     /// Microseconds writes spent stalled or slowed down.
@@ -167,12 +170,13 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
-            "Flushes: {}, {:.1} MiB, tables placed per level {:?}; trivial moves: {}; read-triggered compactions: {}",
+            "Flushes: {}, {:.1} MiB, tables placed per level {:?}; trivial moves: {}; read-triggered compactions: {}; idle compactions: {}",
             self.flushes,
             mib(self.flush_bytes),
             trim(&self.flushed_tables_per_level),
             self.trivial_moves,
-            self.read_compactions
+            self.read_compactions,
+            self.idle_compactions
         );
         let _ = writeln!(
             s,
@@ -222,6 +226,7 @@ impl Stats {
             flushed_tables_per_level: arr(&self.flushed_to),
             trivial_moves: l(&self.trivial_moves),
             read_compactions: l(&self.read_compactions),
+            idle_compactions: l(&self.idle_compactions),
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),

@@ -216,3 +216,67 @@ fn wait_for_compactions_waits_out_slow_compactions() {
         assert_eq!(db.get(b"key00123").unwrap(), Some(vec![2u8; 100]));
     }
 }
+
+/// Once writes stop for `idle_compaction_delay`, an L0 at least half way to its trigger is
+/// compacted down (and `wait_for_compactions` waits for that); below half it stays, and
+/// writes that go on put it off.
+#[test]
+fn idle_writes_compact_l0_at_half_its_trigger() {
+    let fs = Arc::new(MemFs::new());
+    let opts = |delay_ms: u64| Options {
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 8,
+        idle_compaction_delay: Some(Duration::from_millis(delay_ms)),
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let fill = |db: &Db, tables: u8| {
+        for round in 0..tables {
+            for i in 0..400u32 {
+                db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+    };
+    // Three tables: below half of 8, they stay.
+    let db = Db::open("/db", opts(100)).unwrap();
+    fill(&db, 3);
+    db.wait_for_compactions().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 3);
+    assert_eq!(db.stats().idle_compactions, 0);
+    // A fourth: half way. Writes going on (every 20 ms, under the delay of 300 ms) put the
+    // compaction off; once they stop, it runs, and wait_for_compactions waits for it.
+    drop(db);
+    let db = Db::open("/db", opts(300)).unwrap();
+    fill(&db, 1);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(600) {
+        db.put(b"tick", b"tock").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(db.stats().idle_compactions, 0, "writes kept coming");
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 4);
+    db.wait_for_compactions().unwrap();
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), 0);
+    assert_eq!(db.stats().idle_compactions, 1);
+    assert_eq!(db.get(b"key00123").unwrap(), Some(vec![0u8; 100]));
+    assert_eq!(db.get(b"tick").unwrap(), Some(b"tock".to_vec()));
+    // Without the option, nothing happens.
+    drop(db);
+    let db = Db::open(
+        "/db",
+        Options {
+            idle_compaction_delay: None,
+            ..opts(0)
+        },
+    )
+    .unwrap();
+    fill(&db, 5);
+    let l0 = prop(&db, "strata.num-files-at-level0");
+    assert!(l0 >= 5, "{l0}");
+    std::thread::sleep(Duration::from_millis(300));
+    db.wait_for_compactions().unwrap();
+    assert_eq!(prop(&db, "strata.num-files-at-level0"), l0);
+    assert_eq!(db.stats().idle_compactions, 0);
+}

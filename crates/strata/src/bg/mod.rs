@@ -9,6 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::compaction::Compaction;
 use crate::db::{lock, DbInner, State};
@@ -93,7 +94,7 @@ enum Job {
 /// them); then the most urgent compaction the picker finds, unless
 /// `Options::compaction_yields_to_flush` holds compactions back while a flush is due or
 /// running. Marks what it hands out as running (`flush_running`, busy inputs).
-fn next_job(db: &DbInner, worker: Worker) -> Option<Job> {
+fn next_job(db: &DbInner, worker: Worker, writes_idle: bool) -> Option<Job> {
     if worker.flushes() {
         let mut st = lock(&db.state);
         if flush_due(&st) {
@@ -109,7 +110,7 @@ fn next_job(db: &DbInner, worker: Worker) -> Option<Job> {
                 return None;
             }
         }
-        return db.pick_compaction().map(Job::Compaction);
+        return db.pick_compaction(writes_idle).map(Job::Compaction);
     }
     None
 }
@@ -119,16 +120,56 @@ fn flush_due(st: &State) -> bool {
     !st.imms.is_empty() && st.bg_error.is_none() && !st.flush_running
 }
 
+/// Watches the sequence number for `Options::idle_compaction_delay`: writes are idle once
+/// it has not moved for that long.
+struct IdleWatch {
+    delay: Option<Duration>,
+    sequence: u64,
+    since: Instant,
+}
+
+impl IdleWatch {
+    fn new(db: &DbInner, worker: Worker) -> Self {
+        IdleWatch {
+            delay: db.opts.idle_compaction_delay.filter(|_| worker.compacts()),
+            sequence: db.last_sequence.load(Ordering::Acquire),
+            since: Instant::now(),
+        }
+    }
+
+    /// Whether no write came for the delay; also notes a write that did.
+    fn idle(&mut self, db: &DbInner) -> bool {
+        let Some(delay) = self.delay else {
+            return false;
+        };
+        let seq = db.last_sequence.load(Ordering::Acquire);
+        if seq != self.sequence {
+            self.sequence = seq;
+            self.since = Instant::now();
+        }
+        self.since.elapsed() >= delay
+    }
+
+    /// How long a worker with nothing to do may sleep before it looks again: until the
+    /// writes could count as idle, or (idle already, or no delay) until woken.
+    fn sleep(&self) -> Option<Duration> {
+        let delay = self.delay?;
+        let left = delay.saturating_sub(self.since.elapsed());
+        Some(if left.is_zero() { delay } else { left })
+    }
+}
+
 /// A background thread: runs jobs the policy hands `worker` until shutdown; sleeps while
 /// there is none.
 fn work(db: &DbInner, worker: Worker) {
+    let mut watch = IdleWatch::new(db, worker);
     loop {
         // NB: read before asking for a job, so progress made meanwhile wakes us below.
         let progress = lock(&db.state).progress;
         if db.shutting_down.load(Ordering::Acquire) {
             return;
         }
-        match next_job(db, worker) {
+        match next_job(db, worker, watch.idle(db)) {
             Some(Job::Flush) => {
                 guarded(db, "flush", || db.flush_one());
                 // NB: a compaction thread that yields to flushes may have looked while this
@@ -147,16 +188,18 @@ fn work(db: &DbInner, worker: Worker) {
             }
             None => {
                 // Sleep until something changes (a flush, a compaction, a write switching
-                // memtables) or a flush this worker may take is due.
+                // memtables) or a flush this worker may take is due, or writes may have
+                // gone idle.
                 let st = lock(&db.state);
-                let _st = db
-                    .bg_cv
-                    .wait_while(st, |s| {
-                        !db.shutting_down.load(Ordering::Acquire)
-                            && s.progress == progress
-                            && !(worker.flushes() && flush_due(s))
-                    })
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let asleep = |s: &mut State| {
+                    !db.shutting_down.load(Ordering::Acquire)
+                        && s.progress == progress
+                        && !(worker.flushes() && flush_due(s))
+                };
+                match watch.sleep() {
+                    Some(t) => drop(db.bg_cv.wait_timeout_while(st, t, asleep)),
+                    None => drop(db.bg_cv.wait_while(st, asleep)),
+                }
             }
         }
     }

@@ -27,6 +27,9 @@ pub enum CompactionReason {
     Manual,
     /// Reads consulted the input in vain too often (`Options::read_compaction_bytes`).
     Reads,
+    /// Writes stopped with L0 at least half way to its trigger
+    /// (`Options::idle_compaction_delay`).
+    Idle,
 }
 
 /// A chosen compaction: inputs from `level` (and overlapping files of `output_level`).
@@ -75,6 +78,8 @@ pub struct PickContext<'a> {
     /// Reads (gets and new iterators) since the last write
     /// (`Options::read_compaction_min_straight_reads`).
     pub straight_reads: u64,
+    /// No write for `Options::idle_compaction_delay`.
+    pub writes_idle: bool,
 }
 
 /// User-key range covered by `files`.
@@ -170,6 +175,25 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
         CompactionPicker::Leveled => pick_leveled(ctx),
         CompactionPicker::HyperLevelDb => hyper::pick(ctx),
     }
+    .or_else(|| pick_idle(ctx))
+}
+
+/// Whether L0 is far enough along for an idle compaction (`Options::idle_compaction_delay`):
+/// at least half way to its trigger by the layout's own score.
+pub fn idle_l0_due(v: &Version, opts: &Options) -> bool {
+    opts.idle_compaction_delay.is_some() && v.l0.score(v.files(0), opts) >= 0.5
+}
+
+/// Once writes have stopped for `Options::idle_compaction_delay`, L0 at least half way to
+/// its trigger goes down, when nothing else is due: while writes stream in, waiting for the
+/// full trigger spreads each rewrite of L1 over more L0 bytes; once they stop there is
+/// nothing left to spread it over, and the tables left in L0 (largely newer versions of
+/// keys below) cost space and reads until the next burst (docs/design/beyond-memory.md).
+pub fn pick_idle(ctx: &PickContext<'_>) -> Option<Compaction> {
+    if !ctx.writes_idle || !idle_l0_due(ctx.version, ctx.opts) {
+        return None;
+    }
+    pick_l0(ctx, CompactionReason::Idle)
 }
 
 /// The leveled picker (`CompactionPicker::Leveled`).

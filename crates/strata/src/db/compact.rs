@@ -13,7 +13,8 @@ use crate::version::VersionEdit;
 
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
-    pub(crate) fn pick_compaction(&self) -> Option<Compaction> {
+    /// `writes_idle`: no write came for `Options::idle_compaction_delay`.
+    pub(crate) fn pick_compaction(&self, writes_idle: bool) -> Option<Compaction> {
         let versions = lock(&self.versions);
         let mut st = lock(&self.state);
         if st.bg_error.is_some() {
@@ -30,6 +31,7 @@ impl DbInner {
             compact_pointers: &pointers,
             placement: &self.placement,
             straight_reads: self.straight_reads.load(Ordering::Relaxed),
+            writes_idle,
         };
         let c = picker::pick(&ctx)?;
         st.start_compaction(&c);
@@ -53,10 +55,12 @@ impl DbInner {
 /// [`crate::Db::wait_for_compactions`]: waits until no flush or compaction runs or is due.
 /// A level over its target that the picker leaves alone (every candidate waits on something
 /// that is not running) would keep it waiting for ever: once nothing has run for a second,
-/// that state is idle too.
+/// that state is idle too. An idle L0 compaction (`Options::idle_compaction_delay`) counts
+/// as due while no write comes: writes that go on put it off, and the wait ends.
 pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     let mut st = lock(&db.state);
     let mut quiet_since: Option<(u64, std::time::Instant)> = None;
+    let sequence = db.last_sequence.load(Ordering::Acquire);
     loop {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
@@ -72,12 +76,18 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
             let due = picker::scores(&v, &db.opts)
                 .first()
                 .is_some_and(|&(_, score)| score >= 1.0);
-            if !due {
+            let idle_due = !due
+                && picker::idle_l0_due(&v, &db.opts)
+                && db.last_sequence.load(Ordering::Acquire) == sequence;
+            if !due && !idle_due {
                 return Ok(());
             }
+            // An idle compaction starts only once writes have been idle for its delay.
+            let patience = std::time::Duration::from_secs(1)
+                + db.opts.idle_compaction_delay.filter(|_| idle_due).unwrap_or_default();
             match quiet_since {
                 Some((p, t)) if p == progress => {
-                    if t.elapsed() >= std::time::Duration::from_secs(1) {
+                    if t.elapsed() >= patience {
                         return Ok(());
                     }
                 }
@@ -98,8 +108,10 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let out_level = c.output_level.min(MAX_LEVELS - 1);
     let in_level = c.level.min(MAX_LEVELS - 1);
     let mut edit = VersionEdit::default();
-    if c.reason == picker::CompactionReason::Reads {
-        Stats::add(&db.stats.read_compactions, 1);
+    match c.reason {
+        picker::CompactionReason::Reads => Stats::add(&db.stats.read_compactions, 1),
+        picker::CompactionReason::Idle => Stats::add(&db.stats.idle_compactions, 1),
+        _ => {}
     }
     for f in &c.inputs {
         edit.deleted_files.push((c.level, f.number));
@@ -231,6 +243,7 @@ pub(crate) fn compact_level(
                 compact_pointers: &[],
                 placement: &db.placement,
                 straight_reads: 0,
+                writes_idle: false,
             };
             match picker::pick_manual(&ctx, level, lo, hi) {
                 Some(c) => {
