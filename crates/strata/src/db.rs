@@ -145,6 +145,10 @@ pub(crate) struct DbInner {
     /// Reads (gets, new iterators) since the last write
     /// (`Options::read_compaction_min_straight_reads`).
     pub straight_reads: AtomicU64,
+    /// When the last write group was applied, in nanoseconds since `opened`
+    /// (`Options::idle_compaction_delay`).
+    pub last_write_nanos: AtomicU64,
+    pub opened: std::time::Instant,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
@@ -167,6 +171,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl DbInner {
+    /// How long ago the last write group was applied (since the open, if none was).
+    pub fn since_last_write(&self) -> std::time::Duration {
+        let last = std::time::Duration::from_nanos(self.last_write_nanos.load(Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(last)
+    }
+
     pub fn visible_sequence(&self) -> SeqNo {
         SeqNo(self.last_sequence.load(Ordering::Acquire))
     }

@@ -220,11 +220,14 @@ pub struct Options {
     /// workload's reads do not add compactions to its writes'. 0: no such condition.
     /// Defaults to 0.
     pub read_compaction_min_straight_reads: u64,
-    /// Once no write has come for this long, L0 tables left below the compaction trigger
-    /// are compacted down if L0 is at least half way to it (by the layout's score), when
-    /// nothing else is due: the trigger spreads each rewrite of L1 over the L0 bytes a write
-    /// stream brings, and a stopped stream brings none, while the tables left in L0
-    /// (mostly newer versions of keys below) cost space and reads until the next burst.
+    /// Once no write has come for this long, when nothing else is due, L0 tables left below
+    /// the compaction trigger are compacted down if L0 is at least half way to it (by the
+    /// layout's score), and then levels above the last holding more than the last level's
+    /// bytes divided by the multiplier once per level between them (what
+    /// `LevelSizing::Dynamic` keeps at all times): the trigger and the level targets spread
+    /// rewrites over the bytes a write stream brings, and a stopped stream brings none,
+    /// while what is left above the last level (mostly newer versions of keys in it) costs
+    /// space and reads until the next burst.
     /// `Db::wait_for_compactions` waits for it once writes have stopped. `None`: never (the
     /// `leveldb`, `hyperleveldb`, OHDB and `rocksdb` presets, as their originals).
     /// Defaults to 5 s.

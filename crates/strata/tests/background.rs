@@ -280,3 +280,56 @@ fn idle_writes_compact_l0_at_half_its_trigger() {
     assert_eq!(prop(&db, "strata.num-files-at-level0"), l0);
     assert_eq!(db.stats().idle_compactions, 0);
 }
+
+/// Once writes stop, a level above the last that holds more than a tenth of the last
+/// (the multiplier) is compacted into it: its keys are mostly newer versions of keys
+/// there, space the tree would otherwise keep until the next burst of writes.
+#[test]
+fn idle_writes_bring_upper_levels_under_their_share_of_the_last() {
+    let fs = Arc::new(MemFs::new());
+    let opts = |l1: u64| Options {
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 2,
+        target_file_size_base: 16 << 10,
+        max_bytes_for_level_base: l1,
+        idle_compaction_delay: Some(Duration::from_millis(200)),
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let level_bytes = |db: &Db| db.stats().bytes_per_level;
+    // A 64 KiB L1 pushes most of 4,000 keys into L2.
+    let db = Db::open("/db", opts(64 << 10)).unwrap();
+    for i in 0..4000u32 {
+        db.put(format!("key{i:05}"), vec![1u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(10 << 20)).unwrap();
+    let last = level_bytes(&db).iter().rposition(|&b| b > 0).unwrap();
+    assert!(last >= 2, "{:?}", level_bytes(&db));
+    // Overwrite half of it; L1 (10 MiB target) keeps what reaches it.
+    for i in 0..2000u32 {
+        db.put(format!("key{i:05}"), vec![2u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let b = level_bytes(&db);
+    let above: u64 = b[1..last].iter().sum();
+    assert!(db.stats().idle_compactions > 0, "{b:?}");
+    for l in 1..last {
+        let share = b[last] as f64 / 10f64.powi((last - l) as i32);
+        assert!(b[l] as f64 <= share.max(1.0) + (16 << 10) as f64, "L{l}: {b:?}");
+    }
+    assert!(above < b[last] / 5, "{b:?}");
+    // What wait_for_compactions leaves on disk is the tree: no input of the last job.
+    let on_disk = fs
+        .list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .count();
+    assert_eq!(on_disk, db.stats().files_per_level.iter().sum::<usize>());
+    assert_eq!(db.get(b"key00007").unwrap(), Some(vec![2u8; 100]));
+    assert_eq!(db.get(b"key03007").unwrap(), Some(vec![1u8; 100]));
+}

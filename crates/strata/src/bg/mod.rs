@@ -9,7 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::compaction::Compaction;
 use crate::db::{lock, DbInner, State};
@@ -120,41 +120,30 @@ fn flush_due(st: &State) -> bool {
     !st.imms.is_empty() && st.bg_error.is_none() && !st.flush_running
 }
 
-/// Watches the sequence number for `Options::idle_compaction_delay`: writes are idle once
-/// it has not moved for that long.
+/// When writes count as idle for `Options::idle_compaction_delay` (none for a worker that
+/// does not compact).
 struct IdleWatch {
     delay: Option<Duration>,
-    sequence: u64,
-    since: Instant,
 }
 
 impl IdleWatch {
     fn new(db: &DbInner, worker: Worker) -> Self {
         IdleWatch {
             delay: db.opts.idle_compaction_delay.filter(|_| worker.compacts()),
-            sequence: db.last_sequence.load(Ordering::Acquire),
-            since: Instant::now(),
         }
     }
 
-    /// Whether no write came for the delay; also notes a write that did.
-    fn idle(&mut self, db: &DbInner) -> bool {
-        let Some(delay) = self.delay else {
-            return false;
-        };
-        let seq = db.last_sequence.load(Ordering::Acquire);
-        if seq != self.sequence {
-            self.sequence = seq;
-            self.since = Instant::now();
-        }
-        self.since.elapsed() >= delay
+    /// Whether no write came for the delay.
+    fn idle(&self, db: &DbInner) -> bool {
+        self.delay.is_some_and(|d| db.since_last_write() >= d)
     }
 
     /// How long a worker with nothing to do may sleep before it looks again: until the
-    /// writes could count as idle, or (idle already, or no delay) until woken.
-    fn sleep(&self) -> Option<Duration> {
+    /// writes could count as idle (or for the delay, when they already do), or without a
+    /// delay until woken.
+    fn sleep(&self, db: &DbInner) -> Option<Duration> {
         let delay = self.delay?;
-        let left = delay.saturating_sub(self.since.elapsed());
+        let left = delay.saturating_sub(db.since_last_write());
         Some(if left.is_zero() { delay } else { left })
     }
 }
@@ -162,7 +151,7 @@ impl IdleWatch {
 /// A background thread: runs jobs the policy hands `worker` until shutdown; sleeps while
 /// there is none.
 fn work(db: &DbInner, worker: Worker) {
-    let mut watch = IdleWatch::new(db, worker);
+    let watch = IdleWatch::new(db, worker);
     loop {
         // NB: read before asking for a job, so progress made meanwhile wakes us below.
         let progress = lock(&db.state).progress;
@@ -196,7 +185,7 @@ fn work(db: &DbInner, worker: Worker) {
                         && s.progress == progress
                         && !(worker.flushes() && flush_due(s))
                 };
-                match watch.sleep() {
+                match watch.sleep(db) {
                     Some(t) => drop(db.bg_cv.wait_timeout_while(st, t, asleep)),
                     None => drop(db.bg_cv.wait_while(st, asleep)),
                 }

@@ -27,8 +27,8 @@ pub enum CompactionReason {
     Manual,
     /// Reads consulted the input in vain too often (`Options::read_compaction_bytes`).
     Reads,
-    /// Writes stopped with L0 at least half way to its trigger
-    /// (`Options::idle_compaction_delay`).
+    /// Writes stopped with L0 at least half way to its trigger, or a level above the last
+    /// over its share of the last (`Options::idle_compaction_delay`).
     Idle,
 }
 
@@ -178,22 +178,53 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     .or_else(|| pick_idle(ctx))
 }
 
-/// Whether L0 is far enough along for an idle compaction (`Options::idle_compaction_delay`):
-/// at least half way to its trigger by the layout's own score.
-pub fn idle_l0_due(v: &Version, opts: &Options) -> bool {
-    opts.idle_compaction_delay.is_some() && v.l0.score(v.files(0), opts) >= 0.5
+/// Whether writes going idle leaves compaction work (`Options::idle_compaction_delay`):
+/// L0 at least half way to its trigger by the layout's own score, or a level above the last
+/// larger than the last would allow (`idle_level`).
+pub fn idle_due(v: &Version, opts: &Options) -> bool {
+    opts.idle_compaction_delay.is_some()
+        && (v.l0.score(v.files(0), opts) >= 0.5 || idle_level(v, opts).is_some())
 }
 
-/// Once writes have stopped for `Options::idle_compaction_delay`, L0 at least half way to
-/// its trigger goes down, when nothing else is due: while writes stream in, waiting for the
-/// full trigger spreads each rewrite of L1 over more L0 bytes; once they stop there is
-/// nothing left to spread it over, and the tables left in L0 (largely newer versions of
-/// keys below) cost space and reads until the next burst (docs/design/beyond-memory.md).
+/// The level above the last that exceeds its share of the last level by the most, if any
+/// does: level `l` may hold the last level's bytes divided by the multiplier once per level
+/// between them (the targets `LevelSizing::Dynamic` keeps all the time). Above it, a
+/// level's keys are mostly newer versions of keys below: with `Classic` targets a last
+/// level below its own target leaves up to the levels above (L1 alone: 256 MiB) as
+/// superseded versions in it.
+pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
+    let last = (1..v.num_levels()).rev().find(|&l| !v.files(l).is_empty())?;
+    let last_bytes = v.level_bytes(last) as f64;
+    (1..last)
+        .filter_map(|l| {
+            let share = last_bytes / opts.max_bytes_for_level_multiplier.powi((last - l) as i32);
+            let ratio = v.level_bytes(l) as f64 / share.max(1.0);
+            (ratio > 1.0).then_some((l, ratio))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(l, _)| l)
+}
+
+/// Once writes have stopped for `Options::idle_compaction_delay`, with nothing else due:
+/// L0 at least half way to its trigger goes down, then levels above the last that exceed
+/// their share of it (`idle_level`). While writes stream in, waiting for the full trigger
+/// spreads each rewrite of L1 over more L0 bytes, and levels fill to their targets; once
+/// they stop there is nothing left to spread the rewrites over, and what the tree keeps
+/// above its last level (mostly newer versions of keys below) costs space and reads until
+/// the next burst (docs/design/beyond-memory.md).
 pub fn pick_idle(ctx: &PickContext<'_>) -> Option<Compaction> {
-    if !ctx.writes_idle || !idle_l0_due(ctx.version, ctx.opts) {
+    if !ctx.writes_idle || ctx.opts.idle_compaction_delay.is_none() {
         return None;
     }
-    pick_l0(ctx, CompactionReason::Idle)
+    let v = ctx.version;
+    if v.l0.score(v.files(0), ctx.opts) >= 0.5 {
+        if let Some(c) = pick_l0(ctx, CompactionReason::Idle) {
+            return Some(c);
+        }
+    }
+    let mut c = pick_level(ctx, idle_level(v, ctx.opts)?)?;
+    c.reason = CompactionReason::Idle;
+    Some(c)
 }
 
 /// The leveled picker (`CompactionPicker::Leveled`).

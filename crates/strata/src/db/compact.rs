@@ -77,9 +77,12 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
                 .first()
                 .is_some_and(|&(_, score)| score >= 1.0);
             let idle_due = !due
-                && picker::idle_l0_due(&v, &db.opts)
+                && picker::idle_due(&v, &db.opts)
                 && db.last_sequence.load(Ordering::Acquire) == sequence;
             if !due && !idle_due {
+                // The last job's inputs may still be on disk: the thread that ran it
+                // deletes them after waking us.
+                db.delete_obsolete_files();
                 return Ok(());
             }
             // An idle compaction starts only once writes have been idle for its delay.
@@ -88,6 +91,7 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
             match quiet_since {
                 Some((p, t)) if p == progress => {
                     if t.elapsed() >= patience {
+                        db.delete_obsolete_files();
                         return Ok(());
                     }
                 }

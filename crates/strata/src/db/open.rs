@@ -148,6 +148,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         stats: Stats::default(),
         delay_debt_nanos: AtomicU64::new(0),
         straight_reads: AtomicU64::new(0),
+        last_write_nanos: AtomicU64::new(0),
+        opened: std::time::Instant::now(),
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),

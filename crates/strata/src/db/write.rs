@@ -172,6 +172,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     if db.straight_reads.load(Ordering::Relaxed) != 0 {
         db.straight_reads.store(0, Ordering::Relaxed);
     }
+    if db.opts.idle_compaction_delay.is_some() {
+        let now = u64::try_from(db.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        db.last_write_nanos.store(now, Ordering::Relaxed);
+    }
     let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
     if !disable_wal {
