@@ -97,6 +97,8 @@ pub struct Flags {
     pub table_reads: Option<String>,
     /// Memory the database may count on, in bytes (strata only; default: detected).
     pub memory_limit: Option<u64>,
+    /// Seconds without writes before idle compaction (strata only; 0: off).
+    pub idle_compaction_delay: Option<f64>,
     /// Index and filter blocks copied to the heap (strata only).
     pub pin_table_metadata: Option<bool>,
     /// OHDB's buckets: how many (strata only).
@@ -175,6 +177,7 @@ impl Default for Flags {
             l0_layout: None,
             table_reads: None,
             memory_limit: None,
+            idle_compaction_delay: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -342,6 +345,7 @@ impl Flags {
                 "l0_layout" => f.l0_layout = Some(v.to_string()),
                 "table_reads" => f.table_reads = Some(v.to_string()),
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
+                "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
                 "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
@@ -454,6 +458,7 @@ strata-only flags:
   --l0_layout=flat|buckets (default: the preset's)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
+  --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
