@@ -392,6 +392,10 @@ impl Runner {
         r.disk_read_bytes = before_read
             .zip(proc_io("read_bytes"))
             .map(|(b, a)| a.saturating_sub(b));
+        r.table_file_reads = before_metrics
+            .table_file_reads
+            .zip(e.metrics().table_file_reads)
+            .map(|(b, a)| std::array::from_fn(|i| a[i].saturating_sub(b[i])));
         r.space_bytes = self.space();
         r.live_bytes = self.live_bytes();
         Ok(r)

@@ -37,6 +37,9 @@ pub struct Metrics {
     pub compaction_io: Option<(u64, u64)>,
     /// How the engine reads its tables now, if it says (strata's `strata.table-reads`).
     pub table_reads: Option<String>,
+    /// Reads of table files so far, if counted: (reads, bytes) while opening tables and
+    /// of blocks afterwards (strata's `StatsSnapshot::table_*_reads`).
+    pub table_file_reads: Option<[u64; 4]>,
 }
 
 /// A key-value store under test.
@@ -354,6 +357,12 @@ impl Engine for StrataEngine {
             tables: Some(s.tables() as u64),
             compaction_io: Some((s.compaction_bytes_read(), s.compaction_bytes_written())),
             table_reads: self.db.property("strata.table-reads"),
+            table_file_reads: Some([
+                s.table_open_reads,
+                s.table_open_read_bytes,
+                s.table_block_reads,
+                s.table_block_read_bytes,
+            ]),
         }
     }
 

@@ -65,6 +65,9 @@ pub struct BenchResult {
     /// Bytes the process read from storage during the benchmark (`/proc/self/io`
     /// `read_bytes`), if known.
     pub disk_read_bytes: Option<u64>,
+    /// Reads of table files during the benchmark, if counted: (reads, bytes) while opening
+    /// tables, and of blocks.
+    pub table_file_reads: Option<[u64; 4]>,
     /// Bytes of live keys and values after the benchmark (fill/overwrite/delete benchmarks
     /// since the database was created), if known.
     pub live_bytes: Option<u64>,
@@ -156,6 +159,17 @@ impl BenchResult {
                 " disk reads {:.1} MiB ({:.1} KiB/op) |",
                 b as f64 / 1048576.0,
                 b as f64 / 1024.0 / self.ops.max(1) as f64
+            );
+        }
+        if let Some([or, ob, br, bb]) = self.table_file_reads {
+            let ops = self.ops.max(1) as f64;
+            let _ = write!(
+                s,
+                " table file reads: blocks {:.2}/op ({:.1} KiB/op), opening tables {:.2}/op ({:.1} KiB/op) |",
+                br as f64 / ops,
+                bb as f64 / 1024.0 / ops,
+                or as f64 / ops,
+                ob as f64 / 1024.0 / ops
             );
         }
         let _ = write!(s, " space {:.1} MiB", self.space_bytes as f64 / 1048576.0);

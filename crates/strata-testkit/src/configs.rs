@@ -89,7 +89,7 @@ pub fn configs() -> Vec<Config> {
             },
         },
         // Ways of reading tables (Options::table_reads; "default" chooses by size, and with
-        // this machine's memory maps its tables advised random, metadata pinned). The same
+        // this machine's memory maps its tables, metadata pinned). The same
         // as "default" on MemFs, which maps nothing; the model test on real files runs them
         // as RealFs reads them.
         Config {

@@ -145,6 +145,9 @@ pub(crate) struct DbInner {
     /// Reads (gets, new iterators) since the last write
     /// (`Options::read_compaction_min_straight_reads`).
     pub straight_reads: AtomicU64,
+    /// Reads (gets, new iterators) so far, counted while `Options::idle_compaction_delay`
+    /// is set: reads keep the database from being idle.
+    pub reads: AtomicU64,
     /// When the last write group was applied, in nanoseconds since `opened`
     /// (`Options::idle_compaction_delay`).
     pub last_write_nanos: AtomicU64,
@@ -214,6 +217,9 @@ impl DbInner {
     /// wakes a compaction thread when the count passes it, since read-triggered
     /// compactions may run from then on.
     pub fn count_read(&self) {
+        if self.opts.idle_compaction_delay.is_some() {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+        }
         let min = self.opts.read_compaction_min_straight_reads;
         if min == 0 {
             return;
@@ -362,6 +368,12 @@ impl Db {
         let v = self.inner.super_version().version.clone();
         s.files_per_level = v.levels.iter().map(|l| l.len()).collect();
         s.bytes_per_level = (0..v.num_levels()).map(|l| v.level_bytes(l)).collect();
+        let r = self.inner.tables.file_reads();
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        s.table_open_reads = l(&r.open_reads);
+        s.table_open_read_bytes = l(&r.open_bytes);
+        s.table_block_reads = l(&r.block_reads);
+        s.table_block_read_bytes = l(&r.block_bytes);
         s
     }
 

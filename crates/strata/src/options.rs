@@ -220,7 +220,8 @@ pub struct Options {
     /// workload's reads do not add compactions to its writes'. 0: no such condition.
     /// Defaults to 0.
     pub read_compaction_min_straight_reads: u64,
-    /// Once no write has come for this long, when nothing else is due, L0 tables left below
+    /// Once no write and no read has come for this long (the database is idle: compaction
+    /// then competes with nobody), when nothing else is due, L0 tables left below
     /// the compaction trigger are compacted down if L0 is at least half way to it (by the
     /// layout's score), and then levels above the last holding more than the last level's
     /// bytes divided by the multiplier once per level between them (what
@@ -228,7 +229,8 @@ pub struct Options {
     /// rewrites over the bytes a write stream brings, and a stopped stream brings none,
     /// while what is left above the last level (mostly newer versions of keys in it) costs
     /// space and reads until the next burst.
-    /// `Db::wait_for_compactions` waits for it once writes have stopped. `None`: never (the
+    /// `Db::wait_for_compactions` waits for it once writes have stopped (reads by other
+    /// threads meanwhile put it off, and the wait ends without it). `None`: never (the
     /// `leveldb`, `hyperleveldb`, OHDB and `rocksdb` presets, as their originals).
     /// Defaults to 5 s.
     pub idle_compaction_delay: Option<std::time::Duration>,
@@ -252,13 +254,14 @@ pub struct Options {
     /// memory map (`Mapped`: data blocks are used in place, uncompressed ones past the block
     /// cache, and a page fault reads the kernel's read-around window), a map with read-around
     /// off (`MappedRandom`), or `pread` into the block cache (`Positional`; index and filter
-    /// then live on the heap). `None` chooses by size: `MappedRandom` while the live tables
-    /// fit in the memory left for them (see [`Options::memory_limit`]), `Positional` once
-    /// they do not (the tables open then are closed and reopened the new way; back to maps
-    /// below nine tenths of it). Maps cost nothing while the data is in memory, and under
-    /// memory pressure make each miss a page fault that the kernel serves slowly; `pread`
-    /// costs a copy and a system call per block missing from the block cache
-    /// (docs/design/beyond-memory.md). Defaults to `None`.
+    /// then live on the heap). `None` chooses by size: `Mapped` while the live tables fit in
+    /// the memory left for them (see [`Options::memory_limit`]), `Positional` once they do
+    /// not (the tables open then are closed and reopened the new way; back to maps below
+    /// nine tenths of it). Maps cost nothing while the data is in memory, and under memory
+    /// pressure make each miss a page fault that the kernel serves slowly, with read-around;
+    /// `pread` costs a copy and a system call per block missing from the block cache.
+    /// `MappedRandom` measured the same as `Mapped` in memory and half of `pread`'s gets
+    /// beyond it (docs/design/beyond-memory.md). Defaults to `None`.
     pub table_reads: Option<crate::fs::ReadAccess>,
     /// Copy each mapped table's index and filter blocks to the heap when it opens, so they
     /// stay in memory while the table is open, whatever the page cache drops (RocksDB keeps

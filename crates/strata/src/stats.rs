@@ -70,6 +70,15 @@ pub struct StatsSnapshot {
     pub read_compactions: u64,
     /// L0 compactions that writes going idle started (`Options::idle_compaction_delay`).
     pub idle_compactions: u64,
+    /// Reads of table files while opening tables (footer, index, filter, properties), and
+    /// their bytes.
+    pub table_open_reads: u64,
+    pub table_open_read_bytes: u64,
+    /// Reads of table files after opening them (data blocks, and index and filter blocks
+    /// read through an unpinned map), compactions' included, and their bytes: with `pread`,
+    /// what the page cache or the disk served; through a map, what was looked at.
+    pub table_block_reads: u64,
+    pub table_block_read_bytes: u64,
     /// Times a write waited for flush or compaction (stop condition).
     pub stalls: u64,
     /// Microseconds writes spent stalled or slowed down.
@@ -180,6 +189,14 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
+            "Table file reads: {} opening tables ({:.1} MiB), {} of blocks ({:.1} MiB)",
+            self.table_open_reads,
+            mib(self.table_open_read_bytes),
+            self.table_block_reads,
+            mib(self.table_block_read_bytes)
+        );
+        let _ = writeln!(
+            s,
             "Write amplification: {:.2} (tables), {:.2} (device, with WAL and manifest)",
             self.write_amplification(),
             self.device_write_amplification()
@@ -231,6 +248,11 @@ impl Stats {
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),
             files_per_level: Vec::new(),
+            // Filled in by `Db::stats` from the table cache.
+            table_open_reads: 0,
+            table_open_read_bytes: 0,
+            table_block_reads: 0,
+            table_block_read_bytes: 0,
             bytes_per_level: Vec::new(),
         }
     }

@@ -3,14 +3,14 @@
 //! Read path: every table lookup goes through here; a miss opens the file (footer, index,
 //! filter). Evicted tables close when their last reader lets go.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::cache::ClockCache;
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
-use crate::fs::{Fs, ReadAccess};
+use crate::fs::{FileBytes, Fs, RandomAccessFile, ReadAccess};
 use crate::key::{self, ValueKind};
 use crate::memtable::Lookup;
 use crate::placement::Placement;
@@ -21,13 +21,68 @@ use crate::sst::{BlockCache, Table};
 pub enum TableReads {
     /// Always this way (`Options::table_reads` set).
     Fixed(ReadAccess),
-    /// By the size of the live tables (`Options::table_reads` unset): maps advised random
-    /// while they hold at most `budget` bytes, `pread` beyond; back to maps below nine
+    /// By the size of the live tables (`Options::table_reads` unset): maps while they hold
+    /// at most `budget` bytes, `pread` beyond; back to maps below nine
     /// tenths of it, so a tree hovering at the budget does not switch on every flush.
     BySize {
         /// Table bytes the page cache can be expected to hold.
         budget: u64,
     },
+}
+
+/// What the cache's tables asked of their files (compactions' reads included): while
+/// opening (footer, index, filter, properties) and afterwards (data blocks, and the index
+/// and filter of tables that read them through a map without pinning them). For a table
+/// read with `pread` these are reads the page cache or the disk served; for a mapped one,
+/// bytes looked at through the map, which the disk serves only on a page fault.
+#[derive(Debug, Default)]
+pub struct TableFileReads {
+    /// Reads while opening tables, and their bytes.
+    pub open_reads: AtomicU64,
+    pub open_bytes: AtomicU64,
+    /// Reads after opening (blocks), and their bytes.
+    pub block_reads: AtomicU64,
+    pub block_bytes: AtomicU64,
+}
+
+/// A table file that counts what is read from it into [`TableFileReads`].
+struct CountingFile {
+    inner: Arc<dyn RandomAccessFile>,
+    reads: Arc<TableFileReads>,
+    /// The table is still being opened.
+    opening: AtomicBool,
+}
+
+impl CountingFile {
+    fn count(&self, len: usize) {
+        let (n, b) = if self.opening.load(Ordering::Relaxed) {
+            (&self.reads.open_reads, &self.reads.open_bytes)
+        } else {
+            (&self.reads.block_reads, &self.reads.block_bytes)
+        };
+        n.fetch_add(1, Ordering::Relaxed);
+        b.fetch_add(len as u64, Ordering::Relaxed);
+    }
+}
+
+impl RandomAccessFile for CountingFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.count(len);
+        self.inner.read_at(offset, len)
+    }
+    fn read_shared(&self, offset: u64, len: usize) -> Result<FileBytes> {
+        self.count(len);
+        self.inner.read_shared(offset, len)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn is_mapped(&self) -> bool {
+        self.inner.is_mapped()
+    }
+    fn prefetch(&self, offset: u64, len: usize) {
+        self.inner.prefetch(offset, len);
+    }
 }
 
 /// Cache of open tables.
@@ -40,6 +95,7 @@ pub struct TableCache {
     /// The `ReadAccess` tables open with now (`access_code`).
     access: AtomicU8,
     pin_metadata: bool,
+    file_reads: Arc<TableFileReads>,
 }
 
 fn access_code(a: ReadAccess) -> u8 {
@@ -74,6 +130,7 @@ impl TableCache {
             reads: TableReads::Fixed(ReadAccess::default()),
             access: AtomicU8::new(access_code(ReadAccess::default())),
             pin_metadata: false,
+            file_reads: Arc::default(),
         }
     }
 
@@ -84,12 +141,17 @@ impl TableCache {
     pub fn reading(mut self, reads: TableReads, pin_metadata: bool) -> Self {
         let first = match reads {
             TableReads::Fixed(a) => a,
-            TableReads::BySize { .. } => ReadAccess::MappedRandom,
+            TableReads::BySize { .. } => ReadAccess::Mapped,
         };
         self.reads = reads;
         self.access = AtomicU8::new(access_code(first));
         self.pin_metadata = pin_metadata;
         self
+    }
+
+    /// What tables asked of their files so far.
+    pub fn file_reads(&self) -> &TableFileReads {
+        &self.file_reads
     }
 
     /// How tables open now.
@@ -108,7 +170,7 @@ impl TableCache {
         let next = if bytes > budget {
             ReadAccess::Positional
         } else if bytes < budget / 10 * 9 {
-            ReadAccess::MappedRandom
+            ReadAccess::Mapped
         } else {
             now
         };
@@ -127,13 +189,18 @@ impl TableCache {
             return Ok(t);
         }
         let path = self.placement.table_path(f.number, f.path_id);
-        let file = self.fs.open_with(&path, self.access())?;
+        let file = Arc::new(CountingFile {
+            inner: self.fs.open_with(&path, self.access())?,
+            reads: self.file_reads.clone(),
+            opening: AtomicBool::new(true),
+        });
         let t = Arc::new(Table::open_with(
-            file,
+            file.clone(),
             &path,
             self.block_cache.clone(),
             self.pin_metadata,
         )?);
+        file.opening.store(false, Ordering::Relaxed);
         self.tables.insert(f.number, t.clone(), 1);
         Ok(t)
     }

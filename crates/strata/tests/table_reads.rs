@@ -113,18 +113,18 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
     let value = |i: u32| format!("value-{i:08}-{}", "x".repeat(80)).into_bytes();
     let key = |p: char, i: u32| format!("{p}{:06}", (i * 7919) % 100_000).into_bytes();
 
-    // 100 KiB of tables fit: mapped, advised random. They hold keys "a...", which the
+    // 100 KiB of tables fit: mapped. They hold keys "a...", which the
     // writes below never overlap, so they outlive the switch unchanged.
     for i in 0..1000 {
         db.put(key('a', i), value(i)).unwrap();
         model.insert(key('a', i), value(i));
     }
     db.compact_range(None, None).unwrap();
-    assert_eq!(reads(&db), "MappedRandom");
+    assert_eq!(reads(&db), "Mapped");
     assert_db_matches(&db, &model);
     let opened = fs.take();
     assert!(!opened.is_empty());
-    assert!(opened.iter().all(|&a| a == ReadAccess::MappedRandom), "{opened:?}");
+    assert!(opened.iter().all(|&a| a == ReadAccess::Mapped), "{opened:?}");
     let first_tables = tables(&fs);
 
     // An iterator holds tables open across the switch and keeps reading them.
@@ -178,11 +178,11 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
         model.remove(&key('a', i));
     }
     db.compact_range(None, None).unwrap();
-    assert_eq!(reads(&db), "MappedRandom");
+    assert_eq!(reads(&db), "Mapped");
     fs.take();
     assert_db_matches(&db, &model);
     let opened = fs.take();
-    assert!(opened.iter().all(|&a| a == ReadAccess::MappedRandom), "{opened:?}");
+    assert!(opened.iter().all(|&a| a == ReadAccess::Mapped), "{opened:?}");
 
     // A reopened database decides from its tables before the first read.
     drop(db);
@@ -197,7 +197,7 @@ fn a_fixed_way_of_reading_never_changes() {
     let db = Db::open(
         "/db",
         Options {
-            table_reads: Some(ReadAccess::Mapped),
+            table_reads: Some(ReadAccess::MappedRandom),
             ..opts(fs.clone())
         },
     )
@@ -207,9 +207,51 @@ fn a_fixed_way_of_reading_never_changes() {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    assert_eq!(reads(&db), "Mapped");
+    assert_eq!(reads(&db), "MappedRandom");
     for i in 0..5000u32 {
         assert!(db.get(i.to_be_bytes()).unwrap().is_some());
     }
-    assert!(fs.take().iter().all(|&a| a == ReadAccess::Mapped));
+    assert!(fs.take().iter().all(|&a| a == ReadAccess::MappedRandom));
+}
+
+/// The table-file read counters say where the bytes of a get go: with `pread`, index and
+/// filter on the heap and no block cache, a get that finds its key reads one data block
+/// and nothing else once its table is open; a get the filter rules out reads nothing.
+#[test]
+fn file_reads_count_one_data_block_per_get() {
+    let fs = Recording::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            table_reads: Some(ReadAccess::Positional),
+            block_cache_size: 0,
+            ..opts(fs.clone())
+        },
+    )
+    .unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("key{i:05}"), [7u8; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // Open every table first.
+    for i in 0..2000u32 {
+        db.get(format!("key{i:05}")).unwrap().unwrap();
+    }
+    let before = db.stats();
+    for i in 0..500u32 {
+        db.get(format!("key{:05}", i * 4)).unwrap().unwrap();
+    }
+    let s = db.stats();
+    assert_eq!(s.table_open_reads, before.table_open_reads, "no table opened again");
+    assert_eq!(s.table_block_reads - before.table_block_reads, 500);
+    let bytes = s.table_block_read_bytes - before.table_block_read_bytes;
+    assert!(bytes >= 500 * 1024 && bytes < 500 * 2 * 1024, "{bytes}");
+    assert!(before.table_open_reads > 0 && before.table_open_read_bytes > 0);
+    let before = db.stats();
+    for i in 0..500u32 {
+        assert!(db.get(format!("nokey{i:05}")).unwrap().is_none());
+    }
+    let misses = db.stats().table_block_reads - before.table_block_reads;
+    assert!(misses < 25, "{misses} blocks read for 500 absent keys (filter false positives only)");
+    assert!(db.property("strata.stats").unwrap().contains("Table file reads"));
 }

@@ -181,6 +181,7 @@ impl Engine for RocksEngine {
                 .sum(),
             compaction_io: Some((t(Ticker::CompactReadBytes), t(Ticker::CompactWriteBytes))),
             table_reads: None,
+            table_file_reads: None,
         }
     }
 

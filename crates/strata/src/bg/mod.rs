@@ -9,7 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::compaction::Compaction;
 use crate::db::{lock, DbInner, State};
@@ -94,7 +94,7 @@ enum Job {
 /// them); then the most urgent compaction the picker finds, unless
 /// `Options::compaction_yields_to_flush` holds compactions back while a flush is due or
 /// running. Marks what it hands out as running (`flush_running`, busy inputs).
-fn next_job(db: &DbInner, worker: Worker, writes_idle: bool) -> Option<Job> {
+fn next_job(db: &DbInner, worker: Worker, idle: bool) -> Option<Job> {
     if worker.flushes() {
         let mut st = lock(&db.state);
         if flush_due(&st) {
@@ -110,7 +110,7 @@ fn next_job(db: &DbInner, worker: Worker, writes_idle: bool) -> Option<Job> {
                 return None;
             }
         }
-        return db.pick_compaction(writes_idle).map(Job::Compaction);
+        return db.pick_compaction(idle).map(Job::Compaction);
     }
     None
 }
@@ -120,38 +120,55 @@ fn flush_due(st: &State) -> bool {
     !st.imms.is_empty() && st.bg_error.is_none() && !st.flush_running
 }
 
-/// When writes count as idle for `Options::idle_compaction_delay` (none for a worker that
-/// does not compact).
+/// When the database counts as idle for `Options::idle_compaction_delay`: no write and no
+/// read for that long (none for a worker that does not compact). Writes are stamped with
+/// their time; reads only counted (a clock read per get costs more than a relaxed add),
+/// so a stop of reads is noticed at the next look, which comes at least every quarter of
+/// the delay.
 struct IdleWatch {
     delay: Option<Duration>,
+    reads: u64,
+    reads_seen: Instant,
 }
 
 impl IdleWatch {
     fn new(db: &DbInner, worker: Worker) -> Self {
         IdleWatch {
             delay: db.opts.idle_compaction_delay.filter(|_| worker.compacts()),
+            reads: db.reads.load(Ordering::Relaxed),
+            reads_seen: Instant::now(),
         }
     }
 
-    /// Whether no write came for the delay.
-    fn idle(&self, db: &DbInner) -> bool {
-        self.delay.is_some_and(|d| db.since_last_write() >= d)
+    /// How long the database has been idle; notes reads that came since the last look.
+    fn quiet(&mut self, db: &DbInner) -> Duration {
+        let reads = db.reads.load(Ordering::Relaxed);
+        if reads != self.reads {
+            self.reads = reads;
+            self.reads_seen = Instant::now();
+        }
+        db.since_last_write().min(self.reads_seen.elapsed())
+    }
+
+    /// Whether the database has been idle for the delay.
+    fn idle(&mut self, db: &DbInner) -> bool {
+        self.delay.is_some_and(|d| self.quiet(db) >= d)
     }
 
     /// How long a worker with nothing to do may sleep before it looks again: until the
-    /// writes could count as idle (or for the delay, when they already do), or without a
-    /// delay until woken.
-    fn sleep(&self, db: &DbInner) -> Option<Duration> {
+    /// database could count as idle, at most a quarter of the delay; without a delay,
+    /// until woken.
+    fn sleep(&mut self, db: &DbInner) -> Option<Duration> {
         let delay = self.delay?;
-        let left = delay.saturating_sub(db.since_last_write());
-        Some(if left.is_zero() { delay } else { left })
+        let left = delay.saturating_sub(self.quiet(db));
+        Some(left.clamp(Duration::from_millis(1), delay / 4))
     }
 }
 
 /// A background thread: runs jobs the policy hands `worker` until shutdown; sleeps while
 /// there is none.
 fn work(db: &DbInner, worker: Worker) {
-    let watch = IdleWatch::new(db, worker);
+    let mut watch = IdleWatch::new(db, worker);
     loop {
         // NB: read before asking for a job, so progress made meanwhile wakes us below.
         let progress = lock(&db.state).progress;
@@ -177,8 +194,8 @@ fn work(db: &DbInner, worker: Worker) {
             }
             None => {
                 // Sleep until something changes (a flush, a compaction, a write switching
-                // memtables) or a flush this worker may take is due, or writes may have
-                // gone idle.
+                // memtables) or a flush this worker may take is due, or the database may
+                // have gone idle.
                 let st = lock(&db.state);
                 let asleep = |s: &mut State| {
                     !db.shutting_down.load(Ordering::Acquire)

@@ -27,7 +27,7 @@ pub enum CompactionReason {
     Manual,
     /// Reads consulted the input in vain too often (`Options::read_compaction_bytes`).
     Reads,
-    /// Writes stopped with L0 at least half way to its trigger, or a level above the last
+    /// The database went idle with L0 at least half way to its trigger, or a level above the last
     /// over its share of the last (`Options::idle_compaction_delay`).
     Idle,
 }
@@ -78,8 +78,8 @@ pub struct PickContext<'a> {
     /// Reads (gets and new iterators) since the last write
     /// (`Options::read_compaction_min_straight_reads`).
     pub straight_reads: u64,
-    /// No write for `Options::idle_compaction_delay`.
-    pub writes_idle: bool,
+    /// No write and no read for `Options::idle_compaction_delay`.
+    pub idle: bool,
 }
 
 /// User-key range covered by `files`.
@@ -178,7 +178,7 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     .or_else(|| pick_idle(ctx))
 }
 
-/// Whether writes going idle leaves compaction work (`Options::idle_compaction_delay`):
+/// Whether the database going idle leaves compaction work (`Options::idle_compaction_delay`):
 /// L0 at least half way to its trigger by the layout's own score, or a level above the last
 /// larger than the last would allow (`idle_level`).
 pub fn idle_due(v: &Version, opts: &Options) -> bool {
@@ -205,7 +205,8 @@ pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
         .map(|(l, _)| l)
 }
 
-/// Once writes have stopped for `Options::idle_compaction_delay`, with nothing else due:
+/// Once the database has seen no write and no read for `Options::idle_compaction_delay`,
+/// with nothing else due:
 /// L0 at least half way to its trigger goes down, then levels above the last that exceed
 /// their share of it (`idle_level`). While writes stream in, waiting for the full trigger
 /// spreads each rewrite of L1 over more L0 bytes, and levels fill to their targets; once
@@ -213,7 +214,7 @@ pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
 /// above its last level (mostly newer versions of keys below) costs space and reads until
 /// the next burst (docs/design/beyond-memory.md).
 pub fn pick_idle(ctx: &PickContext<'_>) -> Option<Compaction> {
-    if !ctx.writes_idle || ctx.opts.idle_compaction_delay.is_none() {
+    if !ctx.idle || ctx.opts.idle_compaction_delay.is_none() {
         return None;
     }
     let v = ctx.version;

@@ -13,8 +13,8 @@ use crate::version::VersionEdit;
 
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
-    /// `writes_idle`: no write came for `Options::idle_compaction_delay`.
-    pub(crate) fn pick_compaction(&self, writes_idle: bool) -> Option<Compaction> {
+    /// `idle`: no write and no read came for `Options::idle_compaction_delay`.
+    pub(crate) fn pick_compaction(&self, idle: bool) -> Option<Compaction> {
         let versions = lock(&self.versions);
         let mut st = lock(&self.state);
         if st.bg_error.is_some() {
@@ -31,7 +31,7 @@ impl DbInner {
             compact_pointers: &pointers,
             placement: &self.placement,
             straight_reads: self.straight_reads.load(Ordering::Relaxed),
-            writes_idle,
+            idle,
         };
         let c = picker::pick(&ctx)?;
         st.start_compaction(&c);
@@ -85,7 +85,7 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
                 db.delete_obsolete_files();
                 return Ok(());
             }
-            // An idle compaction starts only once writes have been idle for its delay.
+            // An idle compaction starts only once the database has been idle for its delay.
             let patience = std::time::Duration::from_secs(1)
                 + db.opts.idle_compaction_delay.filter(|_| idle_due).unwrap_or_default();
             match quiet_since {
@@ -247,7 +247,7 @@ pub(crate) fn compact_level(
                 compact_pointers: &[],
                 placement: &db.placement,
                 straight_reads: 0,
-                writes_idle: false,
+                idle: false,
             };
             match picker::pick_manual(&ctx, level, lo, hi) {
                 Some(c) => {

@@ -148,6 +148,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         stats: Stats::default(),
         delay_debt_nanos: AtomicU64::new(0),
         straight_reads: AtomicU64::new(0),
+        reads: AtomicU64::new(0),
         last_write_nanos: AtomicU64::new(0),
         opened: std::time::Instant::now(),
         shutting_down: AtomicBool::new(false),

@@ -36,7 +36,7 @@ fn ctx<'a>(
         compact_pointers: &[],
         placement: p,
         straight_reads: u64::MAX,
-        writes_idle: false,
+        idle: false,
     }
 }
 
@@ -124,7 +124,7 @@ fn round_robin_follows_the_cursor() {
             compact_pointers: &cp,
             placement: &p,
             straight_reads: 0,
-            writes_idle: false,
+            idle: false,
         },
         1,
     )
