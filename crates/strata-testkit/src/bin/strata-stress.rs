@@ -9,6 +9,7 @@
 //!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number
 //!   --max_background_compactions --block_size --separate_flush_thread=0|1
 //!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
+//!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-c] [--threads=4] [--keys=20000]
@@ -107,6 +108,13 @@ impl Fs for SlowTables {
     fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
         RealFs.open(path)
     }
+    fn open_with(
+        &self,
+        path: &Path,
+        access: strata::fs::ReadAccess,
+    ) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        RealFs.open_with(path, access)
+    }
     fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
         RealFs.open_sequential(path)
     }
@@ -179,6 +187,15 @@ fn options(a: &Args) -> Result<Options, String> {
             ))
         }
         None => {}
+    }
+    // Tables read with pread once the live tables exceed this many bytes (and maps again
+    // below nine tenths of it): `memory_limit` set to leave that much of it for tables.
+    if let Some(t) = a.0.get("tables_in_memory") {
+        let t: u64 = t
+            .parse()
+            .map_err(|_| format!("--tables_in_memory: expected bytes, got {t:?}"))?;
+        let reserved = (o.write_buffer_size * o.max_write_buffer_number + o.block_cache_size) as u64;
+        o.memory_limit = Some(reserved + t / 3 * 4 + 4);
     }
     // OHDB's buckets, small: bucket compactions run all the time.
     o.l0_buckets = a.get("l0_buckets", 4)?;
@@ -523,6 +540,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "compaction_priority",
         "wal_dir",
         "level_dir",
+        "tables_in_memory",
     ]
     .iter()
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
@@ -530,6 +548,13 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     for i in 0..kills {
         let preset = &presets[i as usize % presets.len()];
         let slow = if i % 3 == 2 { 3 } else { 0 };
+        // Every fourth run reads tables with pread once they pass 128 KiB (the switch and
+        // the reopening of open tables happen under the kill).
+        let reads: &[String] = if i % 4 == 1 {
+            &["--tables_in_memory=131072".to_string()][..]
+        } else {
+            &[]
+        };
         let delay = min_ms + rng.below(max_ms.saturating_sub(min_ms) + 1);
         let mut child = Command::new(&exe)
             .arg("run")
@@ -540,6 +565,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             .arg("--seconds=3600")
             .arg(format!("--seed={}", rng.next_u64()))
             .args(&passthrough)
+            .args(reads)
             .spawn()
             .map_err(|e| format!("spawn: {e}"))?;
         std::thread::sleep(Duration::from_millis(delay));
@@ -554,6 +580,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         va.0.insert("db".into(), db.display().to_string());
         va.0.insert("oracle".into(), oracle.display().to_string());
         va.0.insert("preset".into(), preset.clone());
+        if !reads.is_empty() {
+            va.0.insert("tables_in_memory".into(), "131072".into());
+        }
         let v = verify(&va)?;
         verified_keys += v.keys;
         total.lost_synced += v.lost_synced;
@@ -561,9 +590,10 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         total.wrong += v.wrong;
         total.holes += v.holes;
         println!(
-            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
+            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{}{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
             i + 1,
             if slow > 0 { " (slow tables)" } else { "" },
+            if reads.is_empty() { "" } else { " (pread past 128 KiB)" },
             v.keys,
             v.lost_synced,
             v.lost_unsynced,
