@@ -14,6 +14,10 @@ each are parsed. The table shows, per benchmark, each engine's median ops/sec an
 median write amplification: device bytes (WAL, tables, manifest) per user byte, with the
 table bytes the engine reports (flush + compaction) in parentheses.
 Logs are kept under the directory for inspection. Nothing here judges: it measures.
+
+  tools/compare.py --from-logs DIR1,DIR2,... --engines ... [--title TEXT] [-- FLAGS]
+tabulates logs earlier runs left (every ENGINE-R.log in those directories is one round):
+a long campaign run one round per invocation keeps each finished round, and is merged here.
 """
 import argparse
 import os
@@ -64,6 +68,15 @@ def run(cmd, log):
         p.wait()
         stop.set()
         t.join()
+    res, p99, amp = parse_log(log)
+    if res:
+        res["_peak_anon_mib"] = peak[0] / 1024.0
+    return p.returncode, res, p99, amp
+
+
+def parse_log(log):
+    """(ops/s by benchmark plus "_shape", p99 us by benchmark, (write-amp, tables) by
+    benchmark) from one strata-bench log."""
     res, p99, amp, cur = {}, {}, {}, None
     with open(log) as f:
         for line in f:
@@ -92,9 +105,7 @@ def run(cmd, log):
             m = P99.search(line)
             if m and cur and cur not in p99:
                 p99[cur] = float(m.group(1))
-    if res:
-        res["_peak_anon_mib"] = peak[0] / 1024.0
-    return p.returncode, res, p99, amp
+    return res, p99, amp
 
 
 def parse_flags_for(engines, specs):
@@ -129,6 +140,9 @@ def main():
     ap.add_argument("--bin", default="target/release/strata-bench")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--title", default="")
+    ap.add_argument("--from-logs", default=None, metavar="DIR,DIR,...",
+                    help="run nothing: tabulate the logs earlier runs left in these directories "
+                         "(every ENGINE-R.log in them is one round of that engine; no memory figures)")
     ap.add_argument("flags", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     flags = [f for f in a.flags if f != "--"]
@@ -138,7 +152,19 @@ def main():
     os.makedirs(work, exist_ok=True)
     per = {e: [] for e in engines}
     ok = True
-    for r in range(a.rounds):
+    if a.from_logs:
+        for d in a.from_logs.split(","):
+            for e in engines:
+                stem = e.replace(":", "-").replace("#", "-") + "-"
+                for name in sorted(os.listdir(d)):
+                    rest = name[len(stem):-len(".log")] if name.startswith(stem) and name.endswith(".log") else ""
+                    if rest.isdigit():
+                        res, p99, amp = parse_log(os.path.join(d, name))
+                        if res:
+                            per[e].append((res, p99, amp))
+        a.rounds = max((len(v) for v in per.values()), default=0)
+        work = a.from_logs
+    for r in range(0 if a.from_logs else a.rounds):
         for e in engines:
             db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
             log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
@@ -183,8 +209,9 @@ def main():
         ratio = f"{med(ratios):.2f}" if ratios else "-"
         fmt = lambda v, f: ("-" if v != v else f.format(v))
         print(f"| {n} | " + " | ".join(fmt(ops[e], "{:.0f}") for e in engines) + f" | {ratio} | " + " | ".join(fmt(p99[e], "{:.1f}") for e in engines) + " | " + " | ".join(fmt(amp[e][0], "{:.2f}") + ("" if amp[e][1] != amp[e][1] else f" ({amp[e][1]:.2f})") for e in engines) + " |")
-    print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
-        f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
+    if not a.from_logs:
+        print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
+            f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
     shapes = {e: [res["_shape"] for res, _, _ in per[e] if "_shape" in res] for e in engines}
     if any(shapes.values()):
         print("\nShape at the end of each run (level compactions = merges + moved tables; "
