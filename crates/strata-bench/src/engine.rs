@@ -225,6 +225,20 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.memory_limit {
         o.memory_limit = Some(v);
     }
+    match flags.read_charging.as_deref() {
+        Some("in-vain") => o.read_charging = strata::ReadCharging::InVain,
+        Some("first-of-several") => o.read_charging = strata::ReadCharging::FirstOfSeveral,
+        Some("block-in-vain") => o.read_charging = strata::ReadCharging::BlockInVain,
+        Some(r) => {
+            return Err(format!(
+                "--read_charging: expected in-vain|first-of-several|block-in-vain, got {r:?}"
+            ))
+        }
+        None => {}
+    }
+    if let Some(b) = flags.read_compaction_bytes {
+        o.read_compaction_bytes = b;
+    }
     if let Some(s) = flags.idle_compaction_delay {
         if !(s >= 0.0 && s.is_finite()) {
             return Err(format!("--idle_compaction_delay: expected seconds >= 0, got {s}"));

@@ -99,6 +99,10 @@ pub struct Flags {
     pub memory_limit: Option<u64>,
     /// Seconds without writes before idle compaction (strata only; 0: off).
     pub idle_compaction_delay: Option<f64>,
+    /// Which tables point reads charge: in-vain, first-of-several, block-in-vain (strata only).
+    pub read_charging: Option<String>,
+    /// Bytes of a table per allowed in-vain read, 0 = no read-triggered compaction (strata only).
+    pub read_compaction_bytes: Option<u64>,
     /// Index and filter blocks copied to the heap (strata only).
     pub pin_table_metadata: Option<bool>,
     /// OHDB's buckets: how many (strata only).
@@ -178,6 +182,8 @@ impl Default for Flags {
             table_reads: None,
             memory_limit: None,
             idle_compaction_delay: None,
+            read_charging: None,
+            read_compaction_bytes: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -346,6 +352,8 @@ impl Flags {
                 "table_reads" => f.table_reads = Some(v.to_string()),
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
+                "read_charging" => f.read_charging = Some(v.to_string()),
+                "read_compaction_bytes" => f.read_compaction_bytes = Some(num(&name, v)?),
                 "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
@@ -459,6 +467,7 @@ strata-only flags:
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)
+  --read_charging=in-vain|first-of-several|block-in-vain --read_compaction_bytes=N (0 = off)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)

@@ -121,6 +121,16 @@ pub fn configs() -> Vec<Config> {
                 }
             },
         },
+        // Read-triggered compaction charging only blocks read in vain, without filters so
+        // that misses charge often and read compactions run during the tests.
+        Config {
+            name: "block-in-vain",
+            build: |_, fs| Options {
+                read_charging: strata::ReadCharging::BlockInVain,
+                bloom_bits_per_key: 0,
+                ..small(Options::default(), fs)
+            },
+        },
         Config {
             name: "no-bloom-2-compactors",
             build: |_, fs| Options {

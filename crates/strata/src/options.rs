@@ -111,6 +111,12 @@ pub enum ReadCharging {
     /// The first table a read searched, L0 included, when the read had to search a second
     /// one (LevelDB's and HyperLevelDB's `seek_file`).
     FirstOfSeveral,
+    /// Every table of a level >= 1 whose filter let a read in and that did not hold the
+    /// key: a data block read in vain. A table whose filter ruled the key out cost the read
+    /// no block and is not charged, so with filters a miss rarely charges (at the filter's
+    /// false-positive rate), and read-triggered compaction serves tables that cost reads
+    /// (without filters, as `InVain`, plus the last table a read of an absent key searched).
+    BlockInVain,
 }
 
 /// The layout of level 0. A later issue adds MatrixKV's matrix.

@@ -16,6 +16,16 @@ use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::sst::{BlockCache, Table};
 
+/// What a point lookup in one table found ([`TableCache::probe`]).
+pub enum Probe {
+    /// The table's filter ruled the key out: nothing was read.
+    Excluded,
+    /// The table was searched and holds no version of the key.
+    Absent,
+    /// The newest version at or below the lookup's sequence.
+    Found(Lookup),
+}
+
 /// How a [`TableCache`] chooses the way it reads the tables it opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableReads {
@@ -211,13 +221,28 @@ impl TableCache {
     /// # Errors
     /// I/O errors and `Corruption` naming the table.
     pub fn get(&self, f: &FileMeta, target: &[u8], user_key: &[u8]) -> Result<Option<Lookup>> {
+        Ok(match self.probe(f, target, user_key)? {
+            Probe::Found(l) => Some(l),
+            Probe::Excluded | Probe::Absent => None,
+        })
+    }
+
+    /// [`TableCache::get`], saying whether the table's filter ruled the key out (no block
+    /// was read) or the table was searched and did not hold it.
+    ///
+    /// # Errors
+    /// As for [`TableCache::get`].
+    pub fn probe(&self, f: &FileMeta, target: &[u8], user_key: &[u8]) -> Result<Probe> {
         let t = self.table(f)?;
-        let Some((k, v)) = t.get(target, user_key)? else {
-            return Ok(None);
+        if !t.may_contain(user_key) {
+            return Ok(Probe::Excluded);
+        }
+        let Some((k, v)) = t.search(target, user_key)? else {
+            return Ok(Probe::Absent);
         };
         let p = key::parse(&k)
             .ok_or_else(|| Error::corruption(t.path(), 0, "malformed internal key"))?;
-        Ok(Some(match p.kind {
+        Ok(Probe::Found(match p.kind {
             ValueKind::Put => Lookup::Value(v),
             ValueKind::Delete => Lookup::Deleted,
         }))

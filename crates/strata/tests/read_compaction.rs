@@ -21,8 +21,16 @@ fn key(i: u32) -> Vec<u8> {
 /// A database with every key of `0..n` in L2 (older values) and every 4th key again in L1
 /// (newer values): reads of the other keys search an L1 table in vain.
 fn two_levels(read_compaction_bytes: u64) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u32) {
+    two_levels_with(read_compaction_bytes, |o| o)
+}
+
+/// [`two_levels`], with options changed by `tweak`.
+fn two_levels_with(
+    read_compaction_bytes: u64,
+    tweak: fn(Options) -> Options,
+) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u32) {
     let fs = Arc::new(MemFs::new());
-    let opts = |level_base: u64| Options {
+    let opts = |level_base: u64| tweak(Options {
         write_buffer_size: 256 << 10,
         target_file_size_base: 32 << 10,
         max_bytes_for_level_base: level_base,
@@ -31,7 +39,7 @@ fn two_levels(read_compaction_bytes: u64) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u3
         read_compaction_bytes,
         fs: fs.clone(),
         ..Options::default()
-    };
+    });
     let mut model = BTreeMap::new();
     let n = 4000u32;
     {
@@ -123,6 +131,39 @@ fn point_reads_push_a_shadowing_level_down() {
         .property("strata.stats")
         .unwrap()
         .contains("read-triggered compactions"));
+    assert_db_matches(&db, &model);
+}
+
+/// `ReadCharging::BlockInVain` charges only tables searched past their filter: with filters
+/// the misses through L1 cost no block and L1 stays; without filters they read a block in
+/// vain each, and L1 goes down.
+#[test]
+fn block_in_vain_charges_only_tables_the_filter_let_in() {
+    let read_all = |db: &Db, n: u32| {
+        for _ in 0..3 {
+            for i in (0..n).filter(|i| i % 4 != 0) {
+                assert_eq!(db.get(key(i)).unwrap(), Some(old(i)));
+            }
+        }
+    };
+    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
+        read_charging: strata::ReadCharging::BlockInVain,
+        ..o
+    });
+    let before = levels(&db);
+    assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
+    read_all(&db, n);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(db.stats().read_compactions, 0, "filtered misses charge nothing");
+    assert_eq!(levels(&db), before);
+    assert_db_matches(&db, &model);
+    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
+        read_charging: strata::ReadCharging::BlockInVain,
+        bloom_bits_per_key: 0,
+        ..o
+    });
+    read_all(&db, n);
+    wait_for_l1_to_empty(&db);
     assert_db_matches(&db, &model);
 }
 

@@ -10,6 +10,7 @@ use crate::file_meta::FileMeta;
 use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
 use crate::options::{ReadCharging, ReadOptions};
+use crate::table_cache::Probe;
 use crate::version::Version;
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -66,6 +67,8 @@ impl<'a> Charges<'a> {
                     db.charge_read(shallower);
                 }
             }
+            // Charged in `missed`, once the table was searched past its filter in vain.
+            ReadCharging::BlockInVain => {}
             // LevelDB's rule: the first table a read searched, L0 included, once the read
             // searches a second one.
             ReadCharging::FirstOfSeveral => match self.held {
@@ -76,6 +79,13 @@ impl<'a> Charges<'a> {
                 }
                 Some(_) => {}
             },
+        }
+    }
+
+    /// The read searched table `f` of a level >= 1 past its filter and did not find the key.
+    fn missed(&mut self, db: &DbInner, f: &'a Arc<FileMeta>) {
+        if self.rule == ReadCharging::BlockInVain {
+            db.charge_read(f);
         }
     }
 }
@@ -107,8 +117,10 @@ fn get_from_version(
             continue;
         }
         charges.searched(db, f, false);
-        if let Some(found) = db.tables.get(f, &target, user_key)? {
-            return Ok(decide(found));
+        match db.tables.probe(f, &target, user_key)? {
+            Probe::Found(found) => return Ok(decide(found)),
+            Probe::Absent => charges.missed(db, f),
+            Probe::Excluded => {}
         }
     }
     Ok(None)

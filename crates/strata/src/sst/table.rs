@@ -409,6 +409,14 @@ impl Table {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
+        self.search(target, user_key)
+    }
+
+    /// [`Table::get`] without asking the filter first.
+    ///
+    /// # Errors
+    /// As for [`Table::get`].
+    pub fn search(&self, target: &[u8], user_key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut index = self.index.iter(key::compare);
         index.seek(target);
         while index.valid() {
