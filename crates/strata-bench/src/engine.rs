@@ -241,7 +241,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     }
     if let Some(s) = flags.idle_compaction_delay {
         if !(s >= 0.0 && s.is_finite()) {
-            return Err(format!("--idle_compaction_delay: expected seconds >= 0, got {s}"));
+            return Err(format!(
+                "--idle_compaction_delay: expected seconds >= 0, got {s}"
+            ));
         }
         o.idle_compaction_delay = (s > 0.0).then(|| std::time::Duration::from_secs_f64(s));
     }

@@ -637,6 +637,15 @@ impl Options {
         if !(1..=16).contains(&self.max_background_compactions) {
             return bad("max_background_compactions", "must be between 1 and 16");
         }
+        if self.idle_compaction_delay.is_some_and(|d| d.is_zero()) {
+            return bad(
+                "idle_compaction_delay",
+                "must be more than zero (None turns idle compaction off)",
+            );
+        }
+        if self.memory_limit == Some(0) {
+            return bad("memory_limit", "must be more than zero (None: detected)");
+        }
         if self.soft_pending_compaction_bytes_limit > self.hard_pending_compaction_bytes_limit {
             return bad(
                 "soft_pending_compaction_bytes_limit",
@@ -755,5 +764,23 @@ mod tests {
             .unwrap_err()
             .message()
             .contains("write_buffer_size"));
+        for (o, field) in [
+            (
+                Options {
+                    idle_compaction_delay: Some(std::time::Duration::ZERO),
+                    ..Options::default()
+                },
+                "idle_compaction_delay",
+            ),
+            (
+                Options {
+                    memory_limit: Some(0),
+                    ..Options::default()
+                },
+                "memory_limit",
+            ),
+        ] {
+            assert!(o.validate().unwrap_err().message().contains(field), "{field}");
+        }
     }
 }

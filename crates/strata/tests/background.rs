@@ -319,7 +319,10 @@ fn idle_writes_bring_upper_levels_under_their_share_of_the_last() {
     assert!(db.stats().idle_compactions > 0, "{b:?}");
     for l in 1..last {
         let share = b[last] as f64 / 10f64.powi((last - l) as i32);
-        assert!(b[l] as f64 <= share.max(1.0) + (16 << 10) as f64, "L{l}: {b:?}");
+        assert!(
+            b[l] as f64 <= share.max(1.0) + (16 << 10) as f64,
+            "L{l}: {b:?}"
+        );
     }
     assert!(above < b[last] / 5, "{b:?}");
     // What wait_for_compactions leaves on disk is the tree: no input of the last job.

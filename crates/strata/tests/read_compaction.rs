@@ -30,16 +30,18 @@ fn two_levels_with(
     tweak: fn(Options) -> Options,
 ) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>, u32) {
     let fs = Arc::new(MemFs::new());
-    let opts = |level_base: u64| tweak(Options {
-        write_buffer_size: 256 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: level_base,
-        level0_file_num_compaction_trigger: 1,
-        num_levels: 3,
-        read_compaction_bytes,
-        fs: fs.clone(),
-        ..Options::default()
-    });
+    let opts = |level_base: u64| {
+        tweak(Options {
+            write_buffer_size: 256 << 10,
+            target_file_size_base: 32 << 10,
+            max_bytes_for_level_base: level_base,
+            level0_file_num_compaction_trigger: 1,
+            num_levels: 3,
+            read_compaction_bytes,
+            fs: fs.clone(),
+            ..Options::default()
+        })
+    };
     let mut model = BTreeMap::new();
     let n = 4000u32;
     {
@@ -154,7 +156,11 @@ fn block_in_vain_charges_only_tables_the_filter_let_in() {
     assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
     read_all(&db, n);
     std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(db.stats().read_compactions, 0, "filtered misses charge nothing");
+    assert_eq!(
+        db.stats().read_compactions,
+        0,
+        "filtered misses charge nothing"
+    );
     assert_eq!(levels(&db), before);
     assert_db_matches(&db, &model);
     let (db, model, n) = two_levels_with(16 << 10, |o| Options {

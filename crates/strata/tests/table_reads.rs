@@ -124,7 +124,10 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
     assert_db_matches(&db, &model);
     let opened = fs.take();
     assert!(!opened.is_empty());
-    assert!(opened.iter().all(|&a| a == ReadAccess::Mapped), "{opened:?}");
+    assert!(
+        opened.iter().all(|&a| a == ReadAccess::Mapped),
+        "{opened:?}"
+    );
     let first_tables = tables(&fs);
 
     // An iterator holds tables open across the switch and keeps reading them.
@@ -145,7 +148,10 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
         it.next();
     }
     it.status().unwrap();
-    assert_eq!(seen, 1000, "the iterator reads the tables it holds to the end");
+    assert_eq!(
+        seen, 1000,
+        "the iterator reads the tables it holds to the end"
+    );
     drop(it);
     assert_db_matches(&db, &model);
     let opened = fs.take_named();
@@ -154,12 +160,17 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
         .position(|(_, a)| *a == ReadAccess::Positional)
         .expect("tables opened with pread");
     assert!(
-        opened[switch..].iter().all(|(_, a)| *a == ReadAccess::Positional),
+        opened[switch..]
+            .iter()
+            .all(|(_, a)| *a == ReadAccess::Positional),
         "{opened:?}"
     );
     let live = tables(&fs);
     let survivors: Vec<&String> = first_tables.iter().filter(|t| live.contains(t)).collect();
-    assert!(!survivors.is_empty(), "some of the first tables outlive the switch");
+    assert!(
+        !survivors.is_empty(),
+        "some of the first tables outlive the switch"
+    );
     for t in &live {
         assert!(
             opened[switch..].iter().any(|(n, _)| n == t),
@@ -182,13 +193,27 @@ fn tables_are_mapped_while_they_fit_and_read_with_pread_beyond() {
     fs.take();
     assert_db_matches(&db, &model);
     let opened = fs.take();
-    assert!(opened.iter().all(|&a| a == ReadAccess::Mapped), "{opened:?}");
+    assert!(
+        opened.iter().all(|&a| a == ReadAccess::Mapped),
+        "{opened:?}"
+    );
 
     // A reopened database decides from its tables before the first read.
     drop(db);
-    let db = Db::open("/db", Options { memory_limit: Some(400 << 10), ..opts(fs.clone()) }).unwrap();
+    let db = Db::open(
+        "/db",
+        Options {
+            memory_limit: Some(400 << 10),
+            ..opts(fs.clone())
+        },
+    )
+    .unwrap();
     assert_db_matches(&db, &model);
-    assert_eq!(reads(&db), "Positional", "400 KiB leave no room for tables at all");
+    assert_eq!(
+        reads(&db),
+        "Positional",
+        "400 KiB leave no room for tables at all"
+    );
 }
 
 #[test]
@@ -242,16 +267,25 @@ fn file_reads_count_one_data_block_per_get() {
         db.get(format!("key{:05}", i * 4)).unwrap().unwrap();
     }
     let s = db.stats();
-    assert_eq!(s.table_open_reads, before.table_open_reads, "no table opened again");
+    assert_eq!(
+        s.table_open_reads, before.table_open_reads,
+        "no table opened again"
+    );
     assert_eq!(s.table_block_reads - before.table_block_reads, 500);
     let bytes = s.table_block_read_bytes - before.table_block_read_bytes;
-    assert!(bytes >= 500 * 1024 && bytes < 500 * 2 * 1024, "{bytes}");
+    assert!((500 * 1024..500 * 2 * 1024).contains(&bytes), "{bytes}");
     assert!(before.table_open_reads > 0 && before.table_open_read_bytes > 0);
     let before = db.stats();
     for i in 0..500u32 {
         assert!(db.get(format!("nokey{i:05}")).unwrap().is_none());
     }
     let misses = db.stats().table_block_reads - before.table_block_reads;
-    assert!(misses < 25, "{misses} blocks read for 500 absent keys (filter false positives only)");
-    assert!(db.property("strata.stats").unwrap().contains("Table file reads"));
+    assert!(
+        misses < 25,
+        "{misses} blocks read for 500 absent keys (filter false positives only)"
+    );
+    assert!(db
+        .property("strata.stats")
+        .unwrap()
+        .contains("Table file reads"));
 }

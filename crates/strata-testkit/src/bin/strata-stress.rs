@@ -194,7 +194,8 @@ fn options(a: &Args) -> Result<Options, String> {
         let t: u64 = t
             .parse()
             .map_err(|_| format!("--tables_in_memory: expected bytes, got {t:?}"))?;
-        let reserved = (o.write_buffer_size * o.max_write_buffer_number + o.block_cache_size) as u64;
+        let reserved =
+            (o.write_buffer_size * o.max_write_buffer_number + o.block_cache_size) as u64;
         o.memory_limit = Some(reserved + t / 3 * 4 + 4);
     }
     // OHDB's buckets, small: bucket compactions run all the time.

@@ -161,7 +161,7 @@ impl IdleWatch {
     fn sleep(&mut self, db: &DbInner) -> Option<Duration> {
         let delay = self.delay?;
         let left = delay.saturating_sub(self.quiet(db));
-        Some(left.clamp(Duration::from_millis(1), delay / 4))
+        Some(left.min(delay / 4).max(Duration::from_millis(1)))
     }
 }
 

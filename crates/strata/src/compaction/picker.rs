@@ -27,8 +27,8 @@ pub enum CompactionReason {
     Manual,
     /// Reads consulted the input in vain too often (`Options::read_compaction_bytes`).
     Reads,
-    /// The database went idle with L0 at least half way to its trigger, or a level above the last
-    /// over its share of the last (`Options::idle_compaction_delay`).
+    /// The database went idle with L0 at least half way to its trigger, or a level above
+    /// the last over its share of the last (`Options::idle_compaction_delay`).
     Idle,
 }
 
@@ -182,8 +182,12 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
 /// L0 at least half way to its trigger by the layout's own score, or a level above the last
 /// larger than the last would allow (`idle_level`).
 pub fn idle_due(v: &Version, opts: &Options) -> bool {
-    opts.idle_compaction_delay.is_some()
-        && (v.l0.score(v.files(0), opts) >= 0.5 || idle_level(v, opts).is_some())
+    opts.idle_compaction_delay.is_some() && (l0_half_way(v, opts) || idle_level(v, opts).is_some())
+}
+
+/// Whether L0 is at least half way to its compaction trigger, by the layout's own score.
+fn l0_half_way(v: &Version, opts: &Options) -> bool {
+    v.l0.score(v.files(0), opts) >= 0.5
 }
 
 /// The level above the last that exceeds its share of the last level by the most, if any
@@ -193,7 +197,9 @@ pub fn idle_due(v: &Version, opts: &Options) -> bool {
 /// level below its own target leaves up to the levels above (L1 alone: 256 MiB) as
 /// superseded versions in it.
 pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
-    let last = (1..v.num_levels()).rev().find(|&l| !v.files(l).is_empty())?;
+    let last = (1..v.num_levels())
+        .rev()
+        .find(|&l| !v.files(l).is_empty())?;
     let last_bytes = v.level_bytes(last) as f64;
     (1..last)
         .filter_map(|l| {
@@ -206,9 +212,8 @@ pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
 }
 
 /// Once the database has seen no write and no read for `Options::idle_compaction_delay`,
-/// with nothing else due:
-/// L0 at least half way to its trigger goes down, then levels above the last that exceed
-/// their share of it (`idle_level`). While writes stream in, waiting for the full trigger
+/// with nothing else due, L0 at least half way to its trigger goes down, then levels above
+/// the last that exceed their share of it (`idle_level`). While writes stream in, waiting for the full trigger
 /// spreads each rewrite of L1 over more L0 bytes, and levels fill to their targets; once
 /// they stop there is nothing left to spread the rewrites over, and what the tree keeps
 /// above its last level (mostly newer versions of keys below) costs space and reads until
@@ -218,7 +223,7 @@ pub fn pick_idle(ctx: &PickContext<'_>) -> Option<Compaction> {
         return None;
     }
     let v = ctx.version;
-    if v.l0.score(v.files(0), ctx.opts) >= 0.5 {
+    if l0_half_way(v, ctx.opts) {
         if let Some(c) = pick_l0(ctx, CompactionReason::Idle) {
             return Some(c);
         }

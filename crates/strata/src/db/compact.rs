@@ -55,8 +55,8 @@ impl DbInner {
 /// [`crate::Db::wait_for_compactions`]: waits until no flush or compaction runs or is due.
 /// A level over its target that the picker leaves alone (every candidate waits on something
 /// that is not running) would keep it waiting for ever: once nothing has run for a second,
-/// that state is idle too. An idle L0 compaction (`Options::idle_compaction_delay`) counts
-/// as due while no write comes: writes that go on put it off, and the wait ends.
+/// that state is idle too. An idle compaction (`Options::idle_compaction_delay`) counts as
+/// due while no write comes: writes that go on put it off, and the wait ends.
 pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     let mut st = lock(&db.state);
     let mut quiet_since: Option<(u64, std::time::Instant)> = None;
@@ -87,7 +87,10 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
             }
             // An idle compaction starts only once the database has been idle for its delay.
             let patience = std::time::Duration::from_secs(1)
-                + db.opts.idle_compaction_delay.filter(|_| idle_due).unwrap_or_default();
+                + db.opts
+                    .idle_compaction_delay
+                    .filter(|_| idle_due)
+                    .unwrap_or_default();
             match quiet_since {
                 Some((p, t)) if p == progress => {
                     if t.elapsed() >= patience {

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 pub use fault::{FaultFs, FaultRule, FsOp};
 pub use mem::{CrashMode, MemFs};
-pub use real::RealFs;
 pub(crate) use real::memory_limit;
+pub use real::RealFs;
 
 use crate::error::Result;
 

@@ -647,7 +647,10 @@ mod tests {
         let v1 = "9:name=systemd:/\n4:memory:/memlimit-7\n1:cpu,cpuacct:/\n";
         assert_eq!(
             super::cgroup_limit_files(v1),
-            vec![("/memlimit-7", ("/sys/fs/cgroup/memory", "memory.limit_in_bytes"))]
+            vec![(
+                "/memlimit-7",
+                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+            )]
         );
         let v2 = "0::/user.slice/a.scope\n";
         assert_eq!(
