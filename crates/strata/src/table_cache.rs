@@ -166,7 +166,7 @@ impl TableCache {
 
     /// How tables open now.
     pub fn access(&self) -> ReadAccess {
-        access_of(self.access.load(Ordering::Relaxed))
+        access_of(self.access.load(Ordering::SeqCst))
     }
 
     /// Tells the cache the live tables now hold `bytes`. When that moves reads by size to
@@ -185,7 +185,7 @@ impl TableCache {
             now
         };
         if next != now {
-            self.access.store(access_code(next), Ordering::Relaxed);
+            self.access.store(access_code(next), Ordering::SeqCst);
             self.tables.clear();
         }
     }
@@ -199,8 +199,9 @@ impl TableCache {
             return Ok(t);
         }
         let path = self.placement.table_path(f.number, f.path_id);
+        let access = self.access();
         let file = Arc::new(CountingFile {
-            inner: self.fs.open_with(&path, self.access())?,
+            inner: self.fs.open_with(&path, access)?,
             reads: self.file_reads.clone(),
             opening: AtomicBool::new(true),
         });
@@ -212,6 +213,12 @@ impl TableCache {
         )?);
         file.opening.store(false, Ordering::Relaxed);
         self.tables.insert(f.number, t.clone(), 1);
+        // NB: a switch of the way of reading (`set_live_bytes`) stores the new way, then
+        // clears the cache. If it stored before this check, the table opened the old way
+        // leaves the cache here; if after, its clear removes it.
+        if self.access() != access {
+            self.tables.remove(&f.number);
+        }
         Ok(t)
     }
 
