@@ -239,6 +239,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(b) = flags.read_compaction_bytes {
         o.read_compaction_bytes = b;
     }
+    if let Some(l) = flags.max_mem_compaction_level {
+        o.max_mem_compaction_level = l;
+    }
     if let Some(s) = flags.idle_compaction_delay {
         if !(s >= 0.0 && s.is_finite()) {
             return Err(format!(

@@ -103,6 +103,8 @@ pub struct Flags {
     pub read_charging: Option<String>,
     /// Bytes of a table per allowed in-vain read, 0 = no read-triggered compaction (strata only).
     pub read_compaction_bytes: Option<u64>,
+    /// Deepest level a flushed table may be placed in directly (strata only).
+    pub max_mem_compaction_level: Option<usize>,
     /// Index and filter blocks copied to the heap (strata only).
     pub pin_table_metadata: Option<bool>,
     /// OHDB's buckets: how many (strata only).
@@ -184,6 +186,7 @@ impl Default for Flags {
             idle_compaction_delay: None,
             read_charging: None,
             read_compaction_bytes: None,
+            max_mem_compaction_level: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -354,6 +357,7 @@ impl Flags {
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
                 "read_charging" => f.read_charging = Some(v.to_string()),
                 "read_compaction_bytes" => f.read_compaction_bytes = Some(num(&name, v)?),
+                "max_mem_compaction_level" => f.max_mem_compaction_level = Some(num(&name, v)?),
                 "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
@@ -468,6 +472,7 @@ strata-only flags:
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)
   --read_charging=in-vain|first-of-several|block-in-vain --read_compaction_bytes=N (0 = off)
+  --max_mem_compaction_level=N  deepest level a flush may place a table in (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
