@@ -125,6 +125,19 @@ pub struct StrataEngine {
     wo: strata::WriteOptions,
 }
 
+/// The value named `v` among `choices`, for flag `--name`; an error listing the names
+/// otherwise.
+fn choice<T: Copy>(name: &str, v: &str, choices: &[(&str, T)]) -> Result<T, String> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|&(_, t)| t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            format!("--{name}: expected {}, got {v:?}", names.join("|"))
+        })
+}
+
 /// strata options for these flags: the preset, then every flag that was given.
 ///
 /// # Errors
@@ -187,15 +200,15 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         o.separate_flush_thread = v;
     }
     if let Some(p) = &flags.compaction_priority {
-        o.compaction_priority = match p.as_str() {
-            "round-robin" => strata::CompactionPriority::RoundRobin,
-            "min-overlap" => strata::CompactionPriority::MinOverlappingRatio,
-            _ => {
-                return Err(format!(
-                    "--compaction_priority: expected round-robin|min-overlap, got {p:?}"
-                ))
-            }
-        };
+        use strata::CompactionPriority as P;
+        o.compaction_priority = choice(
+            "compaction_priority",
+            p,
+            &[
+                ("round-robin", P::RoundRobin),
+                ("min-overlap", P::MinOverlappingRatio),
+            ],
+        )?;
     }
     o.compression = if flags.compression_type == "lz4" {
         strata::Compression::Lz4
@@ -210,31 +223,33 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    match flags.table_reads.as_deref() {
-        Some("auto") => o.table_reads = None,
-        Some("mapped") => o.table_reads = Some(strata::fs::ReadAccess::Mapped),
-        Some("mapped-random") => o.table_reads = Some(strata::fs::ReadAccess::MappedRandom),
-        Some("pread") => o.table_reads = Some(strata::fs::ReadAccess::Positional),
-        Some(r) => {
-            return Err(format!(
-                "--table_reads: expected auto|mapped|mapped-random|pread, got {r:?}"
-            ))
-        }
-        None => {}
+    if let Some(r) = &flags.table_reads {
+        use strata::fs::ReadAccess as A;
+        o.table_reads = choice(
+            "table_reads",
+            r,
+            &[
+                ("auto", None),
+                ("mapped", Some(A::Mapped)),
+                ("mapped-random", Some(A::MappedRandom)),
+                ("pread", Some(A::Positional)),
+            ],
+        )?;
     }
     if let Some(v) = flags.memory_limit {
         o.memory_limit = Some(v);
     }
-    match flags.read_charging.as_deref() {
-        Some("in-vain") => o.read_charging = strata::ReadCharging::InVain,
-        Some("first-of-several") => o.read_charging = strata::ReadCharging::FirstOfSeveral,
-        Some("block-in-vain") => o.read_charging = strata::ReadCharging::BlockInVain,
-        Some(r) => {
-            return Err(format!(
-                "--read_charging: expected in-vain|first-of-several|block-in-vain, got {r:?}"
-            ))
-        }
-        None => {}
+    if let Some(r) = &flags.read_charging {
+        use strata::ReadCharging as R;
+        o.read_charging = choice(
+            "read_charging",
+            r,
+            &[
+                ("in-vain", R::InVain),
+                ("first-of-several", R::FirstOfSeveral),
+                ("block-in-vain", R::BlockInVain),
+            ],
+        )?;
     }
     if let Some(b) = flags.read_compaction_bytes {
         o.read_compaction_bytes = b;
@@ -253,11 +268,13 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.pin_table_metadata {
         o.pin_table_metadata = v;
     }
-    match flags.l0_layout.as_deref() {
-        Some("flat") => o.l0_layout = strata::L0Layout::Flat,
-        Some("buckets") => o.l0_layout = strata::L0Layout::Buckets,
-        Some(l) => return Err(format!("--l0_layout: expected flat|buckets, got {l:?}")),
-        None => {}
+    if let Some(l) = &flags.l0_layout {
+        use strata::L0Layout as L;
+        o.l0_layout = choice(
+            "l0_layout",
+            l,
+            &[("flat", L::Flat), ("buckets", L::Buckets)],
+        )?;
     }
     if let Some(v) = flags.l0_buckets {
         o.l0_buckets = v;
@@ -265,15 +282,13 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.bucket_compaction_trigger {
         o.bucket_compaction_trigger = v;
     }
-    match flags.bucket_boundaries.as_deref() {
-        Some("prefix") => o.bucket_boundaries = strata::BucketBoundaries::KeyPrefix,
-        Some("sampled") => o.bucket_boundaries = strata::BucketBoundaries::Sampled,
-        Some(b) => {
-            return Err(format!(
-                "--bucket_boundaries: expected prefix|sampled, got {b:?}"
-            ))
-        }
-        None => {}
+    if let Some(b) = &flags.bucket_boundaries {
+        use strata::BucketBoundaries as B;
+        o.bucket_boundaries = choice(
+            "bucket_boundaries",
+            b,
+            &[("prefix", B::KeyPrefix), ("sampled", B::Sampled)],
+        )?;
     }
     if let Some(spec) = &flags.device_model {
         o.fs = Arc::new(crate::device::DeviceFs::new(crate::device::parse(spec)?));

@@ -780,7 +780,10 @@ mod tests {
                 "memory_limit",
             ),
         ] {
-            assert!(o.validate().unwrap_err().message().contains(field), "{field}");
+            assert!(
+                o.validate().unwrap_err().message().contains(field),
+                "{field}"
+            );
         }
     }
 }
