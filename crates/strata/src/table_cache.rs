@@ -260,3 +260,125 @@ impl TableCache {
         self.tables.remove(&n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::{Arc, Barrier, Mutex};
+
+    use super::{TableCache, TableReads};
+    use crate::file_meta::FileMeta;
+    use crate::filename::{self, FileNumber};
+    use crate::fs::{
+        FileLock, Fs, MemFs, RandomAccessFile, ReadAccess, SequentialFile, WritableFile,
+    };
+    use crate::key::{self, SeqNo, ValueKind};
+    use crate::placement::{PathId, Placement};
+    use crate::sst::{TableBuilder, TableOptions};
+    use crate::Result;
+
+    /// MemFs that records how tables open, and holds the first open inside `open_with`
+    /// until the test lets it go (two barrier waits: "in", "go on").
+    #[derive(Debug)]
+    struct Held {
+        mem: MemFs,
+        opened: Mutex<Vec<ReadAccess>>,
+        hold: Mutex<Option<Arc<Barrier>>>,
+    }
+
+    impl Fs for Held {
+        fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+            self.mem.create(path)
+        }
+        fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+            self.mem.open(path)
+        }
+        fn open_with(&self, path: &Path, a: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
+            self.opened.lock().unwrap().push(a);
+            let hold = self.hold.lock().unwrap().take();
+            if let Some(b) = hold {
+                b.wait();
+                b.wait();
+            }
+            self.mem.open_with(path, a)
+        }
+        fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+            self.mem.open_sequential(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.mem.exists(path)
+        }
+        fn list(&self, dir: &Path) -> Result<Vec<String>> {
+            self.mem.list(dir)
+        }
+        fn remove(&self, path: &Path) -> Result<()> {
+            self.mem.remove(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+            self.mem.rename(from, to)
+        }
+        fn create_dir_all(&self, dir: &Path) -> Result<()> {
+            self.mem.create_dir_all(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> Result<()> {
+            self.mem.sync_dir(dir)
+        }
+        fn file_size(&self, path: &Path) -> Result<u64> {
+            self.mem.file_size(path)
+        }
+        fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+            self.mem.lock(path)
+        }
+    }
+
+    /// A table opened the old way while reads switch ways must not stay cached: the next
+    /// read opens it the new way. The open is held inside the file system while the switch
+    /// runs, so the race is hit every time (the test fails without the re-check after
+    /// inserting).
+    #[test]
+    fn a_table_opened_during_a_switch_is_not_kept() {
+        let fs = Arc::new(Held {
+            mem: MemFs::new(),
+            opened: Mutex::new(Vec::new()),
+            hold: Mutex::new(None),
+        });
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let placement = Placement::new(Path::new("/db"), None, None);
+        let n = FileNumber(7);
+        let path = placement.table_path(n, PathId::DB);
+        assert!(path.ends_with(filename::table_name(n)));
+        let mut b = TableBuilder::new(
+            fs.create(&path).unwrap(),
+            path.clone(),
+            TableOptions::default(),
+        );
+        let (first, last) = (
+            key::internal_key(b"a", SeqNo(1), ValueKind::Put),
+            key::internal_key(b"b", SeqNo(2), ValueKind::Put),
+        );
+        b.add(&first, b"1").unwrap();
+        b.add(&last, b"2").unwrap();
+        let props = b.finish().unwrap();
+        let f = FileMeta::from_properties(n, PathId::DB, &props, first, last);
+        let cache = Arc::new(
+            TableCache::new(fs.clone(), placement, 100, None)
+                .reading(TableReads::BySize { budget: 1000 }, true),
+        );
+        let barrier = Arc::new(Barrier::new(2));
+        *fs.hold.lock().unwrap() = Some(barrier.clone());
+        let reader = {
+            let (cache, f) = (cache.clone(), f.clone());
+            std::thread::spawn(move || cache.table(&f).map(|_| ()))
+        };
+        barrier.wait(); // the reader is inside open_with, the old way (maps)
+        cache.set_live_bytes(2000);
+        barrier.wait(); // let it finish opening and insert
+        reader.join().unwrap().unwrap();
+        cache.table(&f).unwrap();
+        assert_eq!(
+            *fs.opened.lock().unwrap(),
+            vec![ReadAccess::Mapped, ReadAccess::Positional],
+            "the table opened during the switch was kept"
+        );
+    }
+}
