@@ -145,12 +145,16 @@ pub(crate) struct DbInner {
     /// Reads (gets, new iterators) since the last write
     /// (`Options::read_compaction_min_straight_reads`).
     pub straight_reads: AtomicU64,
-    /// Reads (gets, new iterators) so far, counted while `Options::idle_compaction_delay`
-    /// is set: reads keep the database from being idle.
-    pub reads: AtomicU64,
+    /// Set by a read (a get, a new iterator) while `Options::idle_compaction_delay` is set,
+    /// cleared by the compaction thread that looks for idleness: reads keep the database
+    /// from being idle. A flag, not a count: a read pays a load of a line that stays shared
+    /// (and a store only when the flag was clear), not an add on it.
+    pub read_seen: AtomicBool,
     /// When the last write group was applied, in nanoseconds since `opened`
     /// (`Options::idle_compaction_delay`).
     pub last_write_nanos: AtomicU64,
+    /// When a compaction thread last found `read_seen` raised, in nanoseconds since `opened`.
+    pub last_read_nanos: AtomicU64,
     pub opened: std::time::Instant,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
@@ -174,10 +178,24 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl DbInner {
-    /// How long ago the last write group was applied (since the open, if none was).
-    pub fn since_last_write(&self) -> std::time::Duration {
-        let last = std::time::Duration::from_nanos(self.last_write_nanos.load(Ordering::Relaxed));
-        self.opened.elapsed().saturating_sub(last)
+    /// Now, in nanoseconds since `opened`.
+    pub fn nanos_since_open(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// How long the database has seen no write and no read (since the open, if none came).
+    /// Writes are stamped as they come; a read only raises `read_seen`, which the caller
+    /// turns into a stamp here, so a stop of reads counts from when it was first looked for.
+    pub fn quiet_for(&self) -> std::time::Duration {
+        let now = self.nanos_since_open();
+        if self.read_seen.swap(false, Ordering::Relaxed) {
+            self.last_read_nanos.fetch_max(now, Ordering::Relaxed);
+        }
+        let last = self
+            .last_write_nanos
+            .load(Ordering::Relaxed)
+            .max(self.last_read_nanos.load(Ordering::Relaxed));
+        std::time::Duration::from_nanos(now.saturating_sub(last))
     }
 
     pub fn visible_sequence(&self) -> SeqNo {
@@ -192,7 +210,10 @@ impl DbInner {
     /// table cache the live table bytes (it may read tables another way from now on).
     /// REQUIRES: `state` locked; `version` is the VersionSet's current one.
     pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {
-        self.tables.set_live_bytes(version.total_bytes());
+        // NB: a memtable switch keeps the version; its bytes are what the cache was told.
+        if !Arc::ptr_eq(&state.super_version.version, &version) {
+            self.tables.set_live_bytes(version.total_bytes());
+        }
         state.super_version = Arc::new(SuperVersion {
             mem: state.mem.clone(),
             imms: state.imms.iter().rev().cloned().collect(),
@@ -217,8 +238,8 @@ impl DbInner {
     /// wakes a compaction thread when the count passes it, since read-triggered
     /// compactions may run from then on.
     pub fn count_read(&self) {
-        if self.opts.idle_compaction_delay.is_some() {
-            self.reads.fetch_add(1, Ordering::Relaxed);
+        if self.opts.idle_compaction_delay.is_some() && !self.read_seen.load(Ordering::Relaxed) {
+            self.read_seen.store(true, Ordering::Relaxed);
         }
         let min = self.opts.read_compaction_min_straight_reads;
         if min == 0 {

@@ -9,7 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::compaction::Compaction;
 use crate::db::{lock, DbInner, State};
@@ -121,46 +121,29 @@ fn flush_due(st: &State) -> bool {
 }
 
 /// When the database counts as idle for `Options::idle_compaction_delay`: no write and no
-/// read for that long (none for a worker that does not compact). Writes are stamped with
-/// their time; reads only counted (a clock read per get costs more than a relaxed add),
-/// so a stop of reads is noticed at the next look, which comes at least every quarter of
-/// the delay.
+/// read for that long (`DbInner::quiet_for`; none for a worker that does not compact).
 struct IdleWatch {
     delay: Option<Duration>,
-    reads: u64,
-    reads_seen: Instant,
 }
 
 impl IdleWatch {
     fn new(db: &DbInner, worker: Worker) -> Self {
         IdleWatch {
             delay: db.opts.idle_compaction_delay.filter(|_| worker.compacts()),
-            reads: db.reads.load(Ordering::Relaxed),
-            reads_seen: Instant::now(),
         }
-    }
-
-    /// How long the database has been idle; notes reads that came since the last look.
-    fn quiet(&mut self, db: &DbInner) -> Duration {
-        let reads = db.reads.load(Ordering::Relaxed);
-        if reads != self.reads {
-            self.reads = reads;
-            self.reads_seen = Instant::now();
-        }
-        db.since_last_write().min(self.reads_seen.elapsed())
     }
 
     /// Whether the database has been idle for the delay.
-    fn idle(&mut self, db: &DbInner) -> bool {
-        self.delay.is_some_and(|d| self.quiet(db) >= d)
+    fn idle(&self, db: &DbInner) -> bool {
+        self.delay.is_some_and(|d| db.quiet_for() >= d)
     }
 
     /// How long a worker with nothing to do may sleep before it looks again: until the
-    /// database could count as idle, at most a quarter of the delay; without a delay,
-    /// until woken.
-    fn sleep(&mut self, db: &DbInner) -> Option<Duration> {
+    /// database could count as idle, at most a quarter of the delay (a stop of reads is
+    /// noticed when looked for); without a delay, until woken.
+    fn sleep(&self, db: &DbInner) -> Option<Duration> {
         let delay = self.delay?;
-        let left = delay.saturating_sub(self.quiet(db));
+        let left = delay.saturating_sub(db.quiet_for());
         Some(left.min(delay / 4).max(Duration::from_millis(1)))
     }
 }
@@ -168,7 +151,7 @@ impl IdleWatch {
 /// A background thread: runs jobs the policy hands `worker` until shutdown; sleeps while
 /// there is none.
 fn work(db: &DbInner, worker: Worker) {
-    let mut watch = IdleWatch::new(db, worker);
+    let watch = IdleWatch::new(db, worker);
     loop {
         // NB: read before asking for a job, so progress made meanwhile wakes us below.
         let progress = lock(&db.state).progress;

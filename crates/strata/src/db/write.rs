@@ -173,8 +173,8 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         db.straight_reads.store(0, Ordering::Relaxed);
     }
     if db.opts.idle_compaction_delay.is_some() {
-        let now = u64::try_from(db.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        db.last_write_nanos.store(now, Ordering::Relaxed);
+        db.last_write_nanos
+            .store(db.nanos_since_open(), Ordering::Relaxed);
     }
     let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
