@@ -53,6 +53,12 @@ pub fn configs() -> Vec<Config> {
             name: "ohdb-l0p",
             build: |_, fs| small(Options::ohdb_l0p(), fs),
         },
+        // HyperLevelDB with levels in a second directory: flushes into an empty range are
+        // written in the levels' directory and placed in L1/L2.
+        Config {
+            name: "ohdb-2dc",
+            build: |dir, fs| small(Options::ohdb_2dc(dir.join("levels")), fs),
+        },
         Config {
             name: "ohdb-c",
             build: |dir, fs| Options {

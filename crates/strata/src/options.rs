@@ -208,7 +208,9 @@ pub struct Options {
     /// HyperLevelDB's `kMaxMemCompactLevel`, 2 there). Skips L0 -> L1 merges for key ranges
     /// nobody wrote before (sequential loads), at the price of tables in L1/L2 that later
     /// compactions must merge around. Never into a level a running compaction reads or
-    /// writes, and never across directories. 0 keeps every flushed table in L0.
+    /// writes. With a `level_dir`, a flush whose key range would be placed below L0 writes
+    /// its table in `level_dir` (should a compaction make the range overlap meanwhile, the
+    /// table joins L0 from there). 0 keeps every flushed table in L0.
     /// Defaults to 0.
     pub max_mem_compaction_level: usize,
     /// Read-triggered compaction: a table (not in the last level) that reads consulted in

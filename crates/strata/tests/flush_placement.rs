@@ -1,11 +1,11 @@
 //! Flushed tables placed below L0 (`Options::max_mem_compaction_level`, LevelDB's and
 //! HyperLevelDB's `kMaxMemCompactLevel`): only where they overlap nothing above, so a read
-//! never finds an older version above a newer one.
+//! never finds an older version above a newer one; with a `level_dir`, written there.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::fs::MemFs;
+use strata::fs::{Fs, MemFs};
 use strata::{Db, Options};
 
 fn files(db: &Db) -> Vec<usize> {
@@ -67,22 +67,45 @@ fn a_table_overlapping_l0_stays_in_l0() {
 }
 
 #[test]
-fn off_by_default_and_never_across_directories() {
+fn off_by_default() {
     let db = Db::open("/db", opts(0)).unwrap();
     put_range(&db, b'm', b'n', "1");
     assert_eq!(files(&db), vec![1, 0, 0]);
-    drop(db);
-    let two_dirs = Options {
+}
+
+/// Tables in `dir` (the numbers of its `.sst` files).
+fn tables_in(fs: &MemFs, dir: &str) -> usize {
+    fs.list(Path::new(dir))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .count()
+}
+
+#[test]
+fn across_directories_a_flush_placed_below_l0_is_written_where_levels_live() {
+    let fs = Arc::new(MemFs::new());
+    let two_dirs = || Options {
         level_dir: Some(Path::new("/deep").to_path_buf()),
+        fs: fs.clone(),
         ..opts(2)
     };
-    let db = Db::open("/db2", two_dirs).unwrap();
+    let db = Db::open("/db", two_dirs()).unwrap();
     put_range(&db, b'm', b'n', "1");
-    assert_eq!(
-        files(&db),
-        vec![1, 0, 0],
-        "L0 tables are not where levels live"
-    );
+    assert_eq!(files(&db), vec![0, 0, 1], "nothing anywhere: down to L2");
+    assert_eq!((tables_in(&fs, "/db"), tables_in(&fs, "/deep")), (0, 1));
+    put_range(&db, b'a', b'z', "2");
+    assert_eq!(files(&db), vec![0, 1, 1], "overlaps L2: stops in L1");
+    put_range(&db, b'b', b'c', "3");
+    assert_eq!(files(&db), vec![1, 1, 1], "overlaps L1: stays in L0");
+    assert_eq!((tables_in(&fs, "/db"), tables_in(&fs, "/deep")), (1, 2));
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", two_dirs()).unwrap();
+    assert_eq!(files(&db), vec![1, 1, 1]);
+    assert_eq!(db.get([b'm']).unwrap(), Some(b"2".to_vec()));
+    assert_eq!(db.get([b'b']).unwrap(), Some(b"3".to_vec()));
+    assert_eq!(db.get([b'y']).unwrap(), Some(b"2".to_vec()));
 }
 
 #[test]

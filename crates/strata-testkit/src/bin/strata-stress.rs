@@ -12,7 +12,7 @@
 //!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
-//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-c] [--threads=4] [--keys=20000]
+//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c] [--threads=4] [--keys=20000]
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -511,7 +511,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     let presets: Vec<String> = a
         .str(
             "presets",
-            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-c",
+            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c",
         )
         .split(',')
         .map(str::to_string)

@@ -1,5 +1,6 @@
 //! Flush: turns the oldest immutable memtable into L0 tables (as the L0 layout cuts it) and
-//! installs them.
+//! installs them, in L0 or, where nothing overlaps, placed deeper
+//! (`Options::max_mem_compaction_level`).
 //!
 //! Runs on the flush thread (or the shared background thread). The tables are written and
 //! synced, their directory synced, then the edit (new L0 files + the oldest WAL still
@@ -10,11 +11,11 @@ use std::sync::Arc;
 
 use super::{lock, DbInner};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::l0::Ingest;
+use crate::memtable::MemTable;
 use crate::options::{LevelSizing, Options};
-use crate::placement::{FileKind, Placement};
+use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::TableOptions;
 use crate::stats::{Stats, MAX_LEVELS};
 use crate::version::{Version, VersionEdit};
@@ -28,6 +29,7 @@ impl DbInner {
         };
         let base = lock(&self.versions).current();
         let layout = base.l0.clone();
+        let path_id = self.flush_dir(&base, &mem);
         let mut outputs: Vec<FileNumber> = Vec::new();
         let mut new_number = || {
             let n = lock(&self.versions).new_output_number();
@@ -37,6 +39,7 @@ impl DbInner {
         let mut job = Ingest {
             fs: &*self.fs,
             placement: &self.placement,
+            path_id,
             table_opts: TableOptions::from(&self.opts),
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
@@ -70,7 +73,15 @@ impl DbInner {
         let tables = ingested.tables;
         let busy_levels = lock(&self.state).busy_levels.clone();
         for m in tables {
-            let level = flush_level(&v, &self.opts, &self.placement, &busy_levels, &m);
+            let range = (m.smallest_user_key(), m.largest_user_key());
+            let level = flush_level(
+                &v,
+                &self.opts,
+                &self.placement,
+                &busy_levels,
+                range,
+                m.path_id,
+            );
             Stats::add(&self.stats.flushed_to[level.min(MAX_LEVELS - 1)], 1);
             edit.new_files.push((level, m));
         }
@@ -100,26 +111,60 @@ impl DbInner {
         self.bg_cv.notify_all();
         Ok(())
     }
+
+    /// The directory a flush of `mem` writes its tables in. L0's, unless levels >= 1 live
+    /// in another directory (`Options::level_dir`) and the memtable's key range would be
+    /// placed below L0 in `base` (`Options::max_mem_compaction_level`): then the levels'
+    /// directory, so that the placement is not refused for crossing directories. The level
+    /// is chosen again at install from the version then; should it have become L0 (a
+    /// compaction wrote into the range meanwhile), the tables join L0 from the levels'
+    /// directory, which the manifest records per table.
+    fn flush_dir(&self, base: &Version, mem: &Arc<MemTable>) -> PathId {
+        let l0 = self.placement.path_id(FileKind::L0Table);
+        let levels = self.placement.path_id(FileKind::table(1));
+        if levels == l0 || self.opts.max_mem_compaction_level == 0 {
+            return l0;
+        }
+        let Some((lo, hi)) = mem.user_key_range() else {
+            return l0;
+        };
+        let busy_levels = lock(&self.state).busy_levels.clone();
+        let range = (lo.as_slice(), hi.as_slice());
+        if flush_level(
+            base,
+            &self.opts,
+            &self.placement,
+            &busy_levels,
+            range,
+            levels,
+        ) > 0
+        {
+            levels
+        } else {
+            l0
+        }
+    }
 }
 
-/// The level flushed table `m` goes to: L0, or with `Options::max_mem_compaction_level` the
-/// deepest level down to it such that `m` overlaps nothing in L0 or on the way, the level
-/// below the chosen one holds at most `max_grandparent_overlap_factor` x
-/// `target_file_size_base` bytes of `m`'s range, no running compaction reads or writes the
-/// level, and the level's tables live where `m` was written. LevelDB's and HyperLevelDB's
-/// `PickLevelForMemTableOutput`.
+/// The level a flushed table of user keys `range`, written under `path_id`, goes to: L0,
+/// or with `Options::max_mem_compaction_level` the deepest level down to it such that the
+/// range overlaps nothing in L0 or on the way, the level below the chosen one holds at most
+/// `max_grandparent_overlap_factor` x `target_file_size_base` bytes of the range, no
+/// running compaction reads or writes the level, and the level's tables live where the
+/// table was written. LevelDB's and HyperLevelDB's `PickLevelForMemTableOutput`.
 fn flush_level(
     v: &Version,
     opts: &Options,
     placement: &Placement,
     busy_levels: &[usize],
-    m: &FileMeta,
+    range: (&[u8], &[u8]),
+    path_id: PathId,
 ) -> usize {
     // With dynamic level sizing the levels above the base level stay empty: no placement.
     if opts.max_mem_compaction_level == 0 || opts.level_sizing == LevelSizing::Dynamic {
         return 0;
     }
-    let (lo, hi) = (Some(m.smallest_user_key()), Some(m.largest_user_key()));
+    let (lo, hi) = (Some(range.0), Some(range.1));
     if !v.manual_inputs(0, lo, hi).is_empty() {
         return 0;
     }
@@ -128,7 +173,7 @@ fn flush_level(
     while level < opts.max_mem_compaction_level && level + 1 < v.num_levels() {
         let next = level + 1;
         if busy_levels.get(next).copied().unwrap_or(0) > 0
-            || placement.path_id(FileKind::table(next)) != m.path_id
+            || placement.path_id(FileKind::table(next)) != path_id
             || !v.overlapping(next, lo, hi).is_empty()
         {
             break;

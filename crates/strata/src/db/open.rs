@@ -388,6 +388,7 @@ fn flush_recovered(
     let mut job = Ingest {
         fs: &*opts.fs,
         placement,
+        path_id: placement.path_id(crate::placement::FileKind::L0Table),
         table_opts: crate::sst::TableOptions::from(opts),
         snapshots: Vec::new(),
         new_file_number: &mut new_number,

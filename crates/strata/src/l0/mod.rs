@@ -36,7 +36,7 @@ use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{self, SeqNo};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
-use crate::placement::{FileKind, Placement};
+use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version_filter::{Verdict, VersionFilter};
@@ -311,6 +311,9 @@ pub(crate) struct Ingested {
 pub(crate) struct Ingest<'a> {
     pub fs: &'a dyn Fs,
     pub placement: &'a Placement,
+    /// The directory the tables are written in: L0's, or the levels' when the flush expects
+    /// to place them below L0 (`Options::max_mem_compaction_level` with a `level_dir`).
+    pub path_id: PathId,
     pub table_opts: TableOptions,
     pub snapshots: Vec<SeqNo>,
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
@@ -330,7 +333,7 @@ impl Ingest<'_> {
         from: Option<&[u8]>,
         to: Option<&[u8]>,
     ) -> Result<Option<FileMeta>> {
-        let path_id = self.placement.path_id(FileKind::L0Table);
+        let path_id = self.path_id;
         let mut filter = VersionFilter::new(self.snapshots.clone());
         let mut it = mem.iter();
         match from {
@@ -367,11 +370,11 @@ impl Ingest<'_> {
         )))
     }
 
-    /// Syncs the L0 directory, so the tables written are found after a crash.
+    /// Syncs the tables' directory, so the tables written are found after a crash.
     ///
     /// # Errors
     /// I/O errors.
     pub fn sync_dir(&self) -> Result<()> {
-        self.fs.sync_dir(self.placement.dir_of(FileKind::L0Table))
+        self.fs.sync_dir(self.placement.dir(self.path_id))
     }
 }

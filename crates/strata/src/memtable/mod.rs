@@ -87,6 +87,23 @@ impl MemTable {
         self.list.is_empty()
     }
 
+    /// The smallest and largest user keys held, if any. For an immutable memtable this is
+    /// the key range of the tables a flush of it writes (a flush drops versions, never keys).
+    pub fn user_key_range(self: &Arc<Self>) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut it = self.iter();
+        it.seek_to_first();
+        if !it.valid() {
+            return None;
+        }
+        let lo = key::parse(it.key())?.user_key.to_vec();
+        it.seek_to_last();
+        if !it.valid() {
+            return None;
+        }
+        let hi = key::parse(it.key())?.user_key.to_vec();
+        Some((lo, hi))
+    }
+
     /// An iterator over the entries (sees entries added after its creation, too).
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
