@@ -221,6 +221,7 @@ impl Runner {
             Some(self.dir.clone()),
             self.flags.wal_dir.clone().map(PathBuf::from),
             self.flags.level_dir.clone().map(PathBuf::from),
+            self.flags.value_dir.clone().map(PathBuf::from),
         ]
         .into_iter()
         .flatten()
@@ -252,9 +253,13 @@ impl Runner {
 
     fn space(&self) -> u64 {
         let mut total = dir_size(&self.dir);
-        for d in [&self.flags.wal_dir, &self.flags.level_dir]
-            .into_iter()
-            .flatten()
+        for d in [
+            &self.flags.wal_dir,
+            &self.flags.level_dir,
+            &self.flags.value_dir,
+        ]
+        .into_iter()
+        .flatten()
         {
             if !Path::new(d).starts_with(&self.dir) {
                 total += dir_size(Path::new(d));

@@ -217,6 +217,15 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     };
     o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
     o.level_dir = flags.level_dir.as_ref().map(Into::into);
+    o.value_dir = flags.value_dir.as_ref().map(Into::into);
+    match flags.enable_blob_files {
+        Some(true) => o.value_store = strata::ValueStoreKind::BlobFiles,
+        Some(false) => o.value_store = strata::ValueStoreKind::Inline,
+        None => {}
+    }
+    if let Some(n) = flags.min_blob_size {
+        o.min_blob_size = usize::try_from(n).map_err(|_| "--min_blob_size: too large")?;
+    }
     if (flags.preset == "ohdb-2dc" || flags.preset == "ohdb-c") && o.level_dir.is_none() {
         return Err(format!(
             "--preset={}: give the second directory with --level_dir=DIR",

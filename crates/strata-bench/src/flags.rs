@@ -103,6 +103,13 @@ pub struct Flags {
     pub read_charging: Option<String>,
     /// Bytes of a table per allowed in-vain read, 0 = no read-triggered compaction (strata only).
     pub read_compaction_bytes: Option<u64>,
+    /// Values in blob files (strata: `ValueStoreKind::BlobFiles`; RocksDB: its integrated
+    /// BlobDB). Default: the preset's (strata), off (RocksDB).
+    pub enable_blob_files: Option<bool>,
+    /// Smallest value kept in a blob file (default: strata's preset, RocksDB's 0).
+    pub min_blob_size: Option<u64>,
+    /// Directory for value-store files (strata only).
+    pub value_dir: Option<String>,
     /// Deepest level a flushed table may be placed in directly (strata only).
     pub max_mem_compaction_level: Option<usize>,
     /// Index and filter blocks copied to the heap (strata only).
@@ -187,6 +194,9 @@ impl Default for Flags {
             read_charging: None,
             read_compaction_bytes: None,
             max_mem_compaction_level: None,
+            enable_blob_files: None,
+            min_blob_size: None,
+            value_dir: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -250,6 +260,7 @@ const BOOL_FLAGS: &[&str] = &[
     "separate_flush_thread",
     "level_compaction_dynamic_level_bytes",
     "pin_table_metadata",
+    "enable_blob_files",
 ];
 
 impl Flags {
@@ -347,6 +358,9 @@ impl Flags {
                 "compaction_priority" => f.compaction_priority = Some(v.to_string()),
                 "wal_dir" => f.wal_dir = Some(v.to_string()),
                 "level_dir" => f.level_dir = Some(v.to_string()),
+                "value_dir" => f.value_dir = Some(v.to_string()),
+                "enable_blob_files" => f.enable_blob_files = Some(parse_bool(&name, v)?),
+                "min_blob_size" => f.min_blob_size = Some(num(&name, v)?),
                 "device_model" => f.device_model = Some(v.to_string()),
                 "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
@@ -463,10 +477,11 @@ db_bench flags (same meaning and defaults):
 
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
-  --preset=NAME          default, leveldb, hyperleveldb, rocksdb, ohdb-l0p, ohdb-2dc, ohdb-c
-                         (ohdb-2dc and ohdb-c need --level_dir)
+  --preset=NAME          default, leveldb, hyperleveldb, rocksdb, ohdb-l0p, ohdb-2dc, ohdb-c,
+                         blob (ohdb-2dc and ohdb-c need --level_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
-  --wal_dir=DIR --level_dir=DIR
+  --wal_dir=DIR --level_dir=DIR --value_dir=DIR
+  --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --l0_layout=flat|buckets (default: the preset's)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)

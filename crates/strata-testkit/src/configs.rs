@@ -66,6 +66,25 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::ohdb_c(dir.join("levels")), fs)
             },
         },
+        // Values of 100 bytes and more in blob files (in a directory of their own); the
+        // tests' values straddle the threshold, so keys move between inline and separated.
+        Config {
+            name: "blob",
+            build: |dir, fs| Options {
+                min_blob_size: 100,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::blob(), fs)
+            },
+        },
+        // Blob files composed with OHDB's buckets.
+        Config {
+            name: "ohdb-l0p-blob",
+            build: |_, fs| Options {
+                value_store: strata::ValueStoreKind::BlobFiles,
+                min_blob_size: 100,
+                ..small(Options::ohdb_l0p(), fs)
+            },
+        },
         Config {
             name: "rocksdb",
             build: |_, fs| small(Options::rocksdb(), fs),

@@ -222,6 +222,8 @@ impl<'a> Iterator for BatchIter<'a> {
             let value = match kind {
                 ValueKind::Put => get_length_prefixed(&mut self.src)?,
                 ValueKind::Delete => &[][..],
+                // Value pointers are the engine's, written at flush: never in a batch.
+                ValueKind::Pointer => return None,
             };
             Some(BatchEntry { kind, key, value })
         })();

@@ -124,6 +124,9 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn Fs>,
     pub placement: Placement,
     pub tables: Arc<TableCache>,
+    /// Reads separated values (whatever `Options::value_store` says now: a database keeps
+    /// reading the values it separated before).
+    pub values: Arc<dyn crate::vstore::ValueStore>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,
@@ -404,7 +407,10 @@ impl Db {
     /// `strata.l0-layout` (the L0 layout's name), `strata.table-reads` (how tables open
     /// now: `Mapped`, `MappedRandom` or `Positional`; see `Options::table_reads`), and OHDB's columns:
     /// `strata.level-compactions` (C), `strata.tables` (SN), `strata.total-bytes-written`
-    /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW).
+    /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW);
+    /// the value store's `strata.value-files`, `strata.value-bytes` (their size),
+    /// `strata.value-live-bytes` and `strata.value-garbage-bytes` (records whose pointers
+    /// compactions dropped).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
@@ -422,6 +428,26 @@ impl Db {
                 Some(self.stats().compaction_bytes_written().to_string())
             }
             "strata.stats" => Some(self.stats().to_text()),
+            // The value store: files, their size, and the bytes of records compactions found
+            // dropped (garbage) and of the rest (live).
+            "strata.value-files"
+            | "strata.value-bytes"
+            | "strata.value-live-bytes"
+            | "strata.value-garbage-bytes" => {
+                let v = self.inner.super_version().version.clone();
+                let files = v.values.values();
+                Some(
+                    match name {
+                        "strata.value-files" => v.values.len() as u64,
+                        "strata.value-bytes" => files.map(|f| f.size).sum(),
+                        "strata.value-live-bytes" => {
+                            files.map(|f| f.record_bytes - f.garbage_bytes).sum()
+                        }
+                        _ => files.map(|f| f.garbage_bytes).sum(),
+                    }
+                    .to_string(),
+                )
+            }
             "strata.levels" => Some(self.inner.super_version().version.level_summary()),
             "strata.num-running-flushes" => {
                 Some(u8::from(lock(&self.inner.state).flush_running).to_string())

@@ -1,6 +1,6 @@
 //! File names inside the database directories (docs/format/filenames.md).
 //!
-//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
 //! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
 //! exactly one file whatever its kind.
 
@@ -23,6 +23,8 @@ pub enum FileType {
     Wal(FileNumber),
     /// A table.
     Table(FileNumber),
+    /// A blob file of the value store.
+    Blob(FileNumber),
     /// A manifest.
     Manifest(FileNumber),
     /// The pointer to the live manifest.
@@ -41,6 +43,11 @@ pub fn wal_name(n: FileNumber) -> String {
 /// The table file name for `n`.
 pub fn table_name(n: FileNumber) -> String {
     format!("{n}.sst")
+}
+
+/// The blob file name for `n`.
+pub fn blob_name(n: FileNumber) -> String {
+    format!("{n}.blob")
 }
 
 /// The manifest file name for `n`.
@@ -77,6 +84,9 @@ pub fn parse(name: &str) -> Option<FileType> {
     }
     if let Some(n) = name.strip_suffix(".sst") {
         return num(n).map(FileType::Table);
+    }
+    if let Some(n) = name.strip_suffix(".blob") {
+        return num(n).map(FileType::Blob);
     }
     None
 }

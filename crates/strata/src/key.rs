@@ -23,8 +23,7 @@ impl SeqNo {
 
 /// What an internal-key entry is. On-disk format: never renumber.
 ///
-/// Room is reserved for later issues: value pointers into a value store (KV separation) and
-/// references into coalesced groups.
+/// Room is reserved for later issues: references into coalesced groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum ValueKind {
@@ -32,6 +31,9 @@ pub enum ValueKind {
     Delete = 0,
     /// An inline value.
     Put = 1,
+    /// A value kept in the value store; the entry's value is an encoded
+    /// [`crate::vstore::ValuePointer`] (docs/format/value-pointer.md).
+    Pointer = 2,
 }
 
 impl ValueKind {
@@ -40,6 +42,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Pointer),
             _ => None,
         }
     }

@@ -33,6 +33,7 @@ mod stats;
 mod table_cache;
 mod version;
 mod version_filter;
+mod vstore;
 mod wal;
 
 pub use batch::WriteBatch;
@@ -40,7 +41,7 @@ pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{
     BucketBoundaries, CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options,
-    ReadCharging, ReadOptions, TableCut, WriteOptions, WriteSlowdown,
+    ReadCharging, ReadOptions, TableCut, ValueStoreKind, WriteOptions, WriteSlowdown,
 };
 pub use sst::Compression;
 pub use stats::StatsSnapshot;

@@ -133,6 +133,19 @@ pub enum L0Layout {
     Buckets,
 }
 
+/// Where values live (key-value separation; docs/design/kv-separation.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueStoreKind {
+    /// Every value in the LSM's tables.
+    #[default]
+    Inline,
+    /// RocksDB BlobDB-class blob files: each flush writes the values of at least
+    /// `min_blob_size` bytes into a new immutable blob file and its tables point there;
+    /// compactions carry the pointers and count the ones they drop as the file's garbage; a
+    /// file whose every record is garbage is deleted.
+    BlobFiles,
+}
+
 /// How the boundaries of OHDB's L0 buckets are chosen (`L0Layout::Buckets`). They change
 /// only while L0 is empty, with the flush that refills it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -318,6 +331,14 @@ pub struct Options {
     pub bucket_compaction_trigger: usize,
     /// How bucket boundaries are chosen. Defaults to `Sampled`.
     pub bucket_boundaries: BucketBoundaries,
+    /// Where values live. Defaults to `Inline`. A database written with another store
+    /// keeps reading the values it separated.
+    pub value_store: ValueStoreKind,
+    /// Values of at least this many bytes go to the value store; smaller ones stay in the
+    /// tables (selective separation; HashKV's 192 B default, RocksDB's 0). Defaults to 256.
+    pub min_blob_size: usize,
+    /// Directory for value-store files. Defaults to the database directory.
+    pub value_dir: Option<PathBuf>,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
     pub max_manifest_file_size: u64,
@@ -346,6 +367,9 @@ impl std::fmt::Debug for Options {
             .field("separate_flush_thread", &self.separate_flush_thread)
             .field("wal_dir", &self.wal_dir)
             .field("level_dir", &self.level_dir)
+            .field("value_store", &self.value_store)
+            .field("min_blob_size", &self.min_blob_size)
+            .field("value_dir", &self.value_dir)
             .field("fs", &self.fs)
             .finish_non_exhaustive()
     }
@@ -398,6 +422,9 @@ impl Default for Options {
             l0_buckets: 10,
             bucket_compaction_trigger: 4,
             bucket_boundaries: BucketBoundaries::Sampled,
+            value_store: ValueStoreKind::Inline,
+            min_blob_size: 256,
+            value_dir: None,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
         }
@@ -485,6 +512,15 @@ impl Options {
         }
     }
 
+    /// BlobDB-class key-value separation on the default engine: values of 256 bytes and
+    /// more in blob files written by flushes (`ValueStoreKind::BlobFiles`).
+    pub fn blob() -> Self {
+        Options {
+            value_store: ValueStoreKind::BlobFiles,
+            ..Options::default()
+        }
+    }
+
     /// RocksDB's defaults that matter for these benchmarks (7.8): 64 MiB memtable, 2 write
     /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking, no
     /// read-triggered compaction (RocksDB has none). The default preset differs in the
@@ -540,6 +576,7 @@ impl Options {
             // are `hyperleveldb` and `ohdb-l0p` on one directory.
             "ohdb-2dc" => Ok(Options::hyperleveldb()),
             "ohdb-c" => Ok(Options::ohdb_l0p()),
+            "blob" => Ok(Options::blob()),
             "cleveldb" | "wisckey" | "hashkv" | "rocksdb-l0-nvm" | "matrixkv" => {
                 let technique = match name {
                     "cleveldb" => "CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",

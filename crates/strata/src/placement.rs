@@ -7,7 +7,8 @@
 //! This is OHDB's "two disk components" and RocksDB's `wal_dir`/`db_paths`. Each table records
 //! its path id in the manifest, so a table is found where it was written even if the options
 //! change later. Later techniques add kinds (value-store segments, journals, the persistent
-//! memory region) and path ids here, and nowhere else.
+//! memory region) and path ids here, and nowhere else. Value-store files go to `value_dir`
+//! (default: the database directory).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,8 @@ impl PathId {
     pub const LEVELS: PathId = PathId(1);
     /// The WAL directory (`Options::wal_dir`). Not persisted: WALs are found by listing it.
     pub const WAL: PathId = PathId(2);
+    /// The value store's directory (`Options::value_dir`).
+    pub const VALUES: PathId = PathId(3);
 }
 
 impl fmt::Display for PathId {
@@ -44,6 +47,8 @@ pub enum FileKind {
     L0Table,
     /// A table of a level >= 1.
     LevelTable,
+    /// A value store's file (a blob file).
+    Value,
 }
 
 impl FileKind {
@@ -63,6 +68,7 @@ pub struct Placement {
     db_dir: PathBuf,
     wal_dir: PathBuf,
     level_dir: PathBuf,
+    value_dir: PathBuf,
 }
 
 impl Placement {
@@ -72,7 +78,15 @@ impl Placement {
             db_dir: db_dir.to_path_buf(),
             wal_dir: wal_dir.unwrap_or(db_dir).to_path_buf(),
             level_dir: level_dir.unwrap_or(db_dir).to_path_buf(),
+            value_dir: db_dir.to_path_buf(),
         }
+    }
+
+    /// The same, with value-store files in `value_dir` (default: the database directory).
+    #[must_use]
+    pub fn with_value_dir(mut self, value_dir: Option<&Path>) -> Self {
+        self.value_dir = value_dir.unwrap_or(&self.db_dir).to_path_buf();
+        self
     }
 
     /// The path id new files of `kind` get. A kind whose directory is the database
@@ -83,6 +97,7 @@ impl Placement {
             FileKind::Manifest | FileKind::L0Table => PathId::DB,
             FileKind::Wal => PathId::WAL,
             FileKind::LevelTable => PathId::LEVELS,
+            FileKind::Value => PathId::VALUES,
         };
         if id != PathId::DB && self.dir(id) == self.db_dir {
             PathId::DB
@@ -96,6 +111,7 @@ impl Placement {
         match id {
             PathId::LEVELS => &self.level_dir,
             PathId::WAL => &self.wal_dir,
+            PathId::VALUES => &self.value_dir,
             _ => &self.db_dir,
         }
     }
@@ -118,7 +134,7 @@ impl Placement {
     /// Every distinct directory in use.
     pub fn dirs(&self) -> Vec<&Path> {
         let mut v = vec![self.db_dir.as_path()];
-        for d in [&self.wal_dir, &self.level_dir] {
+        for d in [&self.wal_dir, &self.level_dir, &self.value_dir] {
             if !v.contains(&d.as_path()) {
                 v.push(d);
             }
@@ -129,6 +145,11 @@ impl Placement {
     /// Full path of table `n` stored under path id `id`.
     pub fn table_path(&self, n: FileNumber, id: PathId) -> PathBuf {
         self.dir(id).join(filename::table_name(n))
+    }
+
+    /// Full path of value file `n` stored under path id `id`.
+    pub fn value_path(&self, n: FileNumber, id: PathId) -> PathBuf {
+        self.dir(id).join(filename::blob_name(n))
     }
 
     /// Full path of WAL `n`.

@@ -252,6 +252,7 @@ impl TableCache {
         Ok(Probe::Found(match p.kind {
             ValueKind::Put => Lookup::Value(v),
             ValueKind::Delete => Lookup::Deleted,
+            ValueKind::Pointer => Lookup::Pointer(v),
         }))
     }
 

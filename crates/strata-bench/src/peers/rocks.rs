@@ -70,6 +70,13 @@ impl RocksEngine {
         if let Some(w) = &flags.wal_dir {
             o.set_wal_dir(w);
         }
+        // Integrated BlobDB (`--enable_blob_files`, `--min_blob_size`), with its garbage
+        // collection on at its defaults (age cutoff 0.25, force threshold 1.0).
+        if flags.enable_blob_files == Some(true) {
+            o.set_enable_blob_files(true);
+            o.set_min_blob_size(flags.min_blob_size.unwrap_or(0));
+            o.set_enable_blob_gc(true);
+        }
         let mut t = BlockBasedOptions::default();
         // strata's default is a 10 bits/key bloom filter; pass --bloom_bits to change both.
         let bits = flags.bloom_bits.unwrap_or(10);

@@ -15,13 +15,14 @@ use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{self, SeqNo};
+use crate::key::{self, SeqNo, ValueKind};
 use crate::options::TableCut;
 use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version::{level_iterator, Version};
 use crate::version_filter::{Verdict, VersionFilter};
+use crate::vstore::DroppedValues;
 
 /// What a compaction produced.
 #[derive(Debug, Default)]
@@ -34,6 +35,8 @@ pub struct CompactionOutput {
     pub bytes_written: u64,
     /// Entries dropped as hidden or obsolete.
     pub dropped: u64,
+    /// The value pointers among them, per value file: the value store's garbage.
+    pub dropped_values: DroppedValues,
 }
 
 /// Everything a compaction needs, borrowed from the database.
@@ -180,6 +183,9 @@ impl CompactionJob<'_> {
             });
             if verdict != Verdict::Keep {
                 out.dropped += 1;
+                if p.kind == ValueKind::Pointer {
+                    out.dropped_values.add(input.value());
+                }
                 input.next();
                 continue;
             }

@@ -175,6 +175,12 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         for f in out.files {
             edit.new_files.push((c.output_level, f));
         }
+        edit.value_garbage = out
+            .dropped_values
+            .per_file
+            .into_iter()
+            .map(|(n, (records, bytes))| (n, records, bytes))
+            .collect();
         let mut versions = lock(&db.versions);
         if c.level > 0 {
             if let Some(last) = c.inputs.last() {
@@ -294,7 +300,7 @@ impl DbInner {
             // jobs that started after this point and must not be touched.
             let next = FileNumber(self.next_file.load(Ordering::SeqCst));
             (
-                versions.live_tables(),
+                versions.live_files(),
                 versions.log_number(),
                 versions.manifest_number(),
                 next,
@@ -306,14 +312,18 @@ impl DbInner {
             };
             for name in names {
                 let doomed = match filename::parse(&name) {
-                    Some(FileType::Table(n)) => n < next && !live.contains(&n),
+                    Some(FileType::Table(n) | FileType::Blob(n)) => n < next && !live.contains(&n),
                     Some(FileType::Wal(n)) => n < log_number,
                     Some(FileType::Manifest(n)) => n < manifest,
                     _ => false,
                 };
                 if doomed {
-                    if let Some(FileType::Table(n)) = filename::parse(&name) {
-                        self.tables.evict(n);
+                    match filename::parse(&name) {
+                        Some(FileType::Table(n)) => self.tables.evict(n),
+                        Some(FileType::Blob(n)) => {
+                            self.values.evict(n.0);
+                        }
+                        _ => {}
                     }
                     // A failed delete only wastes space; the next pass retries.
                     let _ = self.fs.remove(&dir.join(&name));

@@ -43,18 +43,20 @@ impl DbInner {
             table_opts: TableOptions::from(&self.opts),
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
+            values: crate::vstore::flush_separator(&self.opts, self.fs.clone(), &self.placement),
         };
         let result = layout
             .ingest(&mut job, &mem, base.files(0))
-            .and_then(|ingested| {
+            .and_then(|ingested| Ok((ingested, job.finish_values()?)))
+            .and_then(|(ingested, value_files)| {
                 for m in &ingested.tables {
                     Stats::add(&self.stats.flush_bytes, m.size);
                     self.tables.table(m)?.verify_new()?;
                 }
-                Ok(ingested)
+                Ok((ingested, value_files))
             });
         let mut versions = lock(&self.versions);
-        let ingested = match result {
+        let (ingested, value_files) = match result {
             Ok(t) => t,
             Err(e) => {
                 versions.release_outputs(&outputs);
@@ -70,6 +72,7 @@ impl DbInner {
             return Err(Error::corrupt("the L0 layout changed during a flush"));
         }
         edit.l0_layout = ingested.layout.as_ref().map(|l| l.record());
+        edit.new_value_files = value_files;
         let tables = ingested.tables;
         let busy_levels = lock(&self.state).busy_levels.clone();
         for m in tables {

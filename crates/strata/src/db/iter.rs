@@ -5,10 +5,11 @@
 //! key's versions from oldest to newest and keeps the last visible one (LevelDB's scheme).
 //! The iterator pins its super version, so the files it reads are never deleted under it.
 
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
@@ -36,8 +37,15 @@ pub struct DbIterator {
     valid: bool,
     /// Forward: the current user key. Reverse: the current entry's key.
     saved_key: Vec<u8>,
-    /// Reverse only: the current entry's value.
+    /// Reverse only: the current entry's value (as stored: possibly a value pointer).
     saved_value: Vec<u8>,
+    /// Reverse only: the current entry's kind.
+    saved_kind: ValueKind,
+    /// The current entry's value read from the value store, once `value()` asked for it
+    /// (a scan that reads only keys reads no separated value).
+    resolved: OnceCell<Vec<u8>>,
+    /// The first error reading a separated value (reported by `status()`).
+    value_error: RefCell<Option<Error>>,
     started: bool,
     /// The cursor moved since `Iterator::next` last yielded: yield the current entry as is.
     fresh: bool,
@@ -67,6 +75,9 @@ pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
         valid: false,
         saved_key: Vec::new(),
         saved_value: Vec::new(),
+        saved_kind: ValueKind::Put,
+        resolved: OnceCell::new(),
+        value_error: RefCell::new(None),
         started: false,
         fresh: false,
         _snapshot: opts.snapshot,
@@ -87,12 +98,29 @@ impl DbIterator {
         }
     }
 
-    /// The current value. REQUIRES: `valid()`.
+    /// The current value. REQUIRES: `valid()`. A value kept in the value store is read on
+    /// the first call for the entry; if that read fails, the value is empty and `status()`
+    /// reports the error.
     pub fn value(&self) -> &[u8] {
-        match self.direction {
-            Direction::Forward => self.inner.value(),
-            Direction::Reverse => &self.saved_value,
+        let (kind, stored) = match self.direction {
+            Direction::Forward => (
+                key::parse(self.inner.key()).map_or(ValueKind::Put, |p| p.kind),
+                self.inner.value(),
+            ),
+            Direction::Reverse => (self.saved_kind, self.saved_value.as_slice()),
+        };
+        if kind != ValueKind::Pointer {
+            return stored;
         }
+        self.resolved.get_or_init(|| {
+            match self.db.read_value(&self.sv.version, self.key(), stored) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.value_error.borrow_mut().get_or_insert(e);
+                    Vec::new()
+                }
+            }
+        })
     }
 
     /// The first error met (corruption or I/O), if any.
@@ -100,6 +128,9 @@ impl DbIterator {
     /// # Errors
     /// That error.
     pub fn status(&self) -> Result<()> {
+        if let Some(e) = &*self.value_error.borrow() {
+            return Err(e.clone());
+        }
         self.inner.status()
     }
 
@@ -250,6 +281,7 @@ impl DbIterator {
     /// Forward: from inner's position, find the newest visible non-deleted entry of the next
     /// user key (skipping keys <= saved_key if `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
+        self.resolved = OnceCell::new();
         while self.inner.valid() {
             let Some(p) = key::parse(self.inner.key()) else {
                 self.inner.next();
@@ -268,7 +300,7 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(p.user_key);
                             skipping = true;
                         }
-                        ValueKind::Put => {
+                        ValueKind::Put | ValueKind::Pointer => {
                             self.valid = true;
                             return;
                         }
@@ -284,6 +316,7 @@ impl DbIterator {
     /// Reverse: walk back over the versions of the previous user key, keeping the newest
     /// visible one; stop once a smaller key starts.
     fn find_prev_user_entry(&mut self) {
+        self.resolved = OnceCell::new();
         let mut kind = ValueKind::Delete;
         while self.inner.valid() {
             let Some(p) = key::parse(self.inner.key()) else {
@@ -322,6 +355,7 @@ impl DbIterator {
         } else {
             self.valid = true;
         }
+        self.saved_kind = kind;
         self.direction = Direction::Reverse;
     }
 }
@@ -337,7 +371,14 @@ impl Iterator for DbIterator {
         }
         self.fresh = false;
         if self.valid {
-            return Some(Ok((self.key().to_vec(), self.value().to_vec())));
+            let value = self.value().to_vec();
+            if let Some(e) = self.value_error.borrow_mut().take() {
+                // Report the error once, then end.
+                self.valid = false;
+                self.inner = MergingIterator::new(Vec::new());
+                return Some(Err(e));
+            }
+            return Some(Ok((self.key().to_vec(), value)));
         }
         match self.status() {
             Err(e) => {

@@ -25,7 +25,8 @@ use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let fs = opts.fs.clone();
-    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref());
+    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
+        .with_value_dir(opts.value_dir.as_deref());
     let exists = fs.exists(&placement.current_path());
     if !exists && !opts.create_if_missing {
         return Err(Error::invalid(format!(
@@ -68,14 +69,18 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let missing = versions.missing_tables()?;
         if !missing.is_empty() {
             let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-            let hint = if opts.level_dir.is_none() {
+            let blobs = names.iter().any(|n| n.ends_with(".blob"));
+            let hint = if blobs && opts.value_dir.is_none() {
+                " (value files written with a separate value_dir are looked for there: \
+                 was Options::value_dir set when they were written?)"
+            } else if !blobs && opts.level_dir.is_none() {
                 " (tables of levels >= 1 written with a separate level_dir are looked for there: \
                  was Options::level_dir set when they were written?)"
             } else {
                 ""
             };
             return Err(Error::corrupt(format!(
-                "tables named by the manifest are missing: {}{hint}",
+                "files named by the manifest are missing: {}{hint}",
                 names.join(", ")
             )));
         }
@@ -118,6 +123,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         version,
     });
     let db = Arc::new(DbInner {
+        values: crate::vstore::reader(fs.clone(), &placement),
         fs,
         placement,
         tables,
@@ -205,8 +211,9 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
 fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &VersionSet) {
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
-            if let Some(FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n)) =
-                filename::parse(&name)
+            if let Some(
+                FileType::Wal(n) | FileType::Table(n) | FileType::Blob(n) | FileType::Manifest(n),
+            ) = filename::parse(&name)
             {
                 versions.mark_file_number_used(n);
             }
@@ -392,8 +399,10 @@ fn flush_recovered(
         table_opts: crate::sst::TableOptions::from(opts),
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
+        values: crate::vstore::flush_separator(opts, opts.fs.clone(), placement),
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
+    edit.new_value_files.extend(job.finish_values()?);
     if let Some(l) = ingested.layout {
         edit.l0_layout = Some(l.record());
     }

@@ -5,13 +5,14 @@
 use super::DbInner;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
 use crate::options::{ReadCharging, ReadOptions};
 use crate::table_cache::Probe;
 use crate::version::Version;
+use crate::vstore::ValuePointer;
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
     // NB: the sequence is read before the super version, so the super version holds every
@@ -23,13 +24,49 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
     let sv = db.super_version();
     db.count_read();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        match mem.get(user_key, seq) {
-            Some(Lookup::Value(v)) => return Ok(Some(v)),
-            Some(Lookup::Deleted) => return Ok(None),
-            None => {}
+        if let Some(found) = mem.get(user_key, seq) {
+            return db.resolve(&sv.version, user_key, found);
         }
     }
-    get_from_version(db, &sv.version, user_key, seq)
+    match lookup_in_version(db, &sv.version, user_key, seq)? {
+        Some(found) => db.resolve(&sv.version, user_key, found),
+        None => Ok(None),
+    }
+}
+
+impl DbInner {
+    /// The user's value for what a lookup of `user_key` found: an inline value as is, a
+    /// tombstone as `None`, a pointer read from the value store (the value files of `v`,
+    /// which the reader holds, say where).
+    ///
+    /// # Errors
+    /// `Corruption` for a pointer that does not decode, into a file `v` does not hold, or
+    /// to a damaged record; I/O errors.
+    pub(crate) fn resolve(
+        &self,
+        v: &Version,
+        user_key: &[u8],
+        found: Lookup,
+    ) -> Result<Option<Vec<u8>>> {
+        match found {
+            Lookup::Value(value) => Ok(Some(value)),
+            Lookup::Deleted => Ok(None),
+            Lookup::Pointer(p) => self.read_value(v, user_key, &p).map(Some),
+        }
+    }
+
+    /// The value the encoded pointer `p` of `user_key` reaches, through version `v`.
+    pub(crate) fn read_value(&self, v: &Version, user_key: &[u8], p: &[u8]) -> Result<Vec<u8>> {
+        let p = ValuePointer::decode(p)?;
+        let f = v.values.get(&p.file).ok_or_else(|| {
+            Error::corrupt(format!(
+                "a value pointer of key {user_key:02x?} leads into value file {}, which the \
+                 version does not hold",
+                p.file
+            ))
+        })?;
+        self.values.read(user_key, &p, f)
+    }
 }
 
 /// Which tables a point read charges (read-triggered compaction), as `Options::read_charging`
@@ -90,24 +127,21 @@ impl<'a> Charges<'a> {
     }
 }
 
-fn get_from_version(
+/// The newest entry of `user_key` at or below `seq` in the tables of `v`, as stored.
+fn lookup_in_version(
     db: &DbInner,
     v: &Version,
     user_key: &[u8],
     seq: SeqNo,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<Lookup>> {
     let target = key::seek_key(user_key, seq);
-    let decide = |found: Lookup| match found {
-        Lookup::Value(v) => Some(v),
-        Lookup::Deleted => None,
-    };
     let mut charges = Charges::new(db.opts.read_charging);
     let found =
         v.l0.get(v.files(0), &db.tables, &target, user_key, &mut |f| {
             charges.searched(db, f, true);
         })?;
     if let Some(found) = found {
-        return Ok(decide(found));
+        return Ok(Some(found));
     }
     for level in 1..v.num_levels() {
         let files = v.files(level);
@@ -118,7 +152,7 @@ fn get_from_version(
         }
         charges.searched(db, f, false);
         match db.tables.probe(f, &target, user_key)? {
-            Probe::Found(found) => return Ok(decide(found)),
+            Probe::Found(found) => return Ok(Some(found)),
             Probe::Absent => charges.missed(db, f),
             Probe::Excluded => {}
         }

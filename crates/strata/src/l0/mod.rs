@@ -33,13 +33,14 @@ use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::iter::{EmptyIterator, InternalIterator};
-use crate::key::{self, SeqNo};
+use crate::key::{self, SeqNo, ValueKind};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version_filter::{Verdict, VersionFilter};
+use crate::vstore::{FlushSeparator, ValueFile};
 
 /// A layout of level 0. Every method that looks at L0 gets its files (`files`, in the
 /// order [`Level0::arrange`] left them) from the version the caller holds.
@@ -317,6 +318,9 @@ pub(crate) struct Ingest<'a> {
     pub table_opts: TableOptions,
     pub snapshots: Vec<SeqNo>,
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
+    /// Takes the values a flush separates (`Options::value_store` = `BlobFiles`); the flush
+    /// collects the value files it wrote with [`Ingest::finish_values`].
+    pub values: Option<Box<dyn FlushSeparator>>,
 }
 
 impl Ingest<'_> {
@@ -341,6 +345,7 @@ impl Ingest<'_> {
             None => it.seek_to_first(),
         }
         let mut out: Option<(TableBuilder, FileNumber)> = None;
+        let mut pointer_key = Vec::new();
         while it.valid() {
             let p = key::parse(it.key())
                 .ok_or_else(|| Error::corrupt("memtable holds a malformed key"))?;
@@ -354,8 +359,26 @@ impl Ingest<'_> {
                     let file = self.fs.create(&path)?;
                     out = Some((TableBuilder::new(file, path, self.table_opts), number));
                 }
+                let separated = match (p.kind, self.values.as_mut()) {
+                    (ValueKind::Put, Some(v)) => {
+                        v.separate(&mut *self.new_file_number, p.user_key, it.value())?
+                    }
+                    _ => None,
+                };
                 if let Some((b, _)) = out.as_mut() {
-                    b.add(it.key(), it.value())?;
+                    match separated {
+                        Some(pointer) => {
+                            pointer_key.clear();
+                            key::append_internal_key(
+                                &mut pointer_key,
+                                p.user_key,
+                                p.seq,
+                                ValueKind::Pointer,
+                            );
+                            b.add(&pointer_key, &pointer)?;
+                        }
+                        None => b.add(it.key(), it.value())?,
+                    }
                 }
             }
             it.next();
@@ -368,6 +391,17 @@ impl Ingest<'_> {
         Ok(Some(FileMeta::from_properties(
             number, path_id, &props, smallest, largest,
         )))
+    }
+
+    /// The value files the flush wrote, durable.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn finish_values(&mut self) -> Result<Vec<ValueFile>> {
+        match self.values.as_mut() {
+            Some(v) => v.finish(),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Syncs the tables' directory, so the tables written are found after a crash.

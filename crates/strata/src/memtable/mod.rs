@@ -23,6 +23,9 @@ pub enum Lookup {
     Value(Vec<u8>),
     /// The newest visible version is a tombstone.
     Deleted,
+    /// The newest visible version is a value in the value store, at this encoded
+    /// [`crate::vstore::ValuePointer`].
+    Pointer(Vec<u8>),
 }
 
 /// An in-memory table of recent writes.
@@ -69,6 +72,7 @@ impl MemTable {
         Some(match p.kind {
             ValueKind::Put => Lookup::Value(v.to_vec()),
             ValueKind::Delete => Lookup::Deleted,
+            ValueKind::Pointer => Lookup::Pointer(v.to_vec()),
         })
     }
 

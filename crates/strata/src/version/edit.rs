@@ -17,6 +17,7 @@ pub use crate::l0::L0Record;
 use crate::error::ErrorKind;
 use crate::file_meta::FileMeta;
 use crate::placement::PathId;
+use crate::vstore::ValueFile;
 
 const TAG_LOG_NUMBER: u32 = 1;
 const TAG_NEXT_FILE_NUMBER: u32 = 2;
@@ -27,13 +28,15 @@ const TAG_NEW_FILE: u32 = 6;
 const TAG_FORMAT_VERSION: u32 = 7;
 const TAG_L0_LAYOUT: u32 = 8;
 const TAG_FEATURE: u32 = 9;
+const TAG_NEW_VALUE_FILE: u32 = 10;
+const TAG_VALUE_GARBAGE: u32 = 11;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 
 /// Format features this build reads. A manifest names every feature its database uses
 /// (in the first edit of each manifest, and in the edit that starts using one); a build
 /// that meets a feature not listed here refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE];
+pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE, crate::vstore::blob::FEATURE];
 
 /// A change to the version: files added and removed, counters advanced.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +59,10 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, FileNumber)>,
     /// Files added: (level, metadata).
     pub new_files: Vec<(usize, FileMeta)>,
+    /// Value files added (with the garbage they hold already, in a manifest's snapshot).
+    pub new_value_files: Vec<ValueFile>,
+    /// Garbage found in value files: (number, records, bytes), added to their counts.
+    pub value_garbage: Vec<(u64, u64, u64)>,
 }
 
 impl VersionEdit {
@@ -109,6 +116,26 @@ impl VersionEdit {
             put_varint64(&mut b, f.largest_seq.0);
             put_varint64(&mut b, f.num_entries);
             put_varint64(&mut b, f.num_deletions);
+        }
+        for f in &self.new_value_files {
+            put_varint32(&mut b, TAG_NEW_VALUE_FILE);
+            put_varint64(&mut b, f.number);
+            b.push(f.path_id.0);
+            for v in [
+                f.size,
+                f.records,
+                f.record_bytes,
+                f.garbage_records,
+                f.garbage_bytes,
+            ] {
+                put_varint64(&mut b, v);
+            }
+        }
+        for &(n, records, bytes) in &self.value_garbage {
+            put_varint32(&mut b, TAG_VALUE_GARBAGE);
+            put_varint64(&mut b, n);
+            put_varint64(&mut b, records);
+            put_varint64(&mut b, bytes);
         }
         b
     }
@@ -213,6 +240,39 @@ impl VersionEdit {
                     .ok_or_else(|| bad("new file record"))?;
                     e.new_files.push(f);
                 }
+                TAG_NEW_VALUE_FILE => {
+                    let f = (|| {
+                        let number = get_varint64(&mut src)?;
+                        let (&path_id, rest) = src.split_first()?;
+                        src = rest;
+                        let mut v = [0u64; 5];
+                        for x in &mut v {
+                            *x = get_varint64(&mut src)?;
+                        }
+                        Some(ValueFile {
+                            number,
+                            path_id: PathId(path_id),
+                            size: v[0],
+                            records: v[1],
+                            record_bytes: v[2],
+                            garbage_records: v[3],
+                            garbage_bytes: v[4],
+                        })
+                    })()
+                    .ok_or_else(|| bad("new value file record"))?;
+                    e.new_value_files.push(f);
+                }
+                TAG_VALUE_GARBAGE => {
+                    let g = (|| {
+                        Some((
+                            get_varint64(&mut src)?,
+                            get_varint64(&mut src)?,
+                            get_varint64(&mut src)?,
+                        ))
+                    })()
+                    .ok_or_else(|| bad("value garbage record"))?;
+                    e.value_garbage.push(g);
+                }
                 t if t >= TAG_SAFE_TO_IGNORE => {
                     get_length_prefixed(&mut src).ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -257,6 +317,16 @@ mod tests {
                     read_charges: Default::default(),
                 },
             )],
+            new_value_files: vec![ValueFile {
+                number: 13,
+                path_id: PathId::VALUES,
+                size: 5000,
+                records: 40,
+                record_bytes: 4900,
+                garbage_records: 3,
+                garbage_bytes: 300,
+            }],
+            value_garbage: vec![(13, 2, 250)],
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc).unwrap(), e);

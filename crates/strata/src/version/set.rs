@@ -103,6 +103,28 @@ fn apply(
         }
         Arc::make_mut(&mut v.levels[*level]).push(Arc::new(f.clone()));
     }
+    if !edit.new_value_files.is_empty() || !edit.value_garbage.is_empty() {
+        let values = Arc::make_mut(&mut v.values);
+        for f in &edit.new_value_files {
+            if values.insert(f.number, f.clone()).is_some() {
+                return Err(Error::corrupt(format!(
+                    "edit adds value file {} twice",
+                    f.number
+                )));
+            }
+        }
+        for &(n, records, bytes) in &edit.value_garbage {
+            let f = values.get_mut(&n).ok_or_else(|| {
+                Error::corrupt(format!(
+                    "edit adds garbage to value file {n}, which is not live"
+                ))
+            })?;
+            f.garbage_records += records;
+            f.garbage_bytes += bytes;
+        }
+        // A file no live pointer reaches leaves the version; its file is then obsolete.
+        values.retain(|_, f| !f.all_garbage());
+    }
     let layout = v.l0.clone();
     layout.arrange(Arc::make_mut(&mut v.levels[0]))?;
     for level in 1..num_levels {
@@ -122,7 +144,11 @@ fn apply(
 
 /// The format features `v` uses (see `SUPPORTED_FEATURES`).
 fn features_of(v: &Version) -> Vec<String> {
-    v.l0.feature().into_iter().map(str::to_string).collect()
+    let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
+    if !v.values.is_empty() {
+        f.push(crate::vstore::blob::FEATURE.to_string());
+    }
+    f
 }
 
 impl VersionSet {
@@ -279,6 +305,7 @@ impl VersionSet {
                 snap.new_files.push((level, (**f).clone()));
             }
         }
+        snap.new_value_files = self.current.values.values().cloned().collect();
         w.add_record(&snap.encode())?;
         w.sync()?;
         self.manifest_bytes += w.len();
@@ -298,7 +325,7 @@ impl VersionSet {
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let v = apply(&self.current, &edit, self.num_levels, self.l0_config)?;
-        if edit.l0_layout.is_some() {
+        if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v);
         }
@@ -406,8 +433,9 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Table files that must be kept: in some live version or being written.
-    pub fn live_tables(&mut self) -> HashSet<FileNumber> {
+    /// Files that must be kept: tables and value files in some live version, and files
+    /// being written.
+    pub fn live_files(&mut self) -> HashSet<FileNumber> {
         let mut live: HashSet<FileNumber> = self.pending_outputs.clone();
         self.versions.retain(|w| w.strong_count() > 0);
         let versions: Vec<Arc<Version>> = self
@@ -420,6 +448,7 @@ impl VersionSet {
             for level in &v.levels {
                 live.extend(level.iter().map(|f| f.number));
             }
+            live.extend(v.values.keys().map(|&n| FileNumber(n)));
         }
         live
     }
@@ -436,6 +465,12 @@ impl VersionSet {
                 if !self.fs.exists(&p) {
                     missing.push(p);
                 }
+            }
+        }
+        for f in self.current.values.values() {
+            let p = self.placement.value_path(FileNumber(f.number), f.path_id);
+            if !self.fs.exists(&p) {
+                missing.push(p);
             }
         }
         Ok(missing)

@@ -7,6 +7,7 @@
 //! ([`crate::l0::Level0`]) makes of it, and every question about L0 goes to the layout.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::level_iter::level_iterator;
@@ -15,6 +16,7 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::l0::{self, Level0};
 use crate::table_cache::TableCache;
+use crate::vstore::ValueFile;
 
 /// The files of every level at one point in time.
 #[derive(Debug, Clone)]
@@ -23,6 +25,8 @@ pub struct Version {
     pub levels: Vec<FileList>,
     /// The layout of level 0 (recorded in the manifest with its persistent state).
     pub l0: Arc<dyn Level0>,
+    /// The value store's files that live pointers may reach, by number.
+    pub values: Arc<BTreeMap<u64, ValueFile>>,
 }
 
 impl Default for Version {
@@ -38,6 +42,7 @@ impl Version {
         Version {
             levels: vec![FileList::default(); num_levels],
             l0: l0::flat(),
+            values: Arc::default(),
         }
     }
 

@@ -1,0 +1,304 @@
+//! BlobDB-class value files (`ValueStoreKind::BlobFiles`, preset `blob`): every flush writes
+//! the values at or above `min_blob_size` into one new immutable blob file, and its tables
+//! hold pointers to them. Compactions carry the pointers and count the ones they drop as the
+//! blob file's garbage (manifest records); a blob file all of whose records are garbage
+//! leaves the version, and its file is deleted like a table's.
+//!
+//! Format: docs/format/blob-file.md. A file: a 16-byte header (magic, version), records
+//! (`masked crc32c | key length varint32 | value length varint32 | key | value`, the CRC over
+//! everything after it), and a 24-byte footer (record count, record bytes, magic).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::coding::{get_varint32, masked_crc, put_varint32};
+use crate::error::{Error, Result};
+use crate::filename::FileNumber;
+use crate::fs::{Fs, RandomAccessFile, WritableFile};
+use crate::placement::{FileKind, PathId, Placement};
+use crate::vstore::{FlushSeparator, ValueFile, ValuePointer, ValueStore};
+
+/// First bytes of a blob file.
+pub(crate) const MAGIC: &[u8; 8] = b"strblob\x01";
+/// Last bytes of a complete blob file.
+const FOOTER_MAGIC: &[u8; 8] = b"strblobE";
+/// The format version in the header.
+const VERSION: u32 = 1;
+/// Header: magic + version u32 LE + 4 reserved zero bytes.
+pub(crate) const HEADER_LEN: u64 = 16;
+/// Footer: record count u64 LE + record bytes u64 LE + magic.
+pub(crate) const FOOTER_LEN: u64 = 24;
+
+/// The format feature a database with blob files names in its manifest.
+pub(crate) const FEATURE: &str = "blob-files";
+
+/// Writes one blob file.
+pub(crate) struct BlobWriter {
+    file: Box<dyn WritableFile>,
+    number: FileNumber,
+    path_id: PathId,
+    offset: u64,
+    records: u64,
+    record_bytes: u64,
+    buf: Vec<u8>,
+}
+
+impl BlobWriter {
+    /// Creates blob file `number` in the value directory.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn create(fs: &dyn Fs, placement: &Placement, number: FileNumber) -> Result<BlobWriter> {
+        let path_id = placement.path_id(FileKind::Value);
+        let path = placement.value_path(number, path_id);
+        let mut file = fs.create(&path)?;
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&[0; 4]);
+        file.append(&header)?;
+        Ok(BlobWriter {
+            file,
+            number,
+            path_id,
+            offset: HEADER_LEN,
+            records: 0,
+            record_bytes: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Appends `user_key`'s `value`; returns the pointer to it.
+    ///
+    /// # Errors
+    /// I/O errors; `InvalidArgument` for a record over 4 GiB.
+    pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; 4]);
+        let len32 = |n: usize| {
+            u32::try_from(n).map_err(|_| {
+                Error::new(
+                    crate::error::ErrorKind::InvalidArgument,
+                    "a separated value or key of 4 GiB or more",
+                )
+            })
+        };
+        put_varint32(&mut self.buf, len32(user_key.len())?);
+        put_varint32(&mut self.buf, len32(value.len())?);
+        self.buf.extend_from_slice(user_key);
+        self.buf.extend_from_slice(value);
+        let crc = masked_crc(&self.buf[4..]);
+        self.buf[..4].copy_from_slice(&crc.to_le_bytes());
+        let size = len32(self.buf.len())?;
+        self.file.append(&self.buf)?;
+        let p = ValuePointer {
+            store: ValuePointer::BLOB_FILE,
+            file: self.number.0,
+            offset: self.offset,
+            size,
+        };
+        self.offset += u64::from(size);
+        self.records += 1;
+        self.record_bytes += u64::from(size);
+        Ok(p)
+    }
+
+    /// Writes the footer and syncs the file (not its directory).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn finish(mut self) -> Result<ValueFile> {
+        let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
+        footer.extend_from_slice(&self.records.to_le_bytes());
+        footer.extend_from_slice(&self.record_bytes.to_le_bytes());
+        footer.extend_from_slice(FOOTER_MAGIC);
+        self.file.append(&footer)?;
+        self.file.sync()?;
+        Ok(ValueFile {
+            number: self.number.0,
+            path_id: self.path_id,
+            size: self.offset + FOOTER_LEN,
+            records: self.records,
+            record_bytes: self.record_bytes,
+            garbage_records: 0,
+            garbage_bytes: 0,
+        })
+    }
+}
+
+/// Reads records out of blob files, keeping each file open once read.
+pub(crate) struct BlobReader {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    open: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+}
+
+impl BlobReader {
+    pub fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
+        BlobReader {
+            fs,
+            placement,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn file(&self, f: &ValueFile) -> Result<Arc<dyn RandomAccessFile>> {
+        if let Some(h) = crate::db::lock(&self.open).get(&f.number) {
+            return Ok(h.clone());
+        }
+        let path = self.placement.value_path(FileNumber(f.number), f.path_id);
+        let h = self.fs.open(&path)?;
+        crate::db::lock(&self.open).insert(f.number, h.clone());
+        Ok(h)
+    }
+}
+
+/// Decodes the record `bytes` read at `p`, checking it is `user_key`'s.
+fn decode_record<'a>(
+    bytes: &'a [u8],
+    user_key: &[u8],
+    path: &std::path::Path,
+    p: &ValuePointer,
+) -> Result<&'a [u8]> {
+    let bad = |what: &str| Error::corruption(path, p.offset, format!("blob record: {what}"));
+    if bytes.len() < 6 {
+        return Err(bad("shorter than a record header"));
+    }
+    let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if masked_crc(&bytes[4..]) != stored {
+        return Err(bad("checksum mismatch"));
+    }
+    let mut src = &bytes[4..];
+    let klen = get_varint32(&mut src).ok_or_else(|| bad("key length"))? as usize;
+    let vlen = get_varint32(&mut src).ok_or_else(|| bad("value length"))? as usize;
+    if src.len() != klen + vlen {
+        return Err(bad("lengths do not add up to the record size"));
+    }
+    if &src[..klen] != user_key {
+        return Err(bad("the record belongs to another key"));
+    }
+    Ok(&src[klen..])
+}
+
+impl ValueStore for BlobReader {
+    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
+        let path = || self.placement.value_path(FileNumber(f.number), f.path_id);
+        if p.store != ValuePointer::BLOB_FILE
+            || p.offset < HEADER_LEN
+            || p.offset + u64::from(p.size) + FOOTER_LEN > f.size
+        {
+            return Err(Error::corruption(
+                &path(),
+                p.offset,
+                format!("value pointer {p:?} is outside the blob file's records"),
+            ));
+        }
+        let bytes = self.file(f)?.read_at(p.offset, p.size as usize)?;
+        decode_record(&bytes, user_key, &path(), p).map(<[u8]>::to_vec)
+    }
+
+    fn evict(&self, number: u64) {
+        crate::db::lock(&self.open).remove(&number);
+    }
+}
+
+/// Writes the values of one flush of at least `min` bytes into one new blob file.
+pub(crate) struct BlobSeparator {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    min: usize,
+    writer: Option<BlobWriter>,
+}
+
+impl BlobSeparator {
+    pub fn new(fs: Arc<dyn Fs>, placement: Placement, min: usize) -> Self {
+        BlobSeparator {
+            fs,
+            placement,
+            min,
+            writer: None,
+        }
+    }
+}
+
+impl FlushSeparator for BlobSeparator {
+    fn separate(
+        &mut self,
+        new_file_number: &mut dyn FnMut() -> FileNumber,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        if value.len() < self.min {
+            return Ok(None);
+        }
+        let w = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(BlobWriter::create(
+                &*self.fs,
+                &self.placement,
+                new_file_number(),
+            )?),
+        };
+        Ok(Some(w.add(user_key, value)?.encode()))
+    }
+
+    fn finish(&mut self) -> Result<Vec<ValueFile>> {
+        let Some(w) = self.writer.take() else {
+            return Ok(Vec::new());
+        };
+        let f = w.finish()?;
+        self.fs.sync_dir(self.placement.dir(f.path_id))?;
+        Ok(vec![f])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fs::MemFs;
+
+    #[test]
+    fn records_read_back_and_damage_is_corruption() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let placement = Placement::new(Path::new("/db"), None, None);
+        let mut w = BlobWriter::create(&*fs, &placement, FileNumber(9)).unwrap();
+        let big = vec![7u8; 5000];
+        let p1 = w.add(b"k1", b"v1").unwrap();
+        let p2 = w.add(b"key-two", &big).unwrap();
+        let f = w.finish().unwrap();
+        assert_eq!(
+            (f.records, f.size),
+            (2, HEADER_LEN + u64::from(p1.size + p2.size) + FOOTER_LEN)
+        );
+        let r = BlobReader::new(fs.clone(), placement.clone());
+        assert_eq!(r.read(b"k1", &p1, &f).unwrap(), b"v1");
+        assert_eq!(r.read(b"key-two", &p2, &f).unwrap(), big);
+        let e = r.read(b"k2", &p1, &f).unwrap_err();
+        assert!(e.to_string().contains("another key"), "{e}");
+        let outside = ValuePointer {
+            offset: f.size - 10,
+            ..p1
+        };
+        assert!(r.read(b"k1", &outside, &f).is_err());
+        // Flip every byte of the first record in turn: never the value, always an error.
+        let path = placement.value_path(FileNumber(9), f.path_id);
+        let good = fs.open(&path).unwrap().read_at(0, f.size as usize).unwrap();
+        for i in p1.offset..p1.offset + u64::from(p1.size) {
+            let mut bad = good.clone();
+            bad[i as usize] ^= 0x40;
+            let mut out = fs.create(&path).unwrap();
+            out.append(&bad).unwrap();
+            out.sync().unwrap();
+            let r = BlobReader::new(fs.clone(), placement.clone());
+            let e = r.read(b"k1", &p1, &f).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                crate::error::ErrorKind::Corruption,
+                "byte {i}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The value store seam: values kept outside the LSM, the LSM holding key -> pointer
+//! (key-value separation: WiscKey, RocksDB's BlobDB, HashKV).
+//!
+//! An entry of kind [`ValueKind::Pointer`](crate::key::ValueKind) carries an encoded
+//! [`ValuePointer`] instead of its value; [`ValueStore::read`] turns it back into the value.
+//! Reads go through one resolve step (`DbInner::resolve`), used by `get` and `DbIterator`.
+//! Compaction carries pointers unchanged and tells the store which ones it dropped
+//! ([`DroppedValues`]), so a store counts its garbage without scanning.
+//!
+//! Stores, each in its own folder: `blob/` (BlobDB-class immutable blob files written by
+//! flushes, `ValueStoreKind::BlobFiles`). Design: docs/design/kv-separation.md; formats:
+//! docs/format/value-pointer.md and docs/format/blob-file.md.
+
+pub(crate) mod blob;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
+use crate::error::{Error, Result};
+use crate::filename::FileNumber;
+use crate::fs::Fs;
+use crate::options::{Options, ValueStoreKind};
+use crate::placement::{PathId, Placement};
+
+/// Where a separated value lives. On-disk format (docs/format/value-pointer.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ValuePointer {
+    /// Which kind of store wrote it ([`ValuePointer::BLOB_FILE`], ...).
+    pub store: u8,
+    /// The file (or segment) number.
+    pub file: u64,
+    /// Offset of the record in the file.
+    pub offset: u64,
+    /// Length of the whole record (header, key and value).
+    pub size: u32,
+}
+
+impl ValuePointer {
+    /// Store tag of a record in a blob file.
+    pub const BLOB_FILE: u8 = 1;
+
+    /// Appends the encoding to `dst`.
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+        dst.push(self.store);
+        put_varint64(dst, self.file);
+        put_varint64(dst, self.offset);
+        put_varint32(dst, self.size);
+    }
+
+    /// The encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(16);
+        self.encode_to(&mut v);
+        v
+    }
+
+    /// Decodes a pointer: exactly the bytes `encode` wrote.
+    ///
+    /// # Errors
+    /// `Corruption` if the bytes are not a pointer.
+    pub fn decode(mut src: &[u8]) -> Result<ValuePointer> {
+        let all = src;
+        let bad = || Error::corrupt(format!("malformed value pointer {all:02x?}"));
+        let (&store, rest) = src.split_first().ok_or_else(bad)?;
+        src = rest;
+        let file = get_varint64(&mut src).ok_or_else(bad)?;
+        let offset = get_varint64(&mut src).ok_or_else(bad)?;
+        let size = get_varint32(&mut src).ok_or_else(bad)?;
+        if !src.is_empty() {
+            return Err(Error::corrupt(format!(
+                "malformed value pointer {all:02x?}: trailing bytes"
+            )));
+        }
+        Ok(ValuePointer {
+            store,
+            file,
+            offset,
+            size,
+        })
+    }
+}
+
+/// One value file as the manifest describes it: its records, and how many of them
+/// compactions found dropped (garbage). A file whose every record is garbage leaves the
+/// version (docs/format/manifest.md, "Value files").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueFile {
+    /// The file number (names the file).
+    pub number: u64,
+    /// Which directory the file lives in.
+    pub path_id: PathId,
+    /// File size in bytes.
+    pub size: u64,
+    /// Records written.
+    pub records: u64,
+    /// Bytes of those records.
+    pub record_bytes: u64,
+    /// Records whose pointers compactions dropped.
+    pub garbage_records: u64,
+    /// Bytes of those records.
+    pub garbage_bytes: u64,
+}
+
+impl ValueFile {
+    /// Whether no live pointer can reach the file any more.
+    pub fn all_garbage(&self) -> bool {
+        self.garbage_records >= self.records
+    }
+}
+
+/// A value store, as reads see it.
+pub(crate) trait ValueStore: Send + Sync {
+    /// The value `p` points to in file `f`, written for `user_key`.
+    ///
+    /// # Errors
+    /// `Corruption` naming file and offset when the record fails its checksum or is not
+    /// `user_key`'s; I/O errors.
+    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>>;
+
+    /// Forgets open handles to file `number` (it was deleted).
+    fn evict(&self, number: u64);
+}
+
+/// Separates values while a flush writes its tables (stores that separate at flush).
+pub(crate) trait FlushSeparator: Send {
+    /// The encoded pointer, if `user_key`'s `value` went to the store. File numbers for new
+    /// value files come from `new_file_number` (registered as pending outputs).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn separate(
+        &mut self,
+        new_file_number: &mut dyn FnMut() -> FileNumber,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>>;
+
+    /// The value files written, durable (files and their directory synced): for the edit
+    /// that installs the tables pointing into them.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn finish(&mut self) -> Result<Vec<ValueFile>>;
+}
+
+/// The flush-time separator `opts` asks for, if any.
+pub(crate) fn flush_separator(
+    opts: &Options,
+    fs: Arc<dyn Fs>,
+    placement: &Placement,
+) -> Option<Box<dyn FlushSeparator>> {
+    match opts.value_store {
+        ValueStoreKind::Inline => None,
+        ValueStoreKind::BlobFiles => Some(Box::new(blob::BlobSeparator::new(
+            fs,
+            placement.clone(),
+            opts.min_blob_size,
+        ))),
+    }
+}
+
+/// What reads separated values: every store's reader (a database keeps reading the values
+/// it separated whatever `Options::value_store` says now).
+pub(crate) fn reader(fs: Arc<dyn Fs>, placement: &Placement) -> Arc<dyn ValueStore> {
+    Arc::new(blob::BlobReader::new(fs, placement.clone()))
+}
+
+/// Garbage found by one compaction, per value file: the pointers it dropped (overwritten,
+/// deleted, or hidden from every snapshot), counted and summed by record size.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct DroppedValues {
+    /// File number -> (records, bytes).
+    pub per_file: BTreeMap<u64, (u64, u64)>,
+}
+
+impl DroppedValues {
+    /// Counts a dropped entry of kind Pointer whose value is `encoded`. A value that does not
+    /// decode is ignored here: the read that meets it reports the corruption.
+    pub fn add(&mut self, encoded: &[u8]) {
+        if let Ok(p) = ValuePointer::decode(encoded) {
+            let e = self.per_file.entry(p.file).or_default();
+            e.0 += 1;
+            e.1 += u64::from(p.size);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_round_trip_and_garbage_is_rejected() {
+        let p = ValuePointer {
+            store: ValuePointer::BLOB_FILE,
+            file: 123_456,
+            offset: 1 << 40,
+            size: 70_000,
+        };
+        let e = p.encode();
+        assert_eq!(ValuePointer::decode(&e).unwrap(), p);
+        for cut in 0..e.len() {
+            assert!(ValuePointer::decode(&e[..cut]).is_err(), "cut {cut}");
+        }
+        let mut long = e.clone();
+        long.push(0);
+        assert!(ValuePointer::decode(&long).is_err());
+    }
+}

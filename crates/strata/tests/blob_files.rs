@@ -1,0 +1,191 @@
+//! Blob files (`ValueStoreKind::BlobFiles`, preset `blob`): values of at least
+//! `min_blob_size` bytes leave the tables at flush; reads resolve them; compactions count
+//! the pointers they drop and a blob file with nothing live is deleted; damage is
+//! `Corruption`, never a wrong value.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{Fs, MemFs};
+use strata::{Db, ErrorKind, Options, ReadOptions, ValueStoreKind};
+
+fn opts(fs: &Arc<MemFs>) -> Options {
+    Options {
+        value_store: ValueStoreKind::BlobFiles,
+        min_blob_size: 100,
+        value_dir: Some("/values".into()),
+        fs: fs.clone(),
+        ..Options::default()
+    }
+}
+
+fn blobs(fs: &MemFs) -> Vec<String> {
+    fs.list(Path::new("/values"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".blob"))
+        .collect()
+}
+
+fn prop(db: &Db, name: &str) -> u64 {
+    db.property(name).unwrap().parse().unwrap()
+}
+
+fn big(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("value {i} of round {round} ").into_bytes();
+    v.resize(300 + (i as usize % 50), b'.');
+    v
+}
+
+#[test]
+fn large_values_go_to_blob_files_and_read_back() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+        db.put(format!("s{i:03}"), b"small").unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(blobs(&fs).len(), 1);
+    assert_eq!(prop(&db, "strata.value-files"), 1);
+    assert_eq!(prop(&db, "strata.value-garbage-bytes"), 0);
+    for i in 0..100u32 {
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, 0)));
+        assert_eq!(
+            db.get(format!("s{i:03}")).unwrap().as_deref(),
+            Some(&b"small"[..])
+        );
+    }
+    // Forward and reverse scans resolve the pointers too.
+    let all: Vec<_> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all.len(), 200);
+    assert_eq!(all[5], (b"k005".to_vec(), big(5, 0)));
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_for_prev(b"k050");
+    assert_eq!(
+        (it.key(), it.value()),
+        (&b"k050"[..], big(50, 0).as_slice())
+    );
+    it.prev();
+    assert_eq!(it.value(), big(49, 0).as_slice());
+    it.status().unwrap();
+    drop(it);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(db.get(b"k077").unwrap(), Some(big(77, 0)));
+    // Reopened without separation, the values separated before still read.
+    db.close().unwrap();
+    drop(db);
+    let inline = Options {
+        value_store: ValueStoreKind::Inline,
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", inline).unwrap();
+    assert_eq!(db.get(b"k078").unwrap(), Some(big(78, 0)));
+}
+
+#[test]
+fn garbage_is_counted_and_a_dead_blob_file_is_deleted() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    let first = blobs(&fs);
+    let snap = db.snapshot();
+    // Overwrite half, delete a quarter, shrink a quarter below the threshold.
+    for i in 0..50u32 {
+        db.put(format!("k{i:03}"), big(i, 1)).unwrap();
+    }
+    for i in 50..75u32 {
+        db.delete(format!("k{i:03}")).unwrap();
+    }
+    for i in 75..100u32 {
+        db.put(format!("k{i:03}"), b"tiny").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // The snapshot keeps every old version, so nothing is garbage yet.
+    assert_eq!(prop(&db, "strata.value-garbage-bytes"), 0);
+    let old = ReadOptions {
+        snapshot: Some(snap),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt(&old, b"k060").unwrap(), Some(big(60, 0)));
+    assert_eq!(db.get_opt(&old, b"k090").unwrap(), Some(big(90, 0)));
+    drop(old);
+    // A table spanning every key, so that the manual compaction rewrites all of L1 (it
+    // does not rewrite the last level by itself).
+    db.put(b"k000", b"tiny").unwrap();
+    db.put(b"k099", b"tiny").unwrap();
+    db.compact_range(None, None).unwrap();
+    // Now every record of the first blob file is garbage: it left the version and its file
+    // is gone; the second holds the 50 rewritten values.
+    assert_eq!(prop(&db, "strata.value-files"), 1);
+    let now = blobs(&fs);
+    assert_eq!(now.len(), 1);
+    assert!(!now.contains(&first[0]), "{first:?} still there: {now:?}");
+    assert_eq!(db.get(b"k010").unwrap(), Some(big(10, 1)));
+    assert_eq!(db.get(b"k060").unwrap(), None);
+    assert_eq!(db.get(b"k090").unwrap().as_deref(), Some(&b"tiny"[..]));
+    // Overwrite half of the second file's values: half its bytes become garbage.
+    for i in 0..25u32 {
+        db.put(format!("k{i:03}"), big(i, 2)).unwrap();
+    }
+    db.put(b"k099", b"tiny").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let garbage = prop(&db, "strata.value-garbage-bytes");
+    let live = prop(&db, "strata.value-live-bytes");
+    assert!(
+        garbage > 0 && live > garbage,
+        "garbage {garbage} live {live}"
+    );
+    db.close().unwrap();
+    drop(db);
+    // The counts are in the manifest.
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(prop(&db, "strata.value-garbage-bytes"), garbage);
+    assert_eq!(db.get(b"k020").unwrap(), Some(big(20, 2)));
+    assert_eq!(db.get(b"k030").unwrap(), Some(big(30, 1)));
+}
+
+#[test]
+fn a_damaged_blob_record_is_corruption() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    db.put(b"a", big(1, 0)).unwrap();
+    db.put(b"b", big(2, 0)).unwrap();
+    db.flush().unwrap();
+    let name = blobs(&fs).pop().unwrap();
+    let path = Path::new("/values").join(&name);
+    let size = fs.file_size(&path).unwrap();
+    let mut bytes = fs.open(&path).unwrap().read_at(0, size as usize).unwrap();
+    bytes[40] ^= 1; // inside the first record
+    let mut f = fs.create(&path).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    let e = db.get(b"a").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains(&name), "{e}");
+    assert_eq!(db.get(b"b").unwrap(), Some(big(2, 0)));
+    // A scan reports it through the iterator, once.
+    let got: Vec<_> = db.iter(ReadOptions::default()).unwrap().collect();
+    assert!(got[0].is_err(), "{got:?}");
+    // A blob file the manifest names is missing: open says which.
+    db.close().unwrap();
+    drop(db);
+    fs.remove(&path).unwrap();
+    let e = Db::open("/db", opts(&fs)).unwrap_err();
+    assert!(e.to_string().contains(&name), "{e}");
+}
