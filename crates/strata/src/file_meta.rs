@@ -33,6 +33,9 @@ pub struct FileMeta {
     pub num_entries: u64,
     /// Tombstones inside.
     pub num_deletions: u64,
+    /// The lowest-numbered value file a value pointer inside leads to (0: no pointer). Blob
+    /// garbage collection compacts the tables that still reach an old file.
+    pub oldest_value_file: u64,
     /// Reads that consulted this file in vain (not persisted; see [`ReadCharges`]).
     pub read_charges: ReadCharges,
 }
@@ -97,6 +100,7 @@ impl FileMeta {
             largest_seq: SeqNo(props.largest_seq),
             num_entries: props.num_entries,
             num_deletions: props.num_deletions,
+            oldest_value_file: 0,
             read_charges: ReadCharges::default(),
         }
     }
@@ -138,6 +142,7 @@ pub(crate) fn test_table(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc
         largest_seq: SeqNo(seq),
         num_entries: 1,
         num_deletions: 0,
+        oldest_value_file: 0,
         read_charges: ReadCharges::default(),
     })
 }

@@ -339,6 +339,14 @@ pub struct Options {
     pub min_blob_size: usize,
     /// Directory for value-store files. Defaults to the database directory.
     pub value_dir: Option<PathBuf>,
+    /// A blob file whose garbage (records whose pointers compactions dropped) reaches this
+    /// fraction of its bytes is collected: compactions move the live values they meet in it
+    /// to a new blob file, and when no other compaction is due the picker compacts the
+    /// tables that still point into it, oldest file first; once nothing points there it is
+    /// deleted. Bounds blob space to about 1 / (1 - ratio) of the live values, plus what
+    /// waits for collection. 1.0 collects only files with nothing live (no relocation).
+    /// Defaults to 0.5.
+    pub blob_gc_garbage_ratio: f64,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
     pub max_manifest_file_size: u64,
@@ -370,6 +378,7 @@ impl std::fmt::Debug for Options {
             .field("value_store", &self.value_store)
             .field("min_blob_size", &self.min_blob_size)
             .field("value_dir", &self.value_dir)
+            .field("blob_gc_garbage_ratio", &self.blob_gc_garbage_ratio)
             .field("fs", &self.fs)
             .finish_non_exhaustive()
     }
@@ -425,6 +434,7 @@ impl Default for Options {
             value_store: ValueStoreKind::Inline,
             min_blob_size: 256,
             value_dir: None,
+            blob_gc_garbage_ratio: 0.5,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
         }
@@ -640,6 +650,9 @@ impl Options {
                 "level0_stop_writes_trigger",
                 "must be >= level0_slowdown_writes_trigger",
             );
+        }
+        if !(self.blob_gc_garbage_ratio > 0.0 && self.blob_gc_garbage_ratio <= 1.0) {
+            return bad("blob_gc_garbage_ratio", "must be in (0, 1]");
         }
         if !(2..=16).contains(&self.num_levels) {
             return bad("num_levels", "must be between 2 and 16");

@@ -29,6 +29,8 @@ pub struct Stats {
     pub(crate) trivial_moves: AtomicU64,
     pub(crate) read_compactions: AtomicU64,
     pub(crate) idle_compactions: AtomicU64,
+    pub(crate) value_gc_compactions: AtomicU64,
+    pub(crate) value_bytes_relocated: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
@@ -70,6 +72,11 @@ pub struct StatsSnapshot {
     pub read_compactions: u64,
     /// L0 compactions that writes going idle started (`Options::idle_compaction_delay`).
     pub idle_compactions: u64,
+    /// Compactions the value store's garbage collection started
+    /// (`Options::blob_gc_garbage_ratio`).
+    pub value_gc_compactions: u64,
+    /// Bytes of live values compactions moved out of collected value files.
+    pub value_bytes_relocated: u64,
     /// Reads of table files while opening tables (footer, index, filter, properties), and
     /// their bytes.
     pub table_open_reads: u64,
@@ -189,6 +196,12 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
+            "Value GC: {} compactions, {:.1} MiB of live values moved",
+            self.value_gc_compactions,
+            mib(self.value_bytes_relocated)
+        );
+        let _ = writeln!(
+            s,
             "Table file reads: {} opening tables ({:.1} MiB), {} of blocks ({:.1} MiB)",
             self.table_open_reads,
             mib(self.table_open_read_bytes),
@@ -244,6 +257,8 @@ impl Stats {
             trivial_moves: l(&self.trivial_moves),
             read_compactions: l(&self.read_compactions),
             idle_compactions: l(&self.idle_compactions),
+            value_gc_compactions: l(&self.value_gc_compactions),
+            value_bytes_relocated: l(&self.value_bytes_relocated),
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),

@@ -189,3 +189,63 @@ fn a_damaged_blob_record_is_corruption() {
     let e = Db::open("/db", opts(&fs)).unwrap_err();
     assert!(e.to_string().contains(&name), "{e}");
 }
+
+#[test]
+fn a_blob_file_past_the_garbage_ratio_is_collected() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let first = blobs(&fs);
+    assert_eq!(first.len(), 1);
+    // Overwrite the even keys and one more: just over half of the first file is garbage
+    // once compaction drops the old versions.
+    for i in (0..200u32).step_by(2).chain([1]) {
+        db.put(format!("k{i:03}"), big(i, 1)).unwrap();
+    }
+    db.put(b"k000", big(0, 1)).unwrap();
+    db.put(b"k199", big(199, 1)).unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.value_gc_compactions > 0, "{}", s.to_text());
+    assert!(s.value_bytes_relocated > 0);
+    let now = blobs(&fs);
+    assert!(!now.contains(&first[0]), "{first:?} still there: {now:?}");
+    assert_eq!(prop(&db, "strata.value-garbage-bytes"), 0, "{now:?}");
+    for i in 0..200u32 {
+        let round = u32::from(i % 2 == 0 || i == 1 || i == 199);
+        assert_eq!(
+            db.get(format!("k{i:03}")).unwrap(),
+            Some(big(i, round)),
+            "k{i:03}"
+        );
+    }
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(db.get(b"k033").unwrap(), Some(big(33, 0)));
+}
+
+#[test]
+fn below_the_ratio_nothing_moves() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in (0..200u32).step_by(4) {
+        db.put(format!("k{i:03}"), big(i, 1)).unwrap();
+    }
+    db.put(b"k199", big(199, 1)).unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert_eq!((s.value_gc_compactions, s.value_bytes_relocated), (0, 0));
+    assert!(prop(&db, "strata.value-garbage-bytes") > 0);
+}

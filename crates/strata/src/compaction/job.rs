@@ -6,6 +6,7 @@
 //! Output files are cut by size and by grandparent overlap, never between two versions of one
 //! user key (so a key's versions are never split across files of one level).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,7 +23,9 @@ use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version::{level_iterator, Version};
 use crate::version_filter::{Verdict, VersionFilter};
-use crate::vstore::DroppedValues;
+use crate::vstore::{
+    DroppedValues, FlushSeparator, OldestValueFile, ValueFile, ValuePointer, ValueStore,
+};
 
 /// What a compaction produced.
 #[derive(Debug, Default)]
@@ -35,8 +38,24 @@ pub struct CompactionOutput {
     pub bytes_written: u64,
     /// Entries dropped as hidden or obsolete.
     pub dropped: u64,
-    /// The value pointers among them, per value file: the value store's garbage.
+    /// The value pointers among them, and those whose values moved, per value file: the
+    /// value store's garbage.
     pub dropped_values: DroppedValues,
+    /// Value files written for the values moved out of collected files.
+    pub new_value_files: Vec<ValueFile>,
+    /// Bytes of values moved.
+    pub relocated_bytes: u64,
+}
+
+/// Moves the live values a compaction meets in value files being collected into a new
+/// value file (`Options::blob_gc_garbage_ratio`).
+pub struct Relocate<'a> {
+    /// The files whose values move.
+    pub from: BTreeSet<u64>,
+    /// Reads them.
+    pub store: &'a dyn ValueStore,
+    /// Writes the moved values.
+    pub writer: Box<dyn FlushSeparator>,
 }
 
 /// Everything a compaction needs, borrowed from the database.
@@ -66,12 +85,15 @@ pub struct CompactionJob<'a> {
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
     /// Checked between entries; true aborts the job (database closing).
     pub should_stop: &'a dyn Fn() -> bool,
+    /// Value files being collected, if any.
+    pub relocate: Option<Relocate<'a>>,
 }
 
 struct Output {
     builder: TableBuilder,
     number: FileNumber,
     path: PathBuf,
+    oldest: OldestValueFile,
 }
 
 impl CompactionJob<'_> {
@@ -122,6 +144,7 @@ impl CompactionJob<'_> {
             _ => Vec::new(),
         };
         let mut bound_index = 0usize;
+        let mut moved = Vec::new();
         let mut seen_key = false;
         let mut last_user_key: Vec<u8> = Vec::new();
         input.seek_to_first();
@@ -197,15 +220,46 @@ impl CompactionJob<'_> {
                     builder: TableBuilder::new(file, path.clone(), self.table_opts),
                     number,
                     path,
+                    oldest: OldestValueFile::default(),
                 });
             }
+            let mut value = input.value();
+            if p.kind == ValueKind::Pointer {
+                if let Some(r) = self.relocate.as_mut() {
+                    let old = ValuePointer::decode(value)?;
+                    if r.from.contains(&old.file) {
+                        let file = self.version.values.get(&old.file).ok_or_else(|| {
+                            Error::corrupt(format!(
+                                "compaction met a pointer into value file {}, which the \
+                                 version does not hold",
+                                old.file
+                            ))
+                        })?;
+                        let v = r.store.read(p.user_key, &old, file)?;
+                        let new = r
+                            .writer
+                            .separate(&mut *self.new_file_number, p.user_key, &v)?
+                            .ok_or_else(|| Error::corrupt("a relocated value was not written"))?;
+                        out.dropped_values.add(value);
+                        out.relocated_bytes += v.len() as u64;
+                        moved.clear();
+                        new.encode_to(&mut moved);
+                        value = &moved;
+                    }
+                }
+            }
             if let Some(o) = current.as_mut() {
-                o.builder.add(ikey, input.value())?;
+                o.oldest.note_entry(p.kind, value);
+                o.builder.add(ikey, value)?;
             }
             input.next();
         }
         input.status()?;
         self.finish_output(current.take(), path_id, &mut out)?;
+        if let Some(r) = self.relocate.as_mut() {
+            // Before the tables' directory sync: both precede the edit.
+            out.new_value_files = r.writer.finish()?;
+        }
         if !out.files.is_empty() {
             self.fs.sync_dir(self.placement.dir(path_id))?;
         }
@@ -226,9 +280,9 @@ impl CompactionJob<'_> {
             .finish()
             .map_err(|e| e.context(o.path.display()))?;
         out.bytes_written += props.file_size;
-        out.files.push(FileMeta::from_properties(
-            o.number, path_id, &props, smallest, largest,
-        ));
+        let mut meta = FileMeta::from_properties(o.number, path_id, &props, smallest, largest);
+        meta.oldest_value_file = o.oldest.0;
+        out.files.push(meta);
         Ok(())
     }
 }

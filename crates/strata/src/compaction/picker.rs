@@ -12,7 +12,7 @@ use crate::compaction::sizing;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::key;
-use crate::options::{CompactionPicker, CompactionPriority, Options};
+use crate::options::{CompactionPicker, CompactionPriority, Options, ValueStoreKind};
 use crate::placement::{FileKind, Placement};
 use crate::version::Version;
 
@@ -30,6 +30,9 @@ pub enum CompactionReason {
     /// The database went idle with L0 at least half way to its trigger, or a level above
     /// the last over its share of the last (`Options::idle_compaction_delay`).
     Idle,
+    /// The input still points into a value file being collected
+    /// (`Options::blob_gc_garbage_ratio`).
+    ValueGc,
 }
 
 /// A chosen compaction: inputs from `level` (and overlapping files of `output_level`).
@@ -176,6 +179,63 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
         CompactionPicker::HyperLevelDb => hyper::pick(ctx),
     }
     .or_else(|| pick_idle(ctx))
+    .or_else(|| pick_value_gc(ctx))
+}
+
+/// Whether value garbage collection has a compaction to do (`pick_value_gc`, busy files
+/// aside).
+pub fn value_gc_due(v: &Version, opts: &Options) -> bool {
+    opts.value_store == ValueStoreKind::BlobFiles
+        && v.values.values().any(|f| {
+            f.collectable(opts.blob_gc_garbage_ratio)
+                && (1..v.num_levels())
+                    .any(|l| v.files(l).iter().any(|t| t.oldest_value_file == f.number))
+        })
+}
+
+/// With nothing else due: a table whose oldest value pointer leads into a value file being
+/// collected (`Options::blob_gc_garbage_ratio`), the oldest such file first, compacted
+/// into the next level (in the last level, into itself) so that the compaction moves its
+/// live values out. Each such compaction leaves the file with one table fewer pointing
+/// into it as its oldest, so collection ends. A file that only tables with an older
+/// oldest file still reach waits for that file, or for the compactions that reach its
+/// keys. L0 tables are left to L0's own compactions.
+pub fn pick_value_gc(ctx: &PickContext<'_>) -> Option<Compaction> {
+    if ctx.opts.value_store != ValueStoreKind::BlobFiles {
+        return None;
+    }
+    let v = ctx.version;
+    let last = v.num_levels() - 1;
+    for f in v.values.values() {
+        if !f.collectable(ctx.opts.blob_gc_garbage_ratio) {
+            continue;
+        }
+        for level in 1..=last {
+            for t in v.files(level) {
+                if t.oldest_value_file != f.number || ctx.busy.contains(&t.number) {
+                    continue;
+                }
+                let c = if level == last {
+                    Some(Compaction {
+                        level,
+                        output_level: level,
+                        inputs: vec![t.clone()],
+                        next_inputs: Vec::new(),
+                        grandparents: Vec::new(),
+                        trivial_move: false,
+                        reason: CompactionReason::ValueGc,
+                    })
+                } else {
+                    ctx.finish(level, vec![t.clone()], CompactionReason::ValueGc)
+                };
+                if let Some(mut c) = c {
+                    c.trivial_move = false;
+                    return Some(c);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Whether the database going idle leaves compaction work (`Options::idle_compaction_delay`):

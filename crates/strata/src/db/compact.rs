@@ -1,15 +1,17 @@
 //! Compaction as the database runs it: pick under the locks, merge without them, install
 //! under them; `compact_range`; and deletion of files no version needs.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use super::{lock, DbInner};
+use crate::compaction::job::Relocate;
 use crate::compaction::picker::{self, Compaction, PickContext};
 use crate::compaction::{sizing, CompactionJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::stats::{Stats, MAX_LEVELS};
-use crate::version::VersionEdit;
+use crate::version::{Version, VersionEdit};
 
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
@@ -75,7 +77,8 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
             let v = lock(&db.versions).current();
             let due = picker::scores(&v, &db.opts)
                 .first()
-                .is_some_and(|&(_, score)| score >= 1.0);
+                .is_some_and(|&(_, score)| score >= 1.0)
+                || picker::value_gc_due(&v, &db.opts);
             let idle_due = !due
                 && picker::idle_due(&v, &db.opts)
                 && db.last_sequence.load(Ordering::Acquire) == sequence;
@@ -111,6 +114,25 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     }
 }
 
+/// What a compaction on `v` relocates: the live values in value files collectable by
+/// `Options::blob_gc_garbage_ratio`, if any and if the configured store collects.
+fn relocation<'a>(db: &'a DbInner, v: &Version) -> Option<Relocate<'a>> {
+    let from: BTreeSet<u64> = v
+        .values
+        .values()
+        .filter(|f| f.collectable(db.opts.blob_gc_garbage_ratio))
+        .map(|f| f.number)
+        .collect();
+    if from.is_empty() {
+        return None;
+    }
+    Some(Relocate {
+        from,
+        store: &*db.values,
+        writer: crate::vstore::relocator(&db.opts, db.fs.clone(), &db.placement)?,
+    })
+}
+
 fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     let out_level = c.output_level.min(MAX_LEVELS - 1);
     let in_level = c.level.min(MAX_LEVELS - 1);
@@ -118,6 +140,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     match c.reason {
         picker::CompactionReason::Reads => Stats::add(&db.stats.read_compactions, 1),
         picker::CompactionReason::Idle => Stats::add(&db.stats.idle_compactions, 1),
+        picker::CompactionReason::ValueGc => Stats::add(&db.stats.value_gc_compactions, 1),
         _ => {}
     }
     for f in &c.inputs {
@@ -156,6 +179,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
                 * db.opts.target_file_size_base,
             new_file_number: &mut new_number,
             should_stop: &stop,
+            relocate: relocation(db, &version),
         };
         let result = job.run().and_then(|out| {
             for f in &out.files {
@@ -175,6 +199,8 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         for f in out.files {
             edit.new_files.push((c.output_level, f));
         }
+        Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
+        edit.new_value_files = out.new_value_files;
         edit.value_garbage = out
             .dropped_values
             .per_file

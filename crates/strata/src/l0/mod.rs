@@ -40,7 +40,7 @@ use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version_filter::{Verdict, VersionFilter};
-use crate::vstore::{FlushSeparator, ValueFile};
+use crate::vstore::{FlushSeparator, OldestValueFile, ValueFile};
 
 /// A layout of level 0. Every method that looks at L0 gets its files (`files`, in the
 /// order [`Level0::arrange`] left them) from the version the caller holds.
@@ -346,6 +346,8 @@ impl Ingest<'_> {
         }
         let mut out: Option<(TableBuilder, FileNumber)> = None;
         let mut pointer_key = Vec::new();
+        let mut pointer = Vec::new();
+        let mut oldest = OldestValueFile::default();
         while it.valid() {
             let p = key::parse(it.key())
                 .ok_or_else(|| Error::corrupt("memtable holds a malformed key"))?;
@@ -367,7 +369,10 @@ impl Ingest<'_> {
                 };
                 if let Some((b, _)) = out.as_mut() {
                     match separated {
-                        Some(pointer) => {
+                        Some(p_to) => {
+                            oldest.note(p_to.file);
+                            pointer.clear();
+                            p_to.encode_to(&mut pointer);
                             pointer_key.clear();
                             key::append_internal_key(
                                 &mut pointer_key,
@@ -377,7 +382,10 @@ impl Ingest<'_> {
                             );
                             b.add(&pointer_key, &pointer)?;
                         }
-                        None => b.add(it.key(), it.value())?,
+                        None => {
+                            oldest.note_entry(p.kind, it.value());
+                            b.add(it.key(), it.value())?;
+                        }
                     }
                 }
             }
@@ -388,9 +396,9 @@ impl Ingest<'_> {
         };
         let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
         let props = b.finish()?;
-        Ok(Some(FileMeta::from_properties(
-            number, path_id, &props, smallest, largest,
-        )))
+        let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
+        meta.oldest_value_file = oldest.0;
+        Ok(Some(meta))
     }
 
     /// The value files the flush wrote, durable.

@@ -30,6 +30,8 @@ const TAG_L0_LAYOUT: u32 = 8;
 const TAG_FEATURE: u32 = 9;
 const TAG_NEW_VALUE_FILE: u32 = 10;
 const TAG_VALUE_GARBAGE: u32 = 11;
+/// `new_file` followed by the table's oldest value file (tables holding value pointers).
+const TAG_NEW_FILE_WITH_VALUES: u32 = 12;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 
@@ -105,7 +107,14 @@ impl VersionEdit {
             put_varint64(&mut b, n.0);
         }
         for (level, f) in &self.new_files {
-            put_varint32(&mut b, TAG_NEW_FILE);
+            put_varint32(
+                &mut b,
+                if f.oldest_value_file == 0 {
+                    TAG_NEW_FILE
+                } else {
+                    TAG_NEW_FILE_WITH_VALUES
+                },
+            );
             put_varint32(&mut b, *level as u32);
             put_varint64(&mut b, f.number.0);
             b.push(f.path_id.0);
@@ -116,6 +125,9 @@ impl VersionEdit {
             put_varint64(&mut b, f.largest_seq.0);
             put_varint64(&mut b, f.num_entries);
             put_varint64(&mut b, f.num_deletions);
+            if f.oldest_value_file != 0 {
+                put_varint64(&mut b, f.oldest_value_file);
+            }
         }
         for f in &self.new_value_files {
             put_varint32(&mut b, TAG_NEW_VALUE_FILE);
@@ -205,7 +217,7 @@ impl VersionEdit {
                     let n = get_varint64(&mut src).ok_or_else(|| bad("deleted file number"))?;
                     e.deleted_files.push((level, FileNumber(n)));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_VALUES => {
                     let f = (|| {
                         let level = get_varint32(&mut src)? as usize;
                         let number = FileNumber(get_varint64(&mut src)?);
@@ -218,6 +230,11 @@ impl VersionEdit {
                         let largest_seq = SeqNo(get_varint64(&mut src)?);
                         let num_entries = get_varint64(&mut src)?;
                         let num_deletions = get_varint64(&mut src)?;
+                        let oldest_value_file = if tag == TAG_NEW_FILE_WITH_VALUES {
+                            get_varint64(&mut src).filter(|&n| n != 0)?
+                        } else {
+                            0
+                        };
                         if smallest.len() < 8 || largest.len() < 8 {
                             return None;
                         }
@@ -233,6 +250,7 @@ impl VersionEdit {
                                 largest_seq,
                                 num_entries,
                                 num_deletions,
+                                oldest_value_file,
                                 read_charges: Default::default(),
                             },
                         ))
@@ -314,6 +332,7 @@ mod tests {
                     largest_seq: SeqNo(6),
                     num_entries: 10,
                     num_deletions: 1,
+                    oldest_value_file: 13,
                     read_charges: Default::default(),
                 },
             )],

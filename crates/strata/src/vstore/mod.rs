@@ -49,6 +49,7 @@ impl ValuePointer {
     }
 
     /// The encoding.
+    #[cfg(test)]
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(16);
         self.encode_to(&mut v);
@@ -107,6 +108,12 @@ impl ValueFile {
     pub fn all_garbage(&self) -> bool {
         self.garbage_records >= self.records
     }
+
+    /// Whether garbage collection moves the file's live values out
+    /// (`Options::blob_gc_garbage_ratio`).
+    pub fn collectable(&self, ratio: f64) -> bool {
+        self.garbage_bytes as f64 >= ratio * self.record_bytes as f64
+    }
 }
 
 /// A value store, as reads see it.
@@ -124,7 +131,7 @@ pub(crate) trait ValueStore: Send + Sync {
 
 /// Separates values while a flush writes its tables (stores that separate at flush).
 pub(crate) trait FlushSeparator: Send {
-    /// The encoded pointer, if `user_key`'s `value` went to the store. File numbers for new
+    /// The pointer, if `user_key`'s `value` went to the store. File numbers for new
     /// value files come from `new_file_number` (registered as pending outputs).
     ///
     /// # Errors
@@ -134,7 +141,7 @@ pub(crate) trait FlushSeparator: Send {
         new_file_number: &mut dyn FnMut() -> FileNumber,
         user_key: &[u8],
         value: &[u8],
-    ) -> Result<Option<Vec<u8>>>;
+    ) -> Result<Option<ValuePointer>>;
 
     /// The value files written, durable (files and their directory synced): for the edit
     /// that installs the tables pointing into them.
@@ -160,10 +167,47 @@ pub(crate) fn flush_separator(
     }
 }
 
+/// The writer a compaction moves live values into when it collects value files (every
+/// value it is handed is written), if `opts` has a store that collects.
+pub(crate) fn relocator(
+    opts: &Options,
+    fs: Arc<dyn Fs>,
+    placement: &Placement,
+) -> Option<Box<dyn FlushSeparator>> {
+    match opts.value_store {
+        ValueStoreKind::Inline => None,
+        ValueStoreKind::BlobFiles => {
+            Some(Box::new(blob::BlobSeparator::new(fs, placement.clone(), 0)))
+        }
+    }
+}
+
 /// What reads separated values: every store's reader (a database keeps reading the values
 /// it separated whatever `Options::value_store` says now).
 pub(crate) fn reader(fs: Arc<dyn Fs>, placement: &Placement) -> Arc<dyn ValueStore> {
     Arc::new(blob::BlobReader::new(fs, placement.clone()))
+}
+
+/// The lowest value file number the pointers of one table lead to (0: none yet).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct OldestValueFile(pub u64);
+
+impl OldestValueFile {
+    /// Notes a pointer to `file`.
+    pub fn note(&mut self, file: u64) {
+        if self.0 == 0 || file < self.0 {
+            self.0 = file;
+        }
+    }
+
+    /// Notes the entry `value` of kind `kind` (a pointer's file; others are ignored).
+    pub fn note_entry(&mut self, kind: crate::key::ValueKind, value: &[u8]) {
+        if kind == crate::key::ValueKind::Pointer {
+            if let Ok(p) = ValuePointer::decode(value) {
+                self.note(p.file);
+            }
+        }
+    }
 }
 
 /// Garbage found by one compaction, per value file: the pointers it dropped (overwritten,

@@ -227,7 +227,7 @@ impl FlushSeparator for BlobSeparator {
         new_file_number: &mut dyn FnMut() -> FileNumber,
         user_key: &[u8],
         value: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<ValuePointer>> {
         if value.len() < self.min {
             return Ok(None);
         }
@@ -239,7 +239,7 @@ impl FlushSeparator for BlobSeparator {
                 new_file_number(),
             )?),
         };
-        Ok(Some(w.add(user_key, value)?.encode()))
+        Ok(Some(w.add(user_key, value)?))
     }
 
     fn finish(&mut self) -> Result<Vec<ValueFile>> {
