@@ -247,6 +247,12 @@ impl Fs for DeviceFs {
         }
         self.inner.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        if let Some(d) = self.device(path) {
+            d.serve(0, true);
+        }
+        self.inner.sync_file(path)
+    }
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)
     }

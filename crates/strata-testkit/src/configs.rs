@@ -76,6 +76,17 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::blob(), fs)
             },
         },
+        // WiscKey's value log: values of 100 bytes and more appended as they are written,
+        // in 64 KiB segments.
+        Config {
+            name: "wisckey",
+            build: |dir, fs| Options {
+                min_blob_size: 100,
+                vlog_segment_size: 64 << 10,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::wisckey(), fs)
+            },
+        },
         // Blob files composed with OHDB's buckets.
         Config {
             name: "ohdb-l0p-blob",

@@ -82,6 +82,15 @@ impl WriteBatch {
         self
     }
 
+    /// Appends an entry of kind `Pointer` (the value log's write path).
+    pub(crate) fn put_pointer(&mut self, key: &[u8], pointer: &[u8]) -> &mut Self {
+        self.rep.push(ValueKind::Pointer as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, pointer);
+        self.count += 1;
+        self
+    }
+
     /// Adds a delete of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::Delete as u8);
@@ -188,6 +197,11 @@ impl WriteBatch {
     pub(crate) fn validate(&self) -> Result<()> {
         for e in self.iter() {
             let e = e?;
+            if e.kind == ValueKind::Pointer {
+                return Err(Error::invalid(
+                    "a batch holds a value pointer (kind 2): only the engine writes those",
+                ));
+            }
             if e.key.len() > MAX_KEY_LEN {
                 return Err(Error::invalid(format!(
                     "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
@@ -222,8 +236,9 @@ impl<'a> Iterator for BatchIter<'a> {
             let value = match kind {
                 ValueKind::Put => get_length_prefixed(&mut self.src)?,
                 ValueKind::Delete => &[][..],
-                // Value pointers are the engine's, written at flush: never in a batch.
-                ValueKind::Pointer => return None,
+                // Written by the engine only (the value log's write path); `validate`
+                // refuses them in the user's batches.
+                ValueKind::Pointer => get_length_prefixed(&mut self.src)?,
             };
             Some(BatchEntry { kind, key, value })
         })();

@@ -127,6 +127,8 @@ pub(crate) struct DbInner {
     /// Reads separated values (whatever `Options::value_store` says now: a database keeps
     /// reading the values it separated before).
     pub values: Arc<dyn crate::vstore::ValueStore>,
+    /// Takes values as they are written (`ValueStoreKind::VLog`), if configured.
+    pub write_values: Option<Box<dyn crate::vstore::WriteSeparator>>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,
@@ -212,6 +214,39 @@ impl DbInner {
     /// Rebuilds the super version after `mem`, `imms` or the version changed, and tells the
     /// table cache the live table bytes (it may read tables another way from now on).
     /// REQUIRES: `state` locked; `version` is the VersionSet's current one.
+    /// Makes the values handed to the write-time value store durable (before a WAL sync,
+    /// a flush's edit, or close).
+    pub fn sync_values(&self) -> Result<()> {
+        match &self.write_values {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// Names a new value-log segment in the manifest and installs the version holding it;
+    /// returns its number. Errors poison the database (the manifest's state is unknown).
+    pub fn new_vlog_segment(&self) -> Result<u64> {
+        let mut versions = lock(&self.versions);
+        let n = versions.new_file_number();
+        let mut edit = crate::version::VersionEdit::default();
+        edit.new_value_files
+            .push(crate::vstore::ValueFile::vlog_segment(
+                n.0,
+                self.placement.path_id(crate::placement::FileKind::Value),
+            ));
+        let v = match versions.log_and_apply(edit) {
+            Ok(v) => v,
+            Err(e) => {
+                drop(versions);
+                self.poison(&e);
+                return Err(e);
+            }
+        };
+        let mut st = lock(&self.state);
+        self.install_super_version(&mut st, v);
+        Ok(n.0)
+    }
+
     pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {
         // NB: a memtable switch keeps the version; its bytes are what the cache was told.
         if !Arc::ptr_eq(&state.super_version.version, &version) {

@@ -1,6 +1,6 @@
 //! File names inside the database directories (docs/format/filenames.md).
 //!
-//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
 //! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
 //! exactly one file whatever its kind.
 
@@ -25,6 +25,8 @@ pub enum FileType {
     Table(FileNumber),
     /// A blob file of the value store.
     Blob(FileNumber),
+    /// A segment of the value log.
+    Vlog(FileNumber),
     /// A manifest.
     Manifest(FileNumber),
     /// The pointer to the live manifest.
@@ -48,6 +50,11 @@ pub fn table_name(n: FileNumber) -> String {
 /// The blob file name for `n`.
 pub fn blob_name(n: FileNumber) -> String {
     format!("{n}.blob")
+}
+
+/// The value-log segment file name for `n`.
+pub fn vlog_name(n: FileNumber) -> String {
+    format!("{n}.vlog")
 }
 
 /// The manifest file name for `n`.
@@ -87,6 +94,9 @@ pub fn parse(name: &str) -> Option<FileType> {
     }
     if let Some(n) = name.strip_suffix(".blob") {
         return num(n).map(FileType::Blob);
+    }
+    if let Some(n) = name.strip_suffix(".vlog") {
+        return num(n).map(FileType::Vlog);
     }
     None
 }

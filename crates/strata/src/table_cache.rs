@@ -324,6 +324,9 @@ mod tests {
         fn sync_dir(&self, dir: &Path) -> Result<()> {
             self.mem.sync_dir(dir)
         }
+        fn sync_file(&self, path: &Path) -> Result<()> {
+            self.mem.sync_file(path)
+        }
         fn file_size(&self, path: &Path) -> Result<u64> {
             self.mem.file_size(path)
         }

@@ -75,6 +75,9 @@ impl Fs for SlowDeepFs {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.mem.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.mem.sync_file(path)
+    }
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.mem.file_size(path)
     }

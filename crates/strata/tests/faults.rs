@@ -187,6 +187,9 @@ impl strata::fs::Fs for PanickingFs {
     fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
         self.0.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> strata::Result<()> {
+        self.0.sync_file(path)
+    }
     fn file_size(&self, path: &Path) -> strata::Result<u64> {
         self.0.file_size(path)
     }

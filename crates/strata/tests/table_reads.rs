@@ -71,6 +71,9 @@ impl Fs for Recording {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.inner.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.inner.sync_file(path)
+    }
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)
     }

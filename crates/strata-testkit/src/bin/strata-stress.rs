@@ -12,7 +12,7 @@
 //!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
-//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob] [--threads=4] [--keys=20000]
+//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob,wisckey] [--threads=4] [--keys=20000]
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -136,6 +136,9 @@ impl Fs for SlowTables {
     fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
         RealFs.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> strata::Result<()> {
+        RealFs.sync_file(path)
+    }
     fn file_size(&self, path: &Path) -> strata::Result<u64> {
         RealFs.file_size(path)
     }
@@ -201,9 +204,12 @@ fn options(a: &Args) -> Result<Options, String> {
     // OHDB's buckets, small: bucket compactions run all the time.
     o.l0_buckets = a.get("l0_buckets", 4)?;
     o.bucket_compaction_trigger = a.get("bucket_compaction_trigger", 2)?;
-    // Blob files (preset blob): the stress values are 8-130 bytes, so a 64-byte threshold
+    // Blob files and the value log (presets blob, wisckey): the stress values are 8-130
+    // bytes, so a 64-byte threshold
     // sends about half of them to blob files and keys cross it with every overwrite.
     o.min_blob_size = a.get("min_blob_size", 64)?;
+    // The value log (preset wisckey) in 256 KiB segments: the head moves often.
+    o.vlog_segment_size = a.get("vlog_segment_size", 256 << 10)?;
     o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
     o.level_dir = a.0.get("level_dir").map(PathBuf::from);
     let preset = a.str("preset", "default");
@@ -514,7 +520,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     let presets: Vec<String> = a
         .str(
             "presets",
-            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob",
+            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob,wisckey",
         )
         .split(',')
         .map(str::to_string)

@@ -338,7 +338,9 @@ impl DbInner {
             };
             for name in names {
                 let doomed = match filename::parse(&name) {
-                    Some(FileType::Table(n) | FileType::Blob(n)) => n < next && !live.contains(&n),
+                    Some(FileType::Table(n) | FileType::Blob(n) | FileType::Vlog(n)) => {
+                        n < next && !live.contains(&n)
+                    }
                     Some(FileType::Wal(n)) => n < log_number,
                     Some(FileType::Manifest(n)) => n < manifest,
                     _ => false,
@@ -346,7 +348,7 @@ impl DbInner {
                 if doomed {
                     match filename::parse(&name) {
                         Some(FileType::Table(n)) => self.tables.evict(n),
-                        Some(FileType::Blob(n)) => {
+                        Some(FileType::Blob(n) | FileType::Vlog(n)) => {
                             self.values.evict(n.0);
                         }
                         _ => {}

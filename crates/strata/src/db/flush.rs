@@ -53,6 +53,9 @@ impl DbInner {
                     Stats::add(&self.stats.flush_bytes, m.size);
                     self.tables.table(m)?.verify_new()?;
                 }
+                // The values this memtable's pointers reach, durable before the tables
+                // naming them (the value log's; blob files were synced above).
+                self.sync_values()?;
                 Ok((ingested, value_files))
             });
         let mut versions = lock(&self.versions);

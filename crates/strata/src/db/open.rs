@@ -1,7 +1,7 @@
 //! Opening a database: lock, read the manifest, replay WALs into L0 tables, start a fresh
 //! WAL and manifest, delete leftovers, start the background threads. And closing it.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -11,7 +11,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::fs;
-use crate::key::SeqNo;
+use crate::key::{SeqNo, ValueKind};
 use crate::l0::Ingest;
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -20,6 +20,7 @@ use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
 use crate::version::{VersionEdit, VersionSet};
+use crate::vstore::ValuePointer;
 use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -85,6 +86,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             )));
         }
         last_seq = r.last_sequence;
+        if let Some(n) = versions.missing_vlog_head() {
+            edit.deleted_value_files.push(n);
+        }
         mark_numbers_on_disk(&fs, &placement, &versions);
         last_seq = replay_wals(
             &opts,
@@ -124,6 +128,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     });
     let db = Arc::new(DbInner {
         values: crate::vstore::reader(fs.clone(), &placement),
+        write_values: crate::vstore::write_separator(&opts, fs.clone(), &placement),
         fs,
         placement,
         tables,
@@ -212,7 +217,11 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
             if let Some(
-                FileType::Wal(n) | FileType::Table(n) | FileType::Blob(n) | FileType::Manifest(n),
+                FileType::Wal(n)
+                | FileType::Table(n)
+                | FileType::Blob(n)
+                | FileType::Vlog(n)
+                | FileType::Manifest(n),
             ) = filename::parse(&name)
             {
                 versions.mark_file_number_used(n);
@@ -254,6 +263,7 @@ fn replay_wals(
     wals.sort();
     // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
     let mut mem = Arc::new(MemTable::new(0));
+    let mut value_log_lengths: HashMap<u64, u64> = HashMap::new();
     let mut stop = false;
     // The last sequence replayed from any WAL so far (or vouched for by the first WAL's
     // link record): a later WAL whose link names a higher one follows a hole.
@@ -312,6 +322,21 @@ fn replay_wals(
                 },
             };
             records += 1;
+            if let Some(lost) = lost_value(&batch, versions, fs, placement, &mut value_log_lengths)?
+            {
+                // The WAL kept a record whose value the value log lost (no sync came
+                // between them): the writes end before it.
+                match opts.wal_recovery_mode {
+                    WalRecoveryMode::AbsoluteConsistency => {
+                        return Err(Error::corruption(&path, offset, lost));
+                    }
+                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    _ => {
+                        stop = true;
+                        break;
+                    }
+                }
+            }
             if batch.is_empty() {
                 // A link record: everything logged up to its sequence came before this WAL.
                 let linked = batch.sequence();
@@ -357,7 +382,57 @@ fn replay_wals(
     if !mem.is_empty() {
         flush_recovered(opts, placement, versions, &mem, edit)?;
     }
+    // The value-log bytes the replayed pointers reach may be only in the page cache (the
+    // process died, the machine did not): durable before the tables naming them are.
+    for &n in value_log_lengths.keys() {
+        if let Some(f) = versions.current().values.get(&n) {
+            fs.sync_file(&f.path(placement))?;
+        }
+    }
     Ok(last_seq)
+}
+
+/// Why `batch` cannot be replayed, if a value pointer of it leads past what the value log
+/// holds on disk (or into a segment that is not there). `lengths` caches segment lengths.
+fn lost_value(
+    batch: &WriteBatch,
+    versions: &VersionSet,
+    fs: &Arc<dyn fs::Fs>,
+    placement: &Placement,
+    lengths: &mut HashMap<u64, u64>,
+) -> Result<Option<String>> {
+    let v = versions.current();
+    for e in batch.iter() {
+        let e = e?;
+        if e.kind != ValueKind::Pointer {
+            continue;
+        }
+        let p = ValuePointer::decode(e.value)?;
+        let Some(f) = v.values.get(&p.file) else {
+            return Ok(Some(format!(
+                "a WAL record points into value file {}, which is gone",
+                p.file
+            )));
+        };
+        let len = match lengths.get(&p.file) {
+            Some(&l) => l,
+            None => {
+                let l = fs.file_size(&f.path(placement)).unwrap_or(0);
+                lengths.insert(p.file, l);
+                l
+            }
+        };
+        if p.offset + u64::from(p.size) > len {
+            return Ok(Some(format!(
+                "a WAL record's value did not reach the value log ({} ends at {len}, the \
+                 record at {} + {})",
+                f.path(placement).display(),
+                p.offset,
+                p.size
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// A WAL lost records that a later WAL follows (possible after a power cut: closed WALs
@@ -427,7 +502,9 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     }
     // Wait for any writer still leading a group.
     drop(lock(&db.writers));
-    let result = lock(&db.wal).sync_all(&db.stats);
+    let result = db
+        .sync_values()
+        .and_then(|()| lock(&db.wal).sync_all(&db.stats));
     lock(&db._lock).take();
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
 }

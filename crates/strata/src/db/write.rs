@@ -169,6 +169,13 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         sync |= w.sync;
     }
     let mem = make_room(db, false, batch.encoded_len())?;
+    let user_bytes = batch.payload_bytes() as u64;
+    if let Some(w) = &db.write_values {
+        // Values to the value log (and the OS) before the WAL record that points to them.
+        if let Some(separated) = w.separate(&batch, &mut || db.new_vlog_segment())? {
+            batch = separated;
+        }
+    }
     if db.straight_reads.load(Ordering::Relaxed) != 0 {
         db.straight_reads.store(0, Ordering::Relaxed);
     }
@@ -200,7 +207,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
             wal.last_logged = SeqNo(first.0 + batch.len() as u64 - 1);
         }
         if res.is_ok() && sync {
-            res = wal.sync_all(&db.stats);
+            res = db.sync_values().and_then(|()| wal.sync_all(&db.stats));
         }
         if let Err(e) = res {
             // The WAL's tail is now unknown: nothing more may be appended to it.
@@ -217,7 +224,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         seq = seq.next();
     }
     db.last_sequence.store(seq.0 - 1, Ordering::Release);
-    Stats::add(&db.stats.user_bytes, batch.payload_bytes() as u64);
+    Stats::add(&db.stats.user_bytes, user_bytes);
     Stats::add(&db.stats.user_writes, group.len() as u64);
     Ok(())
 }

@@ -345,6 +345,11 @@ impl Fs for FaultFs {
         self.shared.inner.sync_dir(dir)
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.shared.check(FsOp::Sync, path)?;
+        self.shared.inner.sync_file(path)
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.shared.check(FsOp::Meta, path)?;
         self.shared.inner.file_size(path)

@@ -375,6 +375,13 @@ impl Fs for MemFs {
         Ok(())
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let ino = self.inode("fsync", path)?;
+        let mut ino = lock(&ino);
+        ino.synced = ino.data.len();
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let mut st = lock(&self.state);
         if !st.dirs.contains(dir) {

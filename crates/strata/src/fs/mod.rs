@@ -60,6 +60,9 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the entries of `dir` (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes the bytes of the existing file `path` durable (a file written by an earlier
+    /// process, found after a crash).
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// Size of the file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive advisory lock on `path` (created if missing); dropped = released.

@@ -467,6 +467,11 @@ impl Fs for RealFs {
         f.sync_all().map_err(|e| Error::io("fsync dir", dir, e))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let f = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", path, e))
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         Ok(fs::metadata(path)
             .map_err(|e| Error::io("stat", path, e))?

@@ -17,7 +17,7 @@ pub use crate::l0::L0Record;
 use crate::error::ErrorKind;
 use crate::file_meta::FileMeta;
 use crate::placement::PathId;
-use crate::vstore::ValueFile;
+use crate::vstore::{ValueFile, ValueFileKind};
 
 const TAG_LOG_NUMBER: u32 = 1;
 const TAG_NEXT_FILE_NUMBER: u32 = 2;
@@ -32,13 +32,19 @@ const TAG_NEW_VALUE_FILE: u32 = 10;
 const TAG_VALUE_GARBAGE: u32 = 11;
 /// `new_file` followed by the table's oldest value file (tables holding value pointers).
 const TAG_NEW_FILE_WITH_VALUES: u32 = 12;
+const TAG_NEW_VLOG_SEGMENT: u32 = 13;
+const TAG_DELETED_VALUE_FILE: u32 = 14;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 
 /// Format features this build reads. A manifest names every feature its database uses
 /// (in the first edit of each manifest, and in the edit that starts using one); a build
 /// that meets a feature not listed here refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE, crate::vstore::blob::FEATURE];
+pub const SUPPORTED_FEATURES: &[&str] = &[
+    crate::l0::BUCKETS_FEATURE,
+    crate::vstore::blob::FEATURE,
+    crate::vstore::vlog::FEATURE,
+];
 
 /// A change to the version: files added and removed, counters advanced.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,6 +71,8 @@ pub struct VersionEdit {
     pub new_value_files: Vec<ValueFile>,
     /// Garbage found in value files: (number, records, bytes), added to their counts.
     pub value_garbage: Vec<(u64, u64, u64)>,
+    /// Value files removed (value-log segments the value log's GC emptied).
+    pub deleted_value_files: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -130,6 +138,15 @@ impl VersionEdit {
             }
         }
         for f in &self.new_value_files {
+            if f.kind == ValueFileKind::VlogSegment {
+                put_varint32(&mut b, TAG_NEW_VLOG_SEGMENT);
+                put_varint64(&mut b, f.number);
+                b.push(f.path_id.0);
+                // Garbage counted so far (a manifest's snapshot).
+                put_varint64(&mut b, f.garbage_records);
+                put_varint64(&mut b, f.garbage_bytes);
+                continue;
+            }
             put_varint32(&mut b, TAG_NEW_VALUE_FILE);
             put_varint64(&mut b, f.number);
             b.push(f.path_id.0);
@@ -142,6 +159,10 @@ impl VersionEdit {
             ] {
                 put_varint64(&mut b, v);
             }
+        }
+        for &n in &self.deleted_value_files {
+            put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
+            put_varint64(&mut b, n);
         }
         for &(n, records, bytes) in &self.value_garbage {
             put_varint32(&mut b, TAG_VALUE_GARBAGE);
@@ -268,6 +289,7 @@ impl VersionEdit {
                             *x = get_varint64(&mut src)?;
                         }
                         Some(ValueFile {
+                            kind: ValueFileKind::Blob,
                             number,
                             path_id: PathId(path_id),
                             size: v[0],
@@ -279,6 +301,23 @@ impl VersionEdit {
                     })()
                     .ok_or_else(|| bad("new value file record"))?;
                     e.new_value_files.push(f);
+                }
+                TAG_NEW_VLOG_SEGMENT => {
+                    let f = (|| {
+                        let number = get_varint64(&mut src)?;
+                        let (&path_id, rest) = src.split_first()?;
+                        src = rest;
+                        let mut f = ValueFile::vlog_segment(number, PathId(path_id));
+                        f.garbage_records = get_varint64(&mut src)?;
+                        f.garbage_bytes = get_varint64(&mut src)?;
+                        Some(f)
+                    })()
+                    .ok_or_else(|| bad("new value-log segment record"))?;
+                    e.new_value_files.push(f);
+                }
+                TAG_DELETED_VALUE_FILE => {
+                    e.deleted_value_files
+                        .push(get_varint64(&mut src).ok_or_else(|| bad("deleted value file"))?);
                 }
                 TAG_VALUE_GARBAGE => {
                     let g = (|| {
@@ -337,6 +376,7 @@ mod tests {
                 },
             )],
             new_value_files: vec![ValueFile {
+                kind: ValueFileKind::Blob,
                 number: 13,
                 path_id: PathId::VALUES,
                 size: 5000,
@@ -346,6 +386,7 @@ mod tests {
                 garbage_bytes: 300,
             }],
             value_garbage: vec![(13, 2, 250)],
+            deleted_value_files: vec![9],
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc).unwrap(), e);

@@ -103,8 +103,18 @@ fn apply(
         }
         Arc::make_mut(&mut v.levels[*level]).push(Arc::new(f.clone()));
     }
-    if !edit.new_value_files.is_empty() || !edit.value_garbage.is_empty() {
+    if !edit.new_value_files.is_empty()
+        || !edit.value_garbage.is_empty()
+        || !edit.deleted_value_files.is_empty()
+    {
         let values = Arc::make_mut(&mut v.values);
+        for n in &edit.deleted_value_files {
+            if values.remove(n).is_none() {
+                return Err(Error::corrupt(format!(
+                    "edit deletes value file {n}, which is not live"
+                )));
+            }
+        }
         for f in &edit.new_value_files {
             if values.insert(f.number, f.clone()).is_some() {
                 return Err(Error::corrupt(format!(
@@ -145,8 +155,15 @@ fn apply(
 /// The format features `v` uses (see `SUPPORTED_FEATURES`).
 fn features_of(v: &Version) -> Vec<String> {
     let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
-    if !v.values.is_empty() {
+    use crate::vstore::ValueFileKind;
+    if v.values.values().any(|f| f.kind == ValueFileKind::Blob) {
         f.push(crate::vstore::blob::FEATURE.to_string());
+    }
+    if v.values
+        .values()
+        .any(|f| f.kind == ValueFileKind::VlogSegment)
+    {
+        f.push(crate::vstore::vlog::FEATURE.to_string());
     }
     f
 }
@@ -453,6 +470,17 @@ impl VersionSet {
         live
     }
 
+    /// The newest value-log segment, if its file does not exist: a crash came between the
+    /// edit naming it and its creation, so nothing can point into it.
+    pub fn missing_vlog_head(&self) -> Option<u64> {
+        let f = self
+            .current
+            .values
+            .values()
+            .rfind(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment)?;
+        (!self.fs.exists(&f.path(&self.placement))).then_some(f.number)
+    }
+
     /// Lists every table the current version names that is missing on disk.
     ///
     /// # Errors
@@ -467,9 +495,12 @@ impl VersionSet {
                 }
             }
         }
+        // The newest value-log segment may be missing: it is named before its file is
+        // created (open drops it, see `missing_vlog_head`).
+        let head = self.missing_vlog_head();
         for f in self.current.values.values() {
-            let p = self.placement.value_path(FileNumber(f.number), f.path_id);
-            if !self.fs.exists(&p) {
+            let p = f.path(&self.placement);
+            if Some(f.number) != head && !self.fs.exists(&p) {
                 missing.push(p);
             }
         }

@@ -12,6 +12,7 @@
 //! docs/format/value-pointer.md and docs/format/blob-file.md.
 
 pub(crate) mod blob;
+pub(crate) mod vlog;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +40,8 @@ pub(crate) struct ValuePointer {
 impl ValuePointer {
     /// Store tag of a record in a blob file.
     pub const BLOB_FILE: u8 = 1;
+    /// Store tag of a record in the value log.
+    pub const VLOG: u8 = 2;
 
     /// Appends the encoding to `dst`.
     pub fn encode_to(&self, dst: &mut Vec<u8>) {
@@ -87,6 +90,8 @@ impl ValuePointer {
 /// version (docs/format/manifest.md, "Value files").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueFile {
+    /// Which kind of file.
+    pub kind: ValueFileKind,
     /// The file number (names the file).
     pub number: u64,
     /// Which directory the file lives in.
@@ -103,16 +108,53 @@ pub struct ValueFile {
     pub garbage_bytes: u64,
 }
 
+/// The kinds of value file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFileKind {
+    /// An immutable blob file (`NNNNNN.blob`): records, counts and size known when named.
+    Blob,
+    /// A segment of the value log (`NNNNNN.vlog`): named before its first record is
+    /// written; its records are counted only as garbage, and it leaves the version by the
+    /// value log's garbage collection.
+    VlogSegment,
+}
+
 impl ValueFile {
-    /// Whether no live pointer can reach the file any more.
+    /// A value-log segment about to be written.
+    pub fn vlog_segment(number: u64, path_id: PathId) -> ValueFile {
+        ValueFile {
+            kind: ValueFileKind::VlogSegment,
+            number,
+            path_id,
+            size: 0,
+            records: 0,
+            record_bytes: 0,
+            garbage_records: 0,
+            garbage_bytes: 0,
+        }
+    }
+
+    /// Whether no live pointer can reach the file any more (blob files; a value-log
+    /// segment's records are not counted).
     pub fn all_garbage(&self) -> bool {
-        self.garbage_records >= self.records
+        self.kind == ValueFileKind::Blob && self.garbage_records >= self.records
+    }
+
+    /// The file's path.
+    pub fn path(&self, placement: &Placement) -> std::path::PathBuf {
+        match self.kind {
+            ValueFileKind::Blob => placement.value_path(FileNumber(self.number), self.path_id),
+            ValueFileKind::VlogSegment => {
+                placement.vlog_path(FileNumber(self.number), self.path_id)
+            }
+        }
     }
 
     /// Whether garbage collection moves the file's live values out
     /// (`Options::blob_gc_garbage_ratio`).
     pub fn collectable(&self, ratio: f64) -> bool {
-        self.garbage_bytes as f64 >= ratio * self.record_bytes as f64
+        self.kind == ValueFileKind::Blob
+            && self.garbage_bytes as f64 >= ratio * self.record_bytes as f64
     }
 }
 
@@ -151,6 +193,44 @@ pub(crate) trait FlushSeparator: Send {
     fn finish(&mut self) -> Result<Vec<ValueFile>>;
 }
 
+/// Separates values as writes happen (stores that separate at write: the value log).
+pub(crate) trait WriteSeparator: Send + Sync {
+    /// `batch` with the values this store takes replaced by pointers (the values written
+    /// and handed to the OS), or `None` if it takes none. `new_file` names a new file in the
+    /// manifest (and returns its number) before any pointer into it exists.
+    ///
+    /// # Errors
+    /// I/O errors; errors of `new_file`.
+    fn separate(
+        &self,
+        batch: &crate::batch::WriteBatch,
+        new_file: &mut dyn FnMut() -> Result<u64>,
+    ) -> Result<Option<crate::batch::WriteBatch>>;
+
+    /// Makes every value handed out so far durable.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn sync(&self) -> Result<()>;
+}
+
+/// The write-time separator `opts` asks for, if any.
+pub(crate) fn write_separator(
+    opts: &Options,
+    fs: Arc<dyn Fs>,
+    placement: &Placement,
+) -> Option<Box<dyn WriteSeparator>> {
+    match opts.value_store {
+        ValueStoreKind::VLog => Some(Box::new(vlog::VLog::new(
+            fs,
+            placement.clone(),
+            opts.min_blob_size,
+            opts.vlog_segment_size,
+        ))),
+        ValueStoreKind::Inline | ValueStoreKind::BlobFiles => None,
+    }
+}
+
 /// The flush-time separator `opts` asks for, if any.
 pub(crate) fn flush_separator(
     opts: &Options,
@@ -158,7 +238,7 @@ pub(crate) fn flush_separator(
     placement: &Placement,
 ) -> Option<Box<dyn FlushSeparator>> {
     match opts.value_store {
-        ValueStoreKind::Inline => None,
+        ValueStoreKind::Inline | ValueStoreKind::VLog => None,
         ValueStoreKind::BlobFiles => Some(Box::new(blob::BlobSeparator::new(
             fs,
             placement.clone(),
@@ -175,7 +255,7 @@ pub(crate) fn relocator(
     placement: &Placement,
 ) -> Option<Box<dyn FlushSeparator>> {
     match opts.value_store {
-        ValueStoreKind::Inline => None,
+        ValueStoreKind::Inline | ValueStoreKind::VLog => None,
         ValueStoreKind::BlobFiles => {
             Some(Box::new(blob::BlobSeparator::new(fs, placement.clone(), 0)))
         }

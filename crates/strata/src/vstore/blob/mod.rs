@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::{Fs, RandomAccessFile, WritableFile};
 use crate::placement::{FileKind, PathId, Placement};
-use crate::vstore::{FlushSeparator, ValueFile, ValuePointer, ValueStore};
+use crate::vstore::{FlushSeparator, ValueFile, ValueFileKind, ValuePointer, ValueStore};
 
 /// First bytes of a blob file.
 pub(crate) const MAGIC: &[u8; 8] = b"strblob\x01";
@@ -115,6 +115,7 @@ impl BlobWriter {
         self.file.append(&footer)?;
         self.file.sync()?;
         Ok(ValueFile {
+            kind: ValueFileKind::Blob,
             number: self.number.0,
             path_id: self.path_id,
             size: self.offset + FOOTER_LEN,
@@ -126,7 +127,7 @@ impl BlobWriter {
     }
 }
 
-/// Reads records out of blob files, keeping each file open once read.
+/// Reads records out of blob files and value-log segments, keeping each file open once read.
 pub(crate) struct BlobReader {
     fs: Arc<dyn Fs>,
     placement: Placement,
@@ -146,15 +147,16 @@ impl BlobReader {
         if let Some(h) = crate::db::lock(&self.open).get(&f.number) {
             return Ok(h.clone());
         }
-        let path = self.placement.value_path(FileNumber(f.number), f.path_id);
+        let path = f.path(&self.placement);
         let h = self.fs.open(&path)?;
         crate::db::lock(&self.open).insert(f.number, h.clone());
         Ok(h)
     }
 }
 
-/// Decodes the record `bytes` read at `p`, checking it is `user_key`'s.
-fn decode_record<'a>(
+/// Decodes the record `bytes` read at `p`, checking it is `user_key`'s (the record format
+/// of blob files and value-log segments).
+pub(crate) fn decode_record<'a>(
     bytes: &'a [u8],
     user_key: &[u8],
     path: &std::path::Path,
@@ -182,11 +184,17 @@ fn decode_record<'a>(
 
 impl ValueStore for BlobReader {
     fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
-        let path = || self.placement.value_path(FileNumber(f.number), f.path_id);
-        if p.store != ValuePointer::BLOB_FILE
-            || p.offset < HEADER_LEN
-            || p.offset + u64::from(p.size) + FOOTER_LEN > f.size
-        {
+        let path = || f.path(&self.placement);
+        let fits = match f.kind {
+            ValueFileKind::Blob => {
+                p.store == ValuePointer::BLOB_FILE
+                    && p.offset >= HEADER_LEN
+                    && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
+            }
+            // A segment's length is not recorded: a record past its end fails the read.
+            ValueFileKind::VlogSegment => p.store == ValuePointer::VLOG,
+        };
+        if !fits {
             return Err(Error::corruption(
                 &path(),
                 p.offset,

@@ -1,0 +1,118 @@
+//! WiscKey's value log (`ValueStoreKind::VLog`, preset `wisckey`): values of at least
+//! `min_blob_size` bytes are appended to log segments as they are written; the WAL, the
+//! memtable and the tables hold pointers.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{CrashMode, Fs, MemFs};
+use strata::{Db, Options, ReadOptions, ValueStoreKind, WriteOptions};
+
+fn opts(fs: &Arc<MemFs>) -> Options {
+    Options {
+        value_store: ValueStoreKind::VLog,
+        min_blob_size: 100,
+        vlog_segment_size: 64 << 10,
+        value_dir: Some("/values".into()),
+        fs: fs.clone(),
+        ..Options::default()
+    }
+}
+
+fn segments(fs: &MemFs) -> usize {
+    fs.list(Path::new("/values"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".vlog"))
+        .count()
+}
+
+fn big(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("value {i} of round {round} ").into_bytes();
+    v.resize(300 + (i as usize % 50), b'.');
+    v
+}
+
+#[test]
+fn values_go_to_the_log_as_they_are_written() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+        db.put(format!("s{i:03}"), b"small").unwrap();
+    }
+    // 500 values of ~330 bytes: three 64 KiB segments, before any flush.
+    assert_eq!(segments(&fs), 3);
+    assert_eq!(db.property("strata.value-files").unwrap(), "3");
+    for i in (0..500u32).step_by(7) {
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, 0)));
+    }
+    let all: Vec<_> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all.len(), 1000);
+    assert_eq!(all[3], (b"k003".to_vec(), big(3, 0)));
+    // Reopened: the WAL's pointers are replayed.
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(db.get(b"k123").unwrap(), Some(big(123, 0)));
+    // Flushed and compacted, the tables hold the pointers.
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"k321").unwrap(), Some(big(321, 0)));
+    assert_eq!(db.get(b"s321").unwrap().as_deref(), Some(&b"small"[..]));
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(db.get(b"k499").unwrap(), Some(big(499, 0)));
+}
+
+#[test]
+fn a_synced_write_survives_a_crash_and_unsynced_ones_leave_a_prefix() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    let mut b = strata::WriteBatch::new();
+    b.put(b"a", big(1, 0));
+    db.write(&sync, b).unwrap();
+    for i in 0..50u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    let crashed = fs.crash_clone(CrashMode::DropUnsynced);
+    drop(db);
+    let fs = Arc::new(crashed);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(big(1, 0)));
+    // Whatever survived of the unsynced writes is a prefix, every value intact.
+    let mut gone = false;
+    for i in 0..50u32 {
+        match db.get(format!("k{i:03}")).unwrap() {
+            Some(v) => {
+                assert!(!gone, "k{i:03} survived after a lost write");
+                assert_eq!(v, big(i, 0));
+            }
+            None => gone = true,
+        }
+    }
+}
+
+#[test]
+fn a_batch_may_not_carry_pointers() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    // A batch decoded from bytes whose entry has kind 2 (a pointer).
+    let mut b = strata::WriteBatch::new();
+    b.put(b"k", b"v");
+    let mut bytes = b.encoded().to_vec();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes()); // the entry count
+    bytes[12] = 2;
+    let forged = strata::WriteBatch::decode(bytes).unwrap();
+    let e = db.write(&WriteOptions::default(), forged).unwrap_err();
+    assert_eq!(e.kind(), strata::ErrorKind::InvalidArgument, "{e}");
+}
