@@ -13,6 +13,7 @@ mod iter;
 mod open;
 mod read;
 mod snapshot;
+mod value_gc;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -129,6 +130,9 @@ pub(crate) struct DbInner {
     pub values: Arc<dyn crate::vstore::ValueStore>,
     /// Takes values as they are written (`ValueStoreKind::VLog`), if configured.
     pub write_values: Option<Box<dyn crate::vstore::WriteSeparator>>,
+    /// The value-log segment whose live values GC moved, and the sequence after the move:
+    /// removed once no snapshot below that sequence remains.
+    pub vlog_collected: Mutex<Option<(u64, crate::key::SeqNo)>>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,

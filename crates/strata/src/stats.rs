@@ -31,6 +31,8 @@ pub struct Stats {
     pub(crate) idle_compactions: AtomicU64,
     pub(crate) value_gc_compactions: AtomicU64,
     pub(crate) value_bytes_relocated: AtomicU64,
+    pub(crate) value_gc_runs: AtomicU64,
+    pub(crate) value_gc_bytes_read: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
@@ -75,8 +77,13 @@ pub struct StatsSnapshot {
     /// Compactions the value store's garbage collection started
     /// (`Options::blob_gc_garbage_ratio`).
     pub value_gc_compactions: u64,
-    /// Bytes of live values compactions moved out of collected value files.
+    /// Bytes of live values moved out of collected value files (by compactions for blob
+    /// files, by the value log's GC).
     pub value_bytes_relocated: u64,
+    /// Value-log segments the value log's GC collected.
+    pub value_gc_runs: u64,
+    /// Bytes the value log's GC read.
+    pub value_gc_bytes_read: u64,
     /// Reads of table files while opening tables (footer, index, filter, properties), and
     /// their bytes.
     pub table_open_reads: u64,
@@ -196,8 +203,10 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
-            "Value GC: {} compactions, {:.1} MiB of live values moved",
+            "Value GC: {} compactions, {} value-log segments ({:.1} MiB read), {:.1} MiB of live values moved",
             self.value_gc_compactions,
+            self.value_gc_runs,
+            mib(self.value_gc_bytes_read),
             mib(self.value_bytes_relocated)
         );
         let _ = writeln!(
@@ -259,6 +268,8 @@ impl Stats {
             idle_compactions: l(&self.idle_compactions),
             value_gc_compactions: l(&self.value_gc_compactions),
             value_bytes_relocated: l(&self.value_bytes_relocated),
+            value_gc_runs: l(&self.value_gc_runs),
+            value_gc_bytes_read: l(&self.value_gc_bytes_read),
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),

@@ -116,3 +116,68 @@ fn a_batch_may_not_carry_pointers() {
     let e = db.write(&WriteOptions::default(), forged).unwrap_err();
     assert_eq!(e.kind(), strata::ErrorKind::InvalidArgument, "{e}");
 }
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn gc_collects_the_tail_and_waits_for_snapshots() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    // A snapshot of round 0, then six rounds of overwrites of the first 400 keys: the
+    // flushes and compactions count the old pointers (rounds 1-5) as garbage.
+    let snap = db.snapshot();
+    for round in 1..=6u32 {
+        for i in 0..400u32 {
+            db.put(format!("k{i:03}"), big(i, round)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Round 0 is still readable through the snapshot: the GC may move values but must not
+    // remove a segment the snapshot reads.
+    wait_until("a GC run", || db.stats().value_gc_runs > 0);
+    let old = ReadOptions {
+        snapshot: Some(snap),
+        ..ReadOptions::default()
+    };
+    for i in (0..500u32).step_by(17) {
+        assert_eq!(
+            db.get_opt(&old, format!("k{i:03}")).unwrap(),
+            Some(big(i, 0))
+        );
+    }
+    let with_snapshot = segments(&fs);
+    drop(old);
+    // Overwritten once more, compacted: the old versions are dropped and counted.
+    for i in 0..400u32 {
+        db.put(format!("k{i:03}"), big(i, 7)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    wait_until("segments collected", || segments(&fs) < with_snapshot);
+    let s = db.stats();
+    assert!(s.value_bytes_relocated > 0, "{}", s.to_text());
+    for i in 0..500u32 {
+        let want = if i < 400 { big(i, 7) } else { big(i, 0) };
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(want), "k{i:03}");
+    }
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in (0..500u32).step_by(3) {
+        let want = if i < 400 { big(i, 7) } else { big(i, 0) };
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(want), "k{i:03}");
+    }
+}

@@ -31,6 +31,40 @@ pub(crate) fn start(db: &Arc<DbInner>) {
         let d = db.clone();
         threads.push(spawn("strata-bg", move || work(&d, Worker::Shared)));
     }
+    if db.opts.value_store == crate::options::ValueStoreKind::VLog {
+        // A thread of its own: GC writes through the write path, which may wait for the
+        // flush and compaction threads.
+        let d = db.clone();
+        threads.push(spawn("strata-vlog-gc", move || vlog_gc_work(&d)));
+    }
+}
+
+/// The value log's GC thread: collects the tail while `vlog_gc_due` says so; otherwise
+/// sleeps until a flush or compaction changes something (garbage is counted by them), or
+/// 100 ms (a snapshot a collected segment waits for may be released).
+fn vlog_gc_work(db: &DbInner) {
+    loop {
+        if db.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        let progress = lock(&db.state).progress;
+        let mut changed = false;
+        guarded(db, "value-log GC", || {
+            changed = db.vlog_gc_step()?;
+            Ok(())
+        });
+        if changed {
+            db.delete_obsolete_files();
+            continue;
+        }
+        let st = lock(&db.state);
+        let asleep =
+            |s: &mut State| !db.shutting_down.load(Ordering::Acquire) && s.progress == progress;
+        drop(
+            db.bg_cv
+                .wait_timeout_while(st, Duration::from_millis(100), asleep),
+        );
+    }
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {

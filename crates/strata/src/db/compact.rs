@@ -78,7 +78,8 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
             let due = picker::scores(&v, &db.opts)
                 .first()
                 .is_some_and(|&(_, score)| score >= 1.0)
-                || picker::value_gc_due(&v, &db.opts);
+                || picker::value_gc_due(&v, &db.opts)
+                || super::value_gc::vlog_gc_due(&v, &db.opts);
             let idle_due = !due
                 && picker::idle_due(&v, &db.opts)
                 && db.last_sequence.load(Ordering::Acquire) == sequence;
@@ -201,12 +202,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
         edit.new_value_files = out.new_value_files;
-        edit.value_garbage = out
-            .dropped_values
-            .per_file
-            .into_iter()
-            .map(|(n, (records, bytes))| (n, records, bytes))
-            .collect();
+        edit.value_garbage = out.dropped_values.into_records();
         let mut versions = lock(&db.versions);
         if c.level > 0 {
             if let Some(last) = c.inputs.last() {

@@ -44,11 +44,12 @@ impl DbInner {
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
             values: crate::vstore::flush_separator(&self.opts, self.fs.clone(), &self.placement),
+            dropped_values: Default::default(),
         };
         let result = layout
             .ingest(&mut job, &mem, base.files(0))
-            .and_then(|ingested| Ok((ingested, job.finish_values()?)))
-            .and_then(|(ingested, value_files)| {
+            .and_then(|ingested| Ok((ingested, job.finish_values()?, job.dropped_values.take())))
+            .and_then(|(ingested, value_files, dropped)| {
                 for m in &ingested.tables {
                     Stats::add(&self.stats.flush_bytes, m.size);
                     self.tables.table(m)?.verify_new()?;
@@ -56,10 +57,10 @@ impl DbInner {
                 // The values this memtable's pointers reach, durable before the tables
                 // naming them (the value log's; blob files were synced above).
                 self.sync_values()?;
-                Ok((ingested, value_files))
+                Ok((ingested, value_files, dropped))
             });
         let mut versions = lock(&self.versions);
-        let (ingested, value_files) = match result {
+        let (ingested, value_files, dropped) = match result {
             Ok(t) => t,
             Err(e) => {
                 versions.release_outputs(&outputs);
@@ -76,6 +77,7 @@ impl DbInner {
         }
         edit.l0_layout = ingested.layout.as_ref().map(|l| l.record());
         edit.new_value_files = value_files;
+        edit.value_garbage = dropped.into_records();
         let tables = ingested.tables;
         let busy_levels = lock(&self.state).busy_levels.clone();
         for m in tables {

@@ -35,6 +35,19 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
 }
 
 impl DbInner {
+    /// The newest entry of `user_key` as stored (a pointer unresolved), at the newest
+    /// sequence: what the value log's GC asks to know whether a record is still live.
+    pub(crate) fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
+        let seq = self.visible_sequence();
+        let sv = self.super_version();
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if let Some(found) = mem.get(user_key, seq) {
+                return Ok(Some(found));
+            }
+        }
+        lookup_in_version(self, &sv.version, user_key, seq)
+    }
+
     /// The user's value for what a lookup of `user_key` found: an inline value as is, a
     /// tombstone as `None`, a pointer read from the value store (the value files of `v`,
     /// which the reader holds, say where).

@@ -24,6 +24,10 @@ use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::Stats;
 use crate::wal::LogWriter;
 
+/// A live value the value log's GC moves: its key, its value, and the encoded pointer to
+/// the record it moves from.
+pub(crate) type Relocated = (Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// Largest group a leader assembles, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
@@ -34,6 +38,9 @@ pub(crate) struct Writer {
     disable_wal: bool,
     /// Switch the memtable even if it is not full (flush()).
     force_switch: bool,
+    /// The value log's GC: (key, value, the pointer it moves from); the leader writes a put
+    /// for each key whose newest entry still is that pointer. Never grouped with others.
+    relocate: Option<Vec<Relocated>>,
     done: bool,
     result: Result<()>,
 }
@@ -61,6 +68,7 @@ pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Res
             sync: opts.sync,
             disable_wal: opts.disable_wal,
             force_switch: false,
+            relocate: None,
             done: false,
             result: Ok(()),
         },
@@ -76,6 +84,7 @@ pub(crate) fn force_switch(db: &DbInner) -> Result<()> {
             sync: false,
             disable_wal: true,
             force_switch: true,
+            relocate: None,
             done: false,
             result: Ok(()),
         },
@@ -102,12 +111,12 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
     // We lead. Gather a group.
-    let (force, lead_sync, lead_disable_wal) = {
+    let (force, lead_sync, lead_disable_wal, alone) = {
         let w = lock(&slot.w);
-        (w.force_switch, w.sync, w.disable_wal)
+        (w.force_switch, w.sync, w.disable_wal, w.relocate.is_some())
     };
     let mut group: Vec<Arc<Slot>> = vec![slot.clone()];
-    if !force {
+    if !force && !alone {
         let mut bytes = lock(&slot.w)
             .batch
             .as_ref()
@@ -119,7 +128,11 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
         };
         for s in q.slots.iter().skip(1) {
             let w = lock(&s.w);
-            if w.force_switch || (w.sync && !lead_sync) || w.disable_wal != lead_disable_wal {
+            if w.force_switch
+                || w.relocate.is_some()
+                || (w.sync && !lead_sync)
+                || w.disable_wal != lead_disable_wal
+            {
                 break;
             }
             let n = w.batch.as_ref().map_or(0, WriteBatch::encoded_len);
@@ -157,8 +170,39 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     result
 }
 
+/// Writes the value log GC's moved values: a put for each key whose newest entry still is
+/// the pointer the value moves from (a user write that came meanwhile wins), through the
+/// write path (the values go to the log's head), synced. Returns the sequence after it.
+pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<SeqNo> {
+    commit(
+        db,
+        Writer {
+            batch: None,
+            sync: true,
+            disable_wal: false,
+            force_switch: false,
+            relocate: Some(moved),
+            done: false,
+            result: Ok(()),
+        },
+    )?;
+    Ok(SeqNo(db.last_sequence.load(Ordering::Acquire)))
+}
+
 fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     let mut batch = lock(&group[0].w).batch.take().unwrap_or_default();
+    let relocating = lock(&group[0].w).relocate.take();
+    if let Some(moved) = &relocating {
+        // NB: the leader serialises writes: no write lands between this check and the
+        // insert below.
+        for (key, value, from) in moved {
+            if let Some(crate::memtable::Lookup::Pointer(p)) = db.newest_entry(key)? {
+                if &p == from {
+                    batch.put(key, value);
+                }
+            }
+        }
+    }
     let mut sync = lock(&group[0].w).sync;
     let disable_wal = lock(&group[0].w).disable_wal;
     for s in &group[1..] {
@@ -169,7 +213,11 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         sync |= w.sync;
     }
     let mem = make_room(db, false, batch.encoded_len())?;
-    let user_bytes = batch.payload_bytes() as u64;
+    let user_bytes = if relocating.is_some() {
+        0
+    } else {
+        batch.payload_bytes() as u64
+    };
     if let Some(w) = &db.write_values {
         // Values to the value log (and the OS) before the WAL record that points to them.
         if let Some(separated) = w.separate(&batch, &mut || db.new_vlog_segment())? {
@@ -225,7 +273,9 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     }
     db.last_sequence.store(seq.0 - 1, Ordering::Release);
     Stats::add(&db.stats.user_bytes, user_bytes);
-    Stats::add(&db.stats.user_writes, group.len() as u64);
+    if relocating.is_none() {
+        Stats::add(&db.stats.user_writes, group.len() as u64);
+    }
     Ok(())
 }
 

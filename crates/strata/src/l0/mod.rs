@@ -40,7 +40,7 @@ use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
 use crate::version_filter::{Verdict, VersionFilter};
-use crate::vstore::{FlushSeparator, OldestValueFile, ValueFile};
+use crate::vstore::{DroppedValues, FlushSeparator, OldestValueFile, ValueFile};
 
 /// A layout of level 0. Every method that looks at L0 gets its files (`files`, in the
 /// order [`Level0::arrange`] left them) from the version the caller holds.
@@ -321,6 +321,9 @@ pub(crate) struct Ingest<'a> {
     /// Takes the values a flush separates (`Options::value_store` = `BlobFiles`); the flush
     /// collects the value files it wrote with [`Ingest::finish_values`].
     pub values: Option<Box<dyn FlushSeparator>>,
+    /// Value pointers the flush dropped (older versions of a key in the memtable): the value
+    /// log's garbage.
+    pub dropped_values: DroppedValues,
 }
 
 impl Ingest<'_> {
@@ -354,7 +357,11 @@ impl Ingest<'_> {
             if to.is_some_and(|to| p.user_key >= to) {
                 break;
             }
-            if filter.judge(p.user_key, p.seq, p.kind, || false) == Verdict::Keep {
+            if filter.judge(p.user_key, p.seq, p.kind, || false) != Verdict::Keep {
+                if p.kind == ValueKind::Pointer {
+                    self.dropped_values.add(it.value());
+                }
+            } else {
                 if out.is_none() {
                     let number = (self.new_file_number)();
                     let path = self.placement.table_path(number, path_id);

@@ -124,13 +124,12 @@ fn apply(
             }
         }
         for &(n, records, bytes) in &edit.value_garbage {
-            let f = values.get_mut(&n).ok_or_else(|| {
-                Error::corrupt(format!(
-                    "edit adds garbage to value file {n}, which is not live"
-                ))
-            })?;
-            f.garbage_records += records;
-            f.garbage_bytes += bytes;
+            // NB: garbage for a file already gone is dropped: the value log's GC removes a
+            // segment while stale pointers into it still wait for compaction.
+            if let Some(f) = values.get_mut(&n) {
+                f.garbage_records += records;
+                f.garbage_bytes += bytes;
+            }
         }
         // A file no live pointer reaches leaves the version; its file is then obsolete.
         values.retain(|_, f| !f.all_garbage());

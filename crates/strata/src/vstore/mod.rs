@@ -299,6 +299,19 @@ pub(crate) struct DroppedValues {
 }
 
 impl DroppedValues {
+    /// Takes the counts, leaving none.
+    pub fn take(&mut self) -> DroppedValues {
+        std::mem::take(self)
+    }
+
+    /// The counts as manifest records: (number, records, bytes).
+    pub fn into_records(self) -> Vec<(u64, u64, u64)> {
+        self.per_file
+            .into_iter()
+            .map(|(n, (records, bytes))| (n, records, bytes))
+            .collect()
+    }
+
     /// Counts a dropped entry of kind Pointer whose value is `encoded`. A value that does not
     /// decode is ignored here: the read that meets it reports the corruption.
     pub fn add(&mut self, encoded: &[u8]) {

@@ -85,6 +85,49 @@ fn encode_record(buf: &mut Vec<u8>, user_key: &[u8], value: &[u8]) -> Result<()>
     len32(buf.len() - start).map(|_| ())
 }
 
+/// One record of a segment, as the value log's GC reads it.
+pub(crate) struct Record {
+    pub offset: u64,
+    pub size: u32,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// The records of segment `bytes`, front to back, up to the first that does not decode
+/// (the tail a crash cut off the head segment it then was: no recovered pointer reaches
+/// past it, see docs/format/value-log.md).
+pub(crate) fn records(bytes: &[u8]) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while bytes.len() - at >= 6 {
+        let rest = &bytes[at..];
+        let mut src = &rest[4..];
+        let (Some(klen), Some(vlen)) = (
+            crate::coding::get_varint32(&mut src),
+            crate::coding::get_varint32(&mut src),
+        ) else {
+            break;
+        };
+        let head = rest.len() - src.len();
+        let size = head + klen as usize + vlen as usize;
+        if size > rest.len() {
+            break;
+        }
+        let stored = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        if masked_crc(&rest[4..size]) != stored {
+            break;
+        }
+        out.push(Record {
+            offset: at as u64,
+            size: size as u32,
+            key: rest[head..head + klen as usize].to_vec(),
+            value: rest[head + klen as usize..size].to_vec(),
+        });
+        at += size;
+    }
+    out
+}
+
 impl WriteSeparator for VLog {
     fn separate(
         &self,

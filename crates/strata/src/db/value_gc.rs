@@ -1,0 +1,117 @@
+//! The value log's garbage collection (`ValueStoreKind::VLog`; WiscKey's, the HashKV
+//! paper's vLog baseline): read the tail segment, keep the records whose key's newest
+//! entry still points to them (a lookup in the LSM per record), write those values again
+//! at the head through the write path (a put for each key whose newest entry is still that
+//! pointer when the write leader gets to it: a user write in between wins), synced; then,
+//! once no snapshot older than that write remains, remove the tail segment from the
+//! version (its file goes when no reader holds an older version).
+//!
+//! No journal is needed: nothing is overwritten in place. A crash before the moved values'
+//! write is durable leaves the tail as it was; after it, before the removal is logged, the
+//! next GC finds nothing live in the tail (the replayed write points elsewhere) and removes
+//! it; after the removal, open deletes the file the manifest no longer names.
+
+use std::sync::atomic::Ordering;
+
+use super::{lock, write, DbInner};
+use crate::error::Result;
+use crate::memtable::Lookup;
+use crate::options::{Options, ValueStoreKind};
+use crate::stats::Stats;
+use crate::version::{Version, VersionEdit};
+use crate::vstore::{vlog, ValueFileKind, ValuePointer};
+
+/// Whether the value log holds garbage enough to collect its tail: at least two segments
+/// (the head is never collected), and the garbage compactions and flushes counted in them
+/// at least `blob_gc_garbage_ratio` of their size.
+pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
+    if opts.value_store != ValueStoreKind::VLog {
+        return false;
+    }
+    let segments = || {
+        v.values
+            .values()
+            .filter(|f| f.kind == ValueFileKind::VlogSegment)
+    };
+    let count = segments().count() as u64;
+    let garbage: u64 = segments().map(|f| f.garbage_bytes).sum();
+    count >= 2
+        && garbage as f64 >= opts.blob_gc_garbage_ratio * (count * opts.vlog_segment_size) as f64
+}
+
+impl DbInner {
+    /// One step of the value log's GC. Returns whether it changed anything.
+    ///
+    /// # Errors
+    /// I/O and corruption errors; the caller poisons the database.
+    pub(crate) fn vlog_gc_step(&self) -> Result<bool> {
+        if let Some(done) = self.remove_collected_tail()? {
+            return Ok(done);
+        }
+        let v = self.super_version().version.clone();
+        if !vlog_gc_due(&v, &self.opts) {
+            return Ok(false);
+        }
+        let Some(tail) = v
+            .values
+            .values()
+            .find(|f| f.kind == ValueFileKind::VlogSegment)
+            .cloned()
+        else {
+            return Ok(false);
+        };
+        let bytes = crate::fs::read_all(&*self.fs, &tail.path(&self.placement))?;
+        Stats::add(&self.stats.value_gc_bytes_read, bytes.len() as u64);
+        let mut moved = Vec::new();
+        let mut moved_bytes = 0u64;
+        for r in vlog::records(&bytes) {
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Ok(false);
+            }
+            let from = ValuePointer {
+                store: ValuePointer::VLOG,
+                file: tail.number,
+                offset: r.offset,
+                size: r.size,
+            };
+            let mut encoded = Vec::with_capacity(16);
+            from.encode_to(&mut encoded);
+            if let Some(Lookup::Pointer(now)) = self.newest_entry(&r.key)? {
+                if now == encoded {
+                    moved_bytes += r.value.len() as u64;
+                    moved.push((r.key, r.value, encoded));
+                }
+            }
+        }
+        let at = write::write_relocated(self, moved)?;
+        Stats::add(&self.stats.value_bytes_relocated, moved_bytes);
+        Stats::add(&self.stats.value_gc_runs, 1);
+        *lock(&self.vlog_collected) = Some((tail.number, at));
+        self.remove_collected_tail()?;
+        Ok(true)
+    }
+
+    /// Removes the tail segment whose live values were moved, once no snapshot may still
+    /// read it. `None` if no segment waits; `Some(false)` if one waits for a snapshot.
+    fn remove_collected_tail(&self) -> Result<Option<bool>> {
+        let Some((segment, moved_at)) = *lock(&self.vlog_collected) else {
+            return Ok(None);
+        };
+        if self.snapshots.sequences().iter().any(|&s| s < moved_at) {
+            return Ok(Some(false));
+        }
+        let mut versions = lock(&self.versions);
+        let edit = VersionEdit {
+            deleted_value_files: vec![segment],
+            ..VersionEdit::default()
+        };
+        let v = versions.log_and_apply(edit)?;
+        let mut st = lock(&self.state);
+        self.install_super_version(&mut st, v);
+        st.progress += 1;
+        drop(st);
+        drop(versions);
+        *lock(&self.vlog_collected) = None;
+        Ok(Some(true))
+    }
+}
