@@ -223,6 +223,15 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         Some(false) => o.value_store = strata::ValueStoreKind::Inline,
         None => {}
     }
+    if let Some(n) = flags.vlog_segment_size {
+        o.vlog_segment_size = n;
+    }
+    if let Some(c) = flags.vlog_capacity {
+        o.vlog_capacity = Some(c);
+    }
+    if let Some(r) = flags.blob_gc_garbage_ratio {
+        o.blob_gc_garbage_ratio = r;
+    }
     if let Some(n) = flags.min_blob_size {
         o.min_blob_size = usize::try_from(n).map_err(|_| "--min_blob_size: too large")?;
     }

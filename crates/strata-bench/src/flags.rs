@@ -110,6 +110,12 @@ pub struct Flags {
     pub min_blob_size: Option<u64>,
     /// Directory for value-store files (strata only).
     pub value_dir: Option<String>,
+    /// Value-log segment size (strata only).
+    pub vlog_segment_size: Option<u64>,
+    /// Value-log size at which its GC runs (strata only).
+    pub vlog_capacity: Option<u64>,
+    /// Garbage fraction that starts value GC (strata only).
+    pub blob_gc_garbage_ratio: Option<f64>,
     /// Deepest level a flushed table may be placed in directly (strata only).
     pub max_mem_compaction_level: Option<usize>,
     /// Index and filter blocks copied to the heap (strata only).
@@ -197,6 +203,9 @@ impl Default for Flags {
             enable_blob_files: None,
             min_blob_size: None,
             value_dir: None,
+            vlog_segment_size: None,
+            vlog_capacity: None,
+            blob_gc_garbage_ratio: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -361,6 +370,9 @@ impl Flags {
                 "value_dir" => f.value_dir = Some(v.to_string()),
                 "enable_blob_files" => f.enable_blob_files = Some(parse_bool(&name, v)?),
                 "min_blob_size" => f.min_blob_size = Some(num(&name, v)?),
+                "vlog_segment_size" => f.vlog_segment_size = Some(num(&name, v)?),
+                "vlog_capacity" => f.vlog_capacity = Some(num(&name, v)?),
+                "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "device_model" => f.device_model = Some(v.to_string()),
                 "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
@@ -482,6 +494,7 @@ strata-only flags:
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
+  --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --l0_layout=flat|buckets (default: the preset's)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)

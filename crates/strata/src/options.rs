@@ -354,6 +354,12 @@ pub struct Options {
     /// Size of a value-log segment (`ValueStoreKind::VLog`): the head moves to a new
     /// segment past it. Defaults to 64 MiB (the HashKV paper's vLog GC unit).
     pub vlog_segment_size: u64,
+    /// Size of the value log at which its GC runs whatever garbage flushes and compactions
+    /// have counted (the HashKV paper's provisioned space: data + 30 % reserve). Counted
+    /// garbage trails the writes (pointers are counted when a flush or compaction drops
+    /// them), so without a capacity the log can grow well past its live data before GC
+    /// starts. Defaults to `None` (counted garbage alone starts it).
+    pub vlog_capacity: Option<u64>,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
     pub max_manifest_file_size: u64,
@@ -443,6 +449,7 @@ impl Default for Options {
             value_dir: None,
             blob_gc_garbage_ratio: 0.5,
             vlog_segment_size: 64 * MIB as u64,
+            vlog_capacity: None,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
         }

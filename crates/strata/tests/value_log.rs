@@ -181,3 +181,29 @@ fn gc_collects_the_tail_and_waits_for_snapshots() {
         assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(want), "k{i:03}");
     }
 }
+
+#[test]
+fn past_its_capacity_the_log_is_collected_without_counted_garbage() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        vlog_capacity: Some(256 << 10),
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    // Ten rounds over 100 keys, no flush: no garbage is counted, but the log passes 256 KiB.
+    for round in 0..10u32 {
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}"), big(i, round)).unwrap();
+        }
+    }
+    wait_until("GC below the capacity", || {
+        db.stats().value_gc_runs > 0 && segments(&fs) <= 5
+    });
+    for i in 0..100u32 {
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, 9)));
+    }
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.get(b"k042").unwrap(), Some(big(42, 9)));
+}

@@ -23,7 +23,8 @@ use crate::vstore::{vlog, ValueFileKind, ValuePointer};
 
 /// Whether the value log holds garbage enough to collect its tail: at least two segments
 /// (the head is never collected), and the garbage compactions and flushes counted in them
-/// at least `blob_gc_garbage_ratio` of their size.
+/// at least `blob_gc_garbage_ratio` of their size, or the log larger than
+/// `vlog_capacity`.
 pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
     if opts.value_store != ValueStoreKind::VLog {
         return false;
@@ -35,8 +36,10 @@ pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
     };
     let count = segments().count() as u64;
     let garbage: u64 = segments().map(|f| f.garbage_bytes).sum();
+    let size = count * opts.vlog_segment_size;
     count >= 2
-        && garbage as f64 >= opts.blob_gc_garbage_ratio * (count * opts.vlog_segment_size) as f64
+        && (garbage as f64 >= opts.blob_gc_garbage_ratio * size as f64
+            || opts.vlog_capacity.is_some_and(|c| size > c))
 }
 
 impl DbInner {
