@@ -182,6 +182,39 @@ impl std::fmt::Debug for Db {
     }
 }
 
+impl crate::vstore::NewValueFiles for DbInner {
+    fn reserve(&self) -> u64 {
+        lock(&self.versions).new_output_number().0
+    }
+
+    fn name(&self, file: crate::vstore::ValueFile) -> Result<()> {
+        let number = crate::filename::FileNumber(file.number);
+        let mut versions = lock(&self.versions);
+        let edit = crate::version::VersionEdit {
+            new_value_files: vec![file],
+            ..Default::default()
+        };
+        let applied = versions.log_and_apply(edit);
+        versions.release_outputs(&[number]);
+        match applied {
+            Ok(v) => {
+                let mut st = lock(&self.state);
+                self.install_super_version(&mut st, v);
+                Ok(())
+            }
+            Err(e) => {
+                drop(versions);
+                self.poison(&e);
+                Err(e)
+            }
+        }
+    }
+
+    fn release(&self, number: u64) {
+        lock(&self.versions).release_outputs(&[crate::filename::FileNumber(number)]);
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -225,30 +258,6 @@ impl DbInner {
             Some(w) => w.sync(),
             None => Ok(()),
         }
-    }
-
-    /// Names a new value-log segment in the manifest and installs the version holding it;
-    /// returns its number. Errors poison the database (the manifest's state is unknown).
-    pub fn new_vlog_segment(&self) -> Result<u64> {
-        let mut versions = lock(&self.versions);
-        let n = versions.new_file_number();
-        let mut edit = crate::version::VersionEdit::default();
-        edit.new_value_files
-            .push(crate::vstore::ValueFile::vlog_segment(
-                n.0,
-                self.placement.path_id(crate::placement::FileKind::Value),
-            ));
-        let v = match versions.log_and_apply(edit) {
-            Ok(v) => v,
-            Err(e) => {
-                drop(versions);
-                self.poison(&e);
-                return Err(e);
-            }
-        };
-        let mut st = lock(&self.state);
-        self.install_super_version(&mut st, v);
-        Ok(n.0)
     }
 
     pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {

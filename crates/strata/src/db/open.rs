@@ -86,9 +86,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             )));
         }
         last_seq = r.last_sequence;
-        if let Some(n) = versions.missing_vlog_head() {
-            edit.deleted_value_files.push(n);
-        }
         mark_numbers_on_disk(&fs, &placement, &versions);
         last_seq = replay_wals(
             &opts,

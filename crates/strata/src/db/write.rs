@@ -220,7 +220,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     };
     if let Some(w) = &db.write_values {
         // Values to the value log (and the OS) before the WAL record that points to them.
-        if let Some(separated) = w.separate(&batch, &mut || db.new_vlog_segment())? {
+        if let Some(separated) = w.separate(&batch, db)? {
             batch = separated;
         }
     }

@@ -469,17 +469,6 @@ impl VersionSet {
         live
     }
 
-    /// The newest value-log segment, if its file does not exist: a crash came between the
-    /// edit naming it and its creation, so nothing can point into it.
-    pub fn missing_vlog_head(&self) -> Option<u64> {
-        let f = self
-            .current
-            .values
-            .values()
-            .rfind(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment)?;
-        (!self.fs.exists(&f.path(&self.placement))).then_some(f.number)
-    }
-
     /// Lists every table the current version names that is missing on disk.
     ///
     /// # Errors
@@ -494,12 +483,9 @@ impl VersionSet {
                 }
             }
         }
-        // The newest value-log segment may be missing: it is named before its file is
-        // created (open drops it, see `missing_vlog_head`).
-        let head = self.missing_vlog_head();
         for f in self.current.values.values() {
             let p = f.path(&self.placement);
-            if Some(f.number) != head && !self.fs.exists(&p) {
+            if !self.fs.exists(&p) {
                 missing.push(p);
             }
         }

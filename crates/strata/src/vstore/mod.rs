@@ -193,18 +193,35 @@ pub(crate) trait FlushSeparator: Send {
     fn finish(&mut self) -> Result<Vec<ValueFile>>;
 }
 
+/// How a store that writes outside flushes and compactions gets its files named in the
+/// manifest (the database implements it).
+pub(crate) trait NewValueFiles {
+    /// A number for a new value file: obsolete-file deletion spares it until it is named
+    /// or released.
+    fn reserve(&self) -> u64;
+    /// Names `file` in the manifest and in the version readers see, and releases its
+    /// number. Errors poison the database (the manifest's state is unknown).
+    ///
+    /// # Errors
+    /// The manifest write's.
+    fn name(&self, file: ValueFile) -> Result<()>;
+    /// Releases a reserved number that will not be named (its file, if any, is then
+    /// obsolete).
+    fn release(&self, number: u64);
+}
+
 /// Separates values as writes happen (stores that separate at write: the value log).
 pub(crate) trait WriteSeparator: Send + Sync {
     /// `batch` with the values this store takes replaced by pointers (the values written
-    /// and handed to the OS), or `None` if it takes none. `new_file` names a new file in the
-    /// manifest (and returns its number) before any pointer into it exists.
+    /// and handed to the OS), or `None` if it takes none. A new file is created, then named
+    /// through `files`, before any pointer into it exists.
     ///
     /// # Errors
-    /// I/O errors; errors of `new_file`.
+    /// I/O errors; errors naming a file.
     fn separate(
         &self,
         batch: &crate::batch::WriteBatch,
-        new_file: &mut dyn FnMut() -> Result<u64>,
+        files: &dyn NewValueFiles,
     ) -> Result<Option<crate::batch::WriteBatch>>;
 
     /// Makes every value handed out so far durable.

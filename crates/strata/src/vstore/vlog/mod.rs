@@ -5,8 +5,8 @@
 //! The log is a sequence of segment files (`NNNNNN.vlog`, `vlog_segment_size` each, in
 //! `value_dir`) rather than one file whose space is reused in place: its head is the newest
 //! segment, its tail the oldest, and reclaiming the tail deletes a file (docs/design/
-//! kv-separation.md says why). A segment is named in the manifest before the first pointer
-//! into it is written anywhere. Records have the blob-file record format
+//! kv-separation.md says why). A segment is created, then named in the manifest, before the
+//! first pointer into it is written anywhere. Records have the blob-file record format
 //! (docs/format/blob-file.md): `crc | key_len | value_len | key | value`.
 //!
 //! Durability order (DESIGN.md section 4): a group's values reach the OS before its WAL
@@ -26,7 +26,7 @@ use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::key::ValueKind;
 use crate::placement::{FileKind, Placement};
-use crate::vstore::{ValuePointer, WriteSeparator};
+use crate::vstore::{NewValueFiles, ValueFile, ValuePointer, WriteSeparator};
 
 /// The format feature a database with value-log segments names in its manifest.
 pub(crate) const FEATURE: &str = "vlog";
@@ -132,7 +132,7 @@ impl WriteSeparator for VLog {
     fn separate(
         &self,
         batch: &WriteBatch,
-        new_segment: &mut dyn FnMut() -> Result<u64>,
+        files: &dyn NewValueFiles,
     ) -> Result<Option<WriteBatch>> {
         let mut any = false;
         for e in batch.iter() {
@@ -161,12 +161,22 @@ impl WriteSeparator for VLog {
                     // A sealed segment is durable: only the head is synced from now on.
                     old.file.sync()?;
                 }
-                let number = new_segment()?;
+                // Created and its entry synced, then named: a crash in between leaves a
+                // file the manifest does not name, which open deletes.
+                let number = files.reserve();
                 let path_id = self.placement.path_id(FileKind::Value);
-                let file = self
+                let created = self
                     .fs
-                    .create(&self.placement.vlog_path(FileNumber(number), path_id))?;
-                self.fs.sync_dir(self.placement.dir(path_id))?;
+                    .create(&self.placement.vlog_path(FileNumber(number), path_id))
+                    .and_then(|f| self.fs.sync_dir(self.placement.dir(path_id)).map(|()| f));
+                let file = match created {
+                    Ok(f) => f,
+                    Err(e) => {
+                        files.release(number);
+                        return Err(e);
+                    }
+                };
+                files.name(ValueFile::vlog_segment(number, path_id))?;
                 *head = Some(Head {
                     number,
                     file,
