@@ -25,7 +25,7 @@ pub struct Metrics {
     pub stalls: u64,
     /// Time writes spent stalled, in microseconds.
     pub stall_micros: u64,
-    /// Value-store garbage-collection bytes (none yet).
+    /// Bytes of live values a value store's garbage collection moved.
     pub gc_bytes: u64,
     /// Merging compactions by input level (may be empty if unknown).
     pub merges_by_input_level: Vec<u64>,
@@ -403,7 +403,7 @@ impl Engine for StrataEngine {
             compaction_bytes_per_level: s.compaction_written.clone(),
             stalls: s.stalls + s.slowdowns,
             stall_micros: s.stall_micros,
-            gc_bytes: 0,
+            gc_bytes: s.value_bytes_relocated,
             merges_by_input_level: s.merges_by_input_level.clone(),
             moved_by_input_level: s.moved_files_by_input_level.clone(),
             tables: Some(s.tables() as u64),

@@ -175,7 +175,8 @@ impl Engine for RocksEngine {
             compaction_bytes_per_level: Vec::new(),
             stalls: 0,
             stall_micros: t(Ticker::StallMicros),
-            gc_bytes: 0,
+            // Integrated BlobDB's compactions count the values they relocate here.
+            gc_bytes: t(Ticker::BlobDbGcBytesRelocated),
             merges_by_input_level: merges,
             moved_by_input_level: moves,
             tables: (0..7)
