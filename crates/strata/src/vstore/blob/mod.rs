@@ -9,7 +9,7 @@
 //! everything after it), and a 24-byte footer (record count, record bytes, magic).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::coding::{get_varint32, masked_crc, put_varint32};
 use crate::error::{Error, Result};
@@ -131,7 +131,7 @@ impl BlobWriter {
 pub(crate) struct BlobReader {
     fs: Arc<dyn Fs>,
     placement: Placement,
-    open: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    open: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
 }
 
 impl BlobReader {
@@ -139,17 +139,22 @@ impl BlobReader {
         BlobReader {
             fs,
             placement,
-            open: Mutex::new(HashMap::new()),
+            open: RwLock::new(HashMap::new()),
         }
     }
 
     fn file(&self, f: &ValueFile) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(h) = crate::db::lock(&self.open).get(&f.number) {
+        let read = self.open.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(h) = read.get(&f.number) {
             return Ok(h.clone());
         }
+        drop(read);
         let path = f.path(&self.placement);
         let h = self.fs.open(&path)?;
-        crate::db::lock(&self.open).insert(f.number, h.clone());
+        self.open
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(f.number, h.clone());
         Ok(h)
     }
 }
@@ -206,7 +211,10 @@ impl ValueStore for BlobReader {
     }
 
     fn evict(&self, number: u64) {
-        crate::db::lock(&self.open).remove(&number);
+        self.open
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&number);
     }
 }
 
