@@ -82,7 +82,11 @@ impl DbInner {
             if let Some(Lookup::Pointer(now)) = self.newest_entry(&r.key)? {
                 if now == encoded {
                     moved_bytes += r.value.len() as u64;
-                    moved.push((r.key, r.value, encoded));
+                    moved.push(write::Relocated {
+                        key: r.key,
+                        value: r.value,
+                        from: encoded,
+                    });
                 }
             }
         }

@@ -24,9 +24,15 @@ use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::Stats;
 use crate::wal::LogWriter;
 
-/// A live value the value log's GC moves: its key, its value, and the encoded pointer to
-/// the record it moves from.
-pub(crate) type Relocated = (Vec<u8>, Vec<u8>, Vec<u8>);
+/// A live value a value store's GC moves, written again through the write path (the value
+/// log: to its head) only if the key's newest entry is still `from` (the encoded pointer to
+/// the record it moves from). A store that rewrites its own segments (HashKV's group GC)
+/// will add the case of a value already written, given by its new pointer.
+pub(crate) struct Relocated {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub from: Vec<u8>,
+}
 
 /// Largest group a leader assembles, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -170,9 +176,9 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     result
 }
 
-/// Writes the value log GC's moved values: a put for each key whose newest entry still is
-/// the pointer the value moves from (a user write that came meanwhile wins), through the
-/// write path (the values go to the log's head), synced. Returns the sequence after it.
+/// Writes a value store GC's moves: for each key whose newest entry still is the pointer
+/// the value moves from (a user write that came meanwhile wins), a put of the value
+/// through the write path, synced. Returns the sequence after it.
 pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<SeqNo> {
     commit(
         db,
@@ -195,10 +201,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     if let Some(moved) = &relocating {
         // NB: the leader serialises writes: no write lands between this check and the
         // insert below.
-        for (key, value, from) in moved {
-            if let Some(crate::memtable::Lookup::Pointer(p)) = db.newest_entry(key)? {
-                if &p == from {
-                    batch.put(key, value);
+        for m in moved {
+            if let Some(crate::memtable::Lookup::Pointer(p)) = db.newest_entry(&m.key)? {
+                if p == m.from {
+                    batch.put(&m.key, &m.value);
                 }
             }
         }
