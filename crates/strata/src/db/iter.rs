@@ -39,7 +39,7 @@ pub struct DbIterator {
     saved_key: Vec<u8>,
     /// Reverse only: the current entry's value (as stored: possibly a value pointer).
     saved_value: Vec<u8>,
-    /// Reverse only: the current entry's kind.
+    /// The current entry's kind (`Put` or `Pointer`).
     saved_kind: ValueKind,
     /// The current entry's value read from the value store, once `value()` asked for it
     /// (a scan that reads only keys reads no separated value).
@@ -102,14 +102,11 @@ impl DbIterator {
     /// the first call for the entry; if that read fails, the value is empty and `status()`
     /// reports the error.
     pub fn value(&self) -> &[u8] {
-        let (kind, stored) = match self.direction {
-            Direction::Forward => (
-                key::parse(self.inner.key()).map_or(ValueKind::Put, |p| p.kind),
-                self.inner.value(),
-            ),
-            Direction::Reverse => (self.saved_kind, self.saved_value.as_slice()),
+        let stored = match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => self.saved_value.as_slice(),
         };
-        if kind != ValueKind::Pointer {
+        if self.saved_kind != ValueKind::Pointer {
             return stored;
         }
         self.resolved.get_or_init(|| {
@@ -301,6 +298,7 @@ impl DbIterator {
                             skipping = true;
                         }
                         ValueKind::Put | ValueKind::Pointer => {
+                            self.saved_kind = p.kind;
                             self.valid = true;
                             return;
                         }

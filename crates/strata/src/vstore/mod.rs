@@ -4,12 +4,14 @@
 //! An entry of kind [`ValueKind::Pointer`](crate::key::ValueKind) carries an encoded
 //! [`ValuePointer`] instead of its value; [`ValueStore::read`] turns it back into the value.
 //! Reads go through one resolve step (`DbInner::resolve`), used by `get` and `DbIterator`.
-//! Compaction carries pointers unchanged and tells the store which ones it dropped
+//! Compactions and flushes carry pointers unchanged and report the ones they dropped
 //! ([`DroppedValues`]), so a store counts its garbage without scanning.
 //!
+//! A store separates at flush ([`FlushSeparator`]) or at write ([`WriteSeparator`]).
 //! Stores, each in its own folder: `blob/` (BlobDB-class immutable blob files written by
-//! flushes, `ValueStoreKind::BlobFiles`). Design: docs/design/kv-separation.md; formats:
-//! docs/format/value-pointer.md and docs/format/blob-file.md.
+//! flushes, `ValueStoreKind::BlobFiles`) and `vlog/` (WiscKey's value log, written as the
+//! writes happen, `ValueStoreKind::VLog`). Design: docs/design/kv-separation.md; formats:
+//! docs/format/value-pointer.md, docs/format/blob-file.md, docs/format/value-log.md.
 
 pub(crate) mod blob;
 pub(crate) mod vlog;
@@ -86,8 +88,8 @@ impl ValuePointer {
 }
 
 /// One value file as the manifest describes it: its records, and how many of them
-/// compactions found dropped (garbage). A file whose every record is garbage leaves the
-/// version (docs/format/manifest.md, "Value files").
+/// compactions and flushes found dropped (garbage). A blob file whose every record is
+/// garbage leaves the version (docs/format/manifest.md, "Value files").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueFile {
     /// Which kind of file.
@@ -307,8 +309,8 @@ impl OldestValueFile {
     }
 }
 
-/// Garbage found by one compaction, per value file: the pointers it dropped (overwritten,
-/// deleted, or hidden from every snapshot), counted and summed by record size.
+/// Garbage found by one compaction or flush, per value file: the pointers it dropped
+/// (overwritten, deleted, or hidden from every snapshot), counted and summed by record size.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct DroppedValues {
     /// File number -> (records, bytes).
