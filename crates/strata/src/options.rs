@@ -355,10 +355,12 @@ pub struct Options {
     /// segment past it. Defaults to 64 MiB (the HashKV paper's vLog GC unit).
     pub vlog_segment_size: u64,
     /// Size of the value log at which its GC runs whatever garbage flushes and compactions
-    /// have counted (the HashKV paper's provisioned space: data + 30 % reserve). Counted
-    /// garbage trails the writes (pointers are counted when a flush or compaction drops
-    /// them), so without a capacity the log can grow well past its live data before GC
-    /// starts. Defaults to `None` (counted garbage alone starts it).
+    /// have counted (the HashKV paper's provisioned space: data + 30 % reserve), and past
+    /// which writes wait for the GC's steps (up to 100 ms per write group, counted as
+    /// stalls) so that the log stays near it. Counted garbage trails the writes (pointers
+    /// are counted when a flush or compaction drops them), so without a capacity the log
+    /// can grow well past its live data before GC starts. Defaults to `None` (counted
+    /// garbage alone starts GC; writes never wait for it).
     pub vlog_capacity: Option<u64>,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.

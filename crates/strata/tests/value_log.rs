@@ -190,22 +190,27 @@ fn past_its_capacity_the_log_is_collected_without_counted_garbage() {
         ..opts(&fs)
     };
     let db = Db::open("/db", o.clone()).unwrap();
-    // Ten rounds over 100 keys, no flush: no garbage is counted, but the log passes 256 KiB.
-    for round in 0..10u32 {
+    // Thirty rounds over 100 keys (1 MiB of values), no flush: no garbage is counted, but
+    // the log passes 256 KiB; writes are paced to the GC, so the log never grows far past
+    // its capacity (without the pacing: 16 segments here).
+    let mut most = 0;
+    for round in 0..30u32 {
         for i in 0..100u32 {
             db.put(format!("k{i:03}"), big(i, round)).unwrap();
         }
+        most = most.max(segments(&fs));
     }
+    assert!(most <= 8, "the log reached {most} segments of 64 KiB");
     wait_until("GC below the capacity", || {
         db.stats().value_gc_runs > 0 && segments(&fs) <= 5
     });
     for i in 0..100u32 {
-        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, 9)));
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, 29)));
     }
     db.close().unwrap();
     drop(db);
     let db = Db::open("/db", o).unwrap();
-    assert_eq!(db.get(b"k042").unwrap(), Some(big(42, 9)));
+    assert_eq!(db.get(b"k042").unwrap(), Some(big(42, 29)));
 }
 
 #[test]
@@ -259,6 +264,17 @@ fn a_crash_between_moving_values_and_removing_the_tail() {
             db.put(format!("k{i:03}"), big(i, round)).unwrap();
         }
     }
+    // Every write durable (the crash below drops only what GC does after this).
+    let mut b = strata::WriteBatch::new();
+    b.put(b"sync", b"1");
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..WriteOptions::default()
+        },
+        b,
+    )
+    .unwrap();
     wait_until("a GC run", || db.stats().value_gc_runs > 0);
     let before = segments(&fs);
     let crashed = Arc::new(fs.crash_clone(CrashMode::DropUnsynced));
@@ -299,11 +315,6 @@ fn a_crash_after_the_tail_was_removed() {
     for i in 0..100u32 {
         db.put(format!("k{i:03}"), big(i, 0)).unwrap();
     }
-    for round in 1..10u32 {
-        for i in 100..200u32 {
-            db.put(format!("k{i:03}"), big(i, round)).unwrap();
-        }
-    }
     let first = fs
         .list(Path::new("/values"))
         .unwrap()
@@ -311,6 +322,11 @@ fn a_crash_after_the_tail_was_removed() {
         .filter(|n| n.ends_with(".vlog"))
         .min()
         .unwrap();
+    for round in 1..10u32 {
+        for i in 100..200u32 {
+            db.put(format!("k{i:03}"), big(i, round)).unwrap();
+        }
+    }
     wait_until("the first segment removed", || {
         !fs.exists(&Path::new("/values").join(&first))
     });

@@ -43,6 +43,9 @@ pub(crate) fn start(db: &Arc<DbInner>) {
 /// sleeps until a flush or compaction changes something (garbage is counted by them), or
 /// 100 ms (a snapshot a collected segment waits for may be released).
 fn vlog_gc_work(db: &DbInner) {
+    // Deletion passes still owed after a removal: a reader that held an older version
+    // during the first pass keeps the segment's file until a later one.
+    let mut owed = 0;
     loop {
         if db.shutting_down.load(Ordering::Acquire) {
             return;
@@ -53,8 +56,11 @@ fn vlog_gc_work(db: &DbInner) {
             changed = db.vlog_gc_step()?;
             Ok(())
         });
-        if changed {
+        if changed || owed > 0 {
             db.delete_obsolete_files();
+            owed = if changed { 3 } else { owed - 1 };
+        }
+        if changed {
             continue;
         }
         let st = lock(&db.state);

@@ -36,10 +36,50 @@ pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
     };
     let count = segments().count() as u64;
     let garbage: u64 = segments().map(|f| f.garbage_bytes).sum();
-    let size = count * opts.vlog_segment_size;
+    let size = vlog_size(v, opts);
     count >= 2
         && (garbage as f64 >= opts.blob_gc_garbage_ratio * size as f64
             || opts.vlog_capacity.is_some_and(|c| size > c))
+}
+
+/// Bytes the value log takes: its segments (the head counted full).
+fn vlog_size(v: &Version, opts: &Options) -> u64 {
+    let segments = v
+        .values
+        .values()
+        .filter(|f| f.kind == ValueFileKind::VlogSegment)
+        .count() as u64;
+    segments * opts.vlog_segment_size
+}
+
+/// Paces writes to the value log's GC: while the log is larger than `vlog_capacity`, the
+/// write-queue leader waits for the GC to finish a step (or anything else in the
+/// background to progress, at most 100 ms per write group), so the log's size stays near
+/// its capacity instead of outrunning its collection. Counted as a stall. Never waits for
+/// ever: if the live values alone exceed the capacity, GC moves whole segments and writes
+/// go at its pace; and not at all while a collected segment waits for a snapshot (GC can
+/// free nothing until it is released).
+pub(crate) fn wait_for_value_space(db: &DbInner) {
+    let Some(capacity) = db.opts.vlog_capacity else {
+        return;
+    };
+    if lock(&db.vlog_collected).is_some() {
+        return;
+    }
+    if vlog_size(&db.super_version().version, &db.opts) <= capacity {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let st = lock(&db.state);
+    let progress = st.progress;
+    let asleep =
+        |s: &mut super::State| !db.shutting_down.load(Ordering::Acquire) && s.progress == progress;
+    drop(
+        db.done_cv
+            .wait_timeout_while(st, std::time::Duration::from_millis(100), asleep),
+    );
+    Stats::add(&db.stats.stalls, 1);
+    Stats::add(&db.stats.stall_micros, started.elapsed().as_micros() as u64);
 }
 
 impl DbInner {
@@ -119,6 +159,8 @@ impl DbInner {
         drop(st);
         drop(versions);
         *lock(&self.vlog_collected) = None;
+        // Writes paced to the GC (`wait_for_value_space`) go on.
+        self.done_cv.notify_all();
         Ok(Some(true))
     }
 }

@@ -195,6 +195,15 @@ pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<Seq
     Ok(SeqNo(db.last_sequence.load(Ordering::Acquire)))
 }
 
+/// Whether a value store GC's write waits in the queue (a leader that waited for space
+/// would hold up the write that makes it).
+fn relocation_queued(db: &DbInner) -> bool {
+    lock(&db.writers)
+        .slots
+        .iter()
+        .any(|s| lock(&s.w).relocate.is_some())
+}
+
 fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     let mut batch = lock(&group[0].w).batch.take().unwrap_or_default();
     let relocating = lock(&group[0].w).relocate.take();
@@ -225,6 +234,9 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         batch.payload_bytes() as u64
     };
     if let Some(w) = &db.write_values {
+        if relocating.is_none() && !relocation_queued(db) {
+            super::value_gc::wait_for_value_space(db);
+        }
         // Values to the value log (and the OS) before the WAL record that points to them.
         if let Some(separated) = w.separate(&batch, db)? {
             batch = separated;
