@@ -249,3 +249,42 @@ fn below_the_ratio_nothing_moves() {
     assert_eq!((s.value_gc_compactions, s.value_bytes_relocated), (0, 0));
     assert!(prop(&db, "strata.value-garbage-bytes") > 0);
 }
+
+/// A value that shrank below the threshold (now inline) or was deleted never comes back in
+/// its separated form after compactions collected its blob file.
+#[test]
+fn gc_never_revives_a_shrunk_or_deleted_value() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 0..80u32 {
+        db.put(format!("k{i:03}"), b"small").unwrap();
+    }
+    for i in 80..110u32 {
+        db.delete(format!("k{i:03}")).unwrap();
+    }
+    db.put(b"k199", b"small").unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().value_gc_compactions > 0);
+    let check = |db: &Db| {
+        for i in 0..200u32 {
+            let got = db.get(format!("k{i:03}")).unwrap();
+            let want = match i {
+                0..80 | 199 => Some(b"small".to_vec()),
+                80..110 => None,
+                _ => Some(big(i, 0)),
+            };
+            assert_eq!(got, want, "k{i:03}");
+        }
+    };
+    check(&db);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    check(&db);
+}

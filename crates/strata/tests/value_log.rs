@@ -341,3 +341,47 @@ fn a_crash_after_the_tail_was_removed() {
         );
     }
 }
+
+/// A value that shrank below the threshold (now inline) or was deleted never comes back
+/// in its separated form after GC moved the log's tail, nor after a reopen.
+#[test]
+fn gc_never_revives_a_shrunk_or_deleted_value() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        vlog_capacity: Some(256 << 10),
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+    }
+    for i in 0..50u32 {
+        db.put(format!("k{i:03}"), b"small").unwrap();
+    }
+    for i in 50..60u32 {
+        db.delete(format!("k{i:03}")).unwrap();
+    }
+    // Churn other keys until the first segments were collected.
+    for round in 1..20u32 {
+        for i in 100..200u32 {
+            db.put(format!("k{i:03}"), big(i, round)).unwrap();
+        }
+    }
+    wait_until("GC runs", || db.stats().value_gc_runs >= 3);
+    let check = |db: &Db| {
+        for i in 0..100u32 {
+            let got = db.get(format!("k{i:03}")).unwrap();
+            let want = match i {
+                0..50 => Some(b"small".to_vec()),
+                50..60 => None,
+                _ => Some(big(i, 0)),
+            };
+            assert_eq!(got, want, "k{i:03}");
+        }
+    };
+    check(&db);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    check(&db);
+}
