@@ -32,7 +32,7 @@ pub enum ValueKind {
     /// An inline value.
     Put = 1,
     /// A value kept in the value store; the entry's value is an encoded
-    /// [`crate::vstore::ValuePointer`] (docs/format/value-pointer.md).
+    /// `ValuePointer` (docs/format/value-pointer.md).
     Pointer = 2,
 }
 

@@ -24,7 +24,7 @@ pub enum Lookup {
     /// The newest visible version is a tombstone.
     Deleted,
     /// The newest visible version is a value in the value store, at this encoded
-    /// [`crate::vstore::ValuePointer`].
+    /// `ValuePointer` (docs/format/value-pointer.md).
     Pointer(Vec<u8>),
 }
 
