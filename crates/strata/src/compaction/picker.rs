@@ -185,11 +185,26 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
 /// Whether value garbage collection has a compaction to do (`pick_value_gc`, busy files
 /// aside).
 pub fn value_gc_due(v: &Version, opts: &Options) -> bool {
-    opts.value_store == ValueStoreKind::BlobFiles
-        && v.values.values().any(|f| {
-            f.collectable(opts.blob_gc_garbage_ratio)
-                && (1..v.num_levels())
-                    .any(|l| v.files(l).iter().any(|t| t.oldest_value_file == f.number))
+    value_gc_inputs(v, opts).next().is_some()
+}
+
+/// The tables of levels >= 1 whose oldest value pointer leads into a value file being
+/// collected, oldest file first, with their levels.
+fn value_gc_inputs<'a>(
+    v: &'a Version,
+    opts: &'a Options,
+) -> impl Iterator<Item = (usize, &'a Arc<FileMeta>)> + 'a {
+    let blob = opts.value_store == ValueStoreKind::BlobFiles;
+    v.values
+        .values()
+        .filter(move |f| blob && f.collectable(opts.blob_gc_garbage_ratio))
+        .flat_map(move |f| {
+            (1..v.num_levels()).flat_map(move |level| {
+                v.files(level)
+                    .iter()
+                    .filter(move |t| t.oldest_value_file == f.number)
+                    .map(move |t| (level, t))
+            })
         })
 }
 
@@ -201,41 +216,28 @@ pub fn value_gc_due(v: &Version, opts: &Options) -> bool {
 /// oldest file still reach waits for that file, or for the compactions that reach its
 /// keys. L0 tables are left to L0's own compactions.
 pub fn pick_value_gc(ctx: &PickContext<'_>) -> Option<Compaction> {
-    if ctx.opts.value_store != ValueStoreKind::BlobFiles {
-        return None;
-    }
-    let v = ctx.version;
-    let last = v.num_levels() - 1;
-    for f in v.values.values() {
-        if !f.collectable(ctx.opts.blob_gc_garbage_ratio) {
-            continue;
-        }
-        for level in 1..=last {
-            for t in v.files(level) {
-                if t.oldest_value_file != f.number || ctx.busy.contains(&t.number) {
-                    continue;
-                }
-                let c = if level == last {
-                    Some(Compaction {
-                        level,
-                        output_level: level,
-                        inputs: vec![t.clone()],
-                        next_inputs: Vec::new(),
-                        grandparents: Vec::new(),
-                        trivial_move: false,
-                        reason: CompactionReason::ValueGc,
-                    })
-                } else {
-                    ctx.finish(level, vec![t.clone()], CompactionReason::ValueGc)
-                };
-                if let Some(mut c) = c {
-                    c.trivial_move = false;
-                    return Some(c);
-                }
-            }
-        }
-    }
-    None
+    let last = ctx.version.num_levels() - 1;
+    value_gc_inputs(ctx.version, ctx.opts)
+        .filter(|(_, t)| !ctx.busy.contains(&t.number))
+        .find_map(|(level, t)| {
+            let c = if level == last {
+                Some(Compaction {
+                    level,
+                    output_level: level,
+                    inputs: vec![t.clone()],
+                    next_inputs: Vec::new(),
+                    grandparents: Vec::new(),
+                    trivial_move: false,
+                    reason: CompactionReason::ValueGc,
+                })
+            } else {
+                ctx.finish(level, vec![t.clone()], CompactionReason::ValueGc)
+            };
+            c.map(|c| Compaction {
+                trivial_move: false,
+                ..c
+            })
+        })
 }
 
 /// Whether the database going idle leaves compaction work (`Options::idle_compaction_delay`):

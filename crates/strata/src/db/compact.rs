@@ -130,7 +130,7 @@ fn relocation<'a>(db: &'a DbInner, v: &Version) -> Option<Relocate<'a>> {
     Some(Relocate {
         from,
         store: &*db.values,
-        writer: crate::vstore::relocator(&db.opts, db.fs.clone(), &db.placement)?,
+        writer: crate::vstore::flush_separator(&db.opts, db.fs.clone(), &db.placement, 0)?,
     })
 }
 

@@ -399,6 +399,12 @@ fn lost_value(
     placement: &Placement,
     lengths: &mut HashMap<u64, u64>,
 ) -> Result<Option<String>> {
+    if !batch
+        .iter()
+        .any(|e| e.is_ok_and(|e| e.kind == ValueKind::Pointer))
+    {
+        return Ok(None);
+    }
     let v = versions.current();
     let oldest_segment = v
         .values
@@ -482,7 +488,12 @@ fn flush_recovered(
         table_opts: crate::sst::TableOptions::from(opts),
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
-        values: crate::vstore::flush_separator(opts, opts.fs.clone(), placement),
+        values: crate::vstore::flush_separator(
+            opts,
+            opts.fs.clone(),
+            placement,
+            opts.min_blob_size,
+        ),
         dropped_values: Default::default(),
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;

@@ -2,7 +2,7 @@
 //! it), then one table per deeper level. The first version found at or below the read
 //! sequence wins.
 
-use super::DbInner;
+use super::{DbInner, SuperVersion};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -23,15 +23,21 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
     };
     let sv = db.super_version();
     db.count_read();
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        if let Some(found) = mem.get(user_key, seq) {
-            return db.resolve(&sv.version, user_key, found);
-        }
-    }
-    match lookup_in_version(db, &sv.version, user_key, seq)? {
+    match lookup(db, &sv, user_key, seq)? {
         Some(found) => db.resolve(&sv.version, user_key, found),
         None => Ok(None),
     }
+}
+
+/// The newest entry of `user_key` at or below `seq` in `sv`, as stored: memtable,
+/// immutable memtables (newest first), then the tables.
+fn lookup(db: &DbInner, sv: &SuperVersion, user_key: &[u8], seq: SeqNo) -> Result<Option<Lookup>> {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if let Some(found) = mem.get(user_key, seq) {
+            return Ok(Some(found));
+        }
+    }
+    lookup_in_version(db, &sv.version, user_key, seq)
 }
 
 impl DbInner {
@@ -39,13 +45,7 @@ impl DbInner {
     /// sequence: what the value log's GC asks to know whether a record is still live.
     pub(crate) fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
         let seq = self.visible_sequence();
-        let sv = self.super_version();
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some(found) = mem.get(user_key, seq) {
-                return Ok(Some(found));
-            }
-        }
-        lookup_in_version(self, &sv.version, user_key, seq)
+        lookup(self, &self.super_version(), user_key, seq)
     }
 
     /// The user's value for what a lookup of `user_key` found: an inline value as is, a

@@ -29,14 +29,12 @@ pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
     if opts.value_store != ValueStoreKind::VLog {
         return false;
     }
-    let segments = || {
-        v.values
-            .values()
-            .filter(|f| f.kind == ValueFileKind::VlogSegment)
-    };
-    let count = segments().count() as u64;
-    let garbage: u64 = segments().map(|f| f.garbage_bytes).sum();
-    let size = vlog_size(v, opts);
+    let (count, garbage) = v
+        .values
+        .values()
+        .filter(|f| f.kind == ValueFileKind::VlogSegment)
+        .fold((0u64, 0u64), |(n, g), f| (n + 1, g + f.garbage_bytes));
+    let size = count * opts.vlog_segment_size;
     count >= 2
         && (garbage as f64 >= opts.blob_gc_garbage_ratio * size as f64
             || opts.vlog_capacity.is_some_and(|c| size > c))
@@ -63,10 +61,10 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     let Some(capacity) = db.opts.vlog_capacity else {
         return;
     };
-    if lock(&db.vlog_collected).is_some() {
-        return;
-    }
-    if vlog_size(&db.super_version().version, &db.opts) <= capacity {
+    if vlog_size(&db.super_version().version, &db.opts) <= capacity
+        || lock(&db.vlog_collected).is_some()
+        || write::relocation_queued(db)
+    {
         return;
     }
     let started = std::time::Instant::now();

@@ -197,7 +197,7 @@ pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<Seq
 
 /// Whether a value store GC's write waits in the queue (a leader that waited for space
 /// would hold up the write that makes it).
-fn relocation_queued(db: &DbInner) -> bool {
+pub(crate) fn relocation_queued(db: &DbInner) -> bool {
     lock(&db.writers)
         .slots
         .iter()
@@ -205,8 +205,15 @@ fn relocation_queued(db: &DbInner) -> bool {
 }
 
 fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
-    let mut batch = lock(&group[0].w).batch.take().unwrap_or_default();
-    let relocating = lock(&group[0].w).relocate.take();
+    let (mut batch, relocating, mut sync, disable_wal) = {
+        let mut w = lock(&group[0].w);
+        (
+            w.batch.take().unwrap_or_default(),
+            w.relocate.take(),
+            w.sync,
+            w.disable_wal,
+        )
+    };
     if let Some(moved) = &relocating {
         // NB: the leader serialises writes: no write lands between this check and the
         // insert below.
@@ -218,8 +225,6 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
             }
         }
     }
-    let mut sync = lock(&group[0].w).sync;
-    let disable_wal = lock(&group[0].w).disable_wal;
     for s in &group[1..] {
         let mut w = lock(&s.w);
         if let Some(b) = w.batch.take() {
@@ -234,7 +239,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         batch.payload_bytes() as u64
     };
     if let Some(w) = &db.write_values {
-        if relocating.is_none() && !relocation_queued(db) {
+        if relocating.is_none() {
             super::value_gc::wait_for_value_space(db);
         }
         // Values to the value log (and the OS) before the WAL record that points to them.

@@ -14,6 +14,7 @@
 //! docs/format/value-pointer.md, docs/format/blob-file.md, docs/format/value-log.md.
 
 pub(crate) mod blob;
+mod record;
 pub(crate) mod vlog;
 
 use std::collections::BTreeMap;
@@ -250,34 +251,22 @@ pub(crate) fn write_separator(
     }
 }
 
-/// The flush-time separator `opts` asks for, if any.
+/// The flush-time separator `opts` asks for, if any, taking values of at least `min`
+/// bytes: `opts.min_blob_size` for a flush, 0 for the writer a compaction moves the live
+/// values of collected files into.
 pub(crate) fn flush_separator(
     opts: &Options,
     fs: Arc<dyn Fs>,
     placement: &Placement,
+    min: usize,
 ) -> Option<Box<dyn FlushSeparator>> {
     match opts.value_store {
         ValueStoreKind::Inline | ValueStoreKind::VLog => None,
         ValueStoreKind::BlobFiles => Some(Box::new(blob::BlobSeparator::new(
             fs,
             placement.clone(),
-            opts.min_blob_size,
+            min,
         ))),
-    }
-}
-
-/// The writer a compaction moves live values into when it collects value files (every
-/// value it is handed is written), if `opts` has a store that collects.
-pub(crate) fn relocator(
-    opts: &Options,
-    fs: Arc<dyn Fs>,
-    placement: &Placement,
-) -> Option<Box<dyn FlushSeparator>> {
-    match opts.value_store {
-        ValueStoreKind::Inline | ValueStoreKind::VLog => None,
-        ValueStoreKind::BlobFiles => {
-            Some(Box::new(blob::BlobSeparator::new(fs, placement.clone(), 0)))
-        }
     }
 }
 

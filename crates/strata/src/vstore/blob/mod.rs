@@ -11,12 +11,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::coding::{get_varint32, masked_crc, put_varint32};
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::{Fs, RandomAccessFile, WritableFile};
 use crate::placement::{FileKind, PathId, Placement};
-use crate::vstore::{FlushSeparator, ValueFile, ValueFileKind, ValuePointer, ValueStore};
+use crate::vstore::{record, FlushSeparator, ValueFile, ValueFileKind, ValuePointer, ValueStore};
 
 /// First bytes of a blob file.
 pub(crate) const MAGIC: &[u8; 8] = b"strblob\x01";
@@ -74,22 +73,7 @@ impl BlobWriter {
     /// I/O errors; `InvalidArgument` for a record over 4 GiB.
     pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
         self.buf.clear();
-        self.buf.extend_from_slice(&[0; 4]);
-        let len32 = |n: usize| {
-            u32::try_from(n).map_err(|_| {
-                Error::new(
-                    crate::error::ErrorKind::InvalidArgument,
-                    "a separated value or key of 4 GiB or more",
-                )
-            })
-        };
-        put_varint32(&mut self.buf, len32(user_key.len())?);
-        put_varint32(&mut self.buf, len32(value.len())?);
-        self.buf.extend_from_slice(user_key);
-        self.buf.extend_from_slice(value);
-        let crc = masked_crc(&self.buf[4..]);
-        self.buf[..4].copy_from_slice(&crc.to_le_bytes());
-        let size = len32(self.buf.len())?;
+        let size = record::encode(&mut self.buf, user_key, value)?;
         self.file.append(&self.buf)?;
         let p = ValuePointer {
             store: ValuePointer::BLOB_FILE,
@@ -168,23 +152,14 @@ pub(crate) fn decode_record<'a>(
     p: &ValuePointer,
 ) -> Result<&'a [u8]> {
     let bad = |what: &str| Error::corruption(path, p.offset, format!("blob record: {what}"));
-    if bytes.len() < 6 {
-        return Err(bad("shorter than a record header"));
-    }
-    let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if masked_crc(&bytes[4..]) != stored {
-        return Err(bad("checksum mismatch"));
-    }
-    let mut src = &bytes[4..];
-    let klen = get_varint32(&mut src).ok_or_else(|| bad("key length"))? as usize;
-    let vlen = get_varint32(&mut src).ok_or_else(|| bad("value length"))? as usize;
-    if src.len() != klen + vlen {
+    let r = record::parse(bytes).map_err(bad)?;
+    if r.size != bytes.len() {
         return Err(bad("lengths do not add up to the record size"));
     }
-    if &src[..klen] != user_key {
+    if r.key != user_key {
         return Err(bad("the record belongs to another key"));
     }
-    Ok(&src[klen..])
+    Ok(r.value)
 }
 
 impl ValueStore for BlobReader {

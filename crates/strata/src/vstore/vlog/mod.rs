@@ -19,14 +19,13 @@
 use std::sync::{Arc, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::coding::{masked_crc, put_varint32};
 use crate::db::lock;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::key::ValueKind;
 use crate::placement::{FileKind, Placement};
-use crate::vstore::{NewValueFiles, ValueFile, ValuePointer, WriteSeparator};
+use crate::vstore::{record, NewValueFiles, ValueFile, ValuePointer, WriteSeparator};
 
 /// The format feature a database with value-log segments names in its manifest.
 pub(crate) const FEATURE: &str = "vlog";
@@ -64,27 +63,6 @@ impl VLog {
     }
 }
 
-/// Appends the record of `user_key`'s `value` to `buf`.
-fn encode_record(buf: &mut Vec<u8>, user_key: &[u8], value: &[u8]) -> Result<()> {
-    let len32 = |n: usize| {
-        u32::try_from(n).map_err(|_| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                "a separated value or key of 4 GiB or more",
-            )
-        })
-    };
-    let start = buf.len();
-    buf.extend_from_slice(&[0; 4]);
-    put_varint32(buf, len32(user_key.len())?);
-    put_varint32(buf, len32(value.len())?);
-    buf.extend_from_slice(user_key);
-    buf.extend_from_slice(value);
-    let crc = masked_crc(&buf[start + 4..]);
-    buf[start..start + 4].copy_from_slice(&crc.to_le_bytes());
-    len32(buf.len() - start).map(|_| ())
-}
-
 /// One record of a segment, as the value log's GC reads it.
 pub(crate) struct Record {
     pub offset: u64,
@@ -99,31 +77,14 @@ pub(crate) struct Record {
 pub(crate) fn records(bytes: &[u8]) -> Vec<Record> {
     let mut out = Vec::new();
     let mut at = 0usize;
-    while bytes.len() - at >= 6 {
-        let rest = &bytes[at..];
-        let mut src = &rest[4..];
-        let (Some(klen), Some(vlen)) = (
-            crate::coding::get_varint32(&mut src),
-            crate::coding::get_varint32(&mut src),
-        ) else {
-            break;
-        };
-        let head = rest.len() - src.len();
-        let size = head + klen as usize + vlen as usize;
-        if size > rest.len() {
-            break;
-        }
-        let stored = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        if masked_crc(&rest[4..size]) != stored {
-            break;
-        }
+    while let Ok(r) = record::parse(&bytes[at..]) {
         out.push(Record {
             offset: at as u64,
-            size: size as u32,
-            key: rest[head..head + klen as usize].to_vec(),
-            value: rest[head + klen as usize..size].to_vec(),
+            size: r.size as u32,
+            key: r.key.to_vec(),
+            value: r.value.to_vec(),
         });
-        at += size;
+        at += r.size;
     }
     out
 }
@@ -188,7 +149,7 @@ impl WriteSeparator for VLog {
                 return Err(Error::corrupt("value log without a head segment"));
             };
             record.clear();
-            encode_record(&mut record, e.key, e.value)?;
+            record::encode(&mut record, e.key, e.value)?;
             h.file.append(&record)?;
             let p = ValuePointer {
                 store: ValuePointer::VLOG,
