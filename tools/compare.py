@@ -32,6 +32,8 @@ import threading
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 P99 = re.compile(r"P99:\s*([\d.]+)")
 AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
+SPACE = re.compile(r"\| space ([\d.]+) MiB")
+GC = re.compile(r"\| gc ([\d.]+) MiB")
 SHAPE = re.compile(
     r"^shape\s*: tables (\d+|\?) \| level compactions (\d+) \(merges (\d+): ([^;]*); "
     r"moved tables (\d+): ([^)]*)\)(?: \| compaction read ([\d.]+) MiB write ([\d.]+) MiB)?"
@@ -89,6 +91,10 @@ def parse_log(log):
             m = AMP.search(line)
             if m and cur and cur not in amp:
                 amp[cur] = (float(m.group(1)), float(m.group(2)) if m.group(2) else float("nan"))
+            for key, rx in (("_space", SPACE), ("_gc", GC)):
+                m = rx.search(line)
+                if m and cur:
+                    res.setdefault(key, {})[cur] = float(m.group(1))
             m = SHAPE.search(line)
             if m:
                 res["_shape"] = {
@@ -175,7 +181,7 @@ def main():
                 ok = False
                 print(f"round {r}: {e} exited {rc}; log: {log}", file=sys.stderr)
             per[e].append((res, p99, amp))
-            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items() if not k.startswith("_shape")), file=sys.stderr, flush=True)
+            print(f"round {r} {e}: " + ", ".join(f"{k} {v:.0f}" for k, v in res.items() if not isinstance(v, dict)), file=sys.stderr, flush=True)
     names = []
     for e in engines:
         for res, _, _ in per[e]:
@@ -212,6 +218,16 @@ def main():
     if not a.from_logs:
         print("\nPeak anonymous memory (RssAnon, MiB; medians): " + ", ".join(
             f"{e} {med([res.get('_peak_anon_mib', 0) for res, _, _ in per[e]]):.0f}" for e in engines))
+    for key, what in (("_space", "Space at the end of each benchmark (MiB; medians)"),
+                      ("_gc", "Live values a value store's GC moved during each benchmark (MiB; medians; "
+                              "RocksDB: BlobDB's relocated bytes)")):
+        if any(key in res for e in engines for res, _, _ in per[e]):
+            print(f"\n{what}:\n")
+            print("| benchmark | " + " | ".join(engines) + " |")
+            print("|" + "---|" * (len(engines) + 1))
+            for n in names:
+                vals = {e: [res.get(key, {}).get(n, 0.0) for res, _, _ in per[e] if n in res] for e in engines}
+                print(f"| {n} | " + " | ".join(f"{med(vals[e]):.0f}" if vals[e] else "-" for e in engines) + " |")
     shapes = {e: [res["_shape"] for res, _, _ in per[e] if "_shape" in res] for e in engines}
     if any(shapes.values()):
         print("\nShape at the end of each run (level compactions = merges + moved tables; "

@@ -200,6 +200,11 @@ impl crate::vstore::NewValueFiles for DbInner {
             Ok(v) => {
                 let mut st = lock(&self.state);
                 self.install_super_version(&mut st, v);
+                // A new value file may make GC due (the value log past its capacity):
+                // wake the background threads now, not at their next timeout.
+                st.progress += 1;
+                drop(st);
+                self.bg_cv.notify_all();
                 Ok(())
             }
             Err(e) => {

@@ -63,13 +63,17 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     };
     if vlog_size(&db.super_version().version, &db.opts) <= capacity
         || lock(&db.vlog_collected).is_some()
-        || write::relocation_queued(db)
     {
         return;
     }
     let started = std::time::Instant::now();
+    // The progress count is read before the queue is looked at: a GC write queued after
+    // the look raises it (`write::commit`), so this wait cannot miss it.
+    let progress = lock(&db.state).progress;
+    if write::relocation_queued(db) {
+        return;
+    }
     let st = lock(&db.state);
-    let progress = st.progress;
     let asleep =
         |s: &mut super::State| !db.shutting_down.load(Ordering::Acquire) && s.progress == progress;
     drop(
