@@ -229,6 +229,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(c) = flags.vlog_capacity {
         o.vlog_capacity = Some(c);
     }
+    if let Some(n) = flags.value_read_ahead {
+        o.value_read_ahead = n;
+    }
     if let Some(r) = flags.blob_gc_garbage_ratio {
         o.blob_gc_garbage_ratio = r;
     }

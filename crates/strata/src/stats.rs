@@ -33,6 +33,7 @@ pub struct Stats {
     pub(crate) value_bytes_relocated: AtomicU64,
     pub(crate) value_gc_runs: AtomicU64,
     pub(crate) value_gc_bytes_read: AtomicU64,
+    pub(crate) value_read_aheads: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
@@ -84,6 +85,9 @@ pub struct StatsSnapshot {
     pub value_gc_runs: u64,
     /// Bytes the value log's GC read.
     pub value_gc_bytes_read: u64,
+    /// Separated values forward scans asked the value store to read ahead
+    /// (`Options::value_read_ahead`).
+    pub value_read_aheads: u64,
     /// Reads of table files while opening tables (footer, index, filter, properties), and
     /// their bytes.
     pub table_open_reads: u64,
@@ -203,11 +207,12 @@ impl StatsSnapshot {
         );
         let _ = writeln!(
             s,
-            "Value GC: {} compactions, {} value-log segments ({:.1} MiB read), {:.1} MiB of live values moved",
+            "Value GC: {} compactions, {} value-log segments ({:.1} MiB read), {:.1} MiB of live values moved; values read ahead: {}",
             self.value_gc_compactions,
             self.value_gc_runs,
             mib(self.value_gc_bytes_read),
-            mib(self.value_bytes_relocated)
+            mib(self.value_bytes_relocated),
+            self.value_read_aheads
         );
         let _ = writeln!(
             s,
@@ -270,6 +275,7 @@ impl Stats {
             value_bytes_relocated: l(&self.value_bytes_relocated),
             value_gc_runs: l(&self.value_gc_runs),
             value_gc_bytes_read: l(&self.value_gc_bytes_read),
+            value_read_aheads: l(&self.value_read_aheads),
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),

@@ -290,3 +290,98 @@ fn gc_never_revives_a_shrunk_or_deleted_value() {
     let db = Db::open("/db", opts(&fs)).unwrap();
     check(&db);
 }
+
+#[test]
+fn a_forward_scan_reads_separated_values_ahead() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+        if i % 3 == 0 {
+            db.put(format!("k{i:03}s"), b"small").unwrap();
+        }
+    }
+    db.flush().unwrap();
+    for i in (0..200u32).step_by(7) {
+        db.delete(format!("k{i:03}")).unwrap();
+    }
+    let live: Vec<_> = (0..200u32).filter(|i| i % 7 != 0).collect();
+    let aheads = |db: &Db| db.stats().value_read_aheads;
+
+    // A forward scan reading values: the same entries as ever, and values read ahead.
+    let all: Vec<_> = db
+        .iter(ReadOptions::new())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let want: Vec<_> = db
+        .iter(ReadOptions::new())
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|(k, _)| !k.ends_with(b"s"))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(want.len(), live.len());
+    for (k, v) in &all {
+        if !k.ends_with(b"s") {
+            let i: u32 = std::str::from_utf8(&k[1..4]).unwrap().parse().unwrap();
+            assert_eq!(v, &big(i, 0));
+        }
+    }
+    let read_ahead = aheads(&db);
+    // Each scan reads ahead every separated value after the first two it read, once.
+    assert_eq!(read_ahead, 2 * (live.len() as u64 - 2));
+
+    // Keys only, or backwards: nothing is read ahead.
+    let before = aheads(&db);
+    let mut it = db.iter(ReadOptions::new()).unwrap();
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    it.seek_to_last();
+    while it.valid() {
+        assert!(!it.value().is_empty());
+        it.prev();
+    }
+    it.status().unwrap();
+    assert_eq!(aheads(&db), before);
+
+    // Values read with key-only steps between them, and within bounds: still right.
+    let mut it = db
+        .iter(ReadOptions {
+            lower_bound: Some(b"k050".to_vec()),
+            upper_bound: Some(b"k150".to_vec()),
+            ..ReadOptions::new()
+        })
+        .unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        if n % 5 != 4 && !it.key().ends_with(b"s") {
+            let i: u32 = std::str::from_utf8(&it.key()[1..4])
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(it.value(), big(i, 0).as_slice());
+        }
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    drop(it);
+
+    // Turned off: nothing.
+    drop(db);
+    let db = Db::open(
+        "/db",
+        Options {
+            value_read_ahead: 0,
+            ..opts(&fs)
+        },
+    )
+    .unwrap();
+    let before = aheads(&db);
+    assert_eq!(db.iter(ReadOptions::new()).unwrap().count(), all.len());
+    assert_eq!(aheads(&db), before);
+}

@@ -46,10 +46,28 @@ pub struct DbIterator {
     resolved: OnceCell<Vec<u8>>,
     /// The first error reading a separated value (reported by `status()`).
     value_error: RefCell<Option<Error>>,
+    /// Forward scans' read-ahead of separated values (`Options::value_read_ahead`).
+    read_ahead: RefCell<ReadAhead>,
+    /// Whether seeks charge the tables they search (not for a read-ahead scout).
+    charges: bool,
     started: bool,
     /// The cursor moved since `Iterator::next` last yielded: yield the current entry as is.
     fresh: bool,
     _snapshot: Option<crate::db::Snapshot>,
+}
+
+/// A forward scan's read-ahead: once `value()` has read two separated values in a row
+/// moving forward, a scout iterator over the same entries runs up to
+/// `Options::value_read_ahead` entries ahead of the cursor and asks the value store to read
+/// their values into memory (WiscKey's range-query prefetch, with the kernel doing the
+/// reading instead of a thread pool). Any other move starts over.
+#[derive(Default)]
+struct ReadAhead {
+    /// Separated values read in a row moving forward.
+    run: u32,
+    scout: Option<Box<DbIterator>>,
+    /// Separated values the scout passed that the cursor has not read yet.
+    ahead: usize,
 }
 
 pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
@@ -59,6 +77,19 @@ pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
     };
     let sv = db.super_version();
     db.count_read();
+    let mut it = over(db, sv, seq, opts.lower_bound, opts.upper_bound);
+    it._snapshot = opts.snapshot;
+    it
+}
+
+/// An iterator over super version `sv` as of `seq`, within the bounds.
+fn over(
+    db: &Arc<DbInner>,
+    sv: Arc<SuperVersion>,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+) -> DbIterator {
     let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
     for m in &sv.imms {
         children.push(Box::new(m.iter()));
@@ -69,8 +100,8 @@ pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
         sv,
         db: db.clone(),
         seq,
-        lower: opts.lower_bound,
-        upper: opts.upper_bound,
+        lower,
+        upper,
         direction: Direction::Forward,
         valid: false,
         saved_key: Vec::new(),
@@ -78,9 +109,11 @@ pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
         saved_kind: ValueKind::Put,
         resolved: OnceCell::new(),
         value_error: RefCell::new(None),
+        read_ahead: RefCell::new(ReadAhead::default()),
+        charges: true,
         started: false,
         fresh: false,
-        _snapshot: opts.snapshot,
+        _snapshot: None,
     }
 }
 
@@ -110,6 +143,9 @@ impl DbIterator {
             return stored;
         }
         self.resolved.get_or_init(|| {
+            if self.direction == Direction::Forward {
+                self.read_ahead();
+            }
             match self.db.read_value(&self.sv.version, self.key(), stored) {
                 Ok(v) => v,
                 Err(e) => {
@@ -118,6 +154,80 @@ impl DbIterator {
                 }
             }
         })
+    }
+
+    /// Counts a separated value read moving forward; once two came in a row, keeps the
+    /// scout `value_read_ahead` entries ahead and has the store read their values ahead.
+    fn read_ahead(&self) {
+        let n = self.db.opts.value_read_ahead;
+        let mut guard = self.read_ahead.borrow_mut();
+        let ra = &mut *guard;
+        ra.run += 1;
+        if n == 0 || ra.run < 2 {
+            return;
+        }
+        ra.ahead = ra.ahead.saturating_sub(1);
+        if ra.ahead > n / 2 {
+            return;
+        }
+        let cur = self.key();
+        // (A `&mut DbIterator`, not the box: `Box<DbIterator>` is an `Iterator` too, whose
+        // `next` would read values.)
+        let scout: &mut DbIterator = ra.scout.get_or_insert_with(|| {
+            let mut s = over(
+                &self.db,
+                self.sv.clone(),
+                self.seq,
+                self.lower.clone(),
+                self.upper.clone(),
+            );
+            s.charges = false;
+            Box::new(s)
+        });
+        if scout.started && !scout.valid {
+            return; // it passed the last entry: nothing more to read ahead
+        }
+        if !scout.started || scout.key() <= cur {
+            // New, or behind the cursor (it moved without reading values).
+            scout.seek(cur);
+            if scout.valid && scout.key() == cur {
+                scout.next();
+            }
+            ra.ahead = 0;
+        }
+        // Up to `n` separated values ahead, passing at most `4 n` entries a time (inline
+        // values between them are not read ahead).
+        let mut pointers = Vec::new();
+        let mut passed = 0;
+        let values = &self.sv.version.values;
+        let want = n - ra.ahead;
+        let mut walked = 0;
+        while scout.valid && passed < want && walked < 4 * n {
+            walked += 1;
+            if scout.saved_kind == ValueKind::Pointer {
+                passed += 1;
+                if let Ok(p) = crate::vstore::ValuePointer::decode(scout.inner.value()) {
+                    if let Some(f) = values.get(&p.file) {
+                        pointers.push((p, f));
+                    }
+                }
+            }
+            scout.next();
+        }
+        ra.ahead += passed;
+        drop(guard);
+        if !pointers.is_empty() {
+            crate::stats::Stats::add(&self.db.stats.value_read_aheads, pointers.len() as u64);
+            self.db.values.read_ahead(&mut pointers);
+        }
+    }
+
+    /// Any move but a forward step: the read-ahead starts over.
+    fn reset_read_ahead(&mut self) {
+        let ra = self.read_ahead.get_mut();
+        ra.run = 0;
+        ra.ahead = 0;
+        ra.scout = None;
     }
 
     /// The first error met (corruption or I/O), if any.
@@ -133,6 +243,7 @@ impl DbIterator {
 
     /// Moves to the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
         self.direction = Direction::Forward;
@@ -145,6 +256,7 @@ impl DbIterator {
 
     /// Moves to the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
         self.direction = Direction::Reverse;
@@ -164,6 +276,7 @@ impl DbIterator {
 
     /// Moves to the first key >= `target` (clamped to the bounds).
     pub fn seek(&mut self, target: &[u8]) {
+        self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
         self.direction = Direction::Forward;
@@ -172,7 +285,9 @@ impl DbIterator {
             _ => target.to_vec(),
         };
         self.inner.seek(&key::seek_key(&t, self.seq));
-        self.charge_seek(&t);
+        if self.charges {
+            self.charge_seek(&t);
+        }
         self.find_next_user_entry(false);
     }
 
@@ -201,6 +316,7 @@ impl DbIterator {
 
     /// Moves to the last key <= `target` (clamped to the bounds).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
         self.direction = Direction::Reverse;
@@ -248,6 +364,7 @@ impl DbIterator {
         if !self.valid {
             return;
         }
+        self.reset_read_ahead();
         self.fresh = true;
         if self.direction == Direction::Forward {
             // Back inner up to before every entry of the current key.

@@ -264,6 +264,24 @@ impl RandomAccessFile for RealRandom {
     fn size(&self) -> u64 {
         self.size
     }
+
+    fn prefetch(&self, offset: u64, len: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+            else {
+                return;
+            };
+            // SAFETY: the descriptor is open for as long as `self.file` lives; the call only
+            // reads its arguments. Only a hint: a failure costs the read-ahead, nothing else.
+            let _ = unsafe {
+                libc::posix_fadvise(self.file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED)
+            };
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (offset, len);
+    }
 }
 
 /// A table file read through a read-only memory map: a block read is a copy out of the page

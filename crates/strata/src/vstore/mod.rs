@@ -170,6 +170,11 @@ pub(crate) trait ValueStore: Send + Sync {
     /// `user_key`'s; I/O errors.
     fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>>;
 
+    /// Asks for the records `pointers` reach to be read into memory ahead of their reads,
+    /// without waiting (a scan's next values; WiscKey's range-query prefetch). Only a hint:
+    /// nothing fails.
+    fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]);
+
     /// Forgets open handles to file `number` (it was deleted).
     fn evict(&self, number: u64);
 }

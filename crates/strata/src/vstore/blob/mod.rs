@@ -162,6 +162,9 @@ pub(crate) fn decode_record<'a>(
     Ok(r.value)
 }
 
+/// Records closer than this in one file are read ahead as one range (the gap read with them).
+const READ_AHEAD_GAP: u64 = 4096;
+
 impl ValueStore for BlobReader {
     fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
         let path = || f.path(&self.placement);
@@ -183,6 +186,32 @@ impl ValueStore for BlobReader {
         }
         let bytes = self.file(f)?.read_at(p.offset, p.size as usize)?;
         decode_record(&bytes, user_key, &path(), p).map(<[u8]>::to_vec)
+    }
+
+    fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]) {
+        // In file order, neighbours joined into one request: a blob file holds a flush's
+        // values in key order, so a scan's next values are mostly one range of it.
+        pointers.sort_unstable_by_key(|(p, _)| (p.file, p.offset));
+        let mut i = 0;
+        while i < pointers.len() {
+            let (first, f) = pointers[i];
+            let mut end = first.offset + u64::from(first.size);
+            let mut j = i + 1;
+            while j < pointers.len()
+                && pointers[j].0.file == first.file
+                && pointers[j].0.offset <= end + READ_AHEAD_GAP
+            {
+                end = end.max(pointers[j].0.offset + u64::from(pointers[j].0.size));
+                j += 1;
+            }
+            if let Ok(h) = self.file(f) {
+                h.prefetch(
+                    first.offset,
+                    usize::try_from(end - first.offset).unwrap_or(0),
+                );
+            }
+            i = j;
+        }
     }
 
     fn evict(&self, number: u64) {
