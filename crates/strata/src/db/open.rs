@@ -127,6 +127,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         values: crate::vstore::reader(fs.clone(), &placement),
         write_values: crate::vstore::write_separator(&opts, fs.clone(), &placement),
         vlog_collected: Mutex::new(None),
+        vlog_gc_watch: Mutex::new(None),
         fs,
         placement,
         tables,

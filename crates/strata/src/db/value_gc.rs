@@ -1,8 +1,9 @@
 //! The value log's garbage collection (`ValueStoreKind::VLog`; WiscKey's, the HashKV
 //! paper's vLog baseline): read the tail segment, keep the records whose key's newest
 //! entry still points to them (a lookup in the LSM per record), write those values again
-//! at the head through the write path (a put for each key whose newest entry is still that
-//! pointer when the write leader gets to it: a user write in between wins), synced; then,
+//! at the head through the write path (a put for each key that no user wrote since the GC
+//! began looking: the write leader notes the keys users write meanwhile, so a user write
+//! in between wins without a second lookup per record), synced; then,
 //! once no snapshot older than that write remains, remove the tail segment from the
 //! version (its file goes when no reader holds an older version).
 //!
@@ -105,13 +106,38 @@ impl DbInner {
         else {
             return Ok(false);
         };
+        // From here on the write leader notes the keys users write (before any lookup, so
+        // a write that lands after a key's lookup is never missed).
+        *lock(&self.vlog_gc_watch) = Some(Default::default());
+        let found = self.live_records(&tail);
+        let (moved, moved_bytes) = match found {
+            Ok(Some(m)) => m,
+            other => {
+                *lock(&self.vlog_gc_watch) = None;
+                return other.map(|_| false);
+            }
+        };
+        let at = write::write_relocated(self, moved)?;
+        Stats::add(&self.stats.value_bytes_relocated, moved_bytes);
+        Stats::add(&self.stats.value_gc_runs, 1);
+        *lock(&self.vlog_collected) = Some((tail.number, at));
+        self.remove_collected_tail()?;
+        Ok(true)
+    }
+
+    /// The records of segment `tail` whose key's newest entry points to them, and their
+    /// value bytes; `None` if the database is closing.
+    fn live_records(
+        &self,
+        tail: &crate::vstore::ValueFile,
+    ) -> Result<Option<(Vec<write::Relocated>, u64)>> {
         let bytes = crate::fs::read_all(&*self.fs, &tail.path(&self.placement))?;
         Stats::add(&self.stats.value_gc_bytes_read, bytes.len() as u64);
         let mut moved = Vec::new();
         let mut moved_bytes = 0u64;
         for r in vlog::records(&bytes) {
             if self.shutting_down.load(Ordering::Acquire) {
-                return Ok(false);
+                return Ok(None);
             }
             let from = ValuePointer {
                 store: ValuePointer::VLOG,
@@ -127,17 +153,11 @@ impl DbInner {
                     moved.push(write::Relocated {
                         key: r.key,
                         value: r.value,
-                        from: encoded,
                     });
                 }
             }
         }
-        let at = write::write_relocated(self, moved)?;
-        Stats::add(&self.stats.value_bytes_relocated, moved_bytes);
-        Stats::add(&self.stats.value_gc_runs, 1);
-        *lock(&self.vlog_collected) = Some((tail.number, at));
-        self.remove_collected_tail()?;
-        Ok(true)
+        Ok(Some((moved, moved_bytes)))
     }
 
     /// Removes the tail segment whose live values were moved, once no snapshot may still

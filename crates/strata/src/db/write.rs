@@ -25,13 +25,12 @@ use crate::stats::Stats;
 use crate::wal::LogWriter;
 
 /// A live value a value store's GC moves, written again through the write path (the value
-/// log: to its head) only if the key's newest entry is still `from` (the encoded pointer to
-/// the record it moves from). A store that rewrites its own segments (HashKV's group GC)
-/// will add the case of a value already written, given by its new pointer.
+/// log: to its head) unless a user wrote its key after the GC found it live (the GC's
+/// watch, `DbInner::vlog_gc_watch`). A store that rewrites its own segments (HashKV's
+/// group GC) will add the case of a value already written, given by its new pointer.
 pub(crate) struct Relocated {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub from: Vec<u8>,
 }
 
 /// Largest group a leader assembles, in encoded bytes.
@@ -44,8 +43,8 @@ pub(crate) struct Writer {
     disable_wal: bool,
     /// Switch the memtable even if it is not full (flush()).
     force_switch: bool,
-    /// The value log's GC: (key, value, the pointer it moves from); the leader writes a put
-    /// for each key whose newest entry still is that pointer. Never grouped with others.
+    /// The value log's GC: the live values it moves; the leader writes a put for each key
+    /// no user wrote since the GC found it live. Never grouped with others.
     relocate: Option<Vec<Relocated>>,
     done: bool,
     result: Result<()>,
@@ -185,9 +184,9 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     result
 }
 
-/// Writes a value store GC's moves: for each key whose newest entry still is the pointer
-/// the value moves from (a user write that came meanwhile wins), a put of the value
-/// through the write path, synced. Returns the sequence after it.
+/// Writes a value store GC's moves: for each key no user wrote since the GC started
+/// watching (a user write that came meanwhile wins), a put of the value through the write
+/// path, synced. Returns the sequence after it.
 pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<SeqNo> {
     commit(
         db,
@@ -224,13 +223,14 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         )
     };
     if let Some(moved) = &relocating {
-        // NB: the leader serialises writes: no write lands between this check and the
-        // insert below.
+        // The GC found each moved key's newest entry pointing to the record it moves;
+        // keys written since it started looking (the watch) may point elsewhere now: they
+        // stay as they are. NB: the leader serialises writes: none lands between this and
+        // the insert below.
+        let watched = lock(&db.vlog_gc_watch).take().unwrap_or_default();
         for m in moved {
-            if let Some(crate::memtable::Lookup::Pointer(p)) = db.newest_entry(&m.key)? {
-                if p == m.from {
-                    batch.put(&m.key, &m.value);
-                }
+            if !watched.contains(&m.key) {
+                batch.put(&m.key, &m.value);
             }
         }
     }
@@ -307,6 +307,11 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     Stats::add(&db.stats.user_bytes, user_bytes);
     if relocating.is_none() {
         Stats::add(&db.stats.user_writes, group.len() as u64);
+        // Noted once visible: a GC that starts watching after this point finds these
+        // entries by its lookups.
+        if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
+            watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
+        }
     }
     Ok(())
 }
