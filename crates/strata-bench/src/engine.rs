@@ -232,6 +232,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }
+    if let Some(r) = flags.memtable_filter_ratio {
+        o.memtable_filter_ratio = r;
+    }
     if let Some(r) = flags.blob_gc_garbage_ratio {
         o.blob_gc_garbage_ratio = r;
     }

@@ -118,6 +118,8 @@ pub struct Flags {
     pub blob_gc_garbage_ratio: Option<f64>,
     /// Separated values a forward scan reads ahead (strata only).
     pub value_read_ahead: Option<usize>,
+    /// Memtable key filter size as a fraction of the write buffer (strata only).
+    pub memtable_filter_ratio: Option<f64>,
     /// Deepest level a flushed table may be placed in directly (strata only).
     pub max_mem_compaction_level: Option<usize>,
     /// Index and filter blocks copied to the heap (strata only).
@@ -209,6 +211,7 @@ impl Default for Flags {
             vlog_capacity: None,
             blob_gc_garbage_ratio: None,
             value_read_ahead: None,
+            memtable_filter_ratio: None,
             pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
@@ -377,6 +380,7 @@ impl Flags {
                 "vlog_capacity" => f.vlog_capacity = Some(num(&name, v)?),
                 "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
+                "memtable_filter_ratio" => f.memtable_filter_ratio = Some(num(&name, v)?),
                 "device_model" => f.device_model = Some(v.to_string()),
                 "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
@@ -500,6 +504,7 @@ strata-only flags:
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
+  --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
   --l0_layout=flat|buckets (default: the preset's)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)

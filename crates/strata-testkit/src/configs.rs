@@ -41,6 +41,14 @@ pub fn configs() -> Vec<Config> {
             name: "default",
             build: |_, fs| small(Options::default(), fs),
         },
+        // Memtable key filters: point reads skip memtables they rule out.
+        Config {
+            name: "memtable-filter",
+            build: |_, fs| Options {
+                memtable_filter_ratio: 1.0 / 64.0,
+                ..small(Options::default(), fs)
+            },
+        },
         Config {
             name: "leveldb",
             build: |_, fs| small(Options::leveldb(), fs),
@@ -82,6 +90,7 @@ pub fn configs() -> Vec<Config> {
             name: "wisckey",
             build: |dir, fs| Options {
                 min_blob_size: 100,
+                memtable_filter_ratio: 1.0 / 64.0,
                 vlog_segment_size: 64 << 10,
                 value_dir: Some(dir.join("values")),
                 ..small(Options::wisckey(), fs)

@@ -117,7 +117,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     tables.set_live_bytes(version.total_bytes());
     let migrate = version.l0.kind() != configured.kind();
     let next_file = versions.file_number_counter();
-    let mem = Arc::new(MemTable::new(wal_number.0));
+    let mem = Arc::new(MemTable::with_filter(
+        wal_number.0,
+        opts.memtable_filter_bytes(),
+    ));
     let sv = Arc::new(SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),

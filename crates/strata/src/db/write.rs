@@ -397,7 +397,8 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Err(e);
         }
         st = lock(&db.state);
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number.0)));
+        let fresh = MemTable::with_filter(number.0, db.opts.memtable_filter_bytes());
+        let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
         st.imms.push_back(old);
         let v = st.super_version.version.clone();
         db.install_super_version(&mut st, v);

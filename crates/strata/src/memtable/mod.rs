@@ -5,6 +5,7 @@
 //! it becomes immutable; the flush thread turns it into an L0 table.
 
 mod arena;
+mod filter;
 mod skiplist;
 
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub enum Lookup {
 /// An in-memory table of recent writes.
 pub struct MemTable {
     list: SkipList,
+    /// Lets point lookups of keys it does not hold skip the skiplist
+    /// (`Options::memtable_filter_ratio`).
+    filter: Option<filter::KeyFilter>,
     /// Number of the WAL holding this memtable's writes (0 if the WAL is disabled).
     wal_number: u64,
 }
@@ -40,7 +44,16 @@ impl MemTable {
     pub fn new(wal_number: u64) -> Self {
         MemTable {
             list: SkipList::new(),
+            filter: None,
             wal_number,
+        }
+    }
+
+    /// An empty memtable with a key filter of about `filter_bytes` bytes (none if 0).
+    pub fn with_filter(wal_number: u64, filter_bytes: usize) -> Self {
+        MemTable {
+            filter: (filter_bytes > 0).then(|| filter::KeyFilter::new(filter_bytes)),
+            ..MemTable::new(wal_number)
         }
     }
 
@@ -52,12 +65,22 @@ impl MemTable {
     /// Adds an entry. REQUIRES: a single writer at a time (the skiplist serializes anyway),
     /// and `seq` unique.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if let Some(f) = &self.filter {
+            f.insert(user_key);
+        }
         self.list
             .insert(user_key, key::pack_trailer(seq, kind), value);
     }
 
     /// The newest version of `user_key` visible at `seq`, if any.
     pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Lookup> {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.may_contain(user_key))
+        {
+            return None;
+        }
         let target = key::seek_key(user_key, seq);
         let node = self.list.seek(&target);
         if node.is_null() {
