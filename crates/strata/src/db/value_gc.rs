@@ -135,7 +135,12 @@ impl DbInner {
         Stats::add(&self.stats.value_gc_bytes_read, bytes.len() as u64);
         let mut moved = Vec::new();
         let mut moved_bytes = 0u64;
-        for r in vlog::records(&bytes) {
+        // Looked up in key order: neighbouring lookups share the upper levels of the
+        // memtables' skiplists and the tables' index blocks in cache, and the moved values
+        // reach the memtable in key order too.
+        let mut records = vlog::records(&bytes);
+        records.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        for r in records {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Ok(None);
             }
