@@ -1,0 +1,381 @@
+//! `strata`: read, write and inspect a strata database from a shell.
+//!
+//! Every subcommand takes `--db PATH`. Keys and values are given and shown as text with
+//! escapes (`\xNN`, `\\`, `\n`, `\t`, `\r`, `\0`), or as hex with `--hex`; `--json` prints
+//! one JSON object per line for scripts. Exit status: 0 done, 1 a key not found (`get`),
+//! 2 an error (the message on stderr).
+
+mod codec;
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
+use codec::{json_string, prefix_end, Encoding};
+use strata::{Db, Options, ReadOptions};
+
+/// A failure to report: the message, and the exit status.
+struct Failure(String, u8);
+
+impl From<strata::Error> for Failure {
+    fn from(e: strata::Error) -> Self {
+        Failure(e.to_string(), 2)
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure(format!("writing output: {e}"), 2)
+    }
+}
+
+fn db_args(c: Command) -> Command {
+    c.arg(
+        Arg::new("db")
+            .long("db")
+            .value_name("PATH")
+            .required(true)
+            .help("The database's directory"),
+    )
+    .arg(
+        Arg::new("create")
+            .long("create")
+            .action(ArgAction::SetTrue)
+            .help("Create the database if PATH holds none (otherwise such a PATH is refused)"),
+    )
+    .arg(
+        Arg::new("preset")
+            .long("preset")
+            .value_name("NAME")
+            .default_value("default")
+            .help("Options preset to open with (the one the database was made with)"),
+    )
+    .arg(
+        Arg::new("hex")
+            .long("hex")
+            .action(ArgAction::SetTrue)
+            .help("Keys and values as hex, in arguments and output"),
+    )
+    .arg(
+        Arg::new("json")
+            .long("json")
+            .action(ArgAction::SetTrue)
+            .help("Output one JSON object per line"),
+    )
+}
+
+fn range_args(c: Command) -> Command {
+    c.arg(
+        Arg::new("from")
+            .long("from")
+            .value_name("KEY")
+            .help("First key (inclusive)"),
+    )
+    .arg(
+        Arg::new("to")
+            .long("to")
+            .value_name("KEY")
+            .help("End key (exclusive)"),
+    )
+    .arg(
+        Arg::new("prefix")
+            .long("prefix")
+            .value_name("P")
+            .help("Only keys starting with P"),
+    )
+}
+
+fn cli() -> Command {
+    Command::new("strata")
+        .about("Read, write and inspect strata databases")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(db_args(
+            Command::new("get")
+                .about("Print KEY's value (exit status 1 if there is none)")
+                .arg(Arg::new("key").required(true).value_name("KEY")),
+        ))
+        .subcommand(db_args(
+            Command::new("put")
+                .about("Set KEY to VALUE")
+                .arg(Arg::new("key").required(true).value_name("KEY"))
+                .arg(Arg::new("value").required(true).value_name("VALUE")),
+        ))
+        .subcommand(db_args(
+            Command::new("delete")
+                .about("Delete KEY")
+                .arg(Arg::new("key").required(true).value_name("KEY")),
+        ))
+        .subcommand(range_args(db_args(
+            Command::new("scan")
+                .about("Print keys and values in key order")
+                .arg(
+                    Arg::new("limit")
+                        .long("limit")
+                        .value_name("N")
+                        .value_parser(value_parser!(u64))
+                        .help("At most N entries"),
+                )
+                .arg(
+                    Arg::new("reverse")
+                        .long("reverse")
+                        .action(ArgAction::SetTrue)
+                        .help("Largest key first"),
+                )
+                .arg(
+                    Arg::new("keys-only")
+                        .long("keys-only")
+                        .action(ArgAction::SetTrue)
+                        .help("Print keys only (separated values are not read)"),
+                ),
+        )))
+        .subcommand(range_args(db_args(
+            Command::new("count").about("Count the keys (in the range given)"),
+        )))
+        .subcommand(range_args(db_args(
+            Command::new("dump")
+                .about("Write every key and value, one `KEY<TAB>VALUE` line each (escaped text, or hex)")
+                .arg(
+                    Arg::new("output")
+                        .long("output")
+                        .short('o')
+                        .value_name("FILE")
+                        .help("Write to FILE instead of stdout"),
+                ),
+        )))
+        .subcommand(db_args(
+            Command::new("load")
+                .about("Put every `KEY<TAB>VALUE` line of a dump (same encoding), in batches")
+                .arg(
+                    Arg::new("input")
+                        .long("input")
+                        .short('i')
+                        .value_name("FILE")
+                        .help("Read FILE instead of stdin"),
+                ),
+        ))
+}
+
+/// The database `m` names, opened as its flags say.
+fn open(m: &ArgMatches) -> Result<Db, Failure> {
+    let path = m.get_one::<String>("db").expect("required");
+    let create = m.get_flag("create");
+    if !create && !Path::new(path).join("CURRENT").exists() {
+        return Err(Failure(
+            format!("{path}: not a strata database (no CURRENT file); --create makes one"),
+            2,
+        ));
+    }
+    let preset = m.get_one::<String>("preset").expect("defaulted");
+    let opts = Options {
+        create_if_missing: create,
+        ..Options::preset(preset)?
+    };
+    Ok(Db::open(path, opts)?)
+}
+
+fn encoding(m: &ArgMatches) -> Encoding {
+    if m.get_flag("hex") {
+        Encoding::Hex
+    } else {
+        Encoding::Text
+    }
+}
+
+fn arg_bytes(m: &ArgMatches, name: &str) -> Result<Option<Vec<u8>>, Failure> {
+    m.get_one::<String>(name)
+        .map(|s| encoding(m).parse(s).map_err(|e| Failure(e, 2)))
+        .transpose()
+}
+
+/// The read options for `--from`, `--to` and `--prefix` (the narrower of each bound).
+fn range(m: &ArgMatches) -> Result<ReadOptions, Failure> {
+    let mut lower = arg_bytes(m, "from")?;
+    let mut upper = arg_bytes(m, "to")?;
+    if let Some(p) = arg_bytes(m, "prefix")? {
+        if lower.as_ref().is_none_or(|l| *l < p) {
+            lower = Some(p.clone());
+        }
+        if let Some(end) = prefix_end(&p) {
+            if upper.as_ref().is_none_or(|u| *u > end) {
+                upper = Some(end);
+            }
+        }
+    }
+    Ok(ReadOptions {
+        lower_bound: lower,
+        upper_bound: upper,
+        ..ReadOptions::default()
+    })
+}
+
+fn run(m: &ArgMatches) -> Result<(), Failure> {
+    let (name, m) = m.subcommand().expect("subcommand_required");
+    let enc = encoding(m);
+    let json = m.get_flag("json");
+    let db = open(m)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    match name {
+        "get" => {
+            let key = arg_bytes(m, "key")?.expect("required");
+            match db.get(&key)? {
+                Some(v) if json => writeln!(
+                    out,
+                    "{{\"key\":{},\"value\":{}}}",
+                    json_string(&enc.show(&key)),
+                    json_string(&enc.show(&v))
+                )?,
+                Some(v) => writeln!(out, "{}", enc.show(&v))?,
+                None => {
+                    return Err(Failure(format!("{}: not found", enc.show(&key)), 1));
+                }
+            }
+        }
+        "put" => {
+            let key = arg_bytes(m, "key")?.expect("required");
+            let value = arg_bytes(m, "value")?.expect("required");
+            db.put(key, value)?;
+        }
+        "delete" => {
+            let key = arg_bytes(m, "key")?.expect("required");
+            db.delete(key)?;
+        }
+        "scan" => {
+            let limit = m.get_one::<u64>("limit").copied().unwrap_or(u64::MAX);
+            let keys_only = m.get_flag("keys-only");
+            let mut it = db.iter(range(m)?)?;
+            let reverse = m.get_flag("reverse");
+            if reverse {
+                it.seek_to_last();
+            } else {
+                it.seek_to_first();
+            }
+            let mut n = 0;
+            while it.valid() && n < limit {
+                let key = enc.show(it.key());
+                match (json, keys_only) {
+                    (true, true) => writeln!(out, "{{\"key\":{}}}", json_string(&key))?,
+                    (true, false) => writeln!(
+                        out,
+                        "{{\"key\":{},\"value\":{}}}",
+                        json_string(&key),
+                        json_string(&enc.show(it.value()))
+                    )?,
+                    (false, true) => writeln!(out, "{key}")?,
+                    (false, false) => writeln!(out, "{key}\t{}", enc.show(it.value()))?,
+                }
+                n += 1;
+                if reverse {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+            }
+            it.status()?;
+        }
+        "count" => {
+            let mut it = db.iter(range(m)?)?;
+            it.seek_to_first();
+            let mut n = 0u64;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            it.status()?;
+            if json {
+                writeln!(out, "{{\"count\":{n}}}")?;
+            } else {
+                writeln!(out, "{n}")?;
+            }
+        }
+        "dump" => {
+            let mut file;
+            let mut stdout;
+            let w: &mut dyn Write = match m.get_one::<String>("output") {
+                Some(path) => {
+                    file = BufWriter::new(
+                        std::fs::File::create(path)
+                            .map_err(|e| Failure(format!("{path}: {e}"), 2))?,
+                    );
+                    &mut file
+                }
+                None => {
+                    stdout = &mut out;
+                    &mut stdout
+                }
+            };
+            let mut it = db.iter(range(m)?)?;
+            it.seek_to_first();
+            while it.valid() {
+                writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
+                it.next();
+            }
+            it.status()?;
+            w.flush()?;
+        }
+        "load" => {
+            let input: Box<dyn io::BufRead> = match m.get_one::<String>("input") {
+                Some(path) => Box::new(io::BufReader::new(
+                    std::fs::File::open(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?,
+                )),
+                None => Box::new(io::stdin().lock()),
+            };
+            let n = load(&db, enc, input)?;
+            if json {
+                writeln!(out, "{{\"loaded\":{n}}}")?;
+            } else {
+                eprintln!("loaded {n} entries");
+            }
+        }
+        _ => unreachable!("every subcommand is handled"),
+    }
+    out.flush()?;
+    drop(out);
+    db.close()?;
+    Ok(())
+}
+
+/// Puts every line of a dump read from `input`, 1 MiB a batch; returns how many.
+fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Failure> {
+    let mut batch = strata::WriteBatch::new();
+    let mut n = 0u64;
+    let progress = io::IsTerminal::is_terminal(&io::stderr());
+    for (i, line) in io::BufRead::lines(input).enumerate() {
+        let line = line.map_err(|e| Failure(format!("reading line {}: {e}", i + 1), 2))?;
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: String| Failure(format!("line {}: {why}", i + 1), 2);
+        let (k, v) = line
+            .split_once('\t')
+            .ok_or_else(|| bad("no tab between key and value".into()))?;
+        batch.put(enc.parse(k).map_err(bad)?, enc.parse(v).map_err(bad)?);
+        n += 1;
+        if batch.encoded_len() >= 1 << 20 {
+            db.write(&strata::WriteOptions::default(), std::mem::take(&mut batch))?;
+            if progress {
+                eprint!("\rloaded {n} entries");
+            }
+        }
+    }
+    if !batch.is_empty() {
+        db.write(&strata::WriteOptions::default(), batch)?;
+    }
+    if progress {
+        eprint!("\r");
+    }
+    Ok(n)
+}
+
+fn main() -> ExitCode {
+    let m = cli().get_matches();
+    match run(&m) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg, code)) => {
+            eprintln!("strata: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}

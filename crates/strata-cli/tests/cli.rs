@@ -1,0 +1,232 @@
+//! The `strata` binary, run as a user runs it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("the strata binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = strata(args);
+    assert!(
+        o.status.success(),
+        "strata {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn put_get_delete_scan_count() {
+    let dir = temp_dir("basic");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "alpha", "1"]);
+    for (k, v) in [
+        ("beta", "2"),
+        ("gamma", "3"),
+        ("delta", "4"),
+        ("b\\x00in", "\\xff"),
+    ] {
+        ok(&["put", "--db", db, k, v]);
+    }
+    assert_eq!(ok(&["get", "--db", db, "alpha"]), "1\n");
+    assert_eq!(ok(&["get", "--db", db, "b\\x00in"]), "\\xff\n");
+    assert_eq!(
+        ok(&[
+            "get",
+            "--db",
+            db,
+            "--hex",
+            "620069 6e".replace(' ', "").as_str()
+        ]),
+        "ff\n"
+    );
+    assert_eq!(
+        ok(&["get", "--db", db, "--json", "beta"]),
+        "{\"key\":\"beta\",\"value\":\"2\"}\n"
+    );
+
+    // A missing key: exit status 1, a message, nothing on stdout.
+    let o = strata(&["get", "--db", db, "omega"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
+    assert!(o.stdout.is_empty());
+
+    assert_eq!(
+        ok(&["scan", "--db", db]),
+        "alpha\t1\nb\\x00in\t\\xff\nbeta\t2\ndelta\t4\ngamma\t3\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db,
+            "--reverse",
+            "--limit",
+            "2",
+            "--keys-only"
+        ]),
+        "gamma\ndelta\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db,
+            "--from",
+            "b",
+            "--to",
+            "d",
+            "--keys-only"
+        ]),
+        "b\\x00in\nbeta\n"
+    );
+    assert_eq!(ok(&["scan", "--db", db, "--prefix", "be"]), "beta\t2\n");
+    assert_eq!(
+        ok(&["scan", "--db", db, "--prefix", "g", "--json"]),
+        "{\"key\":\"gamma\",\"value\":\"3\"}\n"
+    );
+    assert_eq!(ok(&["count", "--db", db]), "5\n");
+    assert_eq!(
+        ok(&["count", "--db", db, "--prefix", "b", "--json"]),
+        "{\"count\":2}\n"
+    );
+
+    ok(&["delete", "--db", db, "beta"]);
+    assert_eq!(strata(&["get", "--db", db, "beta"]).status.code(), Some(1));
+    assert_eq!(ok(&["count", "--db", db]), "4\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_path_that_is_no_database_is_refused_and_left_alone() {
+    let dir = temp_dir("nodb");
+    let db = dir.to_str().unwrap();
+    let o = strata(&["get", "--db", db, "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a strata database"));
+    assert!(!Path::new(db).exists(), "nothing may be created");
+}
+
+#[test]
+fn bad_input_is_refused_with_a_reason() {
+    let dir = temp_dir("bad");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k", "v"]);
+    for (args, says) in [
+        (vec!["get", "--db", db, "--hex", "abc"], "odd number"),
+        (vec!["get", "--db", db, "a\\q"], "unknown escape"),
+        (
+            vec!["get", "--db", db, "--preset", "nonesuch", "k"],
+            "preset",
+        ),
+        (vec!["scan", "--db", db, "--limit", "many"], "invalid value"),
+        (vec!["frobnicate", "--db", db], "unrecognized subcommand"),
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_database_another_process_holds_is_refused_at_once() {
+    let dir = temp_dir("locked");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k", "v"]);
+    let held = strata::Db::open(db, strata::Options::default()).unwrap();
+    let o = strata(&["get", "--db", db, "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .to_lowercase()
+            .contains("lock"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    drop(held);
+    assert_eq!(ok(&["get", "--db", db, "k"]), "v\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dump_and_load_round_trip_every_byte() {
+    let dir = temp_dir("dump");
+    let src = dir.join("src");
+    let dst = dir.join("dst");
+    {
+        let db = strata::Db::open(&src, strata::Options::default()).unwrap();
+        for i in 0..3000u32 {
+            // Keys and values holding every byte value, tabs and newlines included.
+            let key: Vec<u8> = format!("k{i:05}")
+                .bytes()
+                .chain([(i % 256) as u8, b'\t'])
+                .collect();
+            let value: Vec<u8> = (0..(i % 300)).map(|j| ((i + j) % 256) as u8).collect();
+            db.put(key, value).unwrap();
+        }
+    }
+    for hex in [false, true] {
+        let file = dir.join(format!("dump-{hex}.txt"));
+        let mut args = vec![
+            "dump",
+            "--db",
+            src.to_str().unwrap(),
+            "-o",
+            file.to_str().unwrap(),
+        ];
+        if hex {
+            args.push("--hex");
+        }
+        ok(&args);
+        let _ = std::fs::remove_dir_all(&dst);
+        let mut args = vec![
+            "load",
+            "--db",
+            dst.to_str().unwrap(),
+            "--create",
+            "-i",
+            file.to_str().unwrap(),
+            "--json",
+        ];
+        if hex {
+            args.push("--hex");
+        }
+        assert_eq!(ok(&args), "{\"loaded\":3000}\n");
+        let a = strata::Db::open(&src, strata::Options::default()).unwrap();
+        let b = strata::Db::open(&dst, strata::Options::default()).unwrap();
+        let all = |db: &strata::Db| -> Vec<(Vec<u8>, Vec<u8>)> {
+            db.iter(strata::ReadOptions::default())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(all(&a).len(), 3000);
+        assert!(all(&a) == all(&b), "hex {hex}: the loaded database differs");
+    }
+    // A damaged line is refused, naming it.
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "a\tb\nno tab here\n").unwrap();
+    let o = strata(&[
+        "load",
+        "--db",
+        dst.to_str().unwrap(),
+        "-i",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
