@@ -145,6 +145,29 @@ fn cli() -> Command {
                         .help("Write to FILE instead of stdout"),
                 ),
         )))
+        .subcommand(db_args(Command::new("flush").about("Write the memtable out as tables")))
+        .subcommand(db_args(
+            Command::new("compact")
+                .about("Compact the key range (all keys by default) down the levels, and wait")
+                .arg(
+                    Arg::new("from")
+                        .long("from")
+                        .value_name("KEY")
+                        .help("First key"),
+                )
+                .arg(Arg::new("to").long("to").value_name("KEY").help("Last key")),
+        ))
+        .subcommand(db_args(
+            Command::new("property")
+                .about("Print a property (e.g. strata.levels, strata.stats, strata.value-bytes)")
+                .arg(Arg::new("name").required(true).value_name("NAME")),
+        ))
+        .subcommand(db_args(
+            Command::new("info").about("Levels, tables, layout, value-store space"),
+        ))
+        .subcommand(db_args(
+            Command::new("stats").about("The engine's counters since this open"),
+        ))
         .subcommand(db_args(
             Command::new("load")
                 .about("Put every `KEY<TAB>VALUE` line of a dump (same encoding), in batches")
@@ -327,6 +350,62 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                 writeln!(out, "{{\"loaded\":{n}}}")?;
             } else {
                 eprintln!("loaded {n} entries");
+            }
+        }
+        "flush" => db.flush()?,
+        "compact" => {
+            let lo = arg_bytes(m, "from")?;
+            let hi = arg_bytes(m, "to")?;
+            db.compact_range(lo.as_deref(), hi.as_deref())?;
+            db.wait_for_compactions()?;
+        }
+        "property" => {
+            let name = m.get_one::<String>("name").expect("required");
+            let v = db
+                .property(name)
+                .ok_or_else(|| Failure(format!("{name}: no such property"), 1))?;
+            if json {
+                writeln!(out, "{{{}:{}}}", json_string(name), json_string(&v))?;
+            } else {
+                writeln!(out, "{v}")?;
+            }
+        }
+        "info" | "stats" => {
+            let names: &[&str] = if name == "stats" {
+                &["strata.stats"]
+            } else {
+                &[
+                    "strata.levels",
+                    "strata.tables",
+                    "strata.l0-layout",
+                    "strata.table-reads",
+                    "strata.value-files",
+                    "strata.value-bytes",
+                    "strata.value-live-bytes",
+                    "strata.value-garbage-bytes",
+                ]
+            };
+            let props: Vec<(&str, String)> = names
+                .iter()
+                .map(|n| (*n, db.property(n).unwrap_or_default()))
+                .collect();
+            if json {
+                let fields: Vec<String> = props
+                    .iter()
+                    .map(|(n, v)| format!("{}:{}", json_string(n), json_string(v.trim_end())))
+                    .collect();
+                writeln!(out, "{{{}}}", fields.join(","))?;
+            } else if name == "stats" {
+                write!(out, "{}", props[0].1)?;
+            } else {
+                for (n, v) in &props {
+                    let v = v.trim_end();
+                    if v.contains('\n') {
+                        writeln!(out, "{n}:\n{v}")?;
+                    } else {
+                        writeln!(out, "{n}: {v}")?;
+                    }
+                }
             }
         }
         _ => unreachable!("every subcommand is handled"),

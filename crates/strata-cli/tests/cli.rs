@@ -230,3 +230,34 @@ fn dump_and_load_round_trip_every_byte() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn flush_compact_property_info_stats() {
+    let dir = temp_dir("admin");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k1", "v1"]);
+    ok(&["put", "--db", db, "k2", "v2"]);
+    ok(&["flush", "--db", db]);
+    ok(&["compact", "--db", db]);
+    ok(&["compact", "--db", db, "--from", "k1", "--to", "k2"]);
+    let tables: u64 = ok(&["property", "--db", db, "strata.tables"])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(tables >= 1);
+    let o = strata(&["property", "--db", db, "strata.nonesuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    let info = ok(&["info", "--db", db]);
+    assert!(
+        info.contains("strata.levels:") && info.contains("strata.l0-layout: Flat"),
+        "{info}"
+    );
+    let json = ok(&["info", "--db", db, "--json"]);
+    assert!(
+        json.starts_with("{\"strata.levels\":") && json.ends_with("}\n"),
+        "{json}"
+    );
+    assert!(ok(&["stats", "--db", db]).contains("Flushes"));
+    assert_eq!(ok(&["get", "--db", db, "k2"]), "v2\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
