@@ -65,6 +65,13 @@ fn db_args(c: Command) -> Command {
     )
 }
 
+fn hex_arg() -> Arg {
+    Arg::new("hex")
+        .long("hex")
+        .action(ArgAction::SetTrue)
+        .help("Keys and values as hex")
+}
+
 fn range_args(c: Command) -> Command {
     c.arg(
         Arg::new("from")
@@ -168,6 +175,36 @@ fn cli() -> Command {
         .subcommand(db_args(
             Command::new("stats").about("The engine's counters since this open"),
         ))
+        .subcommand(
+            Command::new("sst-dump")
+                .about("Show a table file: properties, blocks, and with --entries every entry; every block's checksum is verified")
+                .arg(Arg::new("file").required(true).value_name("FILE"))
+                .arg(
+                    Arg::new("entries")
+                        .long("entries")
+                        .action(ArgAction::SetTrue)
+                        .help("Every entry (key, sequence, kind, value)"),
+                )
+                .arg(hex_arg()),
+        )
+        .subcommand(
+            Command::new("wal-dump")
+                .about("Show a WAL file's batches with their sequences")
+                .arg(Arg::new("file").required(true).value_name("FILE"))
+                .arg(hex_arg()),
+        )
+        .subcommand(
+            Command::new("manifest-dump")
+                .about("Show a manifest's edits in order (the current one of --db, or FILE)")
+                .arg(Arg::new("file").value_name("FILE"))
+                .arg(
+                    Arg::new("db")
+                        .long("db")
+                        .value_name("PATH")
+                        .conflicts_with("file")
+                        .help("The database whose current manifest to show"),
+                ),
+        )
         .subcommand(db_args(
             Command::new("load")
                 .about("Put every `KEY<TAB>VALUE` line of a dump (same encoding), in batches")
@@ -200,7 +237,7 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
 }
 
 fn encoding(m: &ArgMatches) -> Encoding {
-    if m.get_flag("hex") {
+    if matches!(m.try_get_one::<bool>("hex"), Ok(Some(true))) {
         Encoding::Hex
     } else {
         Encoding::Text
@@ -234,8 +271,56 @@ fn range(m: &ArgMatches) -> Result<ReadOptions, Failure> {
     })
 }
 
+/// The file-inspection commands, which open no database.
+fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
+    use strata::inspect;
+    let enc = encoding(m);
+    let show = |b: &[u8]| enc.show(b);
+    let mut out = BufWriter::new(io::stdout().lock());
+    let problems = match name {
+        "sst-dump" => {
+            let file = m.get_one::<String>("file").expect("required");
+            let what = inspect::TableDump {
+                entries: m.get_flag("entries"),
+            };
+            inspect::dump_table(Path::new(file), what, &show, &mut out)?
+        }
+        "wal-dump" => {
+            let file = m.get_one::<String>("file").expect("required");
+            inspect::dump_wal(Path::new(file), &show, &mut out)?
+        }
+        _ => {
+            let file = match (m.get_one::<String>("file"), m.get_one::<String>("db")) {
+                (Some(f), _) => std::path::PathBuf::from(f),
+                (None, Some(db)) => {
+                    let current =
+                        std::fs::read_to_string(Path::new(db).join("CURRENT")).map_err(|e| {
+                            Failure(format!("{db}: not a strata database (CURRENT: {e})"), 2)
+                        })?;
+                    Path::new(db).join(current.trim())
+                }
+                (None, None) => {
+                    return Err(Failure("manifest-dump: give FILE or --db PATH".into(), 2))
+                }
+            };
+            inspect::dump_manifest(&file, &mut out)?
+        }
+    };
+    out.flush()?;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("strata: {p}");
+    }
+    Err(Failure(format!("{} problems found", problems.len()), 2))
+}
+
 fn run(m: &ArgMatches) -> Result<(), Failure> {
     let (name, m) = m.subcommand().expect("subcommand_required");
+    if matches!(name, "sst-dump" | "wal-dump" | "manifest-dump") {
+        return inspect(name, m);
+    }
     let enc = encoding(m);
     let json = m.get_flag("json");
     let db = open(m)?;

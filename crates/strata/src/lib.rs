@@ -22,6 +22,7 @@ mod error;
 mod file_meta;
 mod filename;
 pub mod fs;
+pub mod inspect;
 mod iter;
 mod key;
 mod l0;

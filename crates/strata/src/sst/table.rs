@@ -393,6 +393,37 @@ impl Table {
             .map_err(|e| Error::corruption(&self.path, 0, e.message()))
     }
 
+    /// The data blocks, in key order: each one's last key (its index separator) and handle.
+    ///
+    /// # Errors
+    /// `Corruption` for a malformed index entry.
+    pub(crate) fn data_blocks(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
+        let mut out = Vec::new();
+        let mut index = self.index.iter(key::compare);
+        index.seek_to_first();
+        while index.valid() {
+            out.push((
+                index.key().to_vec(),
+                decode_handle(index.value(), &self.path, 0)?,
+            ));
+            index.next();
+        }
+        index
+            .status()
+            .map_err(|e| Error::corruption(&self.path, 0, e.message()))?;
+        Ok(out)
+    }
+
+    /// Data block `h`, its checksum verified (whatever was verified before), bypassing the
+    /// cache: for inspection.
+    ///
+    /// # Errors
+    /// `Corruption` naming the file and the block's offset; I/O errors.
+    pub(crate) fn read_verified(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        let (bytes, _) = read_block(&*self.file, &self.path, h, false)?;
+        Ok(Arc::new(Block::new(bytes, &self.path, h.offset)?))
+    }
+
     /// Whether the bloom filter allows `user_key` (true without a filter).
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter

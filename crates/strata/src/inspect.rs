@@ -1,0 +1,266 @@
+//! Reading strata's files without opening the database, for tools (the `strata` command's
+//! `sst-dump`, `wal-dump` and `manifest-dump`): each dump writes what a file holds as text
+//! and returns the damage it met, every instance, not only the first (file and offset).
+//!
+//! Keys and values are written through the caller's `show` (escaped text, hex, ...).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::{Fs, ReadAccess, RealFs};
+use crate::iter::InternalIterator;
+use crate::key::{self, ValueKind};
+use crate::sst::Table;
+use crate::version::VersionEdit;
+use crate::vstore::ValuePointer;
+use crate::wal::{LogEvent, LogReader};
+use crate::WriteBatch;
+
+/// Damage found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// Where in it.
+    pub offset: u64,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at offset {}: {}",
+            self.file.display(),
+            self.offset,
+            self.what
+        )
+    }
+}
+
+/// What a table dump shows besides its properties and blocks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableDump {
+    /// Every entry: user key, sequence, kind and value.
+    pub entries: bool,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io("write", path, e)
+}
+
+fn show_value(kind: ValueKind, value: &[u8], show: &dyn Fn(&[u8]) -> String) -> String {
+    match kind {
+        ValueKind::Delete => String::new(),
+        ValueKind::Put => show(value),
+        ValueKind::Pointer => match ValuePointer::decode(value) {
+            Ok(p) => format!(
+                "-> value file {} offset {} size {}",
+                p.file, p.offset, p.size
+            ),
+            Err(e) => format!("-> bad pointer ({e})"),
+        },
+    }
+}
+
+/// Writes table `path`'s properties, its data blocks (offset, size, last key) and, if
+/// asked, its entries; reads every data block, verifying its checksum. Returns the blocks
+/// that failed.
+///
+/// # Errors
+/// A table that does not open (footer, index or properties damaged), or output that cannot
+/// be written.
+pub fn dump_table(
+    path: &Path,
+    what: TableDump,
+    show: &dyn Fn(&[u8]) -> String,
+    out: &mut dyn Write,
+) -> Result<Vec<Problem>> {
+    let fs = RealFs::new();
+    let file = fs.open_with(path, ReadAccess::Positional)?;
+    let table = Arc::new(Table::open(file, path, None)?);
+    let w = io(path);
+    let p = table.properties();
+    writeln!(out, "table {}", path.display()).map_err(&w)?;
+    writeln!(
+        out,
+        "  entries {} (deletions {}), keys {} B, values {} B, sequences {}..={}",
+        p.num_entries,
+        p.num_deletions,
+        p.raw_key_size,
+        p.raw_value_size,
+        p.smallest_seq,
+        p.largest_seq
+    )
+    .map_err(&w)?;
+    writeln!(
+        out,
+        "  file {} B: data {} B in {} blocks, index {} B, filter {} B",
+        p.file_size, p.data_size, p.num_data_blocks, p.index_size, p.filter_size
+    )
+    .map_err(&w)?;
+    let mut problems = Vec::new();
+    for (i, (last, h)) in table.data_blocks()?.into_iter().enumerate() {
+        let last = key::parse(&last).map_or_else(|| show(&last), |k| show(k.user_key));
+        writeln!(
+            out,
+            "  block {i} at {} size {}, index key {last}",
+            h.offset, h.size
+        )
+        .map_err(&w)?;
+        let block = match table.read_verified(h) {
+            Ok(b) => b,
+            Err(e) => {
+                writeln!(out, "    DAMAGED: {e}").map_err(&w)?;
+                problems.push(Problem {
+                    file: path.to_path_buf(),
+                    offset: h.offset,
+                    what: e.to_string(),
+                });
+                continue;
+            }
+        };
+        if !what.entries {
+            continue;
+        }
+        let mut it = block.iter(key::compare);
+        it.seek_to_first();
+        while it.valid() {
+            match key::parse(it.key()) {
+                Some(k) => writeln!(
+                    out,
+                    "    {} @ {} {:?} {}",
+                    show(k.user_key),
+                    k.seq.0,
+                    k.kind,
+                    show_value(k.kind, it.value(), show)
+                ),
+                None => writeln!(out, "    (bad internal key {})", show(it.key())),
+            }
+            .map_err(&w)?;
+            it.next();
+        }
+        if let Err(e) = it.status() {
+            problems.push(Problem {
+                file: path.to_path_buf(),
+                offset: h.offset,
+                what: e.to_string(),
+            });
+        }
+    }
+    Ok(problems)
+}
+
+/// Walks the records of log file `path` (a WAL or a manifest), handing each to `record`;
+/// returns the damage met (a torn tail is reported too: after a crash it is expected).
+fn walk_log(
+    path: &Path,
+    out: &mut dyn Write,
+    mut record: impl FnMut(&mut dyn Write, u64, Vec<u8>) -> std::io::Result<Option<String>>,
+) -> Result<Vec<Problem>> {
+    let data = crate::fs::read_all(&RealFs::new(), path)?;
+    let w = io(path);
+    let mut reader = LogReader::new(data);
+    let mut problems = Vec::new();
+    let problem = |offset: u64, what: String| Problem {
+        file: path.to_path_buf(),
+        offset,
+        what,
+    };
+    loop {
+        match reader.next_event() {
+            LogEvent::Record { data, offset } => {
+                if let Some(bad) = record(out, offset, data).map_err(&w)? {
+                    problems.push(problem(offset, bad));
+                }
+            }
+            LogEvent::End => break,
+            LogEvent::Torn { offset } => {
+                writeln!(out, "offset {offset}: torn tail (a record cut short)").map_err(&w)?;
+                problems.push(problem(offset, "torn tail".into()));
+                break;
+            }
+            LogEvent::Corrupt {
+                offset,
+                reason,
+                at_tail,
+            } => {
+                let tail = if at_tail { " (only zeros follow)" } else { "" };
+                writeln!(out, "offset {offset}: DAMAGED: {reason}{tail}").map_err(&w)?;
+                problems.push(problem(offset, format!("{reason}{tail}")));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// Writes WAL `path`'s batches in order (offset, first sequence, entries). Returns the
+/// damage met.
+///
+/// # Errors
+/// A file that cannot be read, or output that cannot be written.
+pub fn dump_wal(
+    path: &Path,
+    show: &dyn Fn(&[u8]) -> String,
+    out: &mut dyn Write,
+) -> Result<Vec<Problem>> {
+    walk_log(path, out, |out, offset, data| {
+        let batch = match WriteBatch::decode(data) {
+            Ok(b) => b,
+            Err(e) => {
+                writeln!(out, "offset {offset}: DAMAGED batch: {e}")?;
+                return Ok(Some(format!("bad batch: {e}")));
+            }
+        };
+        if batch.is_empty() {
+            writeln!(
+                out,
+                "offset {offset}: link record, sequence {}",
+                batch.sequence().0
+            )?;
+            return Ok(None);
+        }
+        writeln!(
+            out,
+            "offset {offset}: batch at sequence {}, {} entries",
+            batch.sequence().0,
+            batch.len()
+        )?;
+        for e in batch.iter() {
+            match e {
+                Ok(e) => writeln!(
+                    out,
+                    "  {:?} {} {}",
+                    e.kind,
+                    show(e.key),
+                    show_value(e.kind, e.value, show)
+                )?,
+                Err(e) => {
+                    writeln!(out, "  DAMAGED entry: {e}")?;
+                    return Ok(Some(format!("bad entry: {e}")));
+                }
+            }
+        }
+        Ok(None)
+    })
+}
+
+/// Writes manifest `path`'s edits in order. Returns the damage met.
+///
+/// # Errors
+/// A file that cannot be read, or output that cannot be written.
+pub fn dump_manifest(path: &Path, out: &mut dyn Write) -> Result<Vec<Problem>> {
+    walk_log(path, out, |out, offset, data| {
+        match VersionEdit::decode(&data) {
+            Ok(edit) => writeln!(out, "offset {offset}: {edit:?}")?,
+            Err(e) => {
+                writeln!(out, "offset {offset}: DAMAGED edit: {e}")?;
+                return Ok(Some(format!("bad edit: {e}")));
+            }
+        }
+        Ok(None)
+    })
+}
