@@ -52,6 +52,24 @@ fn db_args(c: Command) -> Command {
             .help("Options preset to open with (the one the database was made with)"),
     )
     .arg(
+        Arg::new("wal-dir")
+            .long("wal-dir")
+            .value_name("DIR")
+            .help("Where the database keeps its WALs, if not in PATH"),
+    )
+    .arg(
+        Arg::new("level-dir")
+            .long("level-dir")
+            .value_name("DIR")
+            .help("Where the database keeps tables of levels >= 1, if not in PATH"),
+    )
+    .arg(
+        Arg::new("value-dir")
+            .long("value-dir")
+            .value_name("DIR")
+            .help("Where the database keeps separated values, if not in PATH"),
+    )
+    .arg(
         Arg::new("hex")
             .long("hex")
             .action(ArgAction::SetTrue)
@@ -205,6 +223,10 @@ fn cli() -> Command {
                         .help("The database whose current manifest to show"),
                 ),
         )
+        .subcommand(db_args(Command::new("check").about(
+            "Verify every checksum of every live file without opening the database; \
+             report every problem (exit status 2 if any)",
+        )))
         .subcommand(db_args(
             Command::new("load")
                 .about("Put every `KEY<TAB>VALUE` line of a dump (same encoding), in batches")
@@ -228,12 +250,22 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
             2,
         ));
     }
-    let preset = m.get_one::<String>("preset").expect("defaulted");
     let opts = Options {
         create_if_missing: create,
-        ..Options::preset(preset)?
+        ..options(m)?
     };
     Ok(Db::open(path, opts)?)
+}
+
+/// The preset and directories `m` names.
+fn options(m: &ArgMatches) -> Result<Options, Failure> {
+    let preset = m.get_one::<String>("preset").expect("defaulted");
+    let dir = |name: &str| m.get_one::<String>(name).map(std::path::PathBuf::from);
+    let mut opts = Options::preset(preset)?;
+    opts.wal_dir = dir("wal-dir").or(opts.wal_dir);
+    opts.level_dir = dir("level-dir").or(opts.level_dir);
+    opts.value_dir = dir("value-dir").or(opts.value_dir);
+    Ok(opts)
 }
 
 fn encoding(m: &ArgMatches) -> Encoding {
@@ -320,6 +352,26 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     let (name, m) = m.subcommand().expect("subcommand_required");
     if matches!(name, "sst-dump" | "wal-dump" | "manifest-dump") {
         return inspect(name, m);
+    }
+    if name == "check" {
+        let path = m.get_one::<String>("db").expect("required");
+        if !Path::new(path).join("CURRENT").exists() {
+            return Err(Failure(
+                format!("{path}: not a strata database (no CURRENT file)"),
+                2,
+            ));
+        }
+        let mut out = BufWriter::new(io::stdout().lock());
+        let problems = strata::inspect::check(Path::new(path), &options(m)?, &mut out)?;
+        out.flush()?;
+        for p in &problems {
+            eprintln!("strata: {p}");
+        }
+        if problems.is_empty() {
+            println!("no problems found");
+            return Ok(());
+        }
+        return Err(Failure(format!("{} problems found", problems.len()), 2));
     }
     let enc = encoding(m);
     let json = m.get_flag("json");

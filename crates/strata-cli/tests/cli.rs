@@ -295,11 +295,7 @@ fn file_dumps_show_contents_and_report_every_damaged_block() {
         dump.contains("block 1 at") && dump.contains(" @ "),
         "{dump}"
     );
-    assert!(
-        dump.contains(" Put value "),
-        "{}",
-        &dump[..400]
-    );
+    assert!(dump.contains(" Put value "), "{}", &dump[..400]);
     assert!(ok(&["wal-dump", &wal]).contains("Put last in the wal"));
     let edits = ok(&["manifest-dump", "--db", dir.to_str().unwrap()]);
     assert!(edits.starts_with("offset 0: VersionEdit"), "{edits}");
@@ -314,5 +310,61 @@ fn file_dumps_show_contents_and_report_every_damaged_block() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("2 problems found"), "{err}");
     assert!(err.contains(&format!("{table} at offset 0")), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn check_reports_every_problem_in_every_live_file() {
+    let dir = temp_dir("check");
+    let values = dir.join("values");
+    let opts = || strata::Options {
+        write_buffer_size: 64 << 10,
+        block_size: 1024,
+        value_dir: Some(values.clone()),
+        ..strata::Options::preset("blob").unwrap()
+    };
+    {
+        let db = strata::Db::open(&dir, opts()).unwrap();
+        for i in 0..3000u32 {
+            let v = if i % 2 == 0 {
+                vec![b'v'; 400]
+            } else {
+                b"small".to_vec()
+            };
+            db.put(format!("key{i:05}"), v).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let db = dir.to_str().unwrap();
+    let vd = values.to_str().unwrap();
+    let out = ok(&["check", "--db", db, "--preset", "blob", "--value-dir", vd]);
+    assert!(
+        out.contains("no problems found") && out.contains("value file"),
+        "{out}"
+    );
+
+    // One damaged table block and one damaged blob record: both reported.
+    let file_with = |d: &Path, ext: &str| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == ext))
+            .unwrap()
+    };
+    let table = file_with(&dir, "sst");
+    let blob = file_with(&values, "blob");
+    for (f, at) in [(&table, 100), (&blob, 500)] {
+        let mut bytes = std::fs::read(f).unwrap();
+        bytes[at] ^= 0x01;
+        std::fs::write(f, bytes).unwrap();
+    }
+    let o = strata(&["check", "--db", db, "--preset", "blob", "--value-dir", vd]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("2 problems found"), "{err}");
+    assert!(
+        err.contains(table.to_str().unwrap()) && err.contains(blob.to_str().unwrap()),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,7 +14,7 @@
 //! docs/format/value-pointer.md, docs/format/blob-file.md, docs/format/value-log.md.
 
 pub(crate) mod blob;
-mod record;
+pub(crate) mod record;
 pub(crate) mod vlog;
 
 use std::collections::BTreeMap;
