@@ -227,6 +227,10 @@ fn cli() -> Command {
             "Verify every checksum of every live file without opening the database; \
              report every problem (exit status 2 if any)",
         )))
+        .subcommand(db_args(Command::new("repair").about(
+            "Rebuild a database whose MANIFEST or CURRENT is lost or damaged from the tables, \
+             WALs and value files that survive; replaced files are moved to lost/",
+        )))
         .subcommand(db_args(
             Command::new("load")
                 .about("Put every `KEY<TAB>VALUE` line of a dump (same encoding), in batches")
@@ -352,6 +356,33 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     let (name, m) = m.subcommand().expect("subcommand_required");
     if matches!(name, "sst-dump" | "wal-dump" | "manifest-dump") {
         return inspect(name, m);
+    }
+    if name == "repair" {
+        let path = m.get_one::<String>("db").expect("required");
+        if !Path::new(path).is_dir() {
+            return Err(Failure(format!("{path}: no such directory"), 2));
+        }
+        let r = strata::repair(path, &options(m)?)?;
+        for (file, offset, what) in &r.damage {
+            eprintln!(
+                "strata: skipped {} at offset {offset}: {what}",
+                file.display()
+            );
+        }
+        for (file, why) in &r.tables_lost {
+            eprintln!("strata: lost table {}: {why}", file.display());
+        }
+        println!(
+            "repaired: {} keys from {} tables and {} WAL records, written to {} tables; \
+             {} value files kept; replaced files moved to {}",
+            r.keys,
+            r.tables_read,
+            r.wal_records,
+            r.tables_written,
+            r.value_files,
+            r.moved_to.display()
+        );
+        return Ok(());
     }
     if name == "check" {
         let path = m.get_one::<String>("db").expect("required");

@@ -368,3 +368,41 @@ fn check_reports_every_problem_in_every_live_file() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn repair_brings_back_a_database_whose_manifest_is_gone() {
+    let dir = temp_dir("repair");
+    let opts = || strata::Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        ..strata::Options::default()
+    };
+    {
+        let db = strata::Db::open(&dir, opts()).unwrap();
+        for round in 0..3u32 {
+            for i in 0..3000u32 {
+                db.put(format!("key{i:05}"), format!("value {i} round {round}"))
+                    .unwrap();
+            }
+        }
+    }
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if name.starts_with("MANIFEST-") || name == "CURRENT" {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let db = dir.to_str().unwrap();
+    assert_eq!(
+        strata(&["get", "--db", db, "key00001"]).status.code(),
+        Some(2)
+    );
+    let out = ok(&["repair", "--db", db]);
+    assert!(out.starts_with("repaired: 3000 keys"), "{out}");
+    assert_eq!(ok(&["count", "--db", db]), "3000\n");
+    assert_eq!(ok(&["get", "--db", db, "key02999"]), "value 2999 round 2\n");
+    assert!(ok(&["check", "--db", db]).contains("no problems found"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

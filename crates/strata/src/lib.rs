@@ -29,6 +29,7 @@ mod l0;
 mod memtable;
 mod options;
 mod placement;
+mod repair;
 mod sst;
 mod stats;
 mod table_cache;
@@ -44,6 +45,7 @@ pub use options::{
     BucketBoundaries, CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options,
     ReadCharging, ReadOptions, TableCut, ValueStoreKind, WriteOptions, WriteSlowdown,
 };
+pub use repair::{repair, RepairReport};
 pub use sst::Compression;
 pub use stats::StatsSnapshot;
 pub use wal::WalRecoveryMode;
