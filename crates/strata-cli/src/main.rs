@@ -212,6 +212,12 @@ fn cli() -> Command {
                 .arg(hex_arg()),
         )
         .subcommand(
+            Command::new("value-dump")
+                .about("Show a value file's records (a .blob file or a .vlog segment), checking each")
+                .arg(Arg::new("file").required(true).value_name("FILE"))
+                .arg(hex_arg()),
+        )
+        .subcommand(
             Command::new("manifest-dump")
                 .about("Show a manifest's edits in order (the current one of --db, or FILE)")
                 .arg(Arg::new("file").value_name("FILE"))
@@ -325,6 +331,10 @@ fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
             let file = m.get_one::<String>("file").expect("required");
             inspect::dump_wal(Path::new(file), &show, &mut out)?
         }
+        "value-dump" => {
+            let file = m.get_one::<String>("file").expect("required");
+            inspect::dump_value_file(Path::new(file), &show, &mut out)?
+        }
         _ => {
             let file = match (m.get_one::<String>("file"), m.get_one::<String>("db")) {
                 (Some(f), _) => std::path::PathBuf::from(f),
@@ -354,7 +364,10 @@ fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
 
 fn run(m: &ArgMatches) -> Result<(), Failure> {
     let (name, m) = m.subcommand().expect("subcommand_required");
-    if matches!(name, "sst-dump" | "wal-dump" | "manifest-dump") {
+    if matches!(
+        name,
+        "sst-dump" | "wal-dump" | "value-dump" | "manifest-dump"
+    ) {
         return inspect(name, m);
     }
     if name == "repair" {

@@ -342,6 +342,16 @@ fn check_reports_every_problem_in_every_live_file() {
         out.contains("no problems found") && out.contains("value file"),
         "{out}"
     );
+    let blob_path = std::fs::read_dir(&values)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "blob"))
+        .unwrap();
+    let dump = ok(&["value-dump", blob_path.to_str().unwrap()]);
+    assert!(
+        dump.starts_with("blob file ") && dump.contains("offset 16 size "),
+        "{dump}"
+    );
 
     // One damaged table block and one damaged blob record: both reported.
     let file_with = |d: &Path, ext: &str| {
@@ -358,6 +368,9 @@ fn check_reports_every_problem_in_every_live_file() {
         bytes[at] ^= 0x01;
         std::fs::write(f, bytes).unwrap();
     }
+    let o = strata(&["value-dump", blob.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("value record: checksum mismatch"));
     let o = strata(&["check", "--db", db, "--preset", "blob", "--value-dir", vd]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);

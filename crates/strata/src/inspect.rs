@@ -402,3 +402,89 @@ fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) 
     }
     problems
 }
+
+/// Writes the records of value file `path` (a blob file, `.blob`, or a value-log segment,
+/// `.vlog`): offset, size, key, value; and a blob file's header and footer. Returns the
+/// damage met (a record that fails its checksum ends the walk: lengths past it cannot be
+/// trusted).
+///
+/// # Errors
+/// A file that cannot be read, a name that is neither kind, or output that cannot be
+/// written.
+pub fn dump_value_file(
+    path: &Path,
+    show: &dyn Fn(&[u8]) -> String,
+    out: &mut dyn Write,
+) -> Result<Vec<Problem>> {
+    use crate::vstore::blob::{FOOTER_LEN, HEADER_LEN, MAGIC};
+    let bytes = crate::fs::read_all(&RealFs::new(), path)?;
+    let w = io(path);
+    let blob = path.extension().is_some_and(|e| e == "blob");
+    if !blob && !path.extension().is_some_and(|e| e == "vlog") {
+        return Err(Error::invalid(format!(
+            "{}: not a value file (.blob or .vlog)",
+            path.display()
+        )));
+    }
+    let mut problems = Vec::new();
+    let problem = |offset: usize, what: String| Problem {
+        file: path.to_path_buf(),
+        offset: offset as u64,
+        what,
+    };
+    let (mut at, end) = if blob {
+        let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
+        if bytes.len() < h + f || &bytes[..8] != MAGIC {
+            problems.push(problem(
+                0,
+                "not a complete blob file (header or footer)".into(),
+            ));
+            return Ok(problems);
+        }
+        let foot = &bytes[bytes.len() - f..];
+        let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
+        let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
+        writeln!(
+            out,
+            "blob file {}: {} B, footer says {n} records, {b} B",
+            path.display(),
+            bytes.len()
+        )
+        .map_err(&w)?;
+        (h, bytes.len() - f)
+    } else {
+        writeln!(
+            out,
+            "value-log segment {}: {} B",
+            path.display(),
+            bytes.len()
+        )
+        .map_err(&w)?;
+        (0, bytes.len())
+    };
+    while at < end {
+        match crate::vstore::record::parse(&bytes[at..end]) {
+            Ok(r) => {
+                writeln!(
+                    out,
+                    "  offset {at} size {}: {} => {}",
+                    r.size,
+                    show(r.key),
+                    show(r.value)
+                )
+                .map_err(&w)?;
+                at += r.size;
+            }
+            Err(_) if !blob && bytes[at..].iter().all(|&b| b == 0) => {
+                writeln!(out, "  offset {at}: end (zeros)").map_err(&w)?;
+                break;
+            }
+            Err(what) => {
+                writeln!(out, "  offset {at}: DAMAGED: {what}").map_err(&w)?;
+                problems.push(problem(at, format!("value record: {what}")));
+                break;
+            }
+        }
+    }
+    Ok(problems)
+}
