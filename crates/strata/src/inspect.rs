@@ -420,7 +420,8 @@ pub fn dump_value_file(
     let bytes = crate::fs::read_all(&RealFs::new(), path)?;
     let w = io(path);
     let blob = path.extension().is_some_and(|e| e == "blob");
-    if !blob && !path.extension().is_some_and(|e| e == "vlog") {
+    let vlog = path.extension().is_some_and(|e| e == "vlog");
+    if !blob && !vlog {
         return Err(Error::invalid(format!(
             "{}: not a value file (.blob or .vlog)",
             path.display()
