@@ -1,0 +1,617 @@
+//! strata from Python: `strata.DB` in plyvel's spirit. Keys and values are `bytes`; errors
+//! are `strata.Error` subclasses carrying strata's message; the GIL is released while
+//! strata reads, writes or waits.
+
+use std::sync::{Arc, RwLock};
+
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+pyo3::create_exception!(_strata, Error, pyo3::exceptions::PyException, "A strata error.");
+pyo3::create_exception!(_strata, CorruptionError, Error, "Bytes on disk failed a checksum or could not be decoded.");
+pyo3::create_exception!(_strata, InvalidArgumentError, Error, "strata refused an argument or option.");
+pyo3::create_exception!(_strata, IOError, Error, "The operating system reported an I/O failure.");
+pyo3::create_exception!(_strata, NotSupportedError, Error, "Not supported by this build or this database's format.");
+pyo3::create_exception!(_strata, ClosedError, Error, "The database is closed.");
+pyo3::create_exception!(_strata, PoisonedError, Error, "A background job failed earlier; writes are refused.");
+pyo3::create_exception!(_strata, BusyError, Error, "Another process (or DB object) holds the database.");
+
+fn err(e: strata::Error) -> PyErr {
+    use strata::ErrorKind as K;
+    let msg = e.to_string();
+    match e.kind() {
+        K::Corruption => CorruptionError::new_err(msg),
+        K::InvalidArgument => InvalidArgumentError::new_err(msg),
+        K::Io => IOError::new_err(msg),
+        K::NotSupported => NotSupportedError::new_err(msg),
+        K::Closed => ClosedError::new_err(msg),
+        K::Poisoned => PoisonedError::new_err(msg),
+        K::Busy => BusyError::new_err(msg),
+        _ => Error::new_err(msg),
+    }
+}
+
+/// `obj` as bytes: `bytes`, `bytearray` or `memoryview` are taken; `str` is refused.
+fn bytes_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if obj.is_instance_of::<pyo3::types::PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be bytes, not str (encode it first, e.g. s.encode())"
+        )));
+    }
+    obj.extract::<Vec<u8>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be bytes, not {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+fn closed() -> PyErr {
+    ClosedError::new_err("the database is closed")
+}
+
+/// Applies keyword option `name` = `value` to `o`.
+fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bad = |why: &str| InvalidArgumentError::new_err(format!("option {name}: {why}"));
+    let usize_ = || value.extract::<usize>().map_err(|_| bad("expects a non-negative int"));
+    let u64_ = || value.extract::<u64>().map_err(|_| bad("expects a non-negative int"));
+    let f64_ = || value.extract::<f64>().map_err(|_| bad("expects a number"));
+    let bool_ = || value.extract::<bool>().map_err(|_| bad("expects a bool"));
+    let path = || -> PyResult<Option<std::path::PathBuf>> {
+        if value.is_none() {
+            return Ok(None);
+        }
+        value
+            .extract::<std::path::PathBuf>()
+            .map(Some)
+            .map_err(|_| bad("expects a path"))
+    };
+    match name {
+        "create_if_missing" => o.create_if_missing = bool_()?,
+        "error_if_exists" => o.error_if_exists = bool_()?,
+        "write_buffer_size" => o.write_buffer_size = usize_()?,
+        "max_write_buffer_number" => o.max_write_buffer_number = usize_()?,
+        "block_size" => o.block_size = usize_()?,
+        "block_cache_size" => o.block_cache_size = usize_()?,
+        "bloom_bits_per_key" => {
+            o.bloom_bits_per_key = value.extract().map_err(|_| bad("expects an int"))?
+        }
+        "target_file_size_base" => o.target_file_size_base = u64_()?,
+        "max_bytes_for_level_base" => o.max_bytes_for_level_base = u64_()?,
+        "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = f64_()?,
+        "level0_file_num_compaction_trigger" => {
+            o.level0_file_num_compaction_trigger = usize_()?
+        }
+        "max_open_files" => o.max_open_files = usize_()?,
+        "min_blob_size" => o.min_blob_size = usize_()?,
+        "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = f64_()?,
+        "vlog_segment_size" => o.vlog_segment_size = u64_()?,
+        "vlog_capacity" => {
+            o.vlog_capacity = if value.is_none() { None } else { Some(u64_()?) }
+        }
+        "value_read_ahead" => o.value_read_ahead = usize_()?,
+        "memtable_filter_ratio" => o.memtable_filter_ratio = f64_()?,
+        "wal_dir" => o.wal_dir = path()?,
+        "level_dir" => o.level_dir = path()?,
+        "value_dir" => o.value_dir = path()?,
+        "compression" => {
+            o.compression = match value.extract::<String>().as_deref() {
+                Ok("none") => strata::Compression::None,
+                Ok("lz4") => strata::Compression::Lz4,
+                _ => return Err(bad("expects \"none\" or \"lz4\"")),
+            }
+        }
+        "value_store" => {
+            o.value_store = match value.extract::<String>().as_deref() {
+                Ok("inline") => strata::ValueStoreKind::Inline,
+                Ok("blob") | Ok("blob_files") => strata::ValueStoreKind::BlobFiles,
+                Ok("vlog") => strata::ValueStoreKind::VLog,
+                _ => return Err(bad("expects \"inline\", \"blob\" or \"vlog\"")),
+            }
+        }
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "unknown option {name:?} (see help(strata.DB))"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// A strata database.
+///
+/// `DB(path, create_if_missing=True, preset=None, **options)`: `preset` names a preset
+/// (`"default"`, `"leveldb"`, `"blob"`, `"wisckey"`, ...), and options set `strata::Options`
+/// fields by name (`write_buffer_size`, `block_cache_size`, `compression="lz4"`,
+/// `value_store="blob"`, `min_blob_size`, `value_dir`, ...). Use as a context manager, or
+/// call `close()`.
+#[pyclass(module = "strata")]
+struct DB {
+    db: RwLock<Option<Arc<strata::Db>>>,
+}
+
+impl DB {
+    fn get_db(&self) -> PyResult<Arc<strata::Db>> {
+        self.db
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(closed)
+    }
+}
+
+fn read_options(
+    snapshot: Option<&Snapshot>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+) -> strata::ReadOptions {
+    strata::ReadOptions {
+        snapshot: snapshot.map(|s| s.snap.clone()),
+        lower_bound: lower,
+        upper_bound: upper,
+    }
+}
+
+/// The bounds for `start`/`stop`/`prefix` (the narrower of each).
+fn bounds(
+    start: Option<&Bound<'_, PyAny>>,
+    stop: Option<&Bound<'_, PyAny>>,
+    prefix: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    let mut lo = start.map(|s| bytes_of(s, "start")).transpose()?;
+    let mut hi = stop.map(|s| bytes_of(s, "stop")).transpose()?;
+    if let Some(p) = prefix.map(|p| bytes_of(p, "prefix")).transpose()? {
+        if lo.as_ref().is_none_or(|l| *l < p) {
+            lo = Some(p.clone());
+        }
+        let mut end = p;
+        while let Some(last) = end.pop() {
+            if last != 0xff {
+                end.push(last + 1);
+                if hi.as_ref().is_none_or(|h| *h > end) {
+                    hi = Some(end);
+                }
+                break;
+            }
+        }
+    }
+    Ok((lo, hi))
+}
+
+#[pymethods]
+impl DB {
+    #[new]
+    #[pyo3(signature = (path, create_if_missing=true, preset=None, **options))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        create_if_missing: bool,
+        preset: Option<&str>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut o = strata::Options::preset(preset.unwrap_or("default")).map_err(err)?;
+        o.create_if_missing = create_if_missing;
+        if let Some(kw) = options {
+            for (k, v) in kw.iter() {
+                set_option(&mut o, &k.extract::<String>()?, &v)?;
+            }
+        }
+        let db = py.allow_threads(|| strata::Db::open(&path, o)).map_err(err)?;
+        Ok(DB {
+            db: RwLock::new(Some(Arc::new(db))),
+        })
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+    ) -> PyResult<PyObject> {
+        let k = bytes_of(key, "key")?;
+        let db = self.get_db()?;
+        match py.allow_threads(|| db.get(&k)).map_err(err)? {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Sets `key` to `value` (`sync=True`: durable before it returns).
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        let db = self.get_db()?;
+        let mut b = strata::WriteBatch::new();
+        b.put(k, v);
+        let wo = strata::WriteOptions {
+            sync,
+            ..Default::default()
+        };
+        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+    }
+
+    /// Deletes `key` (no error if it is absent).
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let k = bytes_of(key, "key")?;
+        let db = self.get_db()?;
+        let mut b = strata::WriteBatch::new();
+        b.delete(k);
+        let wo = strata::WriteOptions {
+            sync,
+            ..Default::default()
+        };
+        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let k = bytes_of(key, "key")?;
+        let db = self.get_db()?;
+        match py.allow_threads(|| db.get(&k)).map_err(err)? {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
+        }
+    }
+
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.put(py, key, value, false)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.delete(py, key, false)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = bytes_of(key, "key")?;
+        let db = self.get_db()?;
+        Ok(py.allow_threads(|| db.get(&k)).map_err(err)?.is_some())
+    }
+
+    /// The number of keys. Not cheap: it counts them all (a scan of the keys).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let db = self.get_db()?;
+        py.allow_threads(|| -> strata::Result<usize> {
+            let mut it = db.iter(strata::ReadOptions::default())?;
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            it.status()?;
+            Ok(n)
+        })
+        .map_err(err)
+    }
+
+    /// A batch of writes applied atomically by `write()`, or on leaving a `with` block
+    /// without an exception (discarded with one).
+    #[pyo3(signature = (sync=false))]
+    fn write_batch(slf: PyRef<'_, Self>, sync: bool) -> PyResult<WriteBatch> {
+        slf.get_db()?;
+        Ok(WriteBatch {
+            db: slf.into(),
+            batch: Some(strata::WriteBatch::new()),
+            sync,
+        })
+    }
+
+    /// A consistent read view (a context manager; released by `close()` or on exit).
+    fn snapshot(&self) -> PyResult<Snapshot> {
+        let db = self.get_db()?;
+        Ok(Snapshot {
+            db: Some(db.clone()),
+            snap: db.snapshot(),
+        })
+    }
+
+    /// Iterates in key order (`reverse=True`: descending) over `start <= key < stop` and
+    /// keys starting with `prefix`, yielding `(key, value)`, or only keys
+    /// (`include_value=False`) or only values (`include_key=False`); as of `snapshot`.
+    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+        snapshot: Option<PyRef<'_, Snapshot>>,
+    ) -> PyResult<Iter> {
+        if !include_key && !include_value {
+            return Err(PyValueError::new_err(
+                "include_key and include_value cannot both be False",
+            ));
+        }
+        let (lo, hi) = bounds(start, stop, prefix)?;
+        let db = self.get_db()?;
+        let mut it = db
+            .iter(read_options(snapshot.as_deref(), lo, hi))
+            .map_err(err)?;
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        Ok(Iter {
+            it: Some(it),
+            reverse,
+            include_key,
+            include_value,
+            _db: db,
+        })
+    }
+
+    fn __iter__(&self) -> PyResult<Iter> {
+        self.iterator(None, None, None, false, true, true, None)
+    }
+
+    /// Writes the memtable out as tables.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.get_db()?;
+        py.allow_threads(|| db.flush()).map_err(err)
+    }
+
+    /// Compacts `start..=stop` (everything by default) and waits for it.
+    #[pyo3(signature = (start=None, stop=None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let lo = start.map(|s| bytes_of(s, "start")).transpose()?;
+        let hi = stop.map(|s| bytes_of(s, "stop")).transpose()?;
+        let db = self.get_db()?;
+        py.allow_threads(|| {
+            db.compact_range(lo.as_deref(), hi.as_deref())?;
+            db.wait_for_compactions()
+        })
+        .map_err(err)
+    }
+
+    /// A property (`"strata.levels"`, `"strata.stats"`, ...), or None.
+    fn property(&self, name: &str) -> PyResult<Option<String>> {
+        Ok(self.get_db()?.property(name))
+    }
+
+    /// Closes the database (flushing nothing that is not already in the WAL); further use
+    /// raises `ClosedError`. Closing twice is harmless.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self
+            .db
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(db) = db {
+            py.allow_threads(|| db.close()).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.db
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none()
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+/// Writes applied together, atomically.
+#[pyclass(module = "strata")]
+struct WriteBatch {
+    db: Py<DB>,
+    batch: Option<strata::WriteBatch>,
+    sync: bool,
+}
+
+#[pymethods]
+impl WriteBatch {
+    /// Adds a put.
+    fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        self.batch
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?
+            .put(k, v);
+        Ok(())
+    }
+
+    /// Adds a delete.
+    fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_of(key, "key")?;
+        self.batch
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?
+            .delete(k);
+        Ok(())
+    }
+
+    /// Drops what was added.
+    fn clear(&mut self) {
+        if let Some(b) = self.batch.as_mut() {
+            b.clear();
+        }
+    }
+
+    /// Applies the batch atomically.
+    fn write(&mut self, py: Python<'_>) -> PyResult<()> {
+        let b = self
+            .batch
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?;
+        let db = self.db.borrow(py).get_db()?;
+        let wo = strata::WriteOptions {
+            sync: self.sync,
+            ..Default::default()
+        };
+        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.as_ref().map_or(0, strata::WriteBatch::len)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<PyObject>,
+        _exc: Option<PyObject>,
+        _tb: Option<PyObject>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none(py)) {
+            self.batch = None; // discarded: the block raised
+        } else if self.batch.is_some() {
+            self.write(py)?;
+        }
+        Ok(false)
+    }
+}
+
+/// A consistent read view of the database as it was when taken.
+#[pyclass(module = "strata")]
+struct Snapshot {
+    db: Option<Arc<strata::Db>>,
+    snap: strata::Snapshot,
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The value of `key` as of the snapshot, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+    ) -> PyResult<PyObject> {
+        let k = bytes_of(key, "key")?;
+        let db = self.db.clone().ok_or_else(closed)?;
+        let ro = read_options(Some(self), None, None);
+        match py.allow_threads(|| db.get_opt(&ro, &k)).map_err(err)? {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Releases the snapshot (also done on leaving a `with` block, or when collected).
+    fn close(&mut self) {
+        self.db = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// An iterator over a database or snapshot (see `DB.iterator`).
+#[pyclass(module = "strata", unsendable)]
+struct Iter {
+    it: Option<strata::DbIterator>,
+    reverse: bool,
+    include_key: bool,
+    include_value: bool,
+    _db: Arc<strata::Db>,
+}
+
+#[pymethods]
+impl Iter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let Some(it) = self.it.as_mut() else {
+            return Ok(None);
+        };
+        if !it.valid() {
+            let status = it.status();
+            self.it = None;
+            status.map_err(err)?;
+            return Ok(None);
+        }
+        let item = match (self.include_key, self.include_value) {
+            (true, true) => {
+                let v = PyBytes::new(py, it.value());
+                if let Err(e) = it.status() {
+                    self.it = None;
+                    return Err(err(e));
+                }
+                (PyBytes::new(py, it.key()), v).into_pyobject(py)?.into_any().unbind()
+            }
+            (true, false) => PyBytes::new(py, it.key()).into_any().unbind(),
+            _ => {
+                let v = PyBytes::new(py, it.value()).into_any().unbind();
+                if let Err(e) = it.status() {
+                    self.it = None;
+                    return Err(err(e));
+                }
+                v
+            }
+        };
+        if self.reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+        Ok(Some(item))
+    }
+}
+
+/// strata, an embeddable LSM key-value store.
+#[pymodule]
+fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<DB>()?;
+    m.add_class::<WriteBatch>()?;
+    m.add_class::<Snapshot>()?;
+    m.add_class::<Iter>()?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("IOError", py.get_type::<IOError>())?;
+    m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("PoisonedError", py.get_type::<PoisonedError>())?;
+    m.add("BusyError", py.get_type::<BusyError>())?;
+    Ok(())
+}

@@ -1,0 +1,198 @@
+"""The strata Python package: behaviour against a dict, iteration, snapshots, batches,
+reopening, the lock, threads, and bad input."""
+
+import os
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import strata
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "db")
+
+
+def test_put_get_delete_and_mapping_protocol(path):
+    with strata.DB(path) as db:
+        db.put(b"a", b"1")
+        db[b"b"] = b"2"
+        assert db.get(b"a") == b"1"
+        assert db[b"b"] == b"2"
+        assert db.get(b"missing") is None
+        assert db.get(b"missing", b"dflt") == b"dflt"
+        assert b"a" in db and b"zz" not in db
+        assert len(db) == 2
+        del db[b"a"]
+        db.delete(b"never-there")
+        assert b"a" not in db
+        with pytest.raises(KeyError):
+            db[b"a"]
+        db.put(bytearray(b"ba"), memoryview(b"mv"))
+        assert db[b"ba"] == b"mv"
+        db.put(b"", b"")
+        assert db[b""] == b""
+
+
+def test_randomized_against_a_dict(path):
+    rng = random.Random(7)
+    model = {}
+    with strata.DB(path, write_buffer_size=64 << 10) as db:
+        for step in range(20000):
+            k = b"k%05d" % rng.randrange(3000)
+            r = rng.random()
+            if r < 0.6:
+                v = os.urandom(rng.randrange(0, 200))
+                db.put(k, v)
+                model[k] = v
+            elif r < 0.8:
+                db.delete(k)
+                model.pop(k, None)
+            else:
+                assert db.get(k) == model.get(k), step
+        assert list(db) == sorted(model.items())
+    with strata.DB(path) as db:
+        assert dict(db) == model
+
+
+def test_iteration_bounds_prefix_reverse_and_projection(path):
+    with strata.DB(path) as db:
+        for k in [b"a1", b"a2", b"b1", b"b2", b"c1"]:
+            db.put(k, k.upper())
+        keys = lambda **kw: list(db.iterator(include_value=False, **kw))
+        assert keys() == [b"a1", b"a2", b"b1", b"b2", b"c1"]
+        assert keys(start=b"a2", stop=b"c1") == [b"a2", b"b1", b"b2"]
+        assert keys(prefix=b"b") == [b"b1", b"b2"]
+        assert keys(prefix=b"b", reverse=True) == [b"b2", b"b1"]
+        assert keys(reverse=True) == [b"c1", b"b2", b"b1", b"a2", b"a1"]
+        assert list(db.iterator(prefix=b"c", include_key=False)) == [b"C1"]
+        assert list(db.iterator(start=b"b2")) == [(b"b2", b"B2"), (b"c1", b"C1")]
+        with pytest.raises(ValueError):
+            db.iterator(include_key=False, include_value=False)
+
+
+def test_snapshots_see_the_past(path):
+    with strata.DB(path) as db:
+        db.put(b"k", b"old")
+        with db.snapshot() as snap:
+            db.put(b"k", b"new")
+            db.put(b"k2", b"x")
+            assert snap.get(b"k") == b"old"
+            assert snap.get(b"k2") is None
+            assert list(db.iterator(snapshot=snap)) == [(b"k", b"old")]
+        assert db.get(b"k") == b"new"
+
+
+def test_write_batch_is_atomic_and_discarded_on_exception(path):
+    with strata.DB(path) as db:
+        with db.write_batch() as wb:
+            wb.put(b"x", b"1")
+            wb.put(b"y", b"2")
+            wb.delete(b"x")
+            assert len(wb) == 3
+        assert db.get(b"x") is None and db.get(b"y") == b"2"
+        with pytest.raises(RuntimeError):
+            with db.write_batch() as wb:
+                wb.put(b"z", b"3")
+                raise RuntimeError("boom")
+        assert db.get(b"z") is None
+        wb = db.write_batch(sync=True)
+        wb.put(b"w", b"4")
+        wb.write()
+        assert db.get(b"w") == b"4"
+        with pytest.raises(ValueError):
+            wb.write()
+
+
+def test_reopen_keeps_everything(path):
+    db = strata.DB(path)
+    for i in range(1000):
+        db.put(b"key%04d" % i, b"v%d" % i)
+    db.close()
+    db.close()  # harmless
+    assert db.closed
+    with pytest.raises(strata.ClosedError):
+        db.get(b"key0001")
+    with strata.DB(path, create_if_missing=False) as db:
+        assert len(db) == 1000 and db[b"key0999"] == b"v999"
+
+
+def test_options_and_presets(path, tmp_path):
+    with strata.DB(path, preset="blob", min_blob_size=64, value_dir=str(tmp_path / "v"),
+                   compression="lz4", block_cache_size=1 << 20) as db:
+        db.put(b"big", b"x" * 1000)
+        db.flush()
+        assert db.get(b"big") == b"x" * 1000
+        assert int(db.property("strata.value-files")) == 1
+        db.compact_range()
+    with pytest.raises(TypeError):
+        strata.DB(path + "2", no_such_option=1)
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path + "3", preset="nonesuch")
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path + "4", write_buffer_size=1)
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path + "5", compression="zstd")
+
+
+def test_missing_database_is_refused_when_asked(path):
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path, create_if_missing=False)
+    assert not os.path.exists(os.path.join(path, "CURRENT"))
+
+
+def test_str_is_refused_with_a_clear_type_error(path):
+    with strata.DB(path) as db:
+        with pytest.raises(TypeError, match="bytes, not str"):
+            db.put("key", b"v")
+        with pytest.raises(TypeError, match="bytes, not str"):
+            db.get("key")
+        with pytest.raises(TypeError):
+            db.put(b"k", 5)
+        with pytest.raises(TypeError, match="bytes, not str"):
+            list(db.iterator(prefix="a"))
+
+
+def test_errors_form_a_hierarchy():
+    for e in [strata.CorruptionError, strata.InvalidArgumentError, strata.IOError,
+              strata.NotSupportedError, strata.ClosedError, strata.BusyError]:
+        assert issubclass(e, strata.Error)
+
+
+def test_a_second_process_is_refused_by_the_lock(path):
+    with strata.DB(path) as db:
+        db.put(b"k", b"v")
+        code = ("import strata, sys\n"
+                "try:\n    strata.DB(sys.argv[1])\nexcept strata.BusyError as e:\n"
+                "    print('busy:', e); sys.exit(3)\n")
+        r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True)
+        assert r.returncode == 3, r.stdout + r.stderr
+    with pytest.raises(strata.BusyError):
+        with strata.DB(path):
+            strata.DB(path)
+
+
+def test_threads_read_and_write_concurrently(path):
+    with strata.DB(path) as db:
+        errors = []
+
+        def worker(t):
+            try:
+                for i in range(3000):
+                    k = b"t%d-%05d" % (t, i)
+                    db.put(k, k)
+                    assert db.get(k) == k
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert len(db) == 12000
