@@ -47,6 +47,19 @@ fn memtable(c: &mut Criterion) {
             BatchSize::PerIteration,
         );
     });
+    // The same with a key filter of 1/64 of a 32 MiB write buffer (`memtable_filter_ratio`).
+    g.bench_function("insert_250k_random_filtered", |b| {
+        b.iter_batched(
+            || MemTable::with_filter(1, (32 << 20) / 64),
+            |m| {
+                for (i, k) in ks.iter().enumerate() {
+                    m.add(SeqNo(i as u64 + 1), ValueKind::Put, k, &value);
+                }
+                m
+            },
+            BatchSize::PerIteration,
+        );
+    });
     let m = Arc::new(MemTable::new(1));
     for (i, k) in ks.iter().enumerate() {
         m.add(SeqNo(i as u64 + 1), ValueKind::Put, k, &value);
@@ -57,6 +70,19 @@ fn memtable(c: &mut Criterion) {
             let mut found = 0usize;
             for k in &probes {
                 found += usize::from(m.get(k, SeqNo(u64::MAX >> 8)).is_some());
+            }
+            black_box(found)
+        });
+    });
+    let mf = Arc::new(MemTable::with_filter(1, (32 << 20) / 64));
+    for (i, k) in ks.iter().enumerate() {
+        mf.add(SeqNo(i as u64 + 1), ValueKind::Put, k, &value);
+    }
+    g.bench_function("get_250k_random_filtered", |b| {
+        b.iter(|| {
+            let mut found = 0usize;
+            for k in &probes {
+                found += usize::from(mf.get(k, SeqNo(u64::MAX >> 8)).is_some());
             }
             black_box(found)
         });
