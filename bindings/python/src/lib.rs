@@ -92,6 +92,61 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         }
         "value_read_ahead" => o.value_read_ahead = usize_()?,
         "memtable_filter_ratio" => o.memtable_filter_ratio = f64_()?,
+        "level0_slowdown_writes_trigger" => o.level0_slowdown_writes_trigger = usize_()?,
+        "level0_stop_writes_trigger" => o.level0_stop_writes_trigger = usize_()?,
+        "delayed_write_rate" => o.delayed_write_rate = u64_()?,
+        "num_levels" => o.num_levels = usize_()?,
+        "max_grandparent_overlap_factor" => o.max_grandparent_overlap_factor = u64_()?,
+        "max_mem_compaction_level" => o.max_mem_compaction_level = usize_()?,
+        "read_compaction_bytes" => o.read_compaction_bytes = u64_()?,
+        "read_compaction_min_straight_reads" => {
+            o.read_compaction_min_straight_reads = u64_()?
+        }
+        "idle_compaction_delay" => {
+            o.idle_compaction_delay = if value.is_none() {
+                None
+            } else {
+                Some(std::time::Duration::from_secs_f64(f64_()?.max(0.0)))
+            }
+        }
+        "block_restart_interval" => o.block_restart_interval = usize_()?,
+        "pin_table_metadata" => o.pin_table_metadata = bool_()?,
+        "memory_limit" => {
+            o.memory_limit = if value.is_none() { None } else { Some(u64_()?) }
+        }
+        "max_background_compactions" => o.max_background_compactions = usize_()?,
+        "compaction_yields_to_flush" => o.compaction_yields_to_flush = bool_()?,
+        "separate_flush_thread" => o.separate_flush_thread = bool_()?,
+        "soft_pending_compaction_bytes_limit" => {
+            o.soft_pending_compaction_bytes_limit = u64_()?
+        }
+        "hard_pending_compaction_bytes_limit" => {
+            o.hard_pending_compaction_bytes_limit = u64_()?
+        }
+        "l0_buckets" => o.l0_buckets = usize_()?,
+        "bucket_compaction_trigger" => o.bucket_compaction_trigger = usize_()?,
+        "max_manifest_file_size" => o.max_manifest_file_size = u64_()?,
+        "l0_layout" => {
+            o.l0_layout = match value.extract::<String>().as_deref() {
+                Ok("flat") => strata::L0Layout::Flat,
+                Ok("buckets") => strata::L0Layout::Buckets,
+                _ => return Err(bad("expects \"flat\" or \"buckets\"")),
+            }
+        }
+        "wal_recovery_mode" => {
+            o.wal_recovery_mode = match value.extract::<String>().as_deref() {
+                Ok("tolerate_torn_tail") => strata::WalRecoveryMode::TolerateTornTail,
+                Ok("absolute_consistency") => strata::WalRecoveryMode::AbsoluteConsistency,
+                Ok("point_in_time") => strata::WalRecoveryMode::PointInTime,
+                Ok("skip_any_corrupted") => strata::WalRecoveryMode::SkipAnyCorrupted,
+                _ => {
+                    return Err(bad(
+                        "expects \"tolerate_torn_tail\", \"absolute_consistency\", \
+                         \"point_in_time\" or \"skip_any_corrupted\"",
+                    ))
+                }
+            }
+        }
         "wal_dir" => o.wal_dir = path()?,
         "level_dir" => o.level_dir = path()?,
         "value_dir" => o.value_dir = path()?,
@@ -110,9 +165,12 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
                 _ => return Err(bad("expects \"inline\", \"blob\" or \"vlog\"")),
             }
         }
+        // The compaction-policy enums (compaction_priority, compaction_picker,
+        // level_sizing, table_cut, read_charging, write_slowdown, bucket_boundaries,
+        // table_reads) come with presets; `fs` is Rust's.
         _ => {
             return Err(PyTypeError::new_err(format!(
-                "unknown option {name:?} (see help(strata.DB))"
+                "unknown option {name:?} (see help(strata.DB); policy options come with presets)"
             )))
         }
     }

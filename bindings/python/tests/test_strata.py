@@ -129,6 +129,13 @@ def test_options_and_presets(path, tmp_path):
         assert db.get(b"big") == b"x" * 1000
         assert int(db.property("strata.value-files")) == 1
         db.compact_range()
+    with strata.DB(path + "b", l0_layout="buckets", l0_buckets=4, wal_recovery_mode="point_in_time",
+                   memory_limit=None, idle_compaction_delay=0.5, num_levels=5,
+                   separate_flush_thread=True) as db:
+        db.put(b"k", b"v")
+        assert db.property("strata.l0-layout") == "Buckets"
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path + "c", wal_recovery_mode="sometimes")
     with pytest.raises(TypeError):
         strata.DB(path + "2", no_such_option=1)
     with pytest.raises(strata.InvalidArgumentError):

@@ -195,13 +195,19 @@ fn cli() -> Command {
         ))
         .subcommand(
             Command::new("sst-dump")
-                .about("Show a table file: properties, blocks, and with --entries every entry; every block's checksum is verified")
+                .about("Show a table file: properties, blocks, and with --entries every entry; --verify checks every block's checksum")
                 .arg(Arg::new("file").required(true).value_name("FILE"))
                 .arg(
                     Arg::new("entries")
                         .long("entries")
                         .action(ArgAction::SetTrue)
-                        .help("Every entry (key, sequence, kind, value)"),
+                        .help("Every entry (key, sequence, kind, value); verifies every block"),
+                )
+                .arg(
+                    Arg::new("verify")
+                        .long("verify")
+                        .action(ArgAction::SetTrue)
+                        .help("Read every data block and verify its checksum"),
                 )
                 .arg(hex_arg()),
         )
@@ -324,6 +330,7 @@ fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
             let file = m.get_one::<String>("file").expect("required");
             let what = inspect::TableDump {
                 entries: m.get_flag("entries"),
+                verify: m.get_flag("verify"),
             };
             inspect::dump_table(Path::new(file), what, &show, &mut out)?
         }
