@@ -1,0 +1,842 @@
+//! strata-server: a strata database behind the Redis protocol.
+//!
+//! One thread per connection (see docs/design/server.md for why), one `strata::Db`
+//! underneath; read-modify-write commands (`INCR`, `SET NX`, `APPEND`, ...) and the writes
+//! they race with are serialised per key by a striped lock. Keys are namespaced by type
+//! in strata's key space (docs/format/redis-keys.md).
+
+pub mod resp;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use resp::{Limits, Out};
+
+/// How writes are made durable before they are acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Each write is synced before its reply (strata's group commit shares the syncs of
+    /// concurrent writes).
+    Always,
+    /// Writes are acknowledged once strata accepted them; a background thread syncs the
+    /// WAL every `sync_interval` (a machine crash may lose that much; like Redis's AOF
+    /// `everysec`, at a finer interval).
+    Batch,
+    /// The OS writes back when it likes.
+    None,
+}
+
+/// The server's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub requirepass: Option<Vec<u8>>,
+    pub maxclients: usize,
+    pub sync: SyncMode,
+    pub limits: Limits,
+    /// Connections idle this long are closed (None: never).
+    pub idle_timeout: Option<Duration>,
+    /// Whether FLUSHDB may run.
+    pub enable_flushdb: bool,
+    /// KEYS refuses patterns that would return more keys than this (use SCAN).
+    pub keys_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            requirepass: None,
+            maxclients: 10_000,
+            sync: SyncMode::Batch,
+            limits: Limits::default(),
+            idle_timeout: None,
+            enable_flushdb: false,
+            keys_limit: 100_000,
+        }
+    }
+}
+
+const STRIPES: usize = 1024;
+/// Prefix of string keys in strata's key space.
+const STRING: u8 = b's';
+
+/// The shared state of a running server.
+pub struct Server {
+    pub db: strata::Db,
+    pub config: Config,
+    stripes: Vec<Mutex<()>>,
+    cursors: Mutex<Cursors>,
+    pub clients: AtomicUsize,
+    pub shutting_down: AtomicBool,
+    started: Instant,
+    commands: AtomicU64,
+    connections: AtomicU64,
+}
+
+/// SCAN cursors: Redis clients want integers, strata resumes at a key.
+#[derive(Default)]
+struct Cursors {
+    next: u64,
+    keys: HashMap<u64, Vec<u8>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn string_key(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.push(STRING);
+    v.extend_from_slice(k);
+    v
+}
+
+fn stripe_of(k: &[u8]) -> usize {
+    // FNV-1a: cheap and spreads short keys.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in k {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % STRIPES as u64) as usize
+}
+
+/// Glob matching as Redis does it (`*`, `?`, `[abc]`, `[^a-z]`, `\x`).
+pub fn glob(pattern: &[u8], s: &[u8]) -> bool {
+    let (mut p, mut i) = (0, 0);
+    let (mut star_p, mut star_i) = (usize::MAX, 0);
+    while i < s.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    star_p = p;
+                    star_i = i;
+                    p += 1;
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    i += 1;
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = class(pattern, p, s[i]) {
+                        if matched {
+                            p = next;
+                            i += 1;
+                            continue;
+                        }
+                    }
+                }
+                b'\\' if p + 1 < pattern.len() => {
+                    if pattern[p + 1] == s[i] {
+                        p += 2;
+                        i += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c == s[i] {
+                        p += 1;
+                        i += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        if star_p == usize::MAX {
+            return false;
+        }
+        p = star_p + 1;
+        star_i += 1;
+        i = star_i;
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// Whether `c` is in the class starting at `pattern[p] == '['`, and where it ends.
+fn class(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
+    let mut j = p + 1;
+    let negate = pattern.get(j) == Some(&b'^');
+    if negate {
+        j += 1;
+    }
+    let mut matched = false;
+    while j < pattern.len() && pattern[j] != b']' {
+        if pattern[j] == b'\\' && j + 1 < pattern.len() {
+            matched |= pattern[j + 1] == c;
+            j += 2;
+        } else if j + 2 < pattern.len() && pattern[j + 1] == b'-' && pattern[j + 2] != b']' {
+            let (lo, hi) = (
+                pattern[j].min(pattern[j + 2]),
+                pattern[j].max(pattern[j + 2]),
+            );
+            matched |= (lo..=hi).contains(&c);
+            j += 3;
+        } else {
+            matched |= pattern[j] == c;
+            j += 1;
+        }
+    }
+    (j < pattern.len()).then_some((matched != negate, j + 1))
+}
+
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+fn upper(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_uppercase()
+}
+
+/// One connection's state.
+struct Session {
+    authed: bool,
+    resp3: bool,
+    quit: bool,
+}
+
+impl Server {
+    /// A server over `db`.
+    pub fn new(db: strata::Db, config: Config) -> Arc<Server> {
+        Arc::new(Server {
+            db,
+            config,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            cursors: Mutex::new(Cursors::default()),
+            clients: AtomicUsize::new(0),
+            shutting_down: AtomicBool::new(false),
+            started: Instant::now(),
+            commands: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+        })
+    }
+
+    fn write_opts(&self) -> strata::WriteOptions {
+        strata::WriteOptions {
+            sync: self.config.sync == SyncMode::Always,
+            ..Default::default()
+        }
+    }
+
+    fn write(&self, b: strata::WriteBatch) -> strata::Result<()> {
+        self.db.write(&self.write_opts(), b)
+    }
+
+    /// Serves one connection until it closes, QUITs, breaks the protocol or the server
+    /// shuts down.
+    pub fn serve(self: &Arc<Self>, mut stream: TcpStream) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut s = Session {
+            authed: self.config.requirepass.is_none(),
+            resp3: false,
+            quit: false,
+        };
+        let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut idle_since = Instant::now();
+        loop {
+            // Every request already buffered is answered before the replies go out
+            // (pipelining: one write per batch of requests).
+            let mut out = Out {
+                buf: Vec::new(),
+                resp3: s.resp3,
+            };
+            let mut used = 0;
+            let mut broken = None;
+            loop {
+                match resp::parse(&inbuf[used..], &self.config.limits) {
+                    Ok(Some((args, n))) => {
+                        used += n;
+                        if !args.is_empty() {
+                            out.resp3 = s.resp3;
+                            self.command(&mut s, &args, &mut out);
+                        }
+                        if s.quit {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        broken = Some(e);
+                        break;
+                    }
+                }
+            }
+            inbuf.drain(..used);
+            if let Some(e) = &broken {
+                out.error(&format!("ERR Protocol error: {}", e.0));
+            }
+            if !out.buf.is_empty() && stream.write_all(&out.buf).is_err() {
+                break;
+            }
+            if broken.is_some() || s.quit || self.shutting_down.load(Ordering::Acquire) {
+                break;
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    inbuf.extend_from_slice(&chunk[..n]);
+                    idle_since = Instant::now();
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    if self
+                        .config
+                        .idle_timeout
+                        .is_some_and(|t| idle_since.elapsed() >= t)
+                    {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        let name = upper(&args[0]);
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| {
+            if !ok {
+                out.error(&format!(
+                    "ERR wrong number of arguments for '{}' command",
+                    name.to_ascii_lowercase()
+                ));
+            }
+            ok
+        };
+        if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
+            out.error("NOAUTH Authentication required.");
+            return;
+        }
+        if !s.authed && name == "PING" {
+            out.error("NOAUTH Authentication required.");
+            return;
+        }
+        let r: strata::Result<()> = (|| {
+            match name.as_str() {
+                "PING" => match argc {
+                    1 => out.simple("PONG"),
+                    2 => out.bulk(&args[1]),
+                    _ => {
+                        arity(false, out);
+                    }
+                },
+                "ECHO" => {
+                    if arity(argc == 2, out) {
+                        out.bulk(&args[1]);
+                    }
+                }
+                "QUIT" => {
+                    out.simple("OK");
+                    s.quit = true;
+                }
+                "AUTH" => {
+                    if !arity(argc == 2 || argc == 3, out) {
+                        return Ok(());
+                    }
+                    match &self.config.requirepass {
+                        None => out.error(
+                            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                        ),
+                        Some(p) if p == &args[argc - 1] => {
+                            s.authed = true;
+                            out.simple("OK");
+                        }
+                        Some(_) => out.error(
+                            "WRONGPASS invalid username-password pair or user is disabled.",
+                        ),
+                    }
+                }
+                "HELLO" => self.hello(s, args, out),
+                "SELECT" => {
+                    if arity(argc == 2, out) {
+                        if args[1] == b"0" {
+                            out.simple("OK");
+                        } else {
+                            out.error("ERR DB index is out of range");
+                        }
+                    }
+                }
+                "CLIENT" => {
+                    // SETNAME, SETINFO (sent by redis-py and others on connect), ...
+                    match args.get(1).map(|a| upper(a)).as_deref() {
+                        Some("GETNAME") => out.null(),
+                        Some("ID") => out.int(1),
+                        _ => out.simple("OK"),
+                    }
+                }
+                "COMMAND" => match args.get(1).map(|a| upper(a)).as_deref() {
+                    Some("COUNT") => out.int(COMMANDS as i64),
+                    Some("DOCS") => out.map(0),
+                    _ => out.array(0),
+                },
+                "INFO" => {
+                    let info = self.info();
+                    out.bulk(info.as_bytes());
+                }
+                "DBSIZE" => {
+                    let n = self.count(b"*", usize::MAX)?;
+                    out.int(n as i64);
+                }
+                "GET" => {
+                    if arity(argc == 2, out) {
+                        match self.db.get(string_key(&args[1]))? {
+                            Some(v) => out.bulk(&v),
+                            None => out.null(),
+                        }
+                    }
+                }
+                "SET" => self.set(args, out)?,
+                "SETNX" => {
+                    if arity(argc == 3, out) {
+                        let k = string_key(&args[1]);
+                        let _g = lock(&self.stripes[stripe_of(&k)]);
+                        if self.db.get(&k)?.is_some() {
+                            out.int(0);
+                        } else {
+                            let mut b = strata::WriteBatch::new();
+                            b.put(&k, &args[2]);
+                            self.write(b)?;
+                            out.int(1);
+                        }
+                    }
+                }
+                "MGET" => {
+                    if arity(argc >= 2, out) {
+                        out.array(argc - 1);
+                        for k in &args[1..] {
+                            match self.db.get(string_key(k))? {
+                                Some(v) => out.bulk(&v),
+                                None => out.null(),
+                            }
+                        }
+                    }
+                }
+                "MSET" => {
+                    if arity(argc >= 3 && argc % 2 == 1, out) {
+                        let keys: Vec<Vec<u8>> =
+                            args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
+                        let _g = self.lock_keys(&keys);
+                        let mut b = strata::WriteBatch::new();
+                        for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                            b.put(k, &p[1]);
+                        }
+                        self.write(b)?;
+                        out.simple("OK");
+                    }
+                }
+                "DEL" | "UNLINK" => {
+                    if arity(argc >= 2, out) {
+                        let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| string_key(k)).collect();
+                        let _g = self.lock_keys(&keys);
+                        let mut b = strata::WriteBatch::new();
+                        let mut n = 0;
+                        for k in &keys {
+                            if self.db.get(k)?.is_some() {
+                                n += 1;
+                                b.delete(k);
+                            }
+                        }
+                        if n > 0 {
+                            self.write(b)?;
+                        }
+                        out.int(n);
+                    }
+                }
+                "EXISTS" => {
+                    if arity(argc >= 2, out) {
+                        let mut n = 0;
+                        for k in &args[1..] {
+                            n += i64::from(self.db.get(string_key(k))?.is_some());
+                        }
+                        out.int(n);
+                    }
+                }
+                "INCR" | "DECR" | "INCRBY" | "DECRBY" => {
+                    let by_arg = name.ends_with("BY");
+                    if !arity(argc == if by_arg { 3 } else { 2 }, out) {
+                        return Ok(());
+                    }
+                    let mut by = if by_arg {
+                        match parse_i64(&args[2]) {
+                            Some(v) => v,
+                            None => {
+                                out.error("ERR value is not an integer or out of range");
+                                return Ok(());
+                            }
+                        }
+                    } else {
+                        1
+                    };
+                    if name.starts_with("DECR") {
+                        let Some(neg) = by.checked_neg() else {
+                            out.error("ERR decrement would overflow");
+                            return Ok(());
+                        };
+                        by = neg;
+                    }
+                    let k = string_key(&args[1]);
+                    let _g = lock(&self.stripes[stripe_of(&k)]);
+                    let now = match self.db.get(&k)? {
+                        None => 0,
+                        Some(v) => match parse_i64(&v) {
+                            Some(n) => n,
+                            None => {
+                                out.error("ERR value is not an integer or out of range");
+                                return Ok(());
+                            }
+                        },
+                    };
+                    let Some(next) = now.checked_add(by) else {
+                        out.error("ERR increment or decrement would overflow");
+                        return Ok(());
+                    };
+                    let mut b = strata::WriteBatch::new();
+                    b.put(&k, next.to_string());
+                    self.write(b)?;
+                    out.int(next);
+                }
+                "APPEND" => {
+                    if arity(argc == 3, out) {
+                        let k = string_key(&args[1]);
+                        let _g = lock(&self.stripes[stripe_of(&k)]);
+                        let mut v = self.db.get(&k)?.unwrap_or_default();
+                        v.extend_from_slice(&args[2]);
+                        let mut b = strata::WriteBatch::new();
+                        b.put(&k, &v);
+                        self.write(b)?;
+                        out.int(v.len() as i64);
+                    }
+                }
+                "STRLEN" => {
+                    if arity(argc == 2, out) {
+                        let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
+                        out.int(n as i64);
+                    }
+                }
+                "SCAN" => self.scan(args, out)?,
+                "KEYS" => {
+                    if arity(argc == 2, out) {
+                        let keys = self.keys(&args[1], self.config.keys_limit + 1)?;
+                        if keys.len() > self.config.keys_limit {
+                            out.error(&format!(
+                                "ERR KEYS would return more than {} keys (--keys-limit); use SCAN",
+                                self.config.keys_limit
+                            ));
+                        } else {
+                            out.array(keys.len());
+                            for k in keys {
+                                out.bulk(&k);
+                            }
+                        }
+                    }
+                }
+                "FLUSHDB" | "FLUSHALL" => {
+                    if !self.config.enable_flushdb {
+                        out.error(
+                            "ERR FLUSHDB is disabled (start the server with --enable-flushdb)",
+                        );
+                    } else {
+                        self.flush_all()?;
+                        out.simple("OK");
+                    }
+                }
+                _ => {
+                    let shown: Vec<String> = args[1..]
+                        .iter()
+                        .take(3)
+                        .map(|a| format!("'{}'", String::from_utf8_lossy(a)))
+                        .collect();
+                    out.error(&format!(
+                        "ERR unknown command '{}', with args beginning with: {}",
+                        String::from_utf8_lossy(&args[0]),
+                        shown.join(" ")
+                    ));
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            out.error(&format!("ERR strata: {e}"));
+        }
+    }
+
+    /// The stripe locks of `keys`, taken in order (no deadlock between two multi-key
+    /// commands).
+    fn lock_keys(&self, keys: &[Vec<u8>]) -> Vec<MutexGuard<'_, ()>> {
+        let mut ids: Vec<usize> = keys.iter().map(|k| stripe_of(k)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().map(|i| lock(&self.stripes[i])).collect()
+    }
+
+    fn hello(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
+        let mut i = 1;
+        if let Some(v) = args.get(1) {
+            match parse_i64(v) {
+                Some(2) => s.resp3 = false,
+                Some(3) => s.resp3 = true,
+                _ => {
+                    out.error("NOPROTO unsupported protocol version");
+                    return;
+                }
+            }
+            i = 2;
+        }
+        while i < args.len() {
+            match upper(&args[i]).as_str() {
+                "AUTH" if i + 2 < args.len() => {
+                    match &self.config.requirepass {
+                        Some(p) if *p == args[i + 2] => s.authed = true,
+                        None => s.authed = true,
+                        Some(_) => {
+                            out.error(
+                                "WRONGPASS invalid username-password pair or user is disabled.",
+                            );
+                            return;
+                        }
+                    }
+                    i += 3;
+                }
+                "SETNAME" if i + 1 < args.len() => i += 2,
+                _ => {
+                    out.error("ERR syntax error in HELLO");
+                    return;
+                }
+            }
+        }
+        if !s.authed {
+            out.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+            return;
+        }
+        out.resp3 = s.resp3;
+        out.map(7);
+        out.bulk(b"server");
+        out.bulk(b"strata");
+        out.bulk(b"version");
+        out.bulk(env!("CARGO_PKG_VERSION").as_bytes());
+        out.bulk(b"proto");
+        out.int(if s.resp3 { 3 } else { 2 });
+        out.bulk(b"id");
+        out.int(self.connections.load(Ordering::Relaxed) as i64);
+        out.bulk(b"mode");
+        out.bulk(b"standalone");
+        out.bulk(b"role");
+        out.bulk(b"master");
+        out.bulk(b"modules");
+        out.array(0);
+    }
+
+    fn set(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        if args.len() < 3 {
+            out.error("ERR wrong number of arguments for 'set' command");
+            return Ok(());
+        }
+        let (mut nx, mut xx, mut get) = (false, false, false);
+        for a in &args[3..] {
+            match upper(a).as_str() {
+                "NX" => nx = true,
+                "XX" => xx = true,
+                "GET" => get = true,
+                "EX" | "PX" | "EXAT" | "PXAT" | "KEEPTTL" => {
+                    out.error("ERR expiry (EX, PX, EXAT, PXAT, KEEPTTL) is not supported by strata-server");
+                    return Ok(());
+                }
+                _ => {
+                    out.error("ERR syntax error");
+                    return Ok(());
+                }
+            }
+        }
+        if nx && xx {
+            out.error("ERR syntax error");
+            return Ok(());
+        }
+        let k = string_key(&args[1]);
+        let _g = lock(&self.stripes[stripe_of(&k)]);
+        let old = if nx || xx || get {
+            self.db.get(&k)?
+        } else {
+            None
+        };
+        let go = !(nx && old.is_some() || xx && old.is_none());
+        if go {
+            let mut b = strata::WriteBatch::new();
+            b.put(&k, &args[2]);
+            self.write(b)?;
+        }
+        match (get, go) {
+            (true, _) => match old {
+                Some(v) => out.bulk(&v),
+                None => out.null(),
+            },
+            (false, true) => out.simple("OK"),
+            (false, false) => out.null(),
+        }
+        Ok(())
+    }
+
+    /// Up to `limit` string keys matching `pattern`, in order.
+    fn keys(&self, pattern: &[u8], limit: usize) -> strata::Result<Vec<Vec<u8>>> {
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(vec![STRING]),
+            upper_bound: Some(vec![STRING + 1]),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        let mut keys = Vec::new();
+        while it.valid() && keys.len() < limit {
+            let k = &it.key()[1..];
+            if glob(pattern, k) {
+                keys.push(k.to_vec());
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(keys)
+    }
+
+    fn count(&self, pattern: &[u8], limit: usize) -> strata::Result<usize> {
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(vec![STRING]),
+            upper_bound: Some(vec![STRING + 1]),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() && n < limit {
+            n += usize::from(glob(pattern, &it.key()[1..]));
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+
+    fn scan(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        if args.len() < 2 || !args.len().is_multiple_of(2) {
+            out.error("ERR wrong number of arguments for 'scan' command");
+            return Ok(());
+        }
+        let Some(cursor) = std::str::from_utf8(&args[1])
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            out.error("ERR invalid cursor");
+            return Ok(());
+        };
+        let (mut pattern, mut count): (&[u8], usize) = (b"*", 10);
+        for pair in args[2..].chunks(2) {
+            match upper(&pair[0]).as_str() {
+                "MATCH" => pattern = &pair[1],
+                "COUNT" => match parse_i64(&pair[1]) {
+                    Some(n) if n > 0 => count = n as usize,
+                    _ => {
+                        out.error("ERR value is not an integer or out of range");
+                        return Ok(());
+                    }
+                },
+                "TYPE" => {}
+                _ => {
+                    out.error("ERR syntax error");
+                    return Ok(());
+                }
+            }
+        }
+        let start = if cursor == 0 {
+            vec![STRING]
+        } else {
+            match lock(&self.cursors).keys.remove(&cursor) {
+                Some(k) => k,
+                None => {
+                    out.error("ERR invalid cursor (unknown or expired)");
+                    return Ok(());
+                }
+            }
+        };
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(start),
+            upper_bound: Some(vec![STRING + 1]),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        let mut found = Vec::new();
+        let mut visited = 0;
+        while it.valid() && visited < count {
+            let k = &it.key()[1..];
+            if glob(pattern, k) {
+                found.push(k.to_vec());
+            }
+            visited += 1;
+            it.next();
+        }
+        it.status()?;
+        let next = if it.valid() {
+            let mut c = lock(&self.cursors);
+            if c.keys.len() >= 100_000 {
+                // Abandoned cursors: forget the oldest numbers.
+                let cut = c.next.saturating_sub(50_000);
+                c.keys.retain(|&id, _| id > cut);
+            }
+            c.next += 1;
+            let id = c.next;
+            c.keys.insert(id, it.key().to_vec());
+            id
+        } else {
+            0
+        };
+        out.array(2);
+        out.bulk(next.to_string().as_bytes());
+        out.array(found.len());
+        for k in found {
+            out.bulk(&k);
+        }
+        Ok(())
+    }
+
+    fn flush_all(&self) -> strata::Result<()> {
+        let mut it = self.db.iter(strata::ReadOptions::default())?;
+        it.seek_to_first();
+        let mut b = strata::WriteBatch::new();
+        while it.valid() {
+            b.delete(it.key());
+            if b.len() >= 10_000 {
+                self.write(std::mem::take(&mut b))?;
+            }
+            it.next();
+        }
+        it.status()?;
+        if !b.is_empty() {
+            self.write(b)?;
+        }
+        Ok(())
+    }
+
+    fn info(&self) -> String {
+        let st = self.db.stats();
+        format!(
+            "# Server\r\nredis_version:7.0.0\r\nstrata_version:{}\r\nredis_mode:standalone\r\nuptime_in_seconds:{}\r\nsync_mode:{:?}\r\n\r\n# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\r\n# Keyspace\r\ndb0:keys={},expires=0\r\n\r\n# Strata\r\n{}\r\n",
+            env!("CARGO_PKG_VERSION"),
+            self.started.elapsed().as_secs(),
+            self.config.sync,
+            self.clients.load(Ordering::Relaxed),
+            self.config.maxclients,
+            self.connections.load(Ordering::Relaxed),
+            self.commands.load(Ordering::Relaxed),
+            self.count(b"*", usize::MAX).unwrap_or(0),
+            st.to_text().replace('\n', "\r\n")
+        )
+    }
+}
+
+/// Commands served (COMMAND COUNT).
+const COMMANDS: usize = 30;

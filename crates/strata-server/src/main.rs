@@ -1,0 +1,164 @@
+//! `strata-server --dir PATH [--port 6379] [--bind 127.0.0.1] [--requirepass PW] ...`:
+//! a strata database served over the Redis protocol.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{value_parser, Arg, ArgAction, Command};
+use strata_server::resp::Limits;
+use strata_server::{Config, Server, SyncMode};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn cli() -> Command {
+    Command::new("strata-server")
+        .about("A strata database served over the Redis protocol (RESP2 and RESP3)")
+        .version(env!("CARGO_PKG_VERSION"))
+        .arg(Arg::new("dir").long("dir").value_name("PATH").required(true).help("The database's directory (created if missing)"))
+        .arg(Arg::new("port").long("port").value_name("PORT").default_value("6379").value_parser(value_parser!(u16)))
+        .arg(Arg::new("bind").long("bind").value_name("ADDR").default_value("127.0.0.1").help("Address to listen on (127.0.0.1: this machine only)"))
+        .arg(Arg::new("requirepass").long("requirepass").value_name("PW").help("Clients must AUTH with PW before any data command"))
+        .arg(Arg::new("maxclients").long("maxclients").value_name("N").default_value("10000").value_parser(value_parser!(usize)))
+        .arg(Arg::new("sync").long("sync").value_name("MODE").default_value("batch").value_parser(["always", "batch", "none"])
+            .help("always: fsync before each reply; batch: fsync every --sync-interval-ms; none: the OS decides"))
+        .arg(Arg::new("sync-interval-ms").long("sync-interval-ms").value_name("MS").default_value("10").value_parser(value_parser!(u64)))
+        .arg(Arg::new("max-request-bytes").long("max-request-bytes").value_name("N").default_value("536870912").value_parser(value_parser!(usize))
+            .help("Largest request accepted; a larger one is an error and closes the connection"))
+        .arg(Arg::new("timeout").long("timeout").value_name("SECONDS").default_value("0").value_parser(value_parser!(u64))
+            .help("Close connections idle this long (0: never)"))
+        .arg(Arg::new("keys-limit").long("keys-limit").value_name("N").default_value("100000").value_parser(value_parser!(usize))
+            .help("KEYS refuses to return more keys than this (use SCAN)"))
+        .arg(Arg::new("enable-flushdb").long("enable-flushdb").action(ArgAction::SetTrue).help("Allow FLUSHDB/FLUSHALL"))
+        .arg(Arg::new("preset").long("preset").value_name("NAME").default_value("default").help("strata options preset"))
+}
+
+fn main() -> ExitCode {
+    let m = cli().get_matches();
+    let dir = m.get_one::<String>("dir").expect("required");
+    let opts = match strata::Options::preset(m.get_one::<String>("preset").expect("defaulted")) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("strata-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let db = match strata::Db::open(dir, opts) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("strata-server: opening {dir}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sync = match m.get_one::<String>("sync").map(String::as_str) {
+        Some("always") => SyncMode::Always,
+        Some("none") => SyncMode::None,
+        _ => SyncMode::Batch,
+    };
+    let timeout = *m.get_one::<u64>("timeout").expect("defaulted");
+    let config = Config {
+        requirepass: m
+            .get_one::<String>("requirepass")
+            .map(|p| p.as_bytes().to_vec()),
+        maxclients: *m.get_one::<usize>("maxclients").expect("defaulted"),
+        sync,
+        limits: Limits {
+            max_request: *m.get_one::<usize>("max-request-bytes").expect("defaulted"),
+            ..Limits::default()
+        },
+        idle_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
+        enable_flushdb: m.get_flag("enable-flushdb"),
+        keys_limit: *m.get_one::<usize>("keys-limit").expect("defaulted"),
+    };
+    let addr = format!(
+        "{}:{}",
+        m.get_one::<String>("bind").expect("defaulted"),
+        m.get_one::<u16>("port").expect("defaulted")
+    );
+    let listener = match TcpListener::bind(&addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("strata-server: listening on {addr}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let server = Server::new(db, config);
+    let interval = Duration::from_millis(*m.get_one::<u64>("sync-interval-ms").expect("defaulted"));
+    let syncer = (sync == SyncMode::Batch).then(|| {
+        let s = server.clone();
+        std::thread::spawn(move || {
+            while !s.shutting_down.load(Ordering::Acquire) {
+                std::thread::sleep(interval);
+                // An empty synced write syncs the WAL (and the value log) up to here.
+                let _ = s.db.write(
+                    &strata::WriteOptions {
+                        sync: true,
+                        ..Default::default()
+                    },
+                    strata::WriteBatch::new(),
+                );
+            }
+        })
+    });
+    eprintln!("strata-server: serving {dir} on {addr}");
+    let _ = listener.set_nonblocking(true);
+    let mut workers = Vec::new();
+    while !STOP.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                if server.clients.load(Ordering::Acquire) >= server.config.maxclients {
+                    use std::io::Write;
+                    let mut stream = stream;
+                    let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                    continue;
+                }
+                server.clients.fetch_add(1, Ordering::AcqRel);
+                let s = server.clone();
+                workers.push(std::thread::spawn(move || {
+                    s.serve(stream);
+                    s.clients.fetch_sub(1, Ordering::AcqRel);
+                }));
+                workers.retain(|w| !w.is_finished());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                eprintln!("strata-server: accept: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    eprintln!("strata-server: shutting down");
+    server.shutting_down.store(true, Ordering::Release);
+    for w in workers {
+        let _ = w.join();
+    }
+    if let Some(t) = syncer {
+        let _ = t.join();
+    }
+    match Arc::try_unwrap(server) {
+        Ok(s) => {
+            if let Err(e) = s.db.close() {
+                eprintln!("strata-server: closing the database: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        Err(s) => {
+            let _ = s.db.close();
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,229 @@
+//! RESP, the Redis protocol: requests in (arrays of bulk strings, or inline commands), and
+//! replies out in RESP2 or RESP3.
+
+/// Limits on what a request may be; past them the request is a protocol error and the
+/// connection is closed (the server and its data are untouched).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes one request may take, all arguments together.
+    pub max_request: usize,
+    /// Arguments one request may have.
+    pub max_args: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request: 512 << 20,
+            max_args: 1 << 20,
+        }
+    }
+}
+
+/// A parsed request (its arguments) and the bytes it took.
+pub type Parsed = (Vec<Vec<u8>>, usize);
+
+/// A request that cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+/// Parses one request from the front of `buf`: `Ok(Some((args, used)))`, or `Ok(None)` if
+/// more bytes are needed.
+///
+/// # Errors
+/// A malformed or oversized request.
+pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf[0] != b'*' {
+        return parse_inline(buf, limits);
+    }
+    let Some((n, mut at)) = line_int(buf, 1, limits)? else {
+        return Ok(None);
+    };
+    if n < 0 {
+        return Ok(Some((Vec::new(), at))); // a null array: nothing to do
+    }
+    let n = n as usize;
+    if n > limits.max_args {
+        return Err(ProtocolError(format!("too many arguments ({n})")));
+    }
+    let mut args = Vec::with_capacity(n.min(1024));
+    let mut total = 0usize;
+    for _ in 0..n {
+        let Some(&first) = buf.get(at) else {
+            return Ok(None);
+        };
+        if first != b'$' {
+            return Err(ProtocolError(format!(
+                "expected '$', got '{}'",
+                (first as char).escape_default()
+            )));
+        }
+        let Some((len, start)) = line_int(buf, at + 1, limits)? else {
+            return Ok(None);
+        };
+        if len < 0 {
+            return Err(ProtocolError("null bulk string in a request".into()));
+        }
+        let len = len as usize;
+        total += len;
+        if total > limits.max_request {
+            return Err(ProtocolError(format!(
+                "request larger than {} bytes",
+                limits.max_request
+            )));
+        }
+        if buf.len() < start + len + 2 {
+            return Ok(None);
+        }
+        if &buf[start + len..start + len + 2] != b"\r\n" {
+            return Err(ProtocolError("bulk string not followed by CRLF".into()));
+        }
+        args.push(buf[start..start + len].to_vec());
+        at = start + len + 2;
+    }
+    Ok(Some((args, at)))
+}
+
+/// The integer on the line starting at `from` (after a type byte), and where the next line
+/// starts.
+fn line_int(
+    buf: &[u8],
+    from: usize,
+    limits: &Limits,
+) -> Result<Option<(i64, usize)>, ProtocolError> {
+    let Some(end) = buf[from.min(buf.len())..].iter().position(|&b| b == b'\r') else {
+        if buf.len() - from.min(buf.len()) > 32 {
+            return Err(ProtocolError("length line too long".into()));
+        }
+        return Ok(None);
+    };
+    let end = from + end;
+    if buf.len() < end + 2 {
+        return Ok(None);
+    }
+    if buf[end + 1] != b'\n' {
+        return Err(ProtocolError("expected CRLF".into()));
+    }
+    let s = std::str::from_utf8(&buf[from..end])
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| ProtocolError("invalid length".into()))?;
+    if s > limits.max_request as i64 {
+        return Err(ProtocolError(format!("length {s} over the limit")));
+    }
+    Ok(Some((s, end + 2)))
+}
+
+/// An inline command: words separated by spaces, ended by a newline (redis-cli's and
+/// telnet's form).
+fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > 64 << 10 {
+            return Err(ProtocolError("inline request too long".into()));
+        }
+        return Ok(None);
+    };
+    let line = &buf[..nl];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let args: Vec<Vec<u8>> = line
+        .split(|&b| b == b' ' || b == b'\t')
+        .filter(|w| !w.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    if args.len() > limits.max_args {
+        return Err(ProtocolError("too many arguments".into()));
+    }
+    Ok(Some((args, nl + 1)))
+}
+
+/// A reply being written, in RESP2 or RESP3.
+pub struct Out {
+    pub buf: Vec<u8>,
+    pub resp3: bool,
+}
+
+impl Out {
+    pub fn simple(&mut self, s: &str) {
+        self.buf.push(b'+');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn error(&mut self, s: &str) {
+        self.buf.push(b'-');
+        // An error line may not hold a line break.
+        for b in s.bytes() {
+            self.buf
+                .push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        }
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn int(&mut self, n: i64) {
+        self.buf.extend_from_slice(format!(":{n}\r\n").as_bytes());
+    }
+
+    pub fn bulk(&mut self, b: &[u8]) {
+        self.buf
+            .extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+        self.buf.extend_from_slice(b);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn null(&mut self) {
+        self.buf
+            .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
+    }
+
+    pub fn array(&mut self, n: usize) {
+        self.buf.extend_from_slice(format!("*{n}\r\n").as_bytes());
+    }
+
+    /// A map of `n` pairs (RESP3), or a flat array of 2n (RESP2).
+    pub fn map(&mut self, n: usize) {
+        if self.resp3 {
+            self.buf.extend_from_slice(format!("%{n}\r\n").as_bytes());
+        } else {
+            self.array(2 * n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_parse_whole_or_ask_for_more() {
+        let l = Limits::default();
+        let req = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n";
+        let (args, used) = parse(req, &l).unwrap().unwrap();
+        assert_eq!(args, vec![b"GET".to_vec(), b"k".to_vec()]);
+        let (args, _) = parse(&req[used..], &l).unwrap().unwrap();
+        assert_eq!(args, vec![b"PING".to_vec()]);
+        for cut in 0..used {
+            assert_eq!(parse(&req[..cut], &l).unwrap(), None, "cut at {cut}");
+        }
+        let (args, used) = parse(b"set a  b\r\nrest", &l).unwrap().unwrap();
+        assert_eq!(args.len(), 3);
+        assert_eq!(used, 10);
+    }
+
+    #[test]
+    fn bad_and_oversized_requests_are_errors() {
+        let l = Limits {
+            max_request: 10,
+            max_args: 3,
+        };
+        assert!(parse(b"*2\r\n:3\r\n", &l).is_err());
+        assert!(parse(b"*1\r\n$20\r\n", &l).is_err());
+        assert!(parse(b"*9\r\n", &l).is_err());
+        assert!(parse(b"*1\r\n$x\r\n", &l).is_err());
+        assert!(parse(b"*1\r\n$2\r\nabcd", &l).is_err());
+        assert!(parse(b"*1\r\n$-1\r\n", &l).is_err());
+        assert!(parse(&[b'*'; 100], &l).is_err());
+    }
+}

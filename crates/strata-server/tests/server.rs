@@ -1,0 +1,368 @@
+//! strata-server run as a process and spoken to over TCP, with a minimal RESP client.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Reply>),
+    Map(Vec<(Reply, Reply)>),
+    Null,
+}
+
+fn bulk(s: &str) -> Reply {
+    Reply::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+struct Client {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                    return Client {
+                        r: BufReader::new(s.try_clone().unwrap()),
+                        w: s,
+                    };
+                }
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => panic!("cannot connect: {e}"),
+            }
+        }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) {
+        self.w.write_all(&encode(args)).unwrap();
+    }
+
+    fn read(&mut self) -> Reply {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        assert!(line.ends_with("\r\n"), "line {line:?}");
+        let (t, rest) = line.split_at(1);
+        let rest = rest.trim_end();
+        match t {
+            "+" => Reply::Simple(rest.into()),
+            "-" => Reply::Error(rest.into()),
+            ":" => Reply::Int(rest.parse().unwrap()),
+            "_" => Reply::Null,
+            "$" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Reply::Bulk(None);
+                }
+                let mut b = vec![0; n as usize + 2];
+                self.r.read_exact(&mut b).unwrap();
+                b.truncate(n as usize);
+                Reply::Bulk(Some(b))
+            }
+            "*" => {
+                let n: usize = rest.parse().unwrap();
+                Reply::Array((0..n).map(|_| self.read()).collect())
+            }
+            "%" => {
+                let n: usize = rest.parse().unwrap();
+                Reply::Map((0..n).map(|_| (self.read(), self.read())).collect())
+            }
+            _ => panic!("unexpected reply line {line:?}"),
+        }
+    }
+
+    fn cmd(&mut self, args: &[&str]) -> Reply {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.send(&a);
+        self.read()
+    }
+
+    /// Whether the server closed the connection.
+    fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.r.read(&mut b), Ok(0) | Err(_))
+    }
+}
+
+fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+            .arg("--dir")
+            .arg(dir)
+            .args(["--port", &port.to_string()])
+            .args(extra)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Server { child, port }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+
+    fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
+        Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-server-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn ok() -> Reply {
+    Reply::Simple("OK".into())
+}
+
+#[test]
+fn string_commands_and_their_errors() {
+    let dir = temp_dir("strings");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    assert_eq!(c.cmd(&["ping", "hi"]), bulk("hi"));
+    assert_eq!(c.cmd(&["ECHO", "x y"]), bulk("x y"));
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    assert!(matches!(c.cmd(&["SELECT", "1"]), Reply::Error(e) if e.contains("out of range")));
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["SET", "k", "v1"]), ok());
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v1"));
+    assert_eq!(c.cmd(&["SET", "k", "v2", "NX"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["SET", "k", "v2", "XX", "GET"]), bulk("v1"));
+    assert_eq!(c.cmd(&["SET", "new", "v", "XX"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["GET", "new"]), Reply::Bulk(None));
+    assert!(
+        matches!(c.cmd(&["SET", "k", "v", "NX", "XX"]), Reply::Error(e) if e.contains("syntax"))
+    );
+    assert!(
+        matches!(c.cmd(&["SET", "k", "v", "EX", "10"]), Reply::Error(e) if e.contains("not supported"))
+    );
+    assert_eq!(c.cmd(&["SETNX", "k", "x"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SETNX", "k2", "x"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["MSET", "a", "1", "b", "2", "c", "3"]), ok());
+    assert_eq!(
+        c.cmd(&["MGET", "a", "nope", "c"]),
+        Reply::Array(vec![bulk("1"), Reply::Bulk(None), bulk("3")])
+    );
+    assert!(
+        matches!(c.cmd(&["MSET", "a", "1", "b"]), Reply::Error(e) if e.contains("wrong number"))
+    );
+    assert_eq!(c.cmd(&["EXISTS", "a", "b", "nope", "a"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["DEL", "a", "nope"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["INCR", "n"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["INCRBY", "n", "41"]), Reply::Int(42));
+    assert_eq!(c.cmd(&["DECR", "n"]), Reply::Int(41));
+    assert_eq!(c.cmd(&["DECRBY", "n", "50"]), Reply::Int(-9));
+    assert!(matches!(c.cmd(&["INCR", "k"]), Reply::Error(e) if e.contains("not an integer")));
+    assert!(
+        matches!(c.cmd(&["INCRBY", "n", "x"]), Reply::Error(e) if e.contains("not an integer"))
+    );
+    c.cmd(&["SET", "big", &i64::MAX.to_string()]);
+    assert!(matches!(c.cmd(&["INCR", "big"]), Reply::Error(e) if e.contains("overflow")));
+    assert_eq!(c.cmd(&["APPEND", "ap", "ab"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["APPEND", "ap", "cde"]), Reply::Int(5));
+    assert_eq!(c.cmd(&["STRLEN", "ap"]), Reply::Int(5));
+    assert_eq!(c.cmd(&["STRLEN", "none"]), Reply::Int(0));
+    assert!(
+        matches!(c.cmd(&["GET"]), Reply::Error(e) if e.contains("wrong number of arguments for 'get'"))
+    );
+    assert!(
+        matches!(c.cmd(&["FROB", "x"]), Reply::Error(e) if e.contains("unknown command 'FROB'"))
+    );
+    assert!(matches!(c.cmd(&["FLUSHDB"]), Reply::Error(e) if e.contains("disabled")));
+    // The connection lives on after errors.
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(7));
+    assert!(
+        matches!(c.cmd(&["INFO"]), Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("db0:keys=7"))
+    );
+    assert_eq!(c.cmd(&["QUIT"]), ok());
+    assert!(c.closed());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn keys_scan_pipelining_and_resp3() {
+    let dir = temp_dir("scan");
+    let s = Server::start(&dir, &["--keys-limit", "500", "--enable-flushdb"]);
+    let mut c = s.client();
+    // 1000 SETs in one write: 1000 replies, in order.
+    let mut burst = Vec::new();
+    for i in 0..1000 {
+        let k = format!("user:{i:04}");
+        burst.extend(encode(&[b"SET", k.as_bytes(), b"x"]));
+    }
+    c.w.write_all(&burst).unwrap();
+    for _ in 0..1000 {
+        assert_eq!(c.read(), ok());
+    }
+    c.cmd(&["SET", "other", "y"]);
+    assert!(matches!(c.cmd(&["KEYS", "*"]), Reply::Error(e) if e.contains("SCAN")));
+    assert_eq!(
+        c.cmd(&["KEYS", "user:09[0-4]?"]),
+        Reply::Array((900..950).map(|i| bulk(&format!("user:{i:04}"))).collect())
+    );
+    // SCAN visits every matching key once, whatever COUNT says.
+    let mut cursor = "0".to_string();
+    let mut seen = Vec::new();
+    loop {
+        let Reply::Array(r) = c.cmd(&["SCAN", &cursor, "MATCH", "user:*", "COUNT", "77"]) else {
+            panic!()
+        };
+        let Reply::Bulk(Some(next)) = &r[0] else {
+            panic!()
+        };
+        let Reply::Array(keys) = &r[1] else { panic!() };
+        seen.extend(keys.iter().cloned());
+        cursor = String::from_utf8(next.clone()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 1000);
+    assert!(matches!(c.cmd(&["SCAN", "12345678"]), Reply::Error(_)));
+    // RESP3: HELLO's map, and nulls as `_`.
+    let Reply::Map(m) = c.cmd(&["HELLO", "3"]) else {
+        panic!()
+    };
+    assert!(m.contains(&(bulk("proto"), Reply::Int(3))));
+    assert_eq!(c.cmd(&["GET", "missing"]), Reply::Null);
+    assert_eq!(c.cmd(&["FLUSHDB"]), ok());
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(0));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn auth_is_required_when_a_password_is_set() {
+    let dir = temp_dir("auth");
+    let s = Server::start(&dir, &["--requirepass", "sekrit"]);
+    let mut c = s.client();
+    assert!(matches!(c.cmd(&["GET", "k"]), Reply::Error(e) if e.starts_with("NOAUTH")));
+    assert!(matches!(c.cmd(&["AUTH", "wrong"]), Reply::Error(e) if e.starts_with("WRONGPASS")));
+    assert_eq!(c.cmd(&["AUTH", "sekrit"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    let mut c2 = s.client();
+    let hello = c2.cmd(&["HELLO", "2", "AUTH", "default", "sekrit"]);
+    assert!(matches!(hello, Reply::Array(_)), "{hello:?}");
+    assert_eq!(c2.cmd(&["GET", "k"]), bulk("v"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn malformed_or_oversized_requests_close_only_their_connection() {
+    let dir = temp_dir("bad");
+    let s = Server::start(&dir, &["--max-request-bytes", "1000"]);
+    let mut good = s.client();
+    assert_eq!(good.cmd(&["SET", "k", "v"]), ok());
+    for bad in [&b"*1\r\n$x\r\n"[..], b"*2\r\n:1\r\n", b"*1\r\n$5000\r\n"] {
+        let mut c = s.client();
+        c.w.write_all(bad).unwrap();
+        assert!(matches!(c.read(), Reply::Error(e) if e.contains("Protocol error")));
+        assert!(c.closed());
+    }
+    let mut big = s.client();
+    let v = vec![b'x'; 2000];
+    big.send(&[b"SET", b"big", &v]);
+    assert!(matches!(big.read(), Reply::Error(e) if e.contains("Protocol error")));
+    assert_eq!(good.cmd(&["GET", "k"]), bulk("v"));
+    assert_eq!(good.cmd(&["GET", "big"]), Reply::Bulk(None));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sigterm_closes_cleanly_and_kill_9_loses_no_acknowledged_write() {
+    let dir = temp_dir("kill");
+    let mut s = Server::start(&dir, &["--sync", "always"]);
+    let mut c = s.client();
+    for i in 0..200 {
+        assert_eq!(c.cmd(&["SET", &format!("t{i}"), "v"]), ok());
+    }
+    assert!(s.signal("-TERM").success(), "SIGTERM exits 0");
+    // Writes from four clients; each remembers what was acknowledged; kill -9 mid-stream.
+    let mut s = Server::start(&dir, &["--sync", "always"]);
+    let port = s.port;
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let mut acked = 0u64;
+                for i in 0.. {
+                    let k = format!("w{t}:{i}");
+                    c.send(&[b"SET", k.as_bytes(), b"value"]);
+                    let mut line = String::new();
+                    match c.r.read_line(&mut line) {
+                        Ok(n) if n > 0 && line == "+OK\r\n" => acked = i + 1,
+                        _ => break,
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    s.signal("-KILL");
+    let acked: Vec<u64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert!(acked.iter().all(|&a| a > 10), "{acked:?}");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    for i in 0..200 {
+        assert_eq!(c.cmd(&["GET", &format!("t{i}")]), bulk("v"));
+    }
+    for (t, &n) in acked.iter().enumerate() {
+        for i in 0..n {
+            assert_eq!(
+                c.cmd(&["EXISTS", &format!("w{t}:{i}")]),
+                Reply::Int(1),
+                "w{t}:{i} of {n}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
