@@ -6,6 +6,7 @@
 //! in strata's key space (docs/format/redis-keys.md).
 
 pub mod resp;
+mod types;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -62,6 +63,9 @@ impl Default for Config {
 const STRIPES: usize = 1024;
 /// Prefix of string keys in strata's key space.
 const STRING: u8 = b's';
+/// Every key's own record (hash and sorted-set metas `m`, strings `s`) lies in
+/// `[KEYS_FROM, STRING + 1)`: KEYS, SCAN and DBSIZE walk that range.
+const KEYS_FROM: u8 = b'm';
 
 /// The shared state of a running server.
 pub struct Server {
@@ -392,8 +396,23 @@ impl Server {
                     if arity(argc == 2, out) {
                         match self.db.get(string_key(&args[1]))? {
                             Some(v) => out.bulk(&v),
+                            None if self.meta(&args[1])?.is_some() => out.error(types::WRONGTYPE),
                             None => out.null(),
                         }
+                    }
+                }
+                "TYPE" => {
+                    if arity(argc == 2, out) {
+                        let t = if self.db.get(string_key(&args[1]))?.is_some() {
+                            "string"
+                        } else {
+                            match self.meta(&args[1])? {
+                                Some((types::HASH, _)) => "hash",
+                                Some(_) => "zset",
+                                None => "none",
+                            }
+                        };
+                        out.simple(t);
                     }
                 }
                 "SET" => self.set(args, out)?,
@@ -401,7 +420,7 @@ impl Server {
                     if arity(argc == 3, out) {
                         let k = string_key(&args[1]);
                         let _g = lock(&self.stripes[stripe_of(&k)]);
-                        if self.db.get(&k)?.is_some() {
+                        if self.db.get(&k)?.is_some() || self.meta(&args[1])?.is_some() {
                             out.int(0);
                         } else {
                             let mut b = strata::WriteBatch::new();
@@ -428,6 +447,11 @@ impl Server {
                             args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
                         let _g = self.lock_keys(&keys);
                         let mut b = strata::WriteBatch::new();
+                        for p in args[1..].chunks(2) {
+                            if self.meta(&p[0])?.is_some() {
+                                self.delete_any(&p[0], &mut b)?;
+                            }
+                        }
                         for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
                             b.put(k, &p[1]);
                         }
@@ -441,10 +465,10 @@ impl Server {
                         let _g = self.lock_keys(&keys);
                         let mut b = strata::WriteBatch::new();
                         let mut n = 0;
-                        for k in &keys {
-                            if self.db.get(k)?.is_some() {
+                        let mut seen = std::collections::HashSet::new();
+                        for k in &args[1..] {
+                            if seen.insert(k) && self.delete_any(k, &mut b)? {
                                 n += 1;
-                                b.delete(k);
                             }
                         }
                         if n > 0 {
@@ -457,7 +481,9 @@ impl Server {
                     if arity(argc >= 2, out) {
                         let mut n = 0;
                         for k in &args[1..] {
-                            n += i64::from(self.db.get(string_key(k))?.is_some());
+                            n += i64::from(
+                                self.db.get(string_key(k))?.is_some() || self.meta(k)?.is_some(),
+                            );
                         }
                         out.int(n);
                     }
@@ -488,6 +514,10 @@ impl Server {
                     let k = string_key(&args[1]);
                     let _g = lock(&self.stripes[stripe_of(&k)]);
                     let now = match self.db.get(&k)? {
+                        None if self.meta(&args[1])?.is_some() => {
+                            out.error(types::WRONGTYPE);
+                            return Ok(());
+                        }
                         None => 0,
                         Some(v) => match parse_i64(&v) {
                             Some(n) => n,
@@ -510,6 +540,10 @@ impl Server {
                     if arity(argc == 3, out) {
                         let k = string_key(&args[1]);
                         let _g = lock(&self.stripes[stripe_of(&k)]);
+                        if self.meta(&args[1])?.is_some() {
+                            out.error(types::WRONGTYPE);
+                            return Ok(());
+                        }
                         let mut v = self.db.get(&k)?.unwrap_or_default();
                         v.extend_from_slice(&args[2]);
                         let mut b = strata::WriteBatch::new();
@@ -520,6 +554,10 @@ impl Server {
                 }
                 "STRLEN" => {
                     if arity(argc == 2, out) {
+                        if self.meta(&args[1])?.is_some() {
+                            out.error(types::WRONGTYPE);
+                            return Ok(());
+                        }
                         let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
                         out.int(n as i64);
                     }
@@ -551,6 +589,7 @@ impl Server {
                         out.simple("OK");
                     }
                 }
+                _ if self.typed_command(&name, args, out)? => {}
                 _ => {
                     let shown: Vec<String> = args[1..]
                         .iter()
@@ -664,14 +703,24 @@ impl Server {
         }
         let k = string_key(&args[1]);
         let _g = lock(&self.stripes[stripe_of(&k)]);
+        let typed = self.meta(&args[1])?.is_some();
+        if typed && get {
+            out.error(types::WRONGTYPE);
+            return Ok(());
+        }
         let old = if nx || xx || get {
             self.db.get(&k)?
         } else {
             None
         };
-        let go = !(nx && old.is_some() || xx && old.is_none());
+        let exists = old.is_some() || typed;
+        let go = !(nx && exists || xx && !exists);
         if go {
+            // SET replaces a key of any type.
             let mut b = strata::WriteBatch::new();
+            if typed {
+                self.delete_any(&args[1], &mut b)?;
+            }
             b.put(&k, &args[2]);
             self.write(b)?;
         }
@@ -689,7 +738,7 @@ impl Server {
     /// Up to `limit` string keys matching `pattern`, in order.
     fn keys(&self, pattern: &[u8], limit: usize) -> strata::Result<Vec<Vec<u8>>> {
         let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(vec![STRING]),
+            lower_bound: Some(vec![KEYS_FROM]),
             upper_bound: Some(vec![STRING + 1]),
             ..Default::default()
         })?;
@@ -708,7 +757,7 @@ impl Server {
 
     fn count(&self, pattern: &[u8], limit: usize) -> strata::Result<usize> {
         let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(vec![STRING]),
+            lower_bound: Some(vec![KEYS_FROM]),
             upper_bound: Some(vec![STRING + 1]),
             ..Default::default()
         })?;
@@ -753,7 +802,7 @@ impl Server {
             }
         }
         let start = if cursor == 0 {
-            vec![STRING]
+            vec![KEYS_FROM]
         } else {
             match lock(&self.cursors).keys.remove(&cursor) {
                 Some(k) => k,
@@ -839,4 +888,4 @@ impl Server {
 }
 
 /// Commands served (COMMAND COUNT).
-const COMMANDS: usize = 30;
+const COMMANDS: usize = 42;

@@ -366,3 +366,129 @@ fn sigterm_closes_cleanly_and_kill_9_loses_no_acknowledged_write() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn hashes_sorted_sets_and_wrong_types() {
+    let dir = temp_dir("types");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    assert_eq!(
+        c.cmd(&["HSET", "user:1", "name", "ann", "age", "30"]),
+        Reply::Int(2)
+    );
+    assert_eq!(
+        c.cmd(&["HSET", "user:1", "age", "31", "city", "oslo"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["HGET", "user:1", "age"]), bulk("31"));
+    assert_eq!(c.cmd(&["HGET", "user:1", "nope"]), Reply::Bulk(None));
+    assert_eq!(
+        c.cmd(&["HMGET", "user:1", "name", "x", "city"]),
+        Reply::Array(vec![bulk("ann"), Reply::Bulk(None), bulk("oslo")])
+    );
+    assert_eq!(
+        c.cmd(&["HGETALL", "user:1"]),
+        Reply::Array(vec![
+            bulk("age"),
+            bulk("31"),
+            bulk("city"),
+            bulk("oslo"),
+            bulk("name"),
+            bulk("ann")
+        ])
+    );
+    assert_eq!(c.cmd(&["HLEN", "user:1"]), Reply::Int(3));
+    assert_eq!(
+        c.cmd(&["HDEL", "user:1", "city", "city", "nope"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["HLEN", "user:1"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["TYPE", "user:1"]), Reply::Simple("hash".into()));
+    assert_eq!(c.cmd(&["HGETALL", "none"]), Reply::Array(vec![]));
+    assert!(
+        matches!(c.cmd(&["HSET", "user:1", "odd"]), Reply::Error(e) if e.contains("wrong number"))
+    );
+
+    assert_eq!(
+        c.cmd(&["ZADD", "idx", "3", "c", "1", "a", "2", "b", "-1.5", "neg"]),
+        Reply::Int(4)
+    );
+    assert_eq!(c.cmd(&["ZADD", "idx", "10", "a"]), Reply::Int(0)); // moved, not added
+    assert_eq!(c.cmd(&["ZCARD", "idx"]), Reply::Int(4));
+    assert_eq!(c.cmd(&["ZSCORE", "idx", "a"]), bulk("10"));
+    assert_eq!(
+        c.cmd(&["ZRANGEBYSCORE", "idx", "-inf", "+inf"]),
+        Reply::Array(vec![bulk("neg"), bulk("b"), bulk("c"), bulk("a")])
+    );
+    assert_eq!(
+        c.cmd(&[
+            "ZRANGEBYSCORE",
+            "idx",
+            "(2",
+            "10",
+            "WITHSCORES",
+            "LIMIT",
+            "0",
+            "1"
+        ]),
+        Reply::Array(vec![bulk("c"), bulk("3")])
+    );
+    assert_eq!(
+        c.cmd(&["ZRANGEBYSCORE", "idx", "0", "(10", "LIMIT", "1", "5"]),
+        Reply::Array(vec![bulk("c")])
+    );
+    assert!(matches!(c.cmd(&["ZADD", "idx", "x", "m"]), Reply::Error(e) if e.contains("float")));
+    assert_eq!(c.cmd(&["ZREM", "idx", "b", "zz"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["ZCARD", "idx"]), Reply::Int(3));
+
+    // Wrong types: errors, and the connection goes on.
+    c.cmd(&["SET", "str", "v"]);
+    for (args, wrong) in [
+        (vec!["HGET", "str", "f"], true),
+        (vec!["HSET", "idx", "f", "v"], true),
+        (vec!["ZADD", "user:1", "1", "m"], true),
+        (vec!["GET", "user:1"], true),
+        (vec!["INCR", "idx"], true),
+        (vec!["APPEND", "user:1", "x"], true),
+        (vec!["STRLEN", "idx"], true),
+        (vec!["ZRANGEBYSCORE", "str", "0", "1"], true),
+    ] {
+        let r = c.cmd(&args);
+        assert_eq!(
+            matches!(&r, Reply::Error(e) if e.starts_with("WRONGTYPE")),
+            wrong,
+            "{args:?}: {r:?}"
+        );
+    }
+    assert_eq!(
+        c.cmd(&["EXISTS", "user:1", "idx", "str", "none"]),
+        Reply::Int(3)
+    );
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(3));
+    let Reply::Array(r) = c.cmd(&["SCAN", "0", "COUNT", "100"]) else {
+        panic!()
+    };
+    assert_eq!(
+        r[1],
+        Reply::Array(vec![bulk("idx"), bulk("user:1"), bulk("str")])
+    );
+    // SET replaces any type; DEL removes every element.
+    assert_eq!(c.cmd(&["SET", "user:1", "flat"]), ok());
+    assert_eq!(c.cmd(&["TYPE", "user:1"]), Reply::Simple("string".into()));
+    assert_eq!(c.cmd(&["HGETALL", "user:1"]), Reply::Error(types_wrong()));
+    assert_eq!(c.cmd(&["DEL", "idx", "user:1"]), Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["ZRANGEBYSCORE", "idx", "-inf", "+inf"]),
+        Reply::Array(vec![])
+    );
+    assert_eq!(c.cmd(&["ZADD", "idx", "5", "again"]), Reply::Int(1));
+    assert_eq!(
+        c.cmd(&["ZRANGEBYSCORE", "idx", "-inf", "+inf"]),
+        Reply::Array(vec![bulk("again")])
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn types_wrong() -> String {
+    "WRONGTYPE Operation against a key holding the wrong kind of value".into()
+}

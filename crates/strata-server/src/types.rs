@@ -1,0 +1,509 @@
+//! Hashes and sorted sets in strata's key space (docs/format/redis-keys.md): a meta record
+//! per key (`m` + key -> type byte + element count), one record per hash field or set
+//! member, and for sorted sets a score index ordered by score.
+
+use crate::resp::Out;
+use crate::{lock, stripe_of, Server};
+
+/// Type bytes of the meta record.
+pub const HASH: u8 = b'h';
+pub const ZSET: u8 = b'z';
+const META: u8 = b'm';
+const ZSCORE: u8 = b'y';
+
+pub fn meta_key(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.push(META);
+    v.extend_from_slice(k);
+    v
+}
+
+/// `tag` + key length (u32 BE) + key: the prefix of one key's elements.
+pub fn element_prefix(tag: u8, k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 5);
+    v.push(tag);
+    v.extend_from_slice(&(k.len() as u32).to_be_bytes());
+    v.extend_from_slice(k);
+    v
+}
+
+fn with(prefix: &[u8], rest: &[u8]) -> Vec<u8> {
+    let mut v = prefix.to_vec();
+    v.extend_from_slice(rest);
+    v
+}
+
+/// A score as 8 bytes that sort as the numbers do.
+fn ordered(score: f64) -> [u8; 8] {
+    let b = score.to_bits();
+    let b = if b >> 63 == 1 { !b } else { b | (1 << 63) };
+    b.to_be_bytes()
+}
+
+fn end_of(prefix: &[u8]) -> Vec<u8> {
+    let mut e = prefix.to_vec();
+    while let Some(last) = e.pop() {
+        if last != 0xff {
+            e.push(last + 1);
+            return e;
+        }
+    }
+    vec![0xff; prefix.len() + 1]
+}
+
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+impl Server {
+    /// The type and element count of a hash or sorted set `k`.
+    pub(crate) fn meta(&self, k: &[u8]) -> strata::Result<Option<(u8, u64)>> {
+        Ok(self.db.get(meta_key(k))?.and_then(|v| {
+            let n = u64::from_le_bytes(v.get(1..9)?.try_into().ok()?);
+            Some((v[0], n))
+        }))
+    }
+
+    fn put_meta(b: &mut strata::WriteBatch, k: &[u8], t: u8, n: u64) {
+        if n == 0 {
+            b.delete(meta_key(k));
+        } else {
+            let mut v = vec![t];
+            v.extend_from_slice(&n.to_le_bytes());
+            b.put(meta_key(k), v);
+        }
+    }
+
+    /// Every record of key `k`, whatever its type, deleted in `b`; whether it existed.
+    pub(crate) fn delete_any(&self, k: &[u8], b: &mut strata::WriteBatch) -> strata::Result<bool> {
+        let s = crate::string_key(k);
+        if self.db.get(&s)?.is_some() {
+            b.delete(&s);
+            return Ok(true);
+        }
+        let Some((t, _)) = self.meta(k)? else {
+            return Ok(false);
+        };
+        let tags: &[u8] = if t == ZSET { &[ZSET, ZSCORE] } else { &[HASH] };
+        for &tag in tags {
+            let p = element_prefix(tag, k);
+            let mut it = self.db.iter(strata::ReadOptions {
+                lower_bound: Some(p.clone()),
+                upper_bound: Some(end_of(&p)),
+                ..Default::default()
+            })?;
+            it.seek_to_first();
+            while it.valid() {
+                b.delete(it.key());
+                it.next();
+            }
+            it.status()?;
+        }
+        b.delete(meta_key(k));
+        Ok(true)
+    }
+
+    /// Whether `k` holds something other than type `t` (a string, or the other type).
+    fn wrong_type(&self, k: &[u8], t: u8) -> strata::Result<Option<u64>> {
+        if self.db.get(crate::string_key(k))?.is_some() {
+            return Ok(None);
+        }
+        match self.meta(k)? {
+            Some((have, n)) if have == t => Ok(Some(n)),
+            Some(_) => Ok(None),
+            None => Ok(Some(0)),
+        }
+    }
+
+    /// Hash and sorted-set commands; false if `name` is none of them.
+    pub(crate) fn typed_command(
+        &self,
+        name: &str,
+        args: &[Vec<u8>],
+        out: &mut Out,
+    ) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| {
+            if !ok {
+                out.error(&format!(
+                    "ERR wrong number of arguments for '{}' command",
+                    name.to_ascii_lowercase()
+                ));
+            }
+            ok
+        };
+        match name {
+            "HSET" | "HMSET" => {
+                if !arity(argc >= 4 && argc % 2 == 0, out) {
+                    return Ok(true);
+                }
+                let k = &args[1];
+                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
+                let Some(n) = self.wrong_type(k, HASH)? else {
+                    out.error(WRONGTYPE);
+                    return Ok(true);
+                };
+                let p = element_prefix(HASH, k);
+                let mut b = strata::WriteBatch::new();
+                let mut added = 0u64;
+                let mut seen = std::collections::HashSet::new();
+                for pair in args[2..].chunks(2) {
+                    let f = with(&p, &pair[0]);
+                    if seen.insert(pair[0].clone()) && self.db.get(&f)?.is_none() {
+                        added += 1;
+                    }
+                    b.put(&f, &pair[1]);
+                }
+                Self::put_meta(&mut b, k, HASH, n + added);
+                self.write(b)?;
+                if name == "HMSET" {
+                    out.simple("OK");
+                } else {
+                    out.int(added as i64);
+                }
+            }
+            "HGET" => {
+                if arity(argc == 3, out) {
+                    if self.wrong_type(&args[1], HASH)?.is_none() {
+                        out.error(WRONGTYPE);
+                    } else {
+                        match self
+                            .db
+                            .get(with(&element_prefix(HASH, &args[1]), &args[2]))?
+                        {
+                            Some(v) => out.bulk(&v),
+                            None => out.null(),
+                        }
+                    }
+                }
+            }
+            "HMGET" => {
+                if arity(argc >= 3, out) {
+                    if self.wrong_type(&args[1], HASH)?.is_none() {
+                        out.error(WRONGTYPE);
+                    } else {
+                        let p = element_prefix(HASH, &args[1]);
+                        out.array(argc - 2);
+                        for f in &args[2..] {
+                            match self.db.get(with(&p, f))? {
+                                Some(v) => out.bulk(&v),
+                                None => out.null(),
+                            }
+                        }
+                    }
+                }
+            }
+            "HGETALL" => {
+                if arity(argc == 2, out) {
+                    if self.wrong_type(&args[1], HASH)?.is_none() {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    let p = element_prefix(HASH, &args[1]);
+                    let mut it = self.db.iter(strata::ReadOptions {
+                        lower_bound: Some(p.clone()),
+                        upper_bound: Some(end_of(&p)),
+                        ..Default::default()
+                    })?;
+                    it.seek_to_first();
+                    let mut pairs = Vec::new();
+                    while it.valid() {
+                        pairs.push((it.key()[p.len()..].to_vec(), it.value().to_vec()));
+                        it.next();
+                    }
+                    it.status()?;
+                    out.map(pairs.len());
+                    for (f, v) in pairs {
+                        out.bulk(&f);
+                        out.bulk(&v);
+                    }
+                }
+            }
+            "HDEL" => {
+                if arity(argc >= 3, out) {
+                    let k = &args[1];
+                    let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
+                    let Some(n) = self.wrong_type(k, HASH)? else {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    };
+                    let p = element_prefix(HASH, k);
+                    let mut b = strata::WriteBatch::new();
+                    let mut removed = 0u64;
+                    let mut seen = std::collections::HashSet::new();
+                    for f in &args[2..] {
+                        let fk = with(&p, f);
+                        if seen.insert(f.clone()) && self.db.get(&fk)?.is_some() {
+                            removed += 1;
+                            b.delete(&fk);
+                        }
+                    }
+                    if removed > 0 {
+                        Self::put_meta(&mut b, k, HASH, n.saturating_sub(removed));
+                        self.write(b)?;
+                    }
+                    out.int(removed as i64);
+                }
+            }
+            "HLEN" => {
+                if arity(argc == 2, out) {
+                    match self.wrong_type(&args[1], HASH)? {
+                        Some(n) => out.int(n as i64),
+                        None => out.error(WRONGTYPE),
+                    }
+                }
+            }
+            "ZADD" => {
+                if !arity(argc >= 4 && argc % 2 == 0, out) {
+                    return Ok(true);
+                }
+                let k = &args[1];
+                let mut pairs = Vec::new();
+                for pair in args[2..].chunks(2) {
+                    match parse_score(&pair[0]) {
+                        Some(s) if !s.is_nan() => pairs.push((s, &pair[1])),
+                        _ => {
+                            out.error("ERR value is not a valid float");
+                            return Ok(true);
+                        }
+                    }
+                }
+                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
+                let Some(n) = self.wrong_type(k, ZSET)? else {
+                    out.error(WRONGTYPE);
+                    return Ok(true);
+                };
+                let (mp, ip) = (element_prefix(ZSET, k), element_prefix(ZSCORE, k));
+                let mut b = strata::WriteBatch::new();
+                let mut added = 0u64;
+                let mut now: std::collections::HashMap<&[u8], f64> = Default::default();
+                for (score, member) in pairs {
+                    let mk = with(&mp, member);
+                    let old = match now.get(member.as_slice()) {
+                        Some(&s) => Some(s),
+                        None => self
+                            .db
+                            .get(&mk)?
+                            .and_then(|v| Some(f64::from_le_bytes(v.try_into().ok()?))),
+                    };
+                    if let Some(o) = old {
+                        b.delete(with(&with(&ip, &ordered(o)), member));
+                    } else {
+                        added += 1;
+                    }
+                    now.insert(member.as_slice(), score);
+                    b.put(&mk, score.to_le_bytes());
+                    b.put(with(&with(&ip, &ordered(score)), member), b"");
+                }
+                Self::put_meta(&mut b, k, ZSET, n + added);
+                self.write(b)?;
+                out.int(added as i64);
+            }
+            "ZREM" => {
+                if !arity(argc >= 3, out) {
+                    return Ok(true);
+                }
+                let k = &args[1];
+                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
+                let Some(n) = self.wrong_type(k, ZSET)? else {
+                    out.error(WRONGTYPE);
+                    return Ok(true);
+                };
+                let (mp, ip) = (element_prefix(ZSET, k), element_prefix(ZSCORE, k));
+                let mut b = strata::WriteBatch::new();
+                let mut removed = 0u64;
+                let mut seen = std::collections::HashSet::new();
+                for m in &args[2..] {
+                    let mk = with(&mp, m);
+                    if !seen.insert(m.clone()) {
+                        continue;
+                    }
+                    if let Some(v) = self.db.get(&mk)? {
+                        if let Ok(bytes) = v.try_into() {
+                            let s = f64::from_le_bytes(bytes);
+                            b.delete(with(&with(&ip, &ordered(s)), m));
+                        }
+                        b.delete(&mk);
+                        removed += 1;
+                    }
+                }
+                if removed > 0 {
+                    Self::put_meta(&mut b, k, ZSET, n.saturating_sub(removed));
+                    self.write(b)?;
+                }
+                out.int(removed as i64);
+            }
+            "ZCARD" => {
+                if arity(argc == 2, out) {
+                    match self.wrong_type(&args[1], ZSET)? {
+                        Some(n) => out.int(n as i64),
+                        None => out.error(WRONGTYPE),
+                    }
+                }
+            }
+            "ZSCORE" => {
+                if arity(argc == 3, out) {
+                    if self.wrong_type(&args[1], ZSET)?.is_none() {
+                        out.error(WRONGTYPE);
+                    } else {
+                        match self
+                            .db
+                            .get(with(&element_prefix(ZSET, &args[1]), &args[2]))?
+                        {
+                            Some(v) if v.len() == 8 => {
+                                let s = f64::from_le_bytes(v.try_into().expect("8 bytes"));
+                                out.bulk(fmt_score(s).as_bytes());
+                            }
+                            _ => out.null(),
+                        }
+                    }
+                }
+            }
+            "ZRANGEBYSCORE" => self.zrange_by_score(args, out)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn zrange_by_score(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        if args.len() < 4 {
+            out.error("ERR wrong number of arguments for 'zrangebyscore' command");
+            return Ok(());
+        }
+        let (Some(min), Some(max)) = (parse_bound(&args[2]), parse_bound(&args[3])) else {
+            out.error("ERR min or max is not a float");
+            return Ok(());
+        };
+        let (mut with_scores, mut offset, mut count) = (false, 0usize, usize::MAX);
+        let mut i = 4;
+        while i < args.len() {
+            match crate::upper(&args[i]).as_str() {
+                "WITHSCORES" => {
+                    with_scores = true;
+                    i += 1;
+                }
+                "LIMIT" if i + 2 < args.len() => {
+                    let (Some(o), Some(c)) = (
+                        crate::parse_i64(&args[i + 1]),
+                        crate::parse_i64(&args[i + 2]),
+                    ) else {
+                        out.error("ERR value is not an integer or out of range");
+                        return Ok(());
+                    };
+                    if o < 0 {
+                        out.array(0);
+                        return Ok(());
+                    }
+                    offset = o as usize;
+                    count = if c < 0 { usize::MAX } else { c as usize };
+                    i += 3;
+                }
+                _ => {
+                    out.error("ERR syntax error");
+                    return Ok(());
+                }
+            }
+        }
+        if self.wrong_type(&args[1], ZSET)?.is_none() {
+            out.error(WRONGTYPE);
+            return Ok(());
+        }
+        let ip = element_prefix(ZSCORE, &args[1]);
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(with(&ip, &ordered(min.0))),
+            upper_bound: Some(end_of(&ip)),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        let mut found = Vec::new();
+        let mut skipped = 0;
+        while it.valid() && found.len() < count {
+            let rest = &it.key()[ip.len()..];
+            if rest.len() < 8 {
+                it.next();
+                continue;
+            }
+            let bits = u64::from_be_bytes(rest[..8].try_into().expect("8 bytes"));
+            let bits = if bits >> 63 == 1 {
+                bits & !(1 << 63)
+            } else {
+                !bits
+            };
+            let score = f64::from_bits(bits);
+            if score > max.0 || (max.1 && score == max.0) {
+                break;
+            }
+            if !(min.1 && score == min.0) {
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    found.push((rest[8..].to_vec(), score));
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        out.array(if with_scores {
+            2 * found.len()
+        } else {
+            found.len()
+        });
+        for (m, s) in found {
+            out.bulk(&m);
+            if with_scores {
+                out.bulk(fmt_score(s).as_bytes());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_score(b: &[u8]) -> Option<f64> {
+    match std::str::from_utf8(b).ok()?.to_ascii_lowercase().as_str() {
+        "+inf" | "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        s => s.parse().ok(),
+    }
+}
+
+/// A ZRANGEBYSCORE bound: the score and whether it is exclusive (`(`).
+fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
+    match b.strip_prefix(b"(") {
+        Some(rest) => parse_score(rest).map(|s| (s, true)),
+        None => parse_score(b).map(|s| (s, false)),
+    }
+}
+
+fn fmt_score(s: f64) -> String {
+    if s.is_infinite() {
+        return if s > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if s.fract() == 0.0 && s.abs() < 1e17 {
+        format!("{}", s as i64)
+    } else {
+        format!("{s}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_sort_as_numbers() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in xs.windows(2) {
+            assert!(ordered(w[0]) <= ordered(w[1]), "{} {}", w[0], w[1]);
+        }
+        assert_eq!(fmt_score(3.0), "3");
+        assert_eq!(fmt_score(2.5), "2.5");
+    }
+}
