@@ -442,7 +442,7 @@ impl Server {
                     }
                 }
                 "MSET" => {
-                    if arity(argc >= 3 && argc % 2 == 1, out) {
+                    if arity(argc >= 3 && !argc.is_multiple_of(2), out) {
                         let keys: Vec<Vec<u8>> =
                             args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
                         let _g = self.lock_keys(&keys);

@@ -132,7 +132,7 @@ impl Server {
         };
         match name {
             "HSET" | "HMSET" => {
-                if !arity(argc >= 4 && argc % 2 == 0, out) {
+                if !arity(argc >= 4 && argc.is_multiple_of(2), out) {
                     return Ok(true);
                 }
                 let k = &args[1];
@@ -252,7 +252,7 @@ impl Server {
                 }
             }
             "ZADD" => {
-                if !arity(argc >= 4 && argc % 2 == 0, out) {
+                if !arity(argc >= 4 && argc.is_multiple_of(2), out) {
                     return Ok(true);
                 }
                 let k = &args[1];
