@@ -252,7 +252,10 @@ impl Server {
     pub fn serve(self: &Arc<Self>, mut stream: TcpStream) {
         self.connections.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
+        // Short reads so that shutdown and the idle timeout are noticed; bounded writes so
+        // that a client that stops reading cannot hold the shutdown forever.
         let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
         let mut s = Session {
             authed: self.config.requirepass.is_none(),
             resp3: false,
