@@ -15,6 +15,10 @@ out=$(redis-benchmark -p "$port" -t set,get,mset,incr -n 20000 -c 20 -P 16 -q 2>
 echo "$out"
 [ "$(echo "$out" | wc -l)" -eq 4 ] || { echo "redis-benchmark did not finish every test" >&2; exit 1; }
 [ "$(redis-cli -p "$port" get key:__rand_int__ | wc -c)" -gt 1 ]
+# A real client library: redis-py, in a venv of its own.
+python3 -m venv "$dir/venv"
+"$dir/venv/bin/pip" install --quiet "redis>=5"
+"$dir/venv/bin/python" tools/server-client-test.py "$port"
 kill -TERM $pid
 wait $pid
 echo "strata-server smoke: ok"

@@ -173,6 +173,16 @@ impl Out {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    /// A floating-point number: a RESP3 double, or its text as a bulk string (RESP2).
+    pub fn double(&mut self, text: &str) {
+        if self.resp3 {
+            self.buf
+                .extend_from_slice(format!(",{text}\r\n").as_bytes());
+        } else {
+            self.bulk(text.as_bytes());
+        }
+    }
+
     pub fn null(&mut self) {
         self.buf
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });

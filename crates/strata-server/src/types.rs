@@ -350,7 +350,7 @@ impl Server {
                         {
                             Some(v) if v.len() == 8 => {
                                 let s = f64::from_le_bytes(v.try_into().expect("8 bytes"));
-                                out.bulk(fmt_score(s).as_bytes());
+                                out.double(&fmt_score(s));
                             }
                             _ => out.null(),
                         }
@@ -441,15 +441,20 @@ impl Server {
             it.next();
         }
         it.status()?;
-        out.array(if with_scores {
+        // RESP3 pairs each member with its score (a double); RESP2 interleaves them.
+        let pairs = with_scores && out.resp3;
+        out.array(if with_scores && !pairs {
             2 * found.len()
         } else {
             found.len()
         });
         for (m, s) in found {
+            if pairs {
+                out.array(2);
+            }
             out.bulk(&m);
             if with_scores {
-                out.bulk(fmt_score(s).as_bytes());
+                out.double(&fmt_score(s));
             }
         }
         Ok(())
