@@ -188,7 +188,10 @@ fn cli() -> Command {
                 .arg(Arg::new("name").required(true).value_name("NAME")),
         ))
         .subcommand(db_args(
-            Command::new("info").about("Levels, tables, layout, value-store space"),
+            Command::new("info").about(
+                "Levels, tables, what the manifest records (format features, L0 layout), \
+                 value-store space; tuning options are not recorded in a database",
+            ),
         ))
         .subcommand(db_args(
             Command::new("stats").about("The engine's counters since this open"),
@@ -565,6 +568,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                 &[
                     "strata.levels",
                     "strata.tables",
+                    "strata.features",
                     "strata.l0-layout",
                     "strata.table-reads",
                     "strata.value-files",

@@ -349,6 +349,8 @@ fn check_reports_every_problem_in_every_live_file() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "blob"))
         .unwrap();
+    let info = ok(&["info", "--db", db, "--preset", "blob", "--value-dir", vd]);
+    assert!(info.contains("strata.features: blob-files"), "{info}");
     let dump = ok(&["value-dump", blob_path.to_str().unwrap()]);
     assert!(
         dump.starts_with("blob file ") && dump.contains("offset 16 size "),

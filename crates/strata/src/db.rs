@@ -470,6 +470,11 @@ impl Db {
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
+            // What the manifest records that reading depends on (tuning options are not
+            // recorded: a database opens with whatever options it is given).
+            "strata.features" => Some(
+                crate::version::set::features_of(&self.inner.super_version().version).join(","),
+            ),
             "strata.l0-layout" => Some(format!(
                 "{:?}",
                 self.inner.super_version().version.l0.kind()

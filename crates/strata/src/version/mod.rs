@@ -3,7 +3,7 @@
 
 mod edit;
 mod level_iter;
-mod set;
+pub(crate) mod set;
 #[allow(
     clippy::module_inception,
     reason = "a file is named after its type: version/version.rs holds Version"

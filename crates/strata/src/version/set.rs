@@ -152,7 +152,7 @@ fn apply(
 }
 
 /// The format features `v` uses (see `SUPPORTED_FEATURES`).
-fn features_of(v: &Version) -> Vec<String> {
+pub(crate) fn features_of(v: &Version) -> Vec<String> {
     let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
     use crate::vstore::ValueFileKind;
     if v.values.values().any(|f| f.kind == ValueFileKind::Blob) {
