@@ -9,7 +9,7 @@ dir=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 target/release/strata-server --dir "$dir/db" --port "$port" --sync always 2>"$dir/log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 out=$(redis-benchmark -p "$port" -t set,get,mset,incr -n 20000 -c 20 -P 16 -q 2>&1 | tr '\r' '\n' | grep "requests per second")
 echo "$out"
