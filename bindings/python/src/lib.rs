@@ -8,14 +8,49 @@ use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-pyo3::create_exception!(_strata, Error, pyo3::exceptions::PyException, "A strata error.");
-pyo3::create_exception!(_strata, CorruptionError, Error, "Bytes on disk failed a checksum or could not be decoded.");
-pyo3::create_exception!(_strata, InvalidArgumentError, Error, "strata refused an argument or option.");
-pyo3::create_exception!(_strata, IOError, Error, "The operating system reported an I/O failure.");
-pyo3::create_exception!(_strata, NotSupportedError, Error, "Not supported by this build or this database's format.");
+pyo3::create_exception!(
+    _strata,
+    Error,
+    pyo3::exceptions::PyException,
+    "A strata error."
+);
+pyo3::create_exception!(
+    _strata,
+    CorruptionError,
+    Error,
+    "Bytes on disk failed a checksum or could not be decoded."
+);
+pyo3::create_exception!(
+    _strata,
+    InvalidArgumentError,
+    Error,
+    "strata refused an argument or option."
+);
+pyo3::create_exception!(
+    _strata,
+    IOError,
+    Error,
+    "The operating system reported an I/O failure."
+);
+pyo3::create_exception!(
+    _strata,
+    NotSupportedError,
+    Error,
+    "Not supported by this build or this database's format."
+);
 pyo3::create_exception!(_strata, ClosedError, Error, "The database is closed.");
-pyo3::create_exception!(_strata, PoisonedError, Error, "A background job failed earlier; writes are refused.");
-pyo3::create_exception!(_strata, BusyError, Error, "Another process (or DB object) holds the database.");
+pyo3::create_exception!(
+    _strata,
+    PoisonedError,
+    Error,
+    "A background job failed earlier; writes are refused."
+);
+pyo3::create_exception!(
+    _strata,
+    BusyError,
+    Error,
+    "Another process (or DB object) holds the database."
+);
 
 fn err(e: strata::Error) -> PyErr {
     use strata::ErrorKind as K;
@@ -42,7 +77,10 @@ fn bytes_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     obj.extract::<Vec<u8>>().map_err(|_| {
         PyTypeError::new_err(format!(
             "{what} must be bytes, not {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))
     })
 }
@@ -51,11 +89,35 @@ fn closed() -> PyErr {
     ClosedError::new_err("the database is closed")
 }
 
+/// The value of `choices` that `value` names.
+fn choice<T: Copy>(name: &str, value: &Bound<'_, PyAny>, choices: &[(&str, T)]) -> PyResult<T> {
+    let given = value.extract::<String>().ok();
+    choices
+        .iter()
+        .find(|(n, _)| Some(*n) == given.as_deref())
+        .map(|&(_, t)| t)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+            InvalidArgumentError::new_err(format!(
+                "option {name}: expects one of {}",
+                names.join(", ")
+            ))
+        })
+}
+
 /// Applies keyword option `name` = `value` to `o`.
 fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
     let bad = |why: &str| InvalidArgumentError::new_err(format!("option {name}: {why}"));
-    let usize_ = || value.extract::<usize>().map_err(|_| bad("expects a non-negative int"));
-    let u64_ = || value.extract::<u64>().map_err(|_| bad("expects a non-negative int"));
+    let usize_ = || {
+        value
+            .extract::<usize>()
+            .map_err(|_| bad("expects a non-negative int"))
+    };
+    let u64_ = || {
+        value
+            .extract::<u64>()
+            .map_err(|_| bad("expects a non-negative int"))
+    };
     let f64_ = || value.extract::<f64>().map_err(|_| bad("expects a number"));
     let bool_ = || value.extract::<bool>().map_err(|_| bad("expects a bool"));
     let path = || -> PyResult<Option<std::path::PathBuf>> {
@@ -80,16 +142,12 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         "target_file_size_base" => o.target_file_size_base = u64_()?,
         "max_bytes_for_level_base" => o.max_bytes_for_level_base = u64_()?,
         "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = f64_()?,
-        "level0_file_num_compaction_trigger" => {
-            o.level0_file_num_compaction_trigger = usize_()?
-        }
+        "level0_file_num_compaction_trigger" => o.level0_file_num_compaction_trigger = usize_()?,
         "max_open_files" => o.max_open_files = usize_()?,
         "min_blob_size" => o.min_blob_size = usize_()?,
         "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = f64_()?,
         "vlog_segment_size" => o.vlog_segment_size = u64_()?,
-        "vlog_capacity" => {
-            o.vlog_capacity = if value.is_none() { None } else { Some(u64_()?) }
-        }
+        "vlog_capacity" => o.vlog_capacity = if value.is_none() { None } else { Some(u64_()?) },
         "value_read_ahead" => o.value_read_ahead = usize_()?,
         "memtable_filter_ratio" => o.memtable_filter_ratio = f64_()?,
         "level0_slowdown_writes_trigger" => o.level0_slowdown_writes_trigger = usize_()?,
@@ -99,9 +157,7 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         "max_grandparent_overlap_factor" => o.max_grandparent_overlap_factor = u64_()?,
         "max_mem_compaction_level" => o.max_mem_compaction_level = usize_()?,
         "read_compaction_bytes" => o.read_compaction_bytes = u64_()?,
-        "read_compaction_min_straight_reads" => {
-            o.read_compaction_min_straight_reads = u64_()?
-        }
+        "read_compaction_min_straight_reads" => o.read_compaction_min_straight_reads = u64_()?,
         "idle_compaction_delay" => {
             o.idle_compaction_delay = if value.is_none() {
                 None
@@ -111,59 +167,51 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         }
         "block_restart_interval" => o.block_restart_interval = usize_()?,
         "pin_table_metadata" => o.pin_table_metadata = bool_()?,
-        "memory_limit" => {
-            o.memory_limit = if value.is_none() { None } else { Some(u64_()?) }
-        }
+        "memory_limit" => o.memory_limit = if value.is_none() { None } else { Some(u64_()?) },
         "max_background_compactions" => o.max_background_compactions = usize_()?,
         "compaction_yields_to_flush" => o.compaction_yields_to_flush = bool_()?,
         "separate_flush_thread" => o.separate_flush_thread = bool_()?,
-        "soft_pending_compaction_bytes_limit" => {
-            o.soft_pending_compaction_bytes_limit = u64_()?
-        }
-        "hard_pending_compaction_bytes_limit" => {
-            o.hard_pending_compaction_bytes_limit = u64_()?
-        }
+        "soft_pending_compaction_bytes_limit" => o.soft_pending_compaction_bytes_limit = u64_()?,
+        "hard_pending_compaction_bytes_limit" => o.hard_pending_compaction_bytes_limit = u64_()?,
         "l0_buckets" => o.l0_buckets = usize_()?,
         "bucket_compaction_trigger" => o.bucket_compaction_trigger = usize_()?,
         "max_manifest_file_size" => o.max_manifest_file_size = u64_()?,
         "l0_layout" => {
-            o.l0_layout = match value.extract::<String>().as_deref() {
-                Ok("flat") => strata::L0Layout::Flat,
-                Ok("buckets") => strata::L0Layout::Buckets,
-                _ => return Err(bad("expects \"flat\" or \"buckets\"")),
-            }
+            use strata::L0Layout as L;
+            o.l0_layout = choice(name, value, &[("flat", L::Flat), ("buckets", L::Buckets)])?;
         }
         "wal_recovery_mode" => {
-            o.wal_recovery_mode = match value.extract::<String>().as_deref() {
-                Ok("tolerate_torn_tail") => strata::WalRecoveryMode::TolerateTornTail,
-                Ok("absolute_consistency") => strata::WalRecoveryMode::AbsoluteConsistency,
-                Ok("point_in_time") => strata::WalRecoveryMode::PointInTime,
-                Ok("skip_any_corrupted") => strata::WalRecoveryMode::SkipAnyCorrupted,
-                _ => {
-                    return Err(bad(
-                        "expects \"tolerate_torn_tail\", \"absolute_consistency\", \
-                         \"point_in_time\" or \"skip_any_corrupted\"",
-                    ))
-                }
-            }
+            use strata::WalRecoveryMode as W;
+            o.wal_recovery_mode = choice(
+                name,
+                value,
+                &[
+                    ("tolerate_torn_tail", W::TolerateTornTail),
+                    ("absolute_consistency", W::AbsoluteConsistency),
+                    ("point_in_time", W::PointInTime),
+                    ("skip_any_corrupted", W::SkipAnyCorrupted),
+                ],
+            )?;
         }
         "wal_dir" => o.wal_dir = path()?,
         "level_dir" => o.level_dir = path()?,
         "value_dir" => o.value_dir = path()?,
         "compression" => {
-            o.compression = match value.extract::<String>().as_deref() {
-                Ok("none") => strata::Compression::None,
-                Ok("lz4") => strata::Compression::Lz4,
-                _ => return Err(bad("expects \"none\" or \"lz4\"")),
-            }
+            use strata::Compression as C;
+            o.compression = choice(name, value, &[("none", C::None), ("lz4", C::Lz4)])?;
         }
         "value_store" => {
-            o.value_store = match value.extract::<String>().as_deref() {
-                Ok("inline") => strata::ValueStoreKind::Inline,
-                Ok("blob") | Ok("blob_files") => strata::ValueStoreKind::BlobFiles,
-                Ok("vlog") => strata::ValueStoreKind::VLog,
-                _ => return Err(bad("expects \"inline\", \"blob\" or \"vlog\"")),
-            }
+            use strata::ValueStoreKind as V;
+            o.value_store = choice(
+                name,
+                value,
+                &[
+                    ("inline", V::Inline),
+                    ("blob", V::BlobFiles),
+                    ("blob_files", V::BlobFiles),
+                    ("vlog", V::VLog),
+                ],
+            )?;
         }
         // The compaction-policy enums (compaction_priority, compaction_picker,
         // level_sizing, table_cut, read_charging, write_slowdown, bucket_boundaries,
@@ -190,6 +238,28 @@ struct DB {
 }
 
 impl DB {
+    /// `key`'s bytes and its value, read with the GIL released.
+    fn lookup(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<(Vec<u8>, Option<Vec<u8>>)> {
+        let k = bytes_of(key, "key")?;
+        let db = self.get_db()?;
+        let v = py.allow_threads(|| db.get(&k)).map_err(err)?;
+        Ok((k, v))
+    }
+
+    /// Writes `b` with the GIL released.
+    fn write_batch_now(&self, py: Python<'_>, b: strata::WriteBatch, sync: bool) -> PyResult<()> {
+        let db = self.get_db()?;
+        let wo = strata::WriteOptions {
+            sync,
+            ..Default::default()
+        };
+        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+    }
+
     fn get_db(&self) -> PyResult<Arc<strata::Db>> {
         self.db
             .read()
@@ -211,12 +281,15 @@ fn read_options(
     }
 }
 
+/// Lower and upper bounds of an iteration.
+type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The bounds for `start`/`stop`/`prefix` (the narrower of each).
 fn bounds(
     start: Option<&Bound<'_, PyAny>>,
     stop: Option<&Bound<'_, PyAny>>,
     prefix: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+) -> PyResult<Bounds> {
     let mut lo = start.map(|s| bytes_of(s, "start")).transpose()?;
     let mut hi = stop.map(|s| bytes_of(s, "stop")).transpose()?;
     if let Some(p) = prefix.map(|p| bytes_of(p, "prefix")).transpose()? {
@@ -255,7 +328,9 @@ impl DB {
                 set_option(&mut o, &k.extract::<String>()?, &v)?;
             }
         }
-        let db = py.allow_threads(|| strata::Db::open(&path, o)).map_err(err)?;
+        let db = py
+            .allow_threads(|| strata::Db::open(&path, o))
+            .map_err(err)?;
         Ok(DB {
             db: RwLock::new(Some(Arc::new(db))),
         })
@@ -269,9 +344,7 @@ impl DB {
         key: &Bound<'_, PyAny>,
         default: Option<PyObject>,
     ) -> PyResult<PyObject> {
-        let k = bytes_of(key, "key")?;
-        let db = self.get_db()?;
-        match py.allow_threads(|| db.get(&k)).map_err(err)? {
+        match self.lookup(py, key)?.1 {
             Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
@@ -286,37 +359,23 @@ impl DB {
         value: &Bound<'_, PyAny>,
         sync: bool,
     ) -> PyResult<()> {
-        let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        let db = self.get_db()?;
         let mut b = strata::WriteBatch::new();
-        b.put(k, v);
-        let wo = strata::WriteOptions {
-            sync,
-            ..Default::default()
-        };
-        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+        b.put(bytes_of(key, "key")?, bytes_of(value, "value")?);
+        self.write_batch_now(py, b, sync)
     }
 
     /// Deletes `key` (no error if it is absent).
     #[pyo3(signature = (key, sync=false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
-        let k = bytes_of(key, "key")?;
-        let db = self.get_db()?;
         let mut b = strata::WriteBatch::new();
-        b.delete(k);
-        let wo = strata::WriteOptions {
-            sync,
-            ..Default::default()
-        };
-        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+        b.delete(bytes_of(key, "key")?);
+        self.write_batch_now(py, b, sync)
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let k = bytes_of(key, "key")?;
-        let db = self.get_db()?;
-        match py.allow_threads(|| db.get(&k)).map_err(err)? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
-            None => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
+        match self.lookup(py, key)? {
+            (_, Some(v)) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            (k, None) => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
         }
     }
 
@@ -334,9 +393,7 @@ impl DB {
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = bytes_of(key, "key")?;
-        let db = self.get_db()?;
-        Ok(py.allow_threads(|| db.get(&k)).map_err(err)?.is_some())
+        Ok(self.lookup(py, key)?.1.is_some())
     }
 
     /// The number of keys. Not cheap: it counts them all (a scan of the keys).
@@ -491,25 +548,28 @@ struct WriteBatch {
     sync: bool,
 }
 
+impl WriteBatch {
+    /// The batch still being filled.
+    fn open(&mut self) -> PyResult<&mut strata::WriteBatch> {
+        self.batch
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the batch was already written"))
+    }
+}
+
 #[pymethods]
 impl WriteBatch {
     /// Adds a put.
     fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        self.batch
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?
-            .put(k, v);
+        self.open()?.put(k, v);
         Ok(())
     }
 
     /// Adds a delete.
     fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_of(key, "key")?;
-        self.batch
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?
-            .delete(k);
+        self.open()?.delete(k);
         Ok(())
     }
 
@@ -522,16 +582,9 @@ impl WriteBatch {
 
     /// Applies the batch atomically.
     fn write(&mut self, py: Python<'_>) -> PyResult<()> {
-        let b = self
-            .batch
-            .take()
-            .ok_or_else(|| PyValueError::new_err("the batch was already written"))?;
-        let db = self.db.borrow(py).get_db()?;
-        let wo = strata::WriteOptions {
-            sync: self.sync,
-            ..Default::default()
-        };
-        py.allow_threads(|| db.write(&wo, b)).map_err(err)
+        self.open()?;
+        let b = self.batch.take().expect("open");
+        self.db.borrow(py).write_batch_now(py, b, self.sync)
     }
 
     fn __len__(&self) -> usize {
@@ -634,7 +687,10 @@ impl Iter {
                     self.it = None;
                     return Err(err(e));
                 }
-                (PyBytes::new(py, it.key()), v).into_pyobject(py)?.into_any().unbind()
+                (PyBytes::new(py, it.key()), v)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
             }
             (true, false) => PyBytes::new(py, it.key()).into_any().unbind(),
             _ => {
@@ -665,7 +721,10 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Iter>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     m.add("IOError", py.get_type::<IOError>())?;
     m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;

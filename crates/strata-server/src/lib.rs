@@ -192,6 +192,17 @@ fn class(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
     (j < pattern.len()).then_some((matched != negate, j + 1))
 }
 
+/// `ok`, after answering Redis's arity error for command `name` if it is false.
+fn check_arity(name: &str, ok: bool, out: &mut Out) -> bool {
+    if !ok {
+        out.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            name.to_ascii_lowercase()
+        ));
+    }
+    ok
+}
+
 fn parse_i64(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
@@ -336,15 +347,7 @@ impl Server {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
         let argc = args.len();
-        let arity = |ok: bool, out: &mut Out| {
-            if !ok {
-                out.error(&format!(
-                    "ERR wrong number of arguments for '{}' command",
-                    name.to_ascii_lowercase()
-                ));
-            }
-            ok
-        };
+        let arity = |ok: bool, out: &mut Out| check_arity(&name, ok, out);
         if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
             out.error("NOAUTH Authentication required.");
             return;
@@ -424,7 +427,7 @@ impl Server {
                     out.bulk(info.as_bytes());
                 }
                 "DBSIZE" => {
-                    let n = self.count(b"*", usize::MAX)?;
+                    let n = self.dbsize()?;
                     out.int(n as i64);
                 }
                 "GET" => {
@@ -770,14 +773,21 @@ impl Server {
         Ok(())
     }
 
-    /// Up to `limit` string keys matching `pattern`, in order.
-    fn keys(&self, pattern: &[u8], limit: usize) -> strata::Result<Vec<Vec<u8>>> {
+    /// Every key's own record (strings and the metas of hashes and sorted sets), in
+    /// order, from strata key `from`.
+    fn key_records(&self, from: Vec<u8>) -> strata::Result<strata::DbIterator> {
         let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(vec![KEYS_FROM]),
+            lower_bound: Some(from),
             upper_bound: Some(vec![STRING + 1]),
             ..Default::default()
         })?;
         it.seek_to_first();
+        Ok(it)
+    }
+
+    /// Up to `limit` keys matching `pattern`, in order.
+    fn keys(&self, pattern: &[u8], limit: usize) -> strata::Result<Vec<Vec<u8>>> {
+        let mut it = self.key_records(vec![KEYS_FROM])?;
         let mut keys = Vec::new();
         while it.valid() && keys.len() < limit {
             let k = &it.key()[1..];
@@ -790,16 +800,12 @@ impl Server {
         Ok(keys)
     }
 
-    fn count(&self, pattern: &[u8], limit: usize) -> strata::Result<usize> {
-        let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(vec![KEYS_FROM]),
-            upper_bound: Some(vec![STRING + 1]),
-            ..Default::default()
-        })?;
-        it.seek_to_first();
+    /// The number of keys (counted: a scan of the key records).
+    fn dbsize(&self) -> strata::Result<usize> {
+        let mut it = self.key_records(vec![KEYS_FROM])?;
         let mut n = 0;
-        while it.valid() && n < limit {
-            n += usize::from(glob(pattern, &it.key()[1..]));
+        while it.valid() {
+            n += 1;
             it.next();
         }
         it.status()?;
@@ -847,12 +853,7 @@ impl Server {
                 }
             }
         };
-        let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(start),
-            upper_bound: Some(vec![STRING + 1]),
-            ..Default::default()
-        })?;
-        it.seek_to_first();
+        let mut it = self.key_records(start)?;
         let mut found = Vec::new();
         let mut visited = 0;
         while it.valid() && visited < count {
@@ -916,7 +917,7 @@ impl Server {
             self.config.maxclients,
             self.connections.load(Ordering::Relaxed),
             self.commands.load(Ordering::Relaxed),
-            self.count(b"*", usize::MAX).unwrap_or(0),
+            self.dbsize().unwrap_or(0),
             st.to_text().replace('\n', "\r\n")
         )
     }

@@ -72,6 +72,17 @@ impl Server {
         }
     }
 
+    /// The records under `prefix` (one key's elements), from `from` on.
+    fn elements(&self, prefix: &[u8], from: Vec<u8>) -> strata::Result<strata::DbIterator> {
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(from),
+            upper_bound: Some(end_of(prefix)),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        Ok(it)
+    }
+
     /// Every record of key `k`, whatever its type, deleted in `b`; whether it existed.
     pub(crate) fn delete_any(&self, k: &[u8], b: &mut strata::WriteBatch) -> strata::Result<bool> {
         let s = crate::string_key(k);
@@ -85,12 +96,7 @@ impl Server {
         let tags: &[u8] = if t == ZSET { &[ZSET, ZSCORE] } else { &[HASH] };
         for &tag in tags {
             let p = element_prefix(tag, k);
-            let mut it = self.db.iter(strata::ReadOptions {
-                lower_bound: Some(p.clone()),
-                upper_bound: Some(end_of(&p)),
-                ..Default::default()
-            })?;
-            it.seek_to_first();
+            let mut it = self.elements(&p, p.clone())?;
             while it.valid() {
                 b.delete(it.key());
                 it.next();
@@ -121,15 +127,7 @@ impl Server {
         out: &mut Out,
     ) -> strata::Result<bool> {
         let argc = args.len();
-        let arity = |ok: bool, out: &mut Out| {
-            if !ok {
-                out.error(&format!(
-                    "ERR wrong number of arguments for '{}' command",
-                    name.to_ascii_lowercase()
-                ));
-            }
-            ok
-        };
+        let arity = |ok: bool, out: &mut Out| crate::check_arity(name, ok, out);
         match name {
             "HSET" | "HMSET" => {
                 if !arity(argc >= 4 && argc.is_multiple_of(2), out) {
@@ -198,12 +196,7 @@ impl Server {
                         return Ok(true);
                     }
                     let p = element_prefix(HASH, &args[1]);
-                    let mut it = self.db.iter(strata::ReadOptions {
-                        lower_bound: Some(p.clone()),
-                        upper_bound: Some(end_of(&p)),
-                        ..Default::default()
-                    })?;
-                    it.seek_to_first();
+                    let mut it = self.elements(&p, p.clone())?;
                     let mut pairs = Vec::new();
                     while it.valid() {
                         pairs.push((it.key()[p.len()..].to_vec(), it.value().to_vec()));
@@ -243,9 +236,10 @@ impl Server {
                     out.int(removed as i64);
                 }
             }
-            "HLEN" => {
+            "HLEN" | "ZCARD" => {
+                let t = if name == "HLEN" { HASH } else { ZSET };
                 if arity(argc == 2, out) {
-                    match self.wrong_type(&args[1], HASH)? {
+                    match self.wrong_type(&args[1], t)? {
                         Some(n) => out.int(n as i64),
                         None => out.error(WRONGTYPE),
                     }
@@ -331,14 +325,6 @@ impl Server {
                 }
                 out.int(removed as i64);
             }
-            "ZCARD" => {
-                if arity(argc == 2, out) {
-                    match self.wrong_type(&args[1], ZSET)? {
-                        Some(n) => out.int(n as i64),
-                        None => out.error(WRONGTYPE),
-                    }
-                }
-            }
             "ZSCORE" => {
                 if arity(argc == 3, out) {
                     if self.wrong_type(&args[1], ZSET)?.is_none() {
@@ -407,12 +393,7 @@ impl Server {
             return Ok(());
         }
         let ip = element_prefix(ZSCORE, &args[1]);
-        let mut it = self.db.iter(strata::ReadOptions {
-            lower_bound: Some(with(&ip, &ordered(min.0))),
-            upper_bound: Some(end_of(&ip)),
-            ..Default::default()
-        })?;
-        it.seek_to_first();
+        let mut it = self.elements(&ip, with(&ip, &ordered(min.0)))?;
         let mut found = Vec::new();
         let mut skipped = 0;
         while it.valid() && found.len() < count {

@@ -378,38 +378,16 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     Ok(problems)
 }
 
-/// The records of value file `f` (read as `bytes`) that fail their checksum or lengths.
+/// The record of value file `f` (read as `bytes`) that fails its checksum or lengths.
 fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) -> Vec<Problem> {
-    use crate::vstore::ValueFileKind;
-    let (mut at, end) = match f.kind {
-        ValueFileKind::Blob => (
-            crate::vstore::blob::HEADER_LEN as usize,
-            bytes
-                .len()
-                .saturating_sub(crate::vstore::blob::FOOTER_LEN as usize),
-        ),
-        ValueFileKind::VlogSegment => (0, bytes.len()),
-    };
-    let mut problems = Vec::new();
-    while at < end {
-        match crate::vstore::record::parse(&bytes[at..end]) {
-            Ok(r) => at += r.size,
-            Err(what) => {
-                // A segment's head may end in a record a crash cut short: only zeros or
-                // nothing past it is the log's end, not damage.
-                if f.kind == ValueFileKind::VlogSegment && bytes[at..].iter().all(|&b| b == 0) {
-                    break;
-                }
-                problems.push(Problem {
-                    file: path.to_path_buf(),
-                    offset: at as u64,
-                    what: format!("value record: {what}"),
-                });
-                break; // lengths past a bad record cannot be trusted
-            }
-        }
-    }
-    problems
+    let (_, stop) = crate::vstore::record::walk(bytes, f.kind);
+    stop.map(|(at, what)| Problem {
+        file: path.to_path_buf(),
+        offset: at as u64,
+        what: format!("value record: {what}"),
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Writes the records of value file `path` (a blob file, `.blob`, or a value-log segment,
@@ -442,7 +420,7 @@ pub fn dump_value_file(
         offset: offset as u64,
         what,
     };
-    let (mut at, end) = if blob {
+    if blob {
         let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
         if bytes.len() < h + f || &bytes[..8] != MAGIC {
             problems.push(problem(
@@ -461,7 +439,6 @@ pub fn dump_value_file(
             bytes.len()
         )
         .map_err(&w)?;
-        (h, bytes.len() - f)
     } else {
         writeln!(
             out,
@@ -470,31 +447,26 @@ pub fn dump_value_file(
             bytes.len()
         )
         .map_err(&w)?;
-        (0, bytes.len())
+    }
+    let kind = if blob {
+        crate::vstore::ValueFileKind::Blob
+    } else {
+        crate::vstore::ValueFileKind::VlogSegment
     };
-    while at < end {
-        match crate::vstore::record::parse(&bytes[at..end]) {
-            Ok(r) => {
-                writeln!(
-                    out,
-                    "  offset {at} size {}: {} => {}",
-                    r.size,
-                    show(r.key),
-                    show(r.value)
-                )
-                .map_err(&w)?;
-                at += r.size;
-            }
-            Err(_) if !blob && bytes[at..].iter().all(|&b| b == 0) => {
-                writeln!(out, "  offset {at}: end (zeros)").map_err(&w)?;
-                break;
-            }
-            Err(what) => {
-                writeln!(out, "  offset {at}: DAMAGED: {what}").map_err(&w)?;
-                problems.push(problem(at, format!("value record: {what}")));
-                break;
-            }
-        }
+    let (records, stop) = crate::vstore::record::walk(&bytes, kind);
+    for (at, r) in &records {
+        writeln!(
+            out,
+            "  offset {at} size {}: {} => {}",
+            r.size,
+            show(r.key),
+            show(r.value)
+        )
+        .map_err(&w)?;
+    }
+    if let Some((at, what)) = stop {
+        writeln!(out, "  offset {at}: DAMAGED: {what}").map_err(&w)?;
+        problems.push(problem(at, format!("value record: {what}")));
     }
     Ok(problems)
 }

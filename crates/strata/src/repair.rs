@@ -213,7 +213,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let mut next_number = max_number + 1;
     let mut new_files: Vec<FileMeta> = Vec::new();
     let mut referenced: HashMap<u64, (u64, u64)> = HashMap::new();
-    let mut out: Option<(TableBuilder, FileNumber, u64)> = None;
+    let mut out: Option<(TableBuilder, FileNumber, crate::vstore::OldestValueFile)> = None;
     let mut merged = MergingIterator::new(children);
     merged.seek_to_first();
     let mut last_user_key: Option<Vec<u8>> = None;
@@ -232,6 +232,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             merged.next(); // nothing below the last level for it to hide
             continue;
         }
+        let mut pointer_file = None;
         if k.kind == ValueKind::Pointer {
             let Some((file, size)) = ValuePointer::decode(merged.value())
                 .ok()
@@ -253,6 +254,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             let r = referenced.entry(file).or_default();
             r.0 += 1;
             r.1 += size;
+            pointer_file = Some(file);
         }
         if out.is_none() {
             let n = FileNumber(next_number);
@@ -261,14 +263,12 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             out = Some((
                 TableBuilder::new(fs.create(&p)?, p, table_opts),
                 n,
-                u64::MAX,
+                crate::vstore::OldestValueFile::default(),
             ));
         }
         let (b, _, oldest) = out.as_mut().expect("just made");
-        if k.kind == ValueKind::Pointer {
-            if let Ok(p) = ValuePointer::decode(merged.value()) {
-                *oldest = (*oldest).min(p.file);
-            }
+        if let Some(file) = pointer_file {
+            oldest.note(file);
         }
         b.add(ikey, merged.value())?;
         report.keys += 1;
@@ -306,7 +306,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         };
         if *kind == ValueFileKind::Blob {
             let bytes = crate::fs::read_all(&*fs, p)?;
-            let (records, record_bytes) = blob_records(&bytes);
+            let (found, _) = crate::vstore::record::walk(&bytes, ValueFileKind::Blob);
+            let records = found.len() as u64;
+            let record_bytes: u64 = found.iter().map(|(_, r)| r.size as u64).sum();
             f.records = records.max(refs);
             f.record_bytes = record_bytes.max(ref_bytes);
             f.garbage_records = f.records - refs;
@@ -383,7 +385,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
 
 /// The finished table of `o` (builder, number, oldest value file) as file metadata.
 fn finish(
-    o: (TableBuilder, FileNumber, u64),
+    o: (TableBuilder, FileNumber, crate::vstore::OldestValueFile),
     path_id: crate::placement::PathId,
 ) -> Result<FileMeta> {
     let (b, number, oldest) = o;
@@ -391,17 +393,8 @@ fn finish(
     let largest = b.last_key().to_vec();
     let props = b.finish()?;
     Ok(FileMeta {
-        number,
-        path_id,
-        size: props.file_size,
-        smallest,
-        largest,
-        smallest_seq: SeqNo(props.smallest_seq),
-        largest_seq: SeqNo(props.largest_seq),
-        num_entries: props.num_entries,
-        num_deletions: props.num_deletions,
-        oldest_value_file: if oldest == u64::MAX { 0 } else { oldest },
-        read_charges: Default::default(),
+        oldest_value_file: oldest.0,
+        ..FileMeta::from_properties(number, path_id, &props, smallest, largest)
     })
 }
 
@@ -414,24 +407,4 @@ fn path_id_of(placement: &Placement, d: &Path) -> crate::placement::PathId {
     } else {
         placement.path_id(FileKind::table(0))
     }
-}
-
-/// Records and record bytes of a blob file's bytes (up to the first that does not parse).
-fn blob_records(bytes: &[u8]) -> (u64, u64) {
-    let start = crate::vstore::blob::HEADER_LEN as usize;
-    let end = bytes
-        .len()
-        .saturating_sub(crate::vstore::blob::FOOTER_LEN as usize);
-    let (mut at, mut n, mut total) = (start, 0u64, 0u64);
-    while at < end {
-        match crate::vstore::record::parse(&bytes[at..end]) {
-            Ok(r) => {
-                n += 1;
-                total += r.size as u64;
-                at += r.size;
-            }
-            Err(_) => break,
-        }
-    }
-    (n, total)
 }

@@ -97,11 +97,11 @@ pub(crate) fn force_switch(db: &DbInner) -> Result<()> {
 }
 
 fn commit(db: &DbInner, writer: Writer) -> Result<()> {
+    let relocating = writer.relocate.is_some();
     let slot = Arc::new(Slot {
         cv: Condvar::new(),
         w: std::sync::Mutex::new(writer),
     });
-    let relocating = lock(&slot.w).relocate.is_some();
     let mut q = lock(&db.writers);
     q.slots.push_back(slot.clone());
     if relocating {

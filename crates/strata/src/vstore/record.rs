@@ -59,3 +59,38 @@ pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Parsed<'_>, &'static st
         size,
     })
 }
+
+/// A value file's records with their offsets, and where and why the walk stopped short.
+pub(crate) type Walk<'a> = (Vec<(usize, Parsed<'a>)>, Option<(usize, &'static str)>);
+
+/// The records of a whole value file's `bytes`, front to back, each with its offset, and
+/// where and why the walk stopped short (`None`: at the records' end, or at a value-log
+/// segment's zero tail, where a crash cut its head off). A blob file's header and footer
+/// are skipped. Lengths past a bad record cannot be trusted, so the walk stops there.
+pub(crate) fn walk(bytes: &[u8], kind: super::ValueFileKind) -> Walk<'_> {
+    let (mut at, end) = match kind {
+        super::ValueFileKind::Blob => (
+            super::blob::HEADER_LEN as usize,
+            bytes.len().saturating_sub(super::blob::FOOTER_LEN as usize),
+        ),
+        super::ValueFileKind::VlogSegment => (0, bytes.len()),
+    };
+    let mut records = Vec::new();
+    while at < end {
+        match parse(&bytes[at..end]) {
+            Ok(r) => {
+                let size = r.size;
+                records.push((at, r));
+                at += size;
+            }
+            Err(_)
+                if kind == super::ValueFileKind::VlogSegment
+                    && bytes[at..].iter().all(|&b| b == 0) =>
+            {
+                break
+            }
+            Err(what) => return (records, Some((at, what))),
+        }
+    }
+    (records, None)
+}
