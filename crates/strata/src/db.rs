@@ -256,6 +256,26 @@ impl DbInner {
         lock(&self.state).super_version.clone()
     }
 
+    /// What a read without a snapshot reads: the newest visible sequence and the super
+    /// version to read it in, taken at one instant (under the state lock). The super
+    /// version then holds every write at or below the sequence, and every value file an
+    /// entry visible at it points into. Read one after the other, a value log GC could move
+    /// a value and remove its old segment in between: the older sequence sees the old
+    /// pointer, the newer super version no longer holds its file (a `Corruption` on a
+    /// healthy database; `tests/value_log.rs`, `reads_race_value_log_gc`).
+    pub fn read_view(&self) -> (SeqNo, Arc<SuperVersion>) {
+        let st = lock(&self.state);
+        (self.visible_sequence(), st.super_version.clone())
+    }
+
+    /// A snapshot of the newest visible sequence, registered before anything can remove
+    /// what it reads (the sequence is read under the snapshot list's lock: compaction and
+    /// the value log's GC read that list after their own writes are visible, so they
+    /// either see this snapshot or it sees their writes).
+    pub fn snapshot(self: &Arc<Self>) -> Snapshot {
+        self.snapshots.take_with(|| self.visible_sequence())
+    }
+
     /// Rebuilds the super version after `mem`, `imms` or the version changed, and tells the
     /// table cache the live table bytes (it may read tables another way from now on).
     /// REQUIRES: `state` locked; `version` is the VersionSet's current one.
@@ -406,7 +426,7 @@ impl Db {
 
     /// A consistent point-in-time view for `get_opt` and `iter`; released on drop.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshots.take(self.inner.visible_sequence())
+        self.inner.snapshot()
     }
 
     /// Flushes the memtable to an L0 table and waits until every memtable is flushed.

@@ -24,10 +24,10 @@ type State = BTreeMap<Vec<u8>, Vec<u8>>;
 /// One acknowledged op: the entries it wrote (None = delete).
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
-fn dump(db: &Db) -> State {
+fn dump(db: &Db, ctx: &str) -> State {
     db.iter(ReadOptions::default())
         .unwrap()
-        .map(|r| r.unwrap())
+        .map(|r| r.unwrap_or_else(|e| panic!("{ctx}: reading back: {e}")))
         .collect()
 }
 
@@ -141,7 +141,7 @@ fn run(config: &Config, seed: u64, num_ops: usize, crash_every: u64) -> usize {
             let image = fs.crash_clone(mode);
             let reopened = Db::open(dir, (config.build)(dir, Arc::new(image.clone())))
                 .unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
-            let got = dump(&reopened);
+            let got = dump(&reopened, &ctx);
             let p = check_prefix(&got, &ops, durable, &ctx);
             // Crash again right after recovery (its flush and manifest may be half-synced).
             let again = image.crash_clone(CrashMode::TornTail {
@@ -151,7 +151,7 @@ fn run(config: &Config, seed: u64, num_ops: usize, crash_every: u64) -> usize {
             let twice = Db::open(dir, (config.build)(dir, Arc::new(again)))
                 .unwrap_or_else(|e| panic!("{ctx}: second recovery failed: {e}"));
             assert!(
-                dump(&twice) == got,
+                dump(&twice, &format!("{ctx}, second recovery")) == got,
                 "{ctx}: state changed across a crash after recovery (prefix {p})"
             );
             twice.put(b"after-crash", b"ok").unwrap();

@@ -71,11 +71,10 @@ struct ReadAhead {
 }
 
 pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
-    let seq = match &opts.snapshot {
-        Some(s) => s.sequence(),
-        None => db.visible_sequence(),
+    let (seq, sv) = match &opts.snapshot {
+        Some(s) => (s.sequence(), db.super_version()),
+        None => db.read_view(),
     };
-    let sv = db.super_version();
     db.count_read();
     let mut it = over(db, sv, seq, opts.lower_bound, opts.upper_bound);
     it._snapshot = opts.snapshot;

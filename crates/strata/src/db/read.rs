@@ -15,13 +15,10 @@ use crate::version::Version;
 use crate::vstore::ValuePointer;
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
-    // NB: the sequence is read before the super version, so the super version holds every
-    // write at or below it.
-    let seq = match &opts.snapshot {
-        Some(s) => s.sequence(),
-        None => db.visible_sequence(),
+    let (seq, sv) = match &opts.snapshot {
+        Some(s) => (s.sequence(), db.super_version()),
+        None => db.read_view(),
     };
-    let sv = db.super_version();
     db.count_read();
     match lookup(db, &sv, user_key, seq)? {
         Some(found) => db.resolve(&sv.version, user_key, found),
@@ -44,8 +41,8 @@ impl DbInner {
     /// The newest entry of `user_key` as stored (a pointer unresolved), at the newest
     /// sequence: what the value log's GC asks to know whether a record is still live.
     pub(crate) fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
-        let seq = self.visible_sequence();
-        lookup(self, &self.super_version(), user_key, seq)
+        let (seq, sv) = self.read_view();
+        lookup(self, &sv, user_key, seq)
     }
 
     /// The user's value for what a lookup of `user_key` found: an inline value as is, a

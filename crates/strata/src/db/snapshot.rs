@@ -13,8 +13,13 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub fn take(self: &Arc<Self>, seq: SeqNo) -> Snapshot {
-        *super::lock(&self.live).entry(seq.0).or_default() += 1;
+    /// A snapshot at the sequence `current` returns, read while the list is locked: a
+    /// reader of `sequences` sees the snapshot or runs before its sequence was read.
+    pub fn take_with(self: &Arc<Self>, current: impl FnOnce() -> SeqNo) -> Snapshot {
+        let mut live = super::lock(&self.live);
+        let seq = current();
+        *live.entry(seq.0).or_default() += 1;
+        drop(live);
         Snapshot {
             inner: Arc::new(Pin {
                 seq,
