@@ -256,16 +256,18 @@ impl DbInner {
         lock(&self.state).super_version.clone()
     }
 
-    /// What a read without a snapshot reads: the newest visible sequence and the super
-    /// version to read it in, taken at one instant (under the state lock). The super
-    /// version then holds every write at or below the sequence, and every value file an
-    /// entry visible at it points into. Read one after the other, a value log GC could move
-    /// a value and remove its old segment in between: the older sequence sees the old
-    /// pointer, the newer super version no longer holds its file (a `Corruption` on a
-    /// healthy database; `tests/value_log.rs`, `reads_race_value_log_gc`).
-    pub fn read_view(&self) -> (SeqNo, Arc<SuperVersion>) {
+    /// What a read reads: the sequence (the snapshot's, or the newest visible) and the
+    /// super version to read it in. Without a snapshot both are taken at one instant
+    /// (under the state lock): the super version then holds every write at or below the
+    /// sequence, and every value file an entry visible at it points into. Read one after
+    /// the other, a value log GC could move a value and remove its old segment in between:
+    /// the older sequence sees the old pointer, the newer super version no longer holds its
+    /// file (a `Corruption` on a healthy database; `tests/value_log.rs`,
+    /// `reads_race_value_log_gc`). A snapshot's files stay while it is registered.
+    pub fn read_view(&self, snapshot: Option<&Snapshot>) -> (SeqNo, Arc<SuperVersion>) {
         let st = lock(&self.state);
-        (self.visible_sequence(), st.super_version.clone())
+        let seq = snapshot.map_or_else(|| self.visible_sequence(), Snapshot::sequence);
+        (seq, st.super_version.clone())
     }
 
     /// A snapshot of the newest visible sequence, registered before anything can remove

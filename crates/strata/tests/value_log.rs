@@ -386,19 +386,22 @@ fn gc_never_revives_a_shrunk_or_deleted_value() {
     check(&db);
 }
 
+/// GC started by counted garbage (small memtables flush often), not by a capacity: writes
+/// are not paced to it, so they land while it looks keys up and moves values.
+fn gc_all_the_time(fs: &Arc<MemFs>) -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        blob_gc_garbage_ratio: 0.2,
+        ..opts(fs)
+    }
+}
+
 #[test]
 fn a_user_write_during_gc_is_never_undone_by_its_move() {
     // Twenty keys overwritten in turn while GC runs all the time: a write that lands between the GC's lookup of a key
     // and the move of that key's old value must win. Every read sees the last write.
     let fs = Arc::new(MemFs::new());
-    // GC started by counted garbage (small memtables flush often), not by a capacity:
-    // writes are not paced to it, so they land while it looks keys up.
-    let o = Options {
-        write_buffer_size: 64 << 10,
-        blob_gc_garbage_ratio: 0.2,
-        ..opts(&fs)
-    };
-    let db = Db::open("/db", o).unwrap();
+    let db = Db::open("/db", gc_all_the_time(&fs)).unwrap();
     let mut last = [0u32; 20];
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     for n in 0..40_000u32 {
@@ -434,12 +437,7 @@ fn reads_race_value_log_gc() {
     // healthy database report `Corruption`); a snapshot's sequence is read as it is
     // registered, so a GC either sees the snapshot or the snapshot sees its moves.
     let fs = Arc::new(MemFs::new());
-    let o = Options {
-        write_buffer_size: 64 << 10,
-        blob_gc_garbage_ratio: 0.2,
-        ..opts(&fs)
-    };
-    let db = Arc::new(Db::open("/db", o).unwrap());
+    let db = Arc::new(Db::open("/db", gc_all_the_time(&fs)).unwrap());
     for i in 0..40u32 {
         db.put(format!("k{i:02}"), big(i, 0)).unwrap();
     }

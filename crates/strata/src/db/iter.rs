@@ -71,10 +71,7 @@ struct ReadAhead {
 }
 
 pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
-    let (seq, sv) = match &opts.snapshot {
-        Some(s) => (s.sequence(), db.super_version()),
-        None => db.read_view(),
-    };
+    let (seq, sv) = db.read_view(opts.snapshot.as_ref());
     db.count_read();
     let mut it = over(db, sv, seq, opts.lower_bound, opts.upper_bound);
     it._snapshot = opts.snapshot;

@@ -15,10 +15,7 @@ use crate::version::Version;
 use crate::vstore::ValuePointer;
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
-    let (seq, sv) = match &opts.snapshot {
-        Some(s) => (s.sequence(), db.super_version()),
-        None => db.read_view(),
-    };
+    let (seq, sv) = db.read_view(opts.snapshot.as_ref());
     db.count_read();
     match lookup(db, &sv, user_key, seq)? {
         Some(found) => db.resolve(&sv.version, user_key, found),
@@ -41,7 +38,7 @@ impl DbInner {
     /// The newest entry of `user_key` as stored (a pointer unresolved), at the newest
     /// sequence: what the value log's GC asks to know whether a record is still live.
     pub(crate) fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
-        let (seq, sv) = self.read_view();
+        let (seq, sv) = self.read_view(None);
         lookup(self, &sv, user_key, seq)
     }
 
