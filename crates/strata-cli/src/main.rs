@@ -190,7 +190,7 @@ fn cli() -> Command {
         .subcommand(db_args(
             Command::new("info").about(
                 "Levels, tables, what the manifest records (format features, L0 layout), \
-                 value-store space; tuning options are not recorded in a database",
+                 value-store space, and the options the previous open recorded in OPTIONS",
             ),
         ))
         .subcommand(db_args(
@@ -429,6 +429,11 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     }
     let enc = encoding(m);
     let json = m.get_flag("json");
+    // What the previous open recorded, read before this open replaces it.
+    let recorded = (name == "info").then(|| {
+        let path = Path::new(m.get_one::<String>("db").expect("required")).join("OPTIONS");
+        std::fs::read_to_string(&path).unwrap_or_else(|e| format!("(none: {e})"))
+    });
     let db = open(m)?;
     let mut out = BufWriter::new(io::stdout().lock());
     match name {
@@ -577,10 +582,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                     "strata.value-garbage-bytes",
                 ]
             };
-            let props: Vec<(&str, String)> = names
+            let mut props: Vec<(&str, String)> = names
                 .iter()
                 .map(|n| (*n, db.property(n).unwrap_or_default()))
                 .collect();
+            if let Some(text) = recorded {
+                // Without the comment line: only `name = value` lines.
+                let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+                props.push(("options recorded by the previous open", lines.join("\n")));
+            }
             if json {
                 let fields: Vec<String> = props
                     .iter()

@@ -252,11 +252,20 @@ fn flush_compact_property_info_stats() {
         info.contains("strata.levels:") && info.contains("strata.l0-layout: Flat"),
         "{info}"
     );
+    // The options the previous open (`property` above, default preset) recorded.
+    assert!(
+        info.contains("options recorded by the previous open:\n")
+            && info.contains("\nwrite_buffer_size = 67108864\n")
+            && info.contains("\nvalue_store = Inline\n"),
+        "{info}"
+    );
+    ok(&["get", "--db", db, "--preset", "blob", "k1"]);
     let json = ok(&["info", "--db", db, "--json"]);
     assert!(
         json.starts_with("{\"strata.levels\":") && json.ends_with("}\n"),
         "{json}"
     );
+    assert!(json.contains("value_store = BlobFiles"), "{json}");
     assert!(ok(&["stats", "--db", db]).contains("Flushes"));
     assert_eq!(ok(&["get", "--db", db, "k2"]), "v2\n");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -488,12 +488,14 @@ impl Db {
     /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW);
     /// the value store's `strata.value-files`, `strata.value-bytes` (their size),
     /// `strata.value-live-bytes` and `strata.value-garbage-bytes` (records whose pointers
-    /// compactions dropped).
+    /// compactions dropped), and `strata.options` (the options this open was given, as
+    /// written to the `OPTIONS` file: docs/format/options.md).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
+            "strata.options" => Some(self.inner.opts.to_text()),
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
-            // What the manifest records that reading depends on (tuning options are not
-            // recorded: a database opens with whatever options it is given).
+            // What the manifest records that reading depends on (tuning options are only
+            // recorded for people, in OPTIONS: a database opens with whatever it is given).
             "strata.features" => Some(
                 crate::version::set::features_of(&self.inner.super_version().version).join(","),
             ),

@@ -1,6 +1,6 @@
 //! File names inside the database directories (docs/format/filenames.md).
 //!
-//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`,
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`, `OPTIONS`,
 //! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
 //! exactly one file whatever its kind.
 
@@ -33,6 +33,8 @@ pub enum FileType {
     Current,
     /// The lock file.
     Lock,
+    /// The options of the most recent open (informational; docs/format/options.md).
+    Options,
     /// A temporary file.
     Temp,
 }
@@ -66,6 +68,8 @@ pub fn manifest_name(n: FileNumber) -> String {
 pub const CURRENT: &str = "CURRENT";
 /// Name of the lock file.
 pub const LOCK: &str = "LOCK";
+/// Name of the file recording the options of the most recent open.
+pub const OPTIONS: &str = "OPTIONS";
 
 /// Parses a file name; `None` for names strata does not own.
 pub fn parse(name: &str) -> Option<FileType> {
@@ -78,6 +82,7 @@ pub fn parse(name: &str) -> Option<FileType> {
     match name {
         CURRENT => return Some(FileType::Current),
         LOCK => return Some(FileType::Lock),
+        OPTIONS => return Some(FileType::Options),
         _ => {}
     }
     if name.ends_with(".dbtmp") {
@@ -113,6 +118,8 @@ mod tests {
         assert_eq!(parse(&manifest_name(n)), Some(FileType::Manifest(n)));
         assert_eq!(parse("CURRENT"), Some(FileType::Current));
         assert_eq!(parse("CURRENT.dbtmp"), Some(FileType::Temp));
+        assert_eq!(parse("OPTIONS"), Some(FileType::Options));
+        assert_eq!(parse("OPTIONS.dbtmp"), Some(FileType::Temp));
         assert_eq!(parse("x.sst"), None);
         assert_eq!(parse(".log"), None);
         assert_eq!(parse("+1.log"), None);

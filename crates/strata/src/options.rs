@@ -415,6 +415,128 @@ impl std::fmt::Debug for Options {
     }
 }
 
+impl Options {
+    /// The options as the text of an `OPTIONS` file (docs/format/options.md): one
+    /// `name = value` line per field, in declaration order; `none` for an unset optional
+    /// field. The file system is not recorded.
+    pub(crate) fn to_text(&self) -> String {
+        // Every field is named here, so a new option cannot be forgotten: the pattern
+        // stops compiling.
+        let Options {
+            create_if_missing,
+            error_if_exists,
+            write_buffer_size,
+            max_write_buffer_number,
+            level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger,
+            delayed_write_rate,
+            level0_stop_writes_trigger,
+            write_slowdown,
+            num_levels,
+            max_bytes_for_level_base,
+            max_bytes_for_level_multiplier,
+            target_file_size_base,
+            max_grandparent_overlap_factor,
+            compaction_priority,
+            compaction_picker,
+            level_sizing,
+            table_cut,
+            max_mem_compaction_level,
+            read_compaction_bytes,
+            read_compaction_min_straight_reads,
+            idle_compaction_delay,
+            read_charging,
+            block_size,
+            block_restart_interval,
+            bloom_bits_per_key,
+            compression,
+            block_cache_size,
+            max_open_files,
+            table_reads,
+            pin_table_metadata,
+            memory_limit,
+            max_background_compactions,
+            compaction_yields_to_flush,
+            separate_flush_thread,
+            soft_pending_compaction_bytes_limit,
+            hard_pending_compaction_bytes_limit,
+            wal_recovery_mode,
+            wal_dir,
+            level_dir,
+            l0_layout,
+            l0_buckets,
+            bucket_compaction_trigger,
+            bucket_boundaries,
+            value_store,
+            min_blob_size,
+            value_dir,
+            blob_gc_garbage_ratio,
+            vlog_segment_size,
+            vlog_capacity,
+            value_read_ahead,
+            memtable_filter_ratio,
+            max_manifest_file_size,
+            fs: _,
+        } = self;
+        use std::fmt::Write as _;
+        let mut out = String::from(
+            "# strata options of the most recent open (informational: open never reads this file)\n",
+        );
+        macro_rules! plain {
+            ($($f:ident)*) => {$(
+                let _ = writeln!(out, "{} = {:?}", stringify!($f), $f);
+            )*};
+        }
+        macro_rules! optional {
+            ($($f:ident)*) => {$(
+                match &$f {
+                    Some(v) => { let _ = writeln!(out, "{} = {:?}", stringify!($f), v); }
+                    None => { let _ = writeln!(out, "{} = none", stringify!($f)); }
+                }
+            )*};
+        }
+        macro_rules! path {
+            ($($f:ident)*) => {$(
+                match &$f {
+                    Some(v) => { let _ = writeln!(out, "{} = {}", stringify!($f), v.display()); }
+                    None => { let _ = writeln!(out, "{} = none", stringify!($f)); }
+                }
+            )*};
+        }
+        plain!(
+            create_if_missing error_if_exists write_buffer_size max_write_buffer_number
+            level0_file_num_compaction_trigger level0_slowdown_writes_trigger delayed_write_rate
+            level0_stop_writes_trigger write_slowdown num_levels max_bytes_for_level_base
+            max_bytes_for_level_multiplier target_file_size_base max_grandparent_overlap_factor
+            compaction_priority compaction_picker level_sizing table_cut max_mem_compaction_level
+            read_compaction_bytes read_compaction_min_straight_reads
+        );
+        optional!(idle_compaction_delay);
+        plain!(
+            read_charging block_size block_restart_interval bloom_bits_per_key compression
+            block_cache_size max_open_files
+        );
+        optional!(table_reads);
+        plain!(pin_table_metadata);
+        optional!(memory_limit);
+        plain!(
+            max_background_compactions compaction_yields_to_flush separate_flush_thread
+            soft_pending_compaction_bytes_limit hard_pending_compaction_bytes_limit
+            wal_recovery_mode
+        );
+        path!(wal_dir level_dir);
+        plain!(
+            l0_layout l0_buckets bucket_compaction_trigger bucket_boundaries value_store
+            min_blob_size
+        );
+        path!(value_dir);
+        plain!(blob_gc_garbage_ratio vlog_segment_size);
+        optional!(vlog_capacity);
+        plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
+        out
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -893,6 +1015,37 @@ mod tests {
             assert!(
                 o.validate().unwrap_err().message().contains(field),
                 "{field}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_text_has_one_line_per_field() {
+        let o = Options {
+            memory_limit: Some(1 << 30),
+            value_dir: Some(PathBuf::from("/tmp/values")),
+            ..Options::default()
+        };
+        let text = o.to_text();
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().starts_with('#'));
+        let mut names = std::collections::HashSet::new();
+        for line in lines {
+            let (name, value) = line.split_once(" = ").unwrap_or_else(|| panic!("{line}"));
+            assert!(!value.is_empty(), "{line}");
+            assert!(names.insert(name.to_string()), "{name} twice");
+        }
+        assert_eq!(names.len(), 53, "every field but fs");
+        for want in [
+            "write_buffer_size = 67108864",
+            "memory_limit = 1073741824",
+            "value_dir = /tmp/values",
+            "wal_dir = none",
+            "value_store = Inline",
+        ] {
+            assert!(
+                text.lines().any(|l| l == want),
+                "{want} missing from\n{text}"
             );
         }
     }

@@ -109,6 +109,37 @@ fn create_and_exists_flags() {
 }
 
 #[test]
+fn every_open_records_its_options_and_none_reads_them() {
+    let (fs, o) = mem_opts();
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let text =
+        String::from_utf8(strata::fs::read_all(&fs, Path::new("/db/OPTIONS")).unwrap()).unwrap();
+    assert!(text.contains("\nwrite_buffer_size = 262144\n"), "{text}");
+    assert_eq!(
+        db.property("strata.options").as_deref(),
+        Some(text.as_str())
+    );
+    drop(db);
+    // A second open replaces it; a damaged file changes nothing.
+    let mut f = fs.create(Path::new("/db/OPTIONS")).unwrap();
+    f.append(b"\xff garbage").unwrap();
+    drop(f);
+    let db = Db::open(
+        "/db",
+        Options {
+            write_buffer_size: 1 << 20,
+            ..o
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    let text =
+        String::from_utf8(strata::fs::read_all(&fs, Path::new("/db/OPTIONS")).unwrap()).unwrap();
+    assert!(text.contains("\nwrite_buffer_size = 1048576\n"), "{text}");
+}
+
+#[test]
 fn lock_file_excludes_a_second_open() {
     let dir = TempDir::new("lock");
     let db = Db::open(dir.path(), Options::default()).unwrap();

@@ -176,6 +176,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         migrate_l0(&db)?;
     }
     db.delete_obsolete_files();
+    fs::write_file_atomic(
+        &*db.fs,
+        &path.join(filename::OPTIONS),
+        db.opts.to_text().as_bytes(),
+    )
+    .map_err(|e| e.context("recording the options in OPTIONS"))?;
     crate::bg::start(&db);
     Ok(db)
 }
