@@ -109,12 +109,13 @@ impl Server {
 
     /// Whether `k` holds something other than type `t` (a string, or the other type).
     fn wrong_type(&self, k: &[u8], t: u8) -> strata::Result<Option<u64>> {
-        if self.db.get(crate::string_key(k))?.is_some() {
-            return Ok(None);
-        }
+        // A key is a string or has a meta record, never both (SET and MSET delete a hash or
+        // sorted set they overwrite; HSET and ZADD refuse a string): with a meta record the
+        // string lookup can be skipped, one point lookup fewer per read of an existing hash.
         match self.meta(k)? {
             Some((have, n)) if have == t => Ok(Some(n)),
             Some(_) => Ok(None),
+            None if self.db.get(crate::string_key(k))?.is_some() => Ok(None),
             None => Ok(Some(0)),
         }
     }
