@@ -2,6 +2,7 @@
 //! are `strata.Error` subclasses carrying strata's message; the GIL is released while
 //! strata reads, writes or waits.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -67,8 +68,10 @@ fn err(e: strata::Error) -> PyErr {
     }
 }
 
-/// `obj` as bytes: `bytes`, `bytearray` or `memoryview` are taken; `str` is refused.
-fn bytes_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+/// `obj` as bytes: `bytes`, `bytearray` or `memoryview` are taken; `str` is refused. A
+/// `bytes` object is borrowed, not copied: it is immutable, and the caller's reference keeps
+/// it alive while the GIL is released.
+fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     if obj.is_instance_of::<pyo3::types::PyString>() {
         return Err(PyTypeError::new_err(format!(
             "{what} must be bytes, not str (encode it first, e.g. s.encode())"
@@ -78,12 +81,12 @@ fn bytes_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     // sequence item by item (an int conversion per byte: it made a 100-byte put cost 3x
     // what strata spends on it). Other sequences of ints (memoryview, lists) take that path.
     if let Ok(b) = obj.downcast::<PyBytes>() {
-        return Ok(b.as_bytes().to_vec());
+        return Ok(Cow::Borrowed(b.as_bytes()));
     }
     if let Ok(b) = obj.downcast::<pyo3::types::PyByteArray>() {
-        return Ok(b.to_vec());
+        return Ok(Cow::Owned(b.to_vec()));
     }
-    obj.extract::<Vec<u8>>().map_err(|_| {
+    obj.extract::<Vec<u8>>().map(Cow::Owned).map_err(|_| {
         PyTypeError::new_err(format!(
             "{what} must be bytes, not {}",
             obj.get_type()
@@ -248,11 +251,11 @@ struct DB {
 
 impl DB {
     /// `key`'s bytes and its value, read with the GIL released.
-    fn lookup(
+    fn lookup<'a>(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<(Vec<u8>, Option<Vec<u8>>)> {
+        key: &'a Bound<'_, PyAny>,
+    ) -> PyResult<(Cow<'a, [u8]>, Option<Vec<u8>>)> {
         let k = bytes_of(key, "key")?;
         let db = self.get_db()?;
         let v = py.allow_threads(|| db.get(&k)).map_err(err)?;
@@ -299,9 +302,10 @@ fn bounds(
     stop: Option<&Bound<'_, PyAny>>,
     prefix: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bounds> {
-    let mut lo = start.map(|s| bytes_of(s, "start")).transpose()?;
-    let mut hi = stop.map(|s| bytes_of(s, "stop")).transpose()?;
-    if let Some(p) = prefix.map(|p| bytes_of(p, "prefix")).transpose()? {
+    let owned = |o: &Bound<'_, PyAny>, what| bytes_of(o, what).map(Cow::into_owned);
+    let mut lo = start.map(|s| owned(s, "start")).transpose()?;
+    let mut hi = stop.map(|s| owned(s, "stop")).transpose()?;
+    if let Some(p) = prefix.map(|p| owned(p, "prefix")).transpose()? {
         if lo.as_ref().is_none_or(|l| *l < p) {
             lo = Some(p.clone());
         }
@@ -368,8 +372,10 @@ impl DB {
         value: &Bound<'_, PyAny>,
         sync: bool,
     ) -> PyResult<()> {
-        let mut b = strata::WriteBatch::new();
-        b.put(bytes_of(key, "key")?, bytes_of(value, "value")?);
+        let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        let mut b =
+            strata::WriteBatch::with_capacity(strata::WriteBatch::entry_capacity(k.len(), v.len()));
+        b.put(k, v);
         self.write_batch_now(py, b, sync)
     }
 
