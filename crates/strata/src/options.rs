@@ -372,7 +372,8 @@ pub struct Options {
     /// 0.25): a point read (and the value log GC's lookup) of a key a memtable does not
     /// hold skips that memtable's skiplist. 1/64 gives a 64 MiB memtable of 100-byte
     /// entries (~450K) about 19 filter bits per key. Not counted against
-    /// `write_buffer_size`. 0 turns it off. Defaults to 0.
+    /// `write_buffer_size`. 0 turns it off. Defaults to 1/64 (0 in the `leveldb`,
+    /// `hyperleveldb`, `ohdb-*` and `rocksdb` presets: the systems they reproduce have none).
     pub memtable_filter_ratio: f64,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
@@ -591,7 +592,7 @@ impl Default for Options {
             vlog_segment_size: 64 * MIB as u64,
             vlog_capacity: None,
             value_read_ahead: 16,
-            memtable_filter_ratio: 0.0,
+            memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
         }
@@ -616,6 +617,7 @@ impl Options {
             block_cache_size: 8 * MIB,
             separate_flush_thread: false,
             idle_compaction_delay: None,
+            memtable_filter_ratio: 0.0,
             ..Options::default()
         }
     }
@@ -706,6 +708,7 @@ impl Options {
             level0_file_num_compaction_trigger: 4,
             read_compaction_bytes: 0,
             idle_compaction_delay: None,
+            memtable_filter_ratio: 0.0,
             ..Options::default()
         }
     }
