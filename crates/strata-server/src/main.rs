@@ -111,7 +111,9 @@ fn main() -> ExitCode {
             }
         })
     });
-    eprintln!("strata-server: serving {dir} on {addr}");
+    // The bound address (with `--port 0`, the port the system chose).
+    let bound = listener.local_addr().map_or(addr, |a| a.to_string());
+    eprintln!("strata-server: serving {dir} on {bound}");
     let _ = listener.set_nonblocking(true);
     let mut workers = Vec::new();
     while !STOP.load(Ordering::SeqCst) {

@@ -105,30 +105,38 @@ fn encode(args: &[&[u8]]) -> Vec<u8> {
     v
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Server {
     child: Child,
     port: u16,
 }
 
 impl Server {
+    /// Starts a server on a port the system chooses (`--port 0`) and reads the port from its
+    /// "serving ... on ADDR" line. (A port found free beforehand could be taken by another
+    /// test's server in between: this test's server would fail to bind and its client would
+    /// talk to the other one.)
     fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
             .arg("--dir")
             .arg(dir)
-            .args(["--port", &port.to_string()])
+            .args(["--port", "0"])
             .args(extra)
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("strata-server exited before serving")
+                .unwrap();
+            if let Some(addr) = line.strip_prefix("strata-server: serving ") {
+                let port = addr.rsplit(':').next().unwrap();
+                break port.parse().unwrap_or_else(|_| panic!("{line}"));
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
         Server { child, port }
     }
 
