@@ -106,7 +106,7 @@ pub enum WriteSlowdown {
 pub enum ReadCharging {
     /// Every table of a level >= 1 that a read searched before going on to a deeper level;
     /// never an L0 table (docs/design/core-engine.md, "Read-triggered compaction").
-    #[default]
+    /// A table whose filter ruled the key out is charged too.
     InVain,
     /// The first table a read searched, L0 included, when the read had to search a second
     /// one (LevelDB's and HyperLevelDB's `seek_file`).
@@ -116,6 +116,9 @@ pub enum ReadCharging {
     /// no block and is not charged, so with filters a miss rarely charges (at the filter's
     /// false-positive rate), and read-triggered compaction serves tables that cost reads
     /// (without filters, as `InVain`, plus the last table a read of an absent key searched).
+    /// The default: past memory a filtered probe costs no disk read, and charging it ran
+    /// compactions of hundreds of MiB inside read-only runs (docs/design/beyond-memory.md).
+    #[default]
     BlockInVain,
 }
 
@@ -259,7 +262,7 @@ pub struct Options {
     /// `leveldb`, `hyperleveldb`, OHDB and `rocksdb` presets, as their originals).
     /// Defaults to 5 s.
     pub idle_compaction_delay: Option<std::time::Duration>,
-    /// Which tables point reads charge. Defaults to `InVain`.
+    /// Which tables point reads charge. Defaults to `BlockInVain`.
     pub read_charging: ReadCharging,
     /// Uncompressed bytes per data block. Smaller: faster point reads, bigger index.
     /// Defaults to 4 KiB.
@@ -562,7 +565,7 @@ impl Default for Options {
             max_mem_compaction_level: 0,
             read_compaction_bytes: 16 * KIB as u64,
             read_compaction_min_straight_reads: 0,
-            read_charging: ReadCharging::InVain,
+            read_charging: ReadCharging::BlockInVain,
             idle_compaction_delay: Some(std::time::Duration::from_secs(5)),
             block_size: 4 * KIB,
             block_restart_interval: 16,

@@ -116,9 +116,14 @@ fn wait_for_l1_to_empty(db: &Db) {
     });
 }
 
+/// `ReadCharging::InVain` charges every L1 table a get searched before going deeper, the
+/// tables whose filter ruled the key out included.
 #[test]
 fn point_reads_push_a_shadowing_level_down() {
-    let (db, model, n) = two_levels(16 << 10);
+    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
+        read_charging: strata::ReadCharging::InVain,
+        ..o
+    });
     let (l1, l2) = levels(&db);
     assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
     assert_eq!(db.stats().read_compactions, 0);
@@ -148,10 +153,9 @@ fn block_in_vain_charges_only_tables_the_filter_let_in() {
             }
         }
     };
-    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
-        read_charging: strata::ReadCharging::BlockInVain,
-        ..o
-    });
+    // The default.
+    let (db, model, n) = two_levels(16 << 10);
+    assert_eq!(Options::default().read_charging, strata::ReadCharging::BlockInVain);
     let before = levels(&db);
     assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
     read_all(&db, n);
