@@ -226,8 +226,8 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
             )?;
         }
         // The compaction-policy enums (compaction_priority, compaction_picker,
-        // level_sizing, table_cut, read_charging, write_slowdown, bucket_boundaries,
-        // table_reads) come with presets; `fs` is Rust's.
+        // level_sizing, table_cut, read_charging, seek_charging, write_slowdown,
+        // bucket_boundaries, table_reads) come with presets; `fs` is Rust's.
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "unknown option {name:?} (see help(strata.DB); policy options come with presets)"

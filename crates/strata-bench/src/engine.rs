@@ -275,6 +275,14 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             ],
         )?;
     }
+    if let Some(r) = &flags.seek_charging {
+        use strata::SeekCharging as S;
+        o.seek_charging = choice(
+            "seek_charging",
+            r,
+            &[("while-mapped", S::WhileMapped), ("always", S::Always)],
+        )?;
+    }
     if let Some(b) = flags.read_compaction_bytes {
         o.read_compaction_bytes = b;
     }

@@ -101,6 +101,8 @@ pub struct Flags {
     pub idle_compaction_delay: Option<f64>,
     /// Which tables point reads charge: in-vain, first-of-several, block-in-vain (strata only).
     pub read_charging: Option<String>,
+    /// When iterator seeks charge tables: while-mapped, always (strata only).
+    pub seek_charging: Option<String>,
     /// Bytes of a table per allowed in-vain read, 0 = no read-triggered compaction (strata only).
     pub read_compaction_bytes: Option<u64>,
     /// Values in blob files (strata: `ValueStoreKind::BlobFiles`; RocksDB: its integrated
@@ -202,6 +204,7 @@ impl Default for Flags {
             memory_limit: None,
             idle_compaction_delay: None,
             read_charging: None,
+            seek_charging: None,
             read_compaction_bytes: None,
             max_mem_compaction_level: None,
             enable_blob_files: None,
@@ -390,6 +393,7 @@ impl Flags {
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
                 "read_charging" => f.read_charging = Some(v.to_string()),
+                "seek_charging" => f.seek_charging = Some(v.to_string()),
                 "read_compaction_bytes" => f.read_compaction_bytes = Some(num(&name, v)?),
                 "max_mem_compaction_level" => f.max_mem_compaction_level = Some(num(&name, v)?),
                 "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
@@ -510,6 +514,7 @@ strata-only flags:
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)
   --read_charging=in-vain|first-of-several|block-in-vain --read_compaction_bytes=N (0 = off)
+  --seek_charging=while-mapped|always  when seeks charge tables (default: the preset's)
   --max_mem_compaction_level=N  deepest level a flush may place a table in (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own

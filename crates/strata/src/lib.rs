@@ -43,7 +43,7 @@ pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{
     BucketBoundaries, CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options,
-    ReadCharging, ReadOptions, TableCut, ValueStoreKind, WriteOptions, WriteSlowdown,
+    ReadCharging, ReadOptions, SeekCharging, TableCut, ValueStoreKind, WriteOptions, WriteSlowdown,
 };
 pub use repair::{repair, RepairReport};
 pub use sst::Compression;

@@ -155,7 +155,10 @@ fn block_in_vain_charges_only_tables_the_filter_let_in() {
     };
     // The default.
     let (db, model, n) = two_levels(16 << 10);
-    assert_eq!(Options::default().read_charging, strata::ReadCharging::BlockInVain);
+    assert_eq!(
+        Options::default().read_charging,
+        strata::ReadCharging::BlockInVain
+    );
     let before = levels(&db);
     assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
     read_all(&db, n);
@@ -190,6 +193,49 @@ fn iterator_seeks_push_a_shadowing_level_down() {
             assert_eq!(it.key(), key(i).as_slice());
         }
     }
+    wait_for_l1_to_empty(&db);
+    assert_db_matches(&db, &model);
+}
+
+/// Seeks over tables read with `pread` (past memory) charge nothing by default
+/// (`SeekCharging::WhileMapped`), and charge as over maps with `SeekCharging::Always`.
+#[test]
+fn seeks_past_memory_charge_only_when_told_to() {
+    let seek_all = |db: &Db, n: u32| {
+        for _ in 0..3 {
+            for i in (0..n).step_by(3) {
+                let mut it = db.iter(ReadOptions::default()).unwrap();
+                it.seek(&key(i));
+                assert_eq!(it.key(), key(i).as_slice());
+            }
+        }
+    };
+    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
+        table_reads: Some(strata::fs::ReadAccess::Positional),
+        ..o
+    });
+    assert_eq!(
+        db.property("strata.table-reads").unwrap(),
+        "Positional",
+        "setup"
+    );
+    let before = levels(&db);
+    assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
+    seek_all(&db, n);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        db.stats().read_compactions,
+        0,
+        "seeks past memory charge nothing"
+    );
+    assert_eq!(levels(&db), before);
+    assert_db_matches(&db, &model);
+    let (db, model, n) = two_levels_with(16 << 10, |o| Options {
+        table_reads: Some(strata::fs::ReadAccess::Positional),
+        seek_charging: strata::SeekCharging::Always,
+        ..o
+    });
+    seek_all(&db, n);
     wait_for_l1_to_empty(&db);
     assert_db_matches(&db, &model);
 }

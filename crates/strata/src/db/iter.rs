@@ -11,9 +11,10 @@ use std::sync::Arc;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
+use crate::fs::ReadAccess;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, SeekCharging};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -292,6 +293,11 @@ impl DbIterator {
     /// (read-triggered compaction, `Options::read_compaction_bytes`).
     fn charge_seek(&self, user_key: &[u8]) {
         if self.db.opts.allowed_read_charges(0).is_none() {
+            return;
+        }
+        if self.db.opts.seek_charging == SeekCharging::WhileMapped
+            && self.db.tables.access() == ReadAccess::Positional
+        {
             return;
         }
         let v = &self.sv.version;
