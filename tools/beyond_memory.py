@@ -13,7 +13,9 @@ Usage (root: dropping caches and cgroups need it):
 
 Engines are given as for tools/compare.py (strata:PRESET, #TAG variants, --flags-for with
 {db}). The fill runs `fillrandom,waitforcompaction`; the reads default to
-`readrandom,seekrandom` with `--seek_nexts=10`.
+`readrandom,seekrandom` with `--seek_nexts=10`. `--read-flags` given several times runs
+each set in turn on the same database, dropping the page cache before each (put the ones
+that write, such as `readwhilewriting`, last).
 """
 import argparse
 import os
@@ -70,7 +72,10 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--memlimit", default=os.path.join(os.path.dirname(__file__), "../../shared/bench/memlimit"))
     ap.add_argument("--fill-flags", default="--num=1000000 --value_size=1000 --key_size=24")
-    ap.add_argument("--read-flags", default="--benchmarks=readrandom,seekrandom --reads=20000 --seek_nexts=10")
+    ap.add_argument("--read-flags", action="append", default=None,
+                    help="flags of one read run; given more than once, the runs follow each other on "
+                         "the same database, each after a cache drop (a benchmark name seen in an "
+                         "earlier run gets the run's number: seekrandom#2)")
     ap.add_argument("--flags-for", action="append", default=[], metavar="ENGINE=FLAGS")
     a = ap.parse_args()
     engines = a.engines.split(",")
@@ -78,7 +83,7 @@ def main():
     work = a.dir or tempfile.mkdtemp(prefix="strata-beyond-memory-")
     os.makedirs(work, exist_ok=True)
     fill = a.fill_flags.split()
-    reads = a.read_flags.split()
+    read_sets = [r.split() for r in (a.read_flags or ["--benchmarks=readrandom,seekrandom --reads=20000 --seek_nexts=10"])]
     # The read run must address the same keys as the fill: pass --num (and sizes) on.
     shared = [f for f in fill if f.split("=")[0] in ("--num", "--key_size", "--value_size")]
     per = {e: [] for e in engines}
@@ -93,21 +98,24 @@ def main():
             if rc != 0:
                 sys.exit(f"{e}: fill failed; log: {log}")
             res = parse(out)
-            subprocess.run(["sync"])
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-            rc, out = sh([a.memlimit, a.limit, "--"] + base + ["--use_existing_db=1"] + shared + reads, log)
-            if rc != 0:
-                sys.exit(f"{e}: reads failed; log: {log}")
-            res.update(parse(out))
+            for k, reads in enumerate(read_sets):
+                subprocess.run(["sync"])
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("3\n")
+                rc, out = sh([a.memlimit, a.limit, "--"] + base + ["--use_existing_db=1"] + shared + reads, log)
+                if rc != 0:
+                    sys.exit(f"{e}: reads failed; log: {log}")
+                for name, v in parse(out).items():
+                    res[name if name not in res else f"{name}#{k + 1}"] = v
             per[e].append(res)
             print(f"round {r} {e}: " + ", ".join(f"{k} {v.get('ops', 0):.0f} ops/s {v.get('kib', float('nan')):.1f} KiB/op"
                                                  for k, v in res.items()), file=sys.stderr, flush=True)
             shutil.rmtree(db, ignore_errors=True)
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     names = [n for n in per[engines[0]][0] if n not in ("fillrandom", "waitforcompaction")]
-    print(f"Memory limit {a.limit} (page cache included), caches dropped before the reads; "
-          f"fill `{a.fill_flags}`, reads `{a.read_flags}`; {a.rounds} alternating rounds, medians.\n")
+    print(f"Memory limit {a.limit} (page cache included), caches dropped before each read run; "
+          f"fill `{a.fill_flags}`, reads " + ", then ".join(f"`{' '.join(r)}`" for r in read_sets)
+          + f"; {a.rounds} alternating rounds, medians.\n")
     print("| benchmark | " + " | ".join(f"{e} ops/s | {e} disk KiB/op" for e in engines) + " |")
     print("|---|" + "---|---|" * len(engines))
     for n in names:
