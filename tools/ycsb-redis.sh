@@ -4,7 +4,8 @@
 # the registry here; ours stores records as its documentation describes: a hash per record,
 # a sorted set "_indices" for scans). Needs Java and Maven (the jars come from Maven Central).
 # Usage: tools/ycsb-redis.sh PORT [RECORDS=1000000] [OPERATIONS=1000000] [THREADS=8]
-# (E_OPERATIONS=N sets workload E's operation count apart: its scans take ~1 ms each.)
+# (E_OPERATIONS=N sets workload E's operation count apart: its scans take ~1 ms each;
+# WORKLOADS="c" runs only those workloads after the load, default "a b c e".)
 # Prints one line per workload: throughput and p99 latencies (us).
 set -euo pipefail
 cd "$(dirname "$0")/ycsb"
@@ -25,7 +26,7 @@ summary() { # workload name, log
 log=$(mktemp -d)
 java -cp "$cp" site.ycsb.Client -load -P workloads/workloada "${common[@]}" -s > "$log/load.txt" 2> "$log/load.err"
 summary load "$log/load.txt"
-for w in a b c e; do
+for w in ${WORKLOADS:-a b c e}; do
   n=$ops; [ "$w" = e ] && n=${E_OPERATIONS:-$ops}
   java -cp "$cp" site.ycsb.Client -t -P "workloads/workload$w" "${common[@]}" -p operationcount="$n" -s > "$log/$w.txt" 2> "$log/$w.err"
   summary "workload$w" "$log/$w.txt"
