@@ -75,7 +75,8 @@ def main():
     ap.add_argument("--read-flags", action="append", default=None,
                     help="flags of one read run; given more than once, the runs follow each other on "
                          "the same database, each after a cache drop (a benchmark name seen in an "
-                         "earlier run gets the run's number: seekrandom#2)")
+                         "earlier run gets the run's number: seekrandom#2); a set without a space is "
+                         "given as --read-flags=--benchmarks=X, or argparse takes it for an option")
     ap.add_argument("--flags-for", action="append", default=[], metavar="ENGINE=FLAGS")
     a = ap.parse_args()
     engines = a.engines.split(",")

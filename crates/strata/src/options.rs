@@ -538,8 +538,8 @@ impl Options {
         );
         optional!(idle_compaction_delay);
         plain!(
-            read_charging seek_charging block_size block_restart_interval bloom_bits_per_key compression
-            block_cache_size max_open_files
+            read_charging seek_charging block_size block_restart_interval bloom_bits_per_key
+            compression block_cache_size max_open_files
         );
         optional!(table_reads);
         plain!(pin_table_metadata);

@@ -108,6 +108,23 @@ fn wait_until(db: &Db, what: &str, done: impl Fn(&Db) -> bool) {
 }
 
 /// Waits until read-triggered compactions moved every L1 table down.
+/// Runs `reads` on a database with tables in L1 and L2 and checks they started no read
+/// compaction (`why` says why they should not) and lost nothing.
+fn reads_compact_nothing(
+    db: &Db,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    why: &str,
+    reads: impl FnOnce(),
+) {
+    let before = levels(db);
+    assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
+    reads();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(db.stats().read_compactions, 0, "{why}");
+    assert_eq!(levels(db), before);
+    assert_db_matches(db, model);
+}
+
 fn wait_for_l1_to_empty(db: &Db) {
     wait_until(db, "read-triggered compactions to empty L1", |db| {
         levels(db).0 == 0
@@ -159,17 +176,9 @@ fn block_in_vain_charges_only_tables_the_filter_let_in() {
         Options::default().read_charging,
         strata::ReadCharging::BlockInVain
     );
-    let before = levels(&db);
-    assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
-    read_all(&db, n);
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        db.stats().read_compactions,
-        0,
-        "filtered misses charge nothing"
-    );
-    assert_eq!(levels(&db), before);
-    assert_db_matches(&db, &model);
+    reads_compact_nothing(&db, &model, "filtered misses charge nothing", || {
+        read_all(&db, n)
+    });
     let (db, model, n) = two_levels_with(16 << 10, |o| Options {
         read_charging: strata::ReadCharging::BlockInVain,
         bloom_bits_per_key: 0,
@@ -219,17 +228,9 @@ fn seeks_past_memory_charge_only_when_told_to() {
         "Positional",
         "setup"
     );
-    let before = levels(&db);
-    assert!(before.0 > 0 && before.1 > 0, "setup: {before:?}");
-    seek_all(&db, n);
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        db.stats().read_compactions,
-        0,
-        "seeks past memory charge nothing"
-    );
-    assert_eq!(levels(&db), before);
-    assert_db_matches(&db, &model);
+    reads_compact_nothing(&db, &model, "seeks past memory charge nothing", || {
+        seek_all(&db, n)
+    });
     let (db, model, n) = two_levels_with(16 << 10, |o| Options {
         table_reads: Some(strata::fs::ReadAccess::Positional),
         seek_charging: strata::SeekCharging::Always,
