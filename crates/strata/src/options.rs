@@ -858,6 +858,12 @@ impl Options {
         if self.vlog_segment_size < 64 * KIB as u64 {
             return bad("vlog_segment_size", "must be at least 64 KiB");
         }
+        if self.table_reads == Some(crate::fs::ReadAccess::Growing) {
+            return bad(
+                "table_reads",
+                "Growing is for files still being written; tables are complete when read",
+            );
+        }
         if !(0.0..=0.25).contains(&self.memtable_filter_ratio) {
             return bad("memtable_filter_ratio", "must be in [0, 0.25]");
         }

@@ -112,7 +112,8 @@ fn access_code(a: ReadAccess) -> u8 {
     match a {
         ReadAccess::Mapped => 0,
         ReadAccess::MappedRandom => 1,
-        ReadAccess::Positional => 2,
+        // Refused for tables by `Options::validate`; read as positional.
+        ReadAccess::Positional | ReadAccess::Growing => 2,
     }
 }
 

@@ -8,14 +8,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::fs::MemFs;
+use strata::fs::{Fs, MemFs, RealFs};
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
-use strata_testkit::{configs, Config, Rng};
+use strata_testkit::{configs, Config, Rng, TempDir};
 
-/// Runs the op log for `seed` under `config`, returning the transcript of every result.
-fn transcript(config: &Config, seed: u64, ops: usize) -> Vec<String> {
-    let dir = Path::new("/db");
-    let fs = Arc::new(MemFs::new());
+/// Runs the op log for `seed` under `config` in `dir` on `fs`, returning the transcript of
+/// every result.
+fn transcript(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs>) -> Vec<String> {
     let open = || Db::open(dir, (config.build)(dir, fs.clone())).unwrap();
     let mut db = open();
     let mut rng = Rng::new(seed);
@@ -121,26 +120,56 @@ fn transcript(config: &Config, seed: u64, ops: usize) -> Vec<String> {
     out
 }
 
+fn in_memory(config: &Config, seed: u64, ops: usize) -> Vec<String> {
+    transcript(config, seed, ops, Path::new("/db"), Arc::new(MemFs::new()))
+}
+
+/// Panics naming the first line where `t` (config `name`) differs from `reference`.
+fn assert_same(reference: &[String], t: &[String], seed: u64, name: &str, reference_name: &str) {
+    if let Some(i) = (0..reference.len().min(t.len())).find(|&i| reference[i] != t[i]) {
+        panic!(
+            "seed {seed}: config {name} differs from {reference_name} at {i}: {:?} vs {:?}",
+            t[i], reference[i]
+        );
+    }
+    assert_eq!(t.len(), reference.len(), "seed {seed}: config {name}");
+}
+
 #[test]
 fn same_op_log_same_results_under_every_config() {
     for seed in [101, 202, 303] {
         let all = configs();
-        let reference = transcript(&all[0], seed, 4000);
+        let reference = in_memory(&all[0], seed, 4000);
         assert!(reference.len() > 1000);
         for config in &all[1..] {
-            let t = transcript(config, seed, 4000);
-            if let Some(i) = (0..reference.len().min(t.len())).find(|&i| reference[i] != t[i]) {
-                panic!(
-                    "seed {seed}: config {} differs from {} at {}: {:?} vs {:?}",
-                    config.name, all[0].name, i, t[i], reference[i]
-                );
-            }
-            assert_eq!(
-                t.len(),
-                reference.len(),
-                "seed {seed}: config {}",
-                config.name
-            );
+            let t = in_memory(config, seed, 4000);
+            assert_same(&reference, &t, seed, config.name, all[0].name);
         }
+    }
+}
+
+/// The same op log on real files, every configuration, against the in-memory reference: a
+/// difference between the file systems (issue 34's was one) shows as a different result.
+#[test]
+fn same_op_log_same_results_on_real_files() {
+    let seed = 404;
+    let all = configs();
+    let reference = in_memory(&all[0], seed, 2000);
+    for config in &all {
+        let dir = TempDir::new("metamorphic");
+        let t = transcript(
+            config,
+            seed,
+            2000,
+            &dir.path().join("db"),
+            Arc::new(RealFs::new()),
+        );
+        assert_same(
+            &reference,
+            &t,
+            seed,
+            &format!("{} (real files)", config.name),
+            all[0].name,
+        );
     }
 }

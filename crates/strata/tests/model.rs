@@ -278,24 +278,18 @@ fn model_in_memory_every_config() {
     }
 }
 
+/// Every named configuration on real files too (a shorter run each): MemFs once hid a read
+/// bug that RealFs shows (issue 34: a value-log segment read past the size it had when its
+/// reader opened), and the table read modes only differ on RealFs.
 #[test]
-fn model_on_real_files() {
-    for config in selected().into_iter().filter(|c| {
-        [
-            "default",
-            "two-dirs",
-            "leveldb",
-            "reads-pread",
-            "reads-random-pinned",
-        ]
-        .contains(&c.name)
-    }) {
+fn model_on_real_files_every_config() {
+    for config in selected() {
         for seed in seeds(&[7]) {
             let dir = TempDir::new("model");
             run(
                 &config,
                 seed,
-                5000,
+                3000,
                 &dir.path().join("db"),
                 Arc::new(RealFs::new()),
                 false,

@@ -480,3 +480,71 @@ fn reads_race_value_log_gc() {
     }
     assert!(db.stats().value_gc_runs > 10, "{}", db.stats().to_text());
 }
+
+/// Issue 34, as a new user met it: the `wisckey` preset and nothing else, on real files.
+/// Four values, a scan (which opens the head segment for reading), four more values in the
+/// same segment, a scan and a get: the second scan failed with "read of 311 bytes past end
+/// of file" until the database was reopened, because the segment's reader could not read
+/// past the size the segment had when it was opened. The same sequence on MemFs, which
+/// enforces the same limit (the fs module's contract), with and without synced writes.
+#[test]
+fn values_appended_after_a_segment_was_read_are_readable_at_once() {
+    let real = strata_testkit::TempDir::new("issue34");
+    let cases: Vec<(std::path::PathBuf, Arc<dyn Fs>)> = vec![
+        (real.path().join("db"), Arc::new(strata::fs::RealFs::new())),
+        ("/db".into(), Arc::new(MemFs::new())),
+    ];
+    for (root, fs) in cases {
+        for sync in [false, true] {
+            let dir = root.join(format!("sync-{sync}"));
+            fs.create_dir_all(&dir).unwrap();
+            let ctx = format!("{} sync {sync}", dir.display());
+            let options = || Options {
+                fs: fs.clone(),
+                ..Options::preset("wisckey").unwrap()
+            };
+            let db = Db::open(&dir, options()).unwrap();
+            let put = |db: &Db, k: &[u8], v: Vec<u8>| {
+                let mut b = strata::WriteBatch::new();
+                b.put(k, v);
+                db.write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    b,
+                )
+                .unwrap();
+            };
+            let value = |round: u8, i: usize| vec![b'a' + round + i as u8; 300 + 2000 * i];
+            let scan = |db: &Db| -> Vec<(Vec<u8>, Vec<u8>)> {
+                db.iter(ReadOptions::default())
+                    .unwrap()
+                    .map(|r| r.unwrap_or_else(|e| panic!("{ctx}: scan: {e}")))
+                    .collect()
+            };
+            let mut want = Vec::new();
+            for (round, prefix) in [(0u8, "a"), (1, "b")] {
+                for i in 0..4 {
+                    let key = format!("{prefix}{i:03}").into_bytes();
+                    put(&db, &key, value(round, i));
+                    want.push((key, value(round, i)));
+                }
+                assert_eq!(scan(&db), want, "{ctx}: round {round}");
+                for (k, v) in &want {
+                    let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get: {e}"));
+                    assert_eq!(got.as_ref(), Some(v), "{ctx}: get {k:?}");
+                }
+            }
+            // Gets first this time: the head's reader is opened by a get, then grows.
+            put(&db, b"c000", value(2, 3));
+            assert_eq!(db.get(b"c000").unwrap(), Some(value(2, 3)), "{ctx}");
+            put(&db, b"c001", value(2, 2));
+            assert_eq!(db.get(b"c001").unwrap(), Some(value(2, 2)), "{ctx}");
+            db.close().unwrap();
+            drop(db);
+            let db = Db::open(&dir, options()).unwrap();
+            assert_eq!(scan(&db).len(), 10, "{ctx}: after reopening");
+        }
+    }
+}

@@ -181,35 +181,56 @@ impl MemFs {
     }
 }
 
-/// A file being appended to. A log (`Fs::create_log`) also keeps the inode's preallocated
-/// size a chunk ahead while open, and gives it up when closed (RealFs truncates).
+/// A file being appended to. As RealFs's writer, it keeps appended bytes in the process
+/// until `flush` or `sync` hands them to the "OS" (the inode): readers and crashes see
+/// nothing before that, and a writer dropped without a flush loses them (the fs module's
+/// contract). A log (`Fs::create_log`) writes straight through, as RealFs's mapped log
+/// does, keeps the inode's preallocated size a chunk ahead while open, and gives it up
+/// when closed (RealFs truncates).
 struct MemWritable {
     inode: InodeRef,
     log: bool,
+    /// Appended, not yet flushed.
+    pending: Vec<u8>,
+}
+
+impl MemWritable {
+    fn write_out(&mut self) {
+        if !self.pending.is_empty() {
+            lock(&self.inode).data.extend_from_slice(&self.pending);
+            self.pending.clear();
+        }
+    }
 }
 
 impl WritableFile for MemWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
+        if !self.log {
+            self.pending.extend_from_slice(data);
+            return Ok(());
+        }
         let mut ino = lock(&self.inode);
         ino.data.extend_from_slice(data);
-        if self.log && ino.prealloc < ino.data.len() {
+        if ino.prealloc < ino.data.len() {
             ino.prealloc = ino.data.len().div_ceil(LOG_CHUNK) * LOG_CHUNK;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.write_out();
         Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.write_out();
         let mut ino = lock(&self.inode);
         ino.synced = ino.data.len();
         Ok(())
     }
 
     fn len(&self) -> u64 {
-        lock(&self.inode).data.len() as u64
+        (lock(&self.inode).data.len() + self.pending.len()) as u64
     }
 }
 
@@ -225,12 +246,19 @@ struct MemRandom {
     path: PathBuf,
     inode: InodeRef,
     size: u64,
+    /// Opened `ReadAccess::Growing`: reads see bytes flushed after the open. Otherwise
+    /// reads stop at `size`, as RealFs's maps and size-checked `pread`s do.
+    growing: bool,
 }
 
 impl RandomAccessFile for MemRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let ino = lock(&self.inode);
-        let range = super::checked_range(&self.path, offset, len, ino.data.len())?;
+        let mut end = ino.data.len();
+        if !self.growing {
+            end = end.min(usize::try_from(self.size).unwrap_or(usize::MAX));
+        }
+        let range = super::checked_range(&self.path, offset, len, end)?;
         Ok(ino.data[range].to_vec())
     }
 
@@ -287,7 +315,11 @@ impl MemFs {
             lock(&inode).prealloc = LOG_CHUNK;
         }
         st.live.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemWritable { inode, log }))
+        Ok(Box::new(MemWritable {
+            inode,
+            log,
+            pending: Vec::new(),
+        }))
     }
 
     fn inode(&self, op: &str, path: &Path) -> Result<InodeRef> {
@@ -309,12 +341,21 @@ impl Fs for MemFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_with(path, super::ReadAccess::default())
+    }
+
+    fn open_with(
+        &self,
+        path: &Path,
+        access: super::ReadAccess,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
         let inode = self.inode("open", path)?;
         let size = lock(&inode).data.len() as u64;
         Ok(Arc::new(MemRandom {
             path: path.to_path_buf(),
             inode,
             size,
+            growing: access == super::ReadAccess::Growing,
         }))
     }
 
@@ -489,6 +530,7 @@ mod tests {
         f.append(b"0123").unwrap();
         f.sync().unwrap();
         f.append(b"456789").unwrap();
+        f.flush().unwrap();
         fs.sync_dir(&dir).unwrap();
         let mut seen = BTreeSet::new();
         for seed in 0..64 {
@@ -585,8 +627,15 @@ mod tests {
         let (fs, dir) = setup();
         let mut f = fs.create(&dir.join("a")).unwrap();
         f.append(b"abc").unwrap();
+        f.flush().unwrap();
         let r = fs.open(&dir.join("a")).unwrap();
         assert_eq!(r.read_at(1, 2).unwrap(), b"bc");
         assert!(r.read_at(2, 2).is_err());
+    }
+
+    #[test]
+    fn growing_files_keep_the_fs_contract() {
+        let (fs, dir) = setup();
+        super::super::check_growing_file_contract(&fs, &dir);
     }
 }

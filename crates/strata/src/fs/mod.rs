@@ -8,7 +8,18 @@
 //! - files are append-only once created; `create` truncates (a new, empty file);
 //! - `WritableFile::sync` makes the file's bytes durable, but a *new directory entry* (create,
 //!   rename, remove) is durable only after `sync_dir` on its parent directory;
-//! - reads past the end of a file are an error, never a short read the caller must notice.
+//! - reads past the end of a file are an error, never a short read the caller must notice;
+//! - a reader sees only bytes a writer handed to the OS: appended *and* `flush`ed (or
+//!   `sync`ed); bytes still in a writer's buffer are invisible, and lost if the writer is
+//!   dropped without a flush (RealFs buffers 64 KiB in the process);
+//! - a file that grows while it is read: a [`RandomAccessFile`] opened with
+//!   [`ReadAccess::Growing`] reads every byte flushed before each read starts, including
+//!   bytes appended after it was opened. Opened any other way, a reader may read only the
+//!   bytes the file held when it was opened (RealFs maps tables, and checks `pread`s against
+//!   the size it saw at open; MemFs enforces the same limit, so that a test on it fails
+//!   where RealFs would). The engine opens a file that may still grow (the value log's head
+//!   segment, any store's open segment) only with `Growing`; tables, blob files, WALs and
+//!   manifests are complete whenever they are read.
 
 mod fault;
 mod mem;
@@ -83,6 +94,11 @@ pub enum ReadAccess {
     /// Positional reads (`pread`) into the reader's own buffers, no map, the kernel told to
     /// expect random access (`POSIX_FADV_RANDOM`): what is read is what is asked for.
     Positional,
+    /// Positional reads of a file a writer may still be appending to: each read sees every
+    /// byte flushed before it starts, however long ago the file was opened (the module's
+    /// contract). No map, no advice. Not a way to read tables (`Options::table_reads`
+    /// refuses it): a table is complete before it is opened.
+    Growing,
 }
 
 /// A file being appended to.
@@ -186,7 +202,8 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_shared(&self, offset: u64, len: usize) -> Result<FileBytes> {
         self.read_at(offset, len).map(FileBytes::from)
     }
-    /// The file's size when it was opened.
+    /// The file's size when it was opened (a file opened [`ReadAccess::Growing`] may hold
+    /// more by the time it is read).
     fn size(&self) -> u64;
     /// Whether `read_shared` borrows from a memory map (then reads cost no copy, and callers
     /// may skip caching what they read). Default: false.
@@ -266,4 +283,50 @@ pub fn write_file_atomic(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
     drop(f);
     fs.rename(&tmp, path)?;
     fs.sync_dir(dir)
+}
+
+/// The contract for a file that grows while it is read (the module doc), checked the same
+/// way against every implementation (`real` and `mem` tests call it).
+#[cfg(test)]
+pub(crate) fn check_growing_file_contract(fs: &dyn Fs, dir: &Path) {
+    use crate::error::ErrorKind;
+    let path = dir.join("000001.vlog");
+    let mut w = fs.create(&path).unwrap();
+    w.append(b"first").unwrap();
+    w.flush().unwrap();
+    let mapped = fs.open(&path).unwrap();
+    let positional = fs.open_with(&path, ReadAccess::Positional).unwrap();
+    let growing = fs.open_with(&path, ReadAccess::Growing).unwrap();
+    w.append(b"second").unwrap();
+    let past_end = |r: Result<Vec<u8>>, what: &str| {
+        let e = r.expect_err(what);
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
+        assert!(e.to_string().contains("past end of file"), "{what}: {e}");
+    };
+    past_end(
+        growing.read_at(5, 6),
+        "appended, not flushed: no reader sees it",
+    );
+    w.flush().unwrap();
+    assert_eq!(growing.read_at(5, 6).unwrap(), b"second");
+    assert_eq!(growing.read_at(0, 11).unwrap(), b"firstsecond");
+    past_end(growing.read_at(5, 7), "growing: past what was flushed");
+    for (r, what) in [(&mapped, "open"), (&positional, "positional")] {
+        assert_eq!(r.read_at(0, 5).unwrap(), b"first", "{what}");
+        past_end(
+            r.read_at(5, 6),
+            &format!("{what}: limited to the size at open"),
+        );
+    }
+    assert_eq!(
+        fs.open(&path).unwrap().read_at(0, 11).unwrap(),
+        b"firstsecond"
+    );
+    w.append(b"third").unwrap();
+    drop(w);
+    assert_eq!(
+        fs.file_size(&path).unwrap(),
+        11,
+        "dropped unflushed bytes are lost"
+    );
 }

@@ -244,21 +244,37 @@ struct RealRandom {
     path: PathBuf,
     file: File,
     size: u64,
+    /// Opened `ReadAccess::Growing`: reads are not limited to `size`.
+    growing: bool,
 }
 
 impl RandomAccessFile for RealRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        super::checked_range(
-            &self.path,
-            offset,
-            len,
-            usize::try_from(self.size).unwrap_or(usize::MAX),
-        )?;
+        if !self.growing {
+            super::checked_range(
+                &self.path,
+                offset,
+                len,
+                usize::try_from(self.size).unwrap_or(usize::MAX),
+            )?;
+        }
         let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io("read", &self.path, e))?;
-        Ok(buf)
+        match self.file.read_exact_at(&mut buf, offset) {
+            Ok(()) => Ok(buf),
+            // Past the end of a file still being written: the same error as past the end
+            // of a complete one, with the size the file has now.
+            Err(e) if self.growing && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                let now = self.file.metadata().map_or(0, |m| m.len());
+                super::checked_range(
+                    &self.path,
+                    offset,
+                    len,
+                    usize::try_from(now).unwrap_or(usize::MAX),
+                )?;
+                Err(Error::io("read", &self.path, e))
+            }
+            Err(e) => Err(Error::io("read", &self.path, e)),
+        }
     }
 
     fn size(&self) -> u64 {
@@ -411,7 +427,7 @@ impl Fs for RealFs {
             .map_err(|e| Error::io("stat", path, e))?
             .len();
         if size > 0
-            && access != ReadAccess::Positional
+            && matches!(access, ReadAccess::Mapped | ReadAccess::MappedRandom)
             && path.extension().is_some_and(|e| e == "sst")
         {
             // SAFETY: tables are immutable once written (see `MappedRandom`); a file changed
@@ -441,6 +457,7 @@ impl Fs for RealFs {
             path: path.to_path_buf(),
             file,
             size,
+            growing: access == ReadAccess::Growing,
         }))
     }
 
@@ -655,6 +672,13 @@ mod tests {
             assert_eq!(&*f.read_shared(2, 3).unwrap(), b"234", "{access:?}");
             assert!(f.read_at(8, 3).is_err(), "{access:?}: past the end");
         }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn growing_files_keep_the_fs_contract() {
+        let dir = temp_dir("growing");
+        super::super::check_growing_file_contract(&RealFs::new(), &dir);
         let _ = fs::remove_dir_all(&dir);
     }
 

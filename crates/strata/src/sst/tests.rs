@@ -180,7 +180,10 @@ fn newer_format_version_is_refused() {
     f.format_version = 99;
     data[foot..].copy_from_slice(&f.encode());
     let c = setup();
-    c.create(p).unwrap().append(&data).unwrap();
+    let mut w = c.create(p).unwrap();
+    w.append(&data).unwrap();
+    w.sync().unwrap();
+    drop(w);
     let e = Table::open(c.open(p).unwrap(), p, None).unwrap_err();
     assert_eq!(e.kind(), crate::ErrorKind::NotSupported);
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
-use crate::fs::{Fs, RandomAccessFile, WritableFile};
+use crate::fs::{Fs, RandomAccessFile, ReadAccess, WritableFile};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::{record, FlushSeparator, ValueFile, ValueFileKind, ValuePointer, ValueStore};
 
@@ -134,7 +134,15 @@ impl BlobReader {
         }
         drop(read);
         let path = f.path(&self.placement);
-        let h = self.fs.open(&path)?;
+        // A value-log segment may be the head, still appended to while its handle is kept:
+        // opened `Growing`, a read sees every record flushed before it, however long ago the
+        // handle was opened (the fs module's contract; opened otherwise, a read past the size
+        // at open failed: issue 34). A blob file is complete before it is named.
+        let access = match f.kind {
+            ValueFileKind::VlogSegment => ReadAccess::Growing,
+            ValueFileKind::Blob => ReadAccess::default(),
+        };
+        let h = self.fs.open_with(&path, access)?;
         self.open
             .write()
             .unwrap_or_else(PoisonError::into_inner)
