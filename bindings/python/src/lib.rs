@@ -177,6 +177,13 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
                 Some(std::time::Duration::from_secs_f64(f64_()?.max(0.0)))
             }
         }
+        "write_stall_limit" => {
+            o.write_stall_limit = if value.is_none() {
+                None
+            } else {
+                Some(std::time::Duration::from_secs_f64(f64_()?.max(0.0)))
+            }
+        }
         "block_restart_interval" => o.block_restart_interval = usize_()?,
         "pin_table_metadata" => o.pin_table_metadata = bool_()?,
         "memory_limit" => o.memory_limit = if value.is_none() { None } else { Some(u64_()?) },

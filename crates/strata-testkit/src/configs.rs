@@ -29,8 +29,25 @@ fn small(base: Options, fs: Arc<dyn Fs>) -> Options {
         // OHDB's buckets (ignored by the other layouts): few, and compacted all the time.
         l0_buckets: 4,
         bucket_compaction_trigger: 2,
+        // The write-path watchdog: a write stopped this long with no background job running
+        // fails the test with the tree's shape instead of hanging it (issue 35).
+        write_stall_limit: Some(std::time::Duration::from_secs(30)),
         fs,
         ..base
+    }
+}
+
+/// L0 triggers 2/4/8 (those `hyperleveldb` once stopped writes for good under, issue 35) in
+/// three levels with a 64 KiB L1, so that a test's data overfills the last level: writes
+/// stop often, and every stop needs a job the picker finds.
+fn stopping(o: Options) -> Options {
+    Options {
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 4,
+        level0_stop_writes_trigger: 8,
+        num_levels: 3,
+        max_bytes_for_level_base: 64 << 10,
+        ..o
     }
 }
 
@@ -59,8 +76,17 @@ pub fn configs() -> Vec<Config> {
             build: |_, fs| small(Options::hyperleveldb(), fs),
         },
         Config {
+            name: "hyperleveldb-stops",
+            build: |_, fs| stopping(small(Options::hyperleveldb(), fs)),
+        },
+        Config {
             name: "ohdb-l0p",
             build: |_, fs| small(Options::ohdb_l0p(), fs),
+        },
+        // OHDB's buckets with a finite stop trigger: the fullest bucket stops writes.
+        Config {
+            name: "ohdb-l0p-stops",
+            build: |_, fs| stopping(small(Options::ohdb_l0p(), fs)),
         },
         // HyperLevelDB with levels in a second directory: flushes into an empty range are
         // written in the levels' directory and placed in L1/L2.

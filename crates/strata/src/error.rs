@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Poisoned,
     /// The database is locked by another process (or another `Db` in this process).
     Busy,
+    /// A write waited longer than `Options::write_stall_limit` while writes were stopped and
+    /// no background work ran: a scheduling bug. The message gives the tree's shape.
+    Stalled,
 }
 
 /// An error: a kind plus a human-readable message.

@@ -131,13 +131,19 @@ pub type FileList = Arc<Vec<Arc<FileMeta>>>;
 /// unit tests of pickers and layouts.
 #[cfg(test)]
 pub(crate) fn test_table(n: u64, lo: &str, hi: &str, size: u64, seq: u64) -> Arc<FileMeta> {
+    test_table_bytes(n, lo.as_bytes(), hi.as_bytes(), size, seq)
+}
+
+/// [`test_table`] with keys of any bytes.
+#[cfg(test)]
+pub(crate) fn test_table_bytes(n: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta> {
     use crate::key::{internal_key, ValueKind};
     Arc::new(FileMeta {
         number: FileNumber(n),
         path_id: PathId::DB,
         size,
-        smallest: internal_key(lo.as_bytes(), SeqNo(seq), ValueKind::Put),
-        largest: internal_key(hi.as_bytes(), SeqNo(seq), ValueKind::Put),
+        smallest: internal_key(lo, SeqNo(seq), ValueKind::Put),
+        largest: internal_key(hi, SeqNo(seq), ValueKind::Put),
         smallest_seq: SeqNo(seq),
         largest_seq: SeqNo(seq),
         num_entries: 1,

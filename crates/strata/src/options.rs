@@ -341,6 +341,13 @@ pub struct Options {
     pub soft_pending_compaction_bytes_limit: u64,
     /// Estimated bytes of pending compaction at which writes stop. Defaults to 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
+    /// A watchdog for the write path: a write that has waited this long while writes were
+    /// stopped (L0 at its stop trigger, the memtables full, pending compaction at the hard
+    /// limit) with no flush or compaction running or finishing meanwhile fails with
+    /// [`ErrorKind::Stalled`](crate::ErrorKind::Stalled), whose message gives the tree's
+    /// shape. Such a wait is a scheduling bug (docs/design/baselines.md, "Liveness"): every
+    /// stop leaves a job to run. `None` (the default) waits as long as it takes.
+    pub write_stall_limit: Option<std::time::Duration>,
     /// What recovery does with a damaged or torn WAL. Defaults to `TolerateTornTail`.
     pub wal_recovery_mode: WalRecoveryMode,
     /// Directory for WALs. Defaults to the database directory.
@@ -485,6 +492,7 @@ impl Options {
             separate_flush_thread,
             soft_pending_compaction_bytes_limit,
             hard_pending_compaction_bytes_limit,
+            write_stall_limit,
             wal_recovery_mode,
             wal_dir,
             level_dir,
@@ -547,8 +555,9 @@ impl Options {
         plain!(
             max_background_compactions compaction_yields_to_flush separate_flush_thread
             soft_pending_compaction_bytes_limit hard_pending_compaction_bytes_limit
-            wal_recovery_mode
         );
+        optional!(write_stall_limit);
+        plain!(wal_recovery_mode);
         path!(wal_dir level_dir);
         plain!(
             l0_layout l0_buckets bucket_compaction_trigger bucket_boundaries value_store
@@ -603,6 +612,7 @@ impl Default for Options {
             compaction_yields_to_flush: false,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
+            write_stall_limit: None,
             wal_recovery_mode: WalRecoveryMode::TolerateTornTail,
             wal_dir: None,
             level_dir: None,
@@ -920,11 +930,32 @@ impl Options {
                 "must be <= hard_pending_compaction_bytes_limit",
             );
         }
+        if self.hard_pending_compaction_bytes_limit == 0 {
+            return bad(
+                "hard_pending_compaction_bytes_limit",
+                "must be more than zero (0 would stop every write with nothing to compact)",
+            );
+        }
+        if self.write_stall_limit.is_some_and(|d| d.is_zero()) {
+            return bad(
+                "write_stall_limit",
+                "must be more than zero (None waits as long as it takes)",
+            );
+        }
         if !(1..=1024).contains(&self.l0_buckets) {
             return bad("l0_buckets", "must be between 1 and 1024");
         }
         if self.bucket_compaction_trigger == 0 {
             return bad("bucket_compaction_trigger", "must be at least 1");
+        }
+        if self.l0_layout == L0Layout::Buckets
+            && self.bucket_compaction_trigger > self.level0_stop_writes_trigger
+        {
+            // The fullest bucket would stop writes before its compaction is due: a hang.
+            return bad(
+                "bucket_compaction_trigger",
+                "must be <= level0_stop_writes_trigger (a bucket that full stops writes)",
+            );
         }
         if self.max_mem_compaction_level >= self.num_levels {
             return bad(
@@ -1071,7 +1102,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 54, "every field but fs");
+        assert_eq!(names.len(), 55, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -10,6 +10,8 @@
 //!   --max_background_compactions --block_size --separate_flush_thread=0|1
 //!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
 //!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
+//!   --write_stall_limit_ms=1000 (a write stopped that long with no background job running
+//!   fails the run with the tree's shape: Options::write_stall_limit; 0 waits for ever)
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob,wisckey] [--threads=4] [--keys=20000]
@@ -210,6 +212,12 @@ fn options(a: &Args) -> Result<Options, String> {
     o.min_blob_size = a.get("min_blob_size", 64)?;
     // The value log (preset wisckey) in 256 KiB segments: the head moves often.
     o.vlog_segment_size = a.get("vlog_segment_size", 256 << 10)?;
+    // The write-path watchdog: a stall fails the run (the kill loop reports the early exit)
+    // instead of waiting until the kill.
+    o.write_stall_limit = match a.get("write_stall_limit_ms", 1000u64)? {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    };
     o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
     o.level_dir = a.0.get("level_dir").map(PathBuf::from);
     let preset = a.str("preset", "default");
@@ -551,6 +559,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "wal_dir",
         "level_dir",
         "tables_in_memory",
+        "write_stall_limit_ms",
     ]
     .iter()
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))

@@ -167,6 +167,39 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
     total
 }
 
+/// How the tree presses on writes: what `make_room` slows writes down on and stops them on
+/// (a full set of memtables is the third stop, and the flush its job). One place decides,
+/// so the liveness rule (docs/design/baselines.md, issue 35) is checked against the same
+/// conditions the write path uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WritePressure {
+    /// L0's pressure in its layout's unit.
+    pub l0: crate::l0::Pressure,
+    /// `pending_compaction_bytes`.
+    pub pending: u64,
+}
+
+impl WritePressure {
+    /// The pressure of `v` under `opts`.
+    pub fn of(v: &Version, opts: &Options) -> Self {
+        WritePressure {
+            l0: v.l0.pressure(v.files(0), opts),
+            pending: pending_compaction_bytes(v, opts),
+        }
+    }
+
+    /// Whether writes are slowed down.
+    pub fn slows(&self, opts: &Options) -> bool {
+        self.l0.slows() || self.pending >= opts.soft_pending_compaction_bytes_limit
+    }
+
+    /// Whether the tree stops writes. Liveness: whenever it does, [`pick`] finds a job
+    /// (with nothing busy); `picker/tests.rs` checks it over random trees and every preset.
+    pub fn stops(&self, opts: &Options) -> bool {
+        self.l0.stops() || self.pending >= opts.hard_pending_compaction_bytes_limit
+    }
+}
+
 /// Picks the most urgent compaction, if any level needs one and its files are free.
 ///
 /// A trivial move out of an oversized level comes first, whatever the scores: it costs a

@@ -88,8 +88,14 @@ fn dynamic(v: &Version, opts: &Options) -> (usize, u64) {
     (level, largest)
 }
 
-/// Urgency of sorted level `level` (>= 1): >= 1 means it is over its target.
+/// Urgency of a compaction out of sorted level `level` (>= 1): >= 1 means it is over its
+/// target. The last level scores 0 however full it is: it has no level to compact into, so
+/// no compaction can lower its score, and a picker that compared it with the level above
+/// (HyperLevelDB's) would wait on it for ever (issue 35; HyperLevelDB does not score it).
 pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
+    if level + 1 >= v.num_levels() {
+        return 0.0;
+    }
     let bytes = v.level_bytes(level);
     if opts.level_sizing == LevelSizing::Dynamic {
         let target = level_target(v, opts, level);

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
-use super::{lock, DbInner};
+use super::{lock, DbInner, State};
 use crate::batch::WriteBatch;
 use crate::compaction::picker;
 use crate::error::{Error, ErrorKind, Result};
@@ -333,9 +333,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Err(Error::new(ErrorKind::Closed, "database is closing"));
         }
         let v = st.super_version.version.clone();
-        let l0 = v.l0.pressure(v.files(0), &db.opts);
-        let pending = picker::pending_compaction_bytes(&v, &db.opts);
-        if allow_delay && (l0.slows() || pending >= db.opts.soft_pending_compaction_bytes_limit) {
+        let pressure = picker::WritePressure::of(&v, &db.opts);
+        let l0 = pressure.l0;
+        if allow_delay && pressure.slows(&db.opts) {
             // Give compaction room, once per write: pace writes to `delayed_write_rate`
             // (sleeping once a millisecond of debt has built up), or with a rate of 0 sleep
             // 1 ms per write as LevelDB does; or sleep a microsecond per L0 run above the
@@ -377,17 +377,37 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         if force && st.mem.is_empty() {
             return Ok(st.mem.clone());
         }
-        let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number
-            || l0.stops()
-            || pending >= db.opts.hard_pending_compaction_bytes_limit;
+        let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number || pressure.stops(&db.opts);
         if stop {
             let t = Instant::now();
             Stats::add(&db.stats.stalls, 1);
             db.bg_cv.notify_all();
-            st = db
-                .done_cv
-                .wait(st)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            st = match db.opts.write_stall_limit {
+                None => db
+                    .done_cv
+                    .wait(st)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+                Some(limit) => {
+                    let progress = st.progress;
+                    let (st, _) = db
+                        .done_cv
+                        .wait_timeout_while(st, limit, |s| {
+                            s.progress == progress
+                                && s.bg_error.is_none()
+                                && !db.shutting_down.load(Ordering::Acquire)
+                        })
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let idle = !st.flush_running && st.compactions_running == 0;
+                    if st.progress == progress
+                        && idle
+                        && st.bg_error.is_none()
+                        && !db.shutting_down.load(Ordering::Acquire)
+                    {
+                        return Err(stalled(db, &st, limit, pressure));
+                    }
+                    st
+                }
+            };
             Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
             continue;
         }
@@ -407,6 +427,35 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         db.bg_cv.notify_all();
         force = false;
     }
+}
+
+/// The error of a write that waited `limit` with writes stopped while no background job ran
+/// or finished (`Options::write_stall_limit`): the tree's shape, for the bug report.
+/// REQUIRES: `state` locked.
+fn stalled(db: &DbInner, st: &State, limit: Duration, p: picker::WritePressure) -> Error {
+    let v = &st.super_version.version;
+    Error::new(
+        ErrorKind::Stalled,
+        format!(
+            "writes stopped for {limit:?} with no flush or compaction running or finishing \
+             (a scheduling bug): files per level {}, level bytes [{}], L0 pressure {} \
+             (stop at {}), pending compaction bytes {} (stop at {}), immutable memtables {} \
+             of {}, picker {:?}, L0 layout {:?}",
+            v.level_summary(),
+            (0..v.num_levels())
+                .map(|l| v.level_bytes(l).to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            p.l0.level,
+            p.l0.stop,
+            p.pending,
+            db.opts.hard_pending_compaction_bytes_limit,
+            st.imms.len(),
+            db.opts.max_write_buffer_number - 1,
+            db.opts.compaction_picker,
+            db.opts.l0_layout,
+        ),
+    )
 }
 
 /// A writer for a new WAL `file`, its link record written: every WAL starts with one

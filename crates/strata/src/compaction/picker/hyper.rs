@@ -2,7 +2,9 @@
 //! `db/version_set.cc` (`PickCompactionLevel`, `PickCompaction`) and restated here:
 //!
 //! - Level: the shallowest level n >= 1 whose score is >= 1 and >= the score of level n + 1
-//!   (so a level is not pushed into one that is even fuller). L0 instead, whenever its score
+//!   (so a level is not pushed into one that is even fuller; the last level scores 0, as
+//!   HyperLevelDB leaves it unscored: a full last level never blocks the level above, which
+//!   once stopped writes for good, issue 35). L0 instead, whenever its score
 //!   is >= 1 and L1's is <= 1: L0 waits while L1 drains, so each L0 compaction merges the
 //!   tables gathered meanwhile. A layout that compacts part of L0 at a time (OHDB's buckets)
 //!   does not wait: a full bucket goes at once, as OHDB starts a bucket's compaction when it

@@ -419,3 +419,176 @@ fn dynamic_sizing_compacts_l0_into_the_base_level() {
     assert_eq!((c.level, c.output_level), (1, 2));
     assert!(c.trivial_move);
 }
+
+/// A random tree under random options derived from `preset`, or `None` when `validate`
+/// refuses the options drawn.
+fn random_case(rng: &mut TestRng, preset: &str) -> Option<(Version, Options, Placement)> {
+    use crate::options::{BucketBoundaries, CompactionPicker, L0Layout, LevelSizing};
+    let mut o = Options::preset(preset).unwrap();
+    o.num_levels = 2 + rng.below(6) as usize;
+    o.max_mem_compaction_level = o.max_mem_compaction_level.min(o.num_levels - 1);
+    o.target_file_size_base = 16 << (10 + rng.below(4));
+    o.max_bytes_for_level_base = (64 << 10).max(o.target_file_size_base << rng.below(5));
+    o.max_bytes_for_level_multiplier = [2.0, 4.0, 10.0][rng.below(3) as usize];
+    if rng.chance(0.6) {
+        // L0 triggers varied, a stop trigger always finite.
+        o.level0_file_num_compaction_trigger = 1 + rng.below(6) as usize;
+        o.level0_slowdown_writes_trigger =
+            o.level0_file_num_compaction_trigger + rng.below(6) as usize;
+        o.level0_stop_writes_trigger = o.level0_slowdown_writes_trigger + rng.below(6) as usize;
+    }
+    if rng.chance(0.3) {
+        o.compaction_picker =
+            [CompactionPicker::Leveled, CompactionPicker::HyperLevelDb][rng.below(2) as usize];
+        o.level_sizing = [
+            LevelSizing::Classic,
+            LevelSizing::Dynamic,
+            LevelSizing::HyperLevelDb,
+        ][rng.below(3) as usize];
+    }
+    if rng.chance(0.3) {
+        o.l0_layout = [L0Layout::Flat, L0Layout::Buckets][rng.below(2) as usize];
+    }
+    o.l0_buckets = 1 + rng.below(8) as usize;
+    o.bucket_boundaries =
+        [BucketBoundaries::KeyPrefix, BucketBoundaries::Sampled][rng.below(2) as usize];
+    o.bucket_compaction_trigger = 1 + rng.below(8) as usize;
+    if rng.chance(0.3) {
+        o.hard_pending_compaction_bytes_limit = 1 + rng.below(64 << 10);
+        o.soft_pending_compaction_bytes_limit =
+            rng.below(o.hard_pending_compaction_bytes_limit + 1);
+    }
+    if let Err(e) = o.validate() {
+        if std::env::var_os("STRATA_SHOW_REFUSED").is_some() {
+            eprintln!("{preset}: {e}");
+        }
+        return None;
+    }
+
+    let mut v = Version::new(o.num_levels);
+    v.l0 = crate::l0::configured(&o);
+    let mut number = 1;
+    let mut next = || {
+        number += 1;
+        number
+    };
+    // L0: tables whose keys share their first byte (so each lies in one bucket), newer ones
+    // with higher sequence numbers.
+    let stop = o.level0_stop_writes_trigger.min(24);
+    let mut l0 = Vec::new();
+    for seq in 0..rng.below(stop as u64 + 4) {
+        let b = rng.below(256) as u8;
+        let (x, y) = (rng.below(256) as u8, rng.below(256) as u8);
+        let size = 1 + rng.below(2 * o.target_file_size_base);
+        l0.push(file_bytes(
+            next(),
+            &[b, x.min(y)],
+            &[b, x.max(y)],
+            size,
+            1000 + seq,
+        ));
+    }
+    v.l0.arrange(&mut l0).unwrap();
+    v.levels[0] = l0.into();
+    // Deeper levels: sorted, disjoint tables over two-byte keys, a level's bytes anywhere
+    // from empty to several times its target (the last level too).
+    for level in 1..o.num_levels {
+        let target = o.max_bytes_for_level(level).min(1 << 24);
+        let want = rng
+            .below(4 * target / o.target_file_size_base.max(1) + 2)
+            .min(40);
+        let mut bounds: Vec<u16> = (0..2 * want).map(|_| rng.below(1 << 16) as u16).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let files: Vec<Arc<FileMeta>> = bounds
+            .chunks_exact(2)
+            .map(|p| {
+                let size = 1 + rng.below(2 * o.target_file_size_base);
+                file_bytes(next(), &p[0].to_be_bytes(), &p[1].to_be_bytes(), size, 1)
+            })
+            .collect();
+        v.levels[level] = files.into();
+    }
+    let deep = rng.chance(0.3).then_some(Path::new("/deep"));
+    Some((v, o, Placement::new(Path::new("/db"), None, deep)))
+}
+
+fn file_bytes(n: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta> {
+    crate::file_meta::test_table_bytes(n, lo, hi, size, seq)
+}
+
+/// SplitMix64, for the random trees (the testkit's generator is not a dependency of unit
+/// tests).
+struct TestRng(u64);
+
+impl TestRng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n.max(1)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        (self.below(1 << 20) as f64) < p * (1 << 20) as f64
+    }
+}
+
+/// The liveness rule (docs/design/baselines.md, "Liveness"): whenever the tree stops writes,
+/// the picker, with no job running, hands out a job. Random trees under every preset with
+/// its options varied within what `validate` accepts; a failure prints the tree's shape.
+#[test]
+fn a_stopped_tree_always_has_a_runnable_job() {
+    let presets = [
+        "default",
+        "leveldb",
+        "hyperleveldb",
+        "rocksdb",
+        "ohdb-l0p",
+        "ohdb-2dc",
+        "ohdb-c",
+        "blob",
+        "wisckey",
+    ];
+    let mut rng = TestRng(35);
+    let busy = HashSet::new();
+    let (mut stopped, mut cases) = (0, 0);
+    for i in 0..12_000 {
+        let preset = presets[i % presets.len()];
+        let Some((v, o, p)) = random_case(&mut rng, preset) else {
+            continue;
+        };
+        cases += 1;
+        let pressure = WritePressure::of(&v, &o);
+        if !pressure.stops(&o) {
+            continue;
+        }
+        stopped += 1;
+        let c = picker::pick(&ctx(&v, &o, &busy, &p));
+        assert!(
+            c.is_some_and(|c| !c.inputs.is_empty()),
+            "case {i}, preset {preset}: writes stop and no job is runnable: files per level {}, \
+             level bytes {:?}, scores {:?}, L0 pressure {:?}, pending {} (hard limit {}), \
+             picker {:?}, sizing {:?}, L0 layout {:?}, bucket trigger {}",
+            v.level_summary(),
+            (0..v.num_levels())
+                .map(|l| v.level_bytes(l))
+                .collect::<Vec<_>>(),
+            (1..v.num_levels())
+                .map(|l| level_score(&v, &o, l))
+                .collect::<Vec<_>>(),
+            pressure.l0,
+            pressure.pending,
+            o.hard_pending_compaction_bytes_limit,
+            o.compaction_picker,
+            o.level_sizing,
+            o.l0_layout,
+            o.bucket_compaction_trigger,
+        );
+    }
+    eprintln!("{cases} valid cases, {stopped} with writes stopped");
+    // The generator must reach the state the rule is about, often.
+    assert!(cases > 8_000, "only {cases} valid cases");
+    assert!(stopped > 2_000, "only {stopped} stopped trees of {cases}");
+}
