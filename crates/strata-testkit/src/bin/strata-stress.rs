@@ -6,7 +6,7 @@
 //!               [--sync=0.05] [--preset=default] [--slow_tables_ms=0] [option flags]
 //! option flags (as in strata-bench): --write_buffer_size --target_file_size_base
 //!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
-//!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number
+//!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number --num_levels
 //!   --max_background_compactions --block_size --separate_flush_thread=0|1
 //!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
 //!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
@@ -171,6 +171,10 @@ fn options(a: &Args) -> Result<Options, String> {
     o.level0_stop_writes_trigger =
         a.get("level0_stop_writes_trigger", o.level0_stop_writes_trigger)?;
     o.max_write_buffer_number = a.get("max_write_buffer_number", o.max_write_buffer_number)?;
+    o.num_levels = a.get("num_levels", o.num_levels)?;
+    o.max_mem_compaction_level = o
+        .max_mem_compaction_level
+        .min(o.num_levels.saturating_sub(1));
     o.max_background_compactions =
         a.get("max_background_compactions", o.max_background_compactions)?;
     o.block_size = a.get("block_size", o.block_size)?;
@@ -418,7 +422,12 @@ fn run(a: &Args) -> Result<(), String> {
                 s.spawn(move || worker(db, oracle, t, threads, a, stop, c))
             })
             .collect();
-        while start.elapsed().as_secs_f64() < seconds && c.failures.load(Ordering::SeqCst) == 0 {
+        // A worker ends early only on an error (a failed write, a stalled one): stop the
+        // run then, so the crash loop sees the exit instead of killing a stuck process.
+        while start.elapsed().as_secs_f64() < seconds
+            && c.failures.load(Ordering::SeqCst) == 0
+            && !hs.iter().any(|h| h.is_finished())
+        {
             std::thread::sleep(Duration::from_millis(50));
         }
         stop.store(true, Ordering::SeqCst);
@@ -551,6 +560,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "level0_slowdown_writes_trigger",
         "level0_stop_writes_trigger",
         "max_write_buffer_number",
+        "num_levels",
         "max_background_compactions",
         "block_size",
         "separate_flush_thread",
