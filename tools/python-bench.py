@@ -25,7 +25,7 @@ def run(name):
     d = tempfile.mkdtemp(prefix=f"pybench-{name}-")
     try:
         if name == "strata":
-            db = strata.DB(d)
+            db = strata.DB(d, create_if_missing=True)
             put, get, close = db.put, db.get, db.close
         else:
             db = plyvel.DB(d, create_if_missing=True)

@@ -246,7 +246,9 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
 
 /// A strata database.
 ///
-/// `DB(path, create_if_missing=True, preset=None, **options)`: `preset` names a preset
+/// `DB(path, create_if_missing=False, preset=None, **options)` (a missing database is created
+/// only when asked, as plyvel does; never over the files of one that lost its CURRENT):
+/// `preset` names a preset
 /// (`"default"`, `"leveldb"`, `"blob"`, `"wisckey"`, ...), and options set `strata::Options`
 /// fields by name (`write_buffer_size`, `block_cache_size`, `compression="lz4"`,
 /// `value_store="blob"`, `min_blob_size`, `value_dir`, ...). Use as a context manager, or
@@ -333,7 +335,7 @@ fn bounds(
 #[pymethods]
 impl DB {
     #[new]
-    #[pyo3(signature = (path, create_if_missing=true, preset=None, **options))]
+    #[pyo3(signature = (path, create_if_missing=false, preset=None, **options))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,

@@ -18,7 +18,7 @@ def path(tmp_path):
 
 
 def test_put_get_delete_and_mapping_protocol(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         db.put(b"a", b"1")
         db[b"b"] = b"2"
         assert db.get(b"a") == b"1"
@@ -41,7 +41,7 @@ def test_put_get_delete_and_mapping_protocol(path):
 def test_randomized_against_a_dict(path):
     rng = random.Random(7)
     model = {}
-    with strata.DB(path, write_buffer_size=64 << 10) as db:
+    with strata.DB(path, create_if_missing=True, write_buffer_size=64 << 10) as db:
         for step in range(20000):
             k = b"k%05d" % rng.randrange(3000)
             r = rng.random()
@@ -55,12 +55,12 @@ def test_randomized_against_a_dict(path):
             else:
                 assert db.get(k) == model.get(k), step
         assert list(db) == sorted(model.items())
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         assert dict(db) == model
 
 
 def test_iteration_bounds_prefix_reverse_and_projection(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         for k in [b"a1", b"a2", b"b1", b"b2", b"c1"]:
             db.put(k, k.upper())
         keys = lambda **kw: list(db.iterator(include_value=False, **kw))
@@ -76,7 +76,7 @@ def test_iteration_bounds_prefix_reverse_and_projection(path):
 
 
 def test_snapshots_see_the_past(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         db.put(b"k", b"old")
         with db.snapshot() as snap:
             db.put(b"k", b"new")
@@ -88,7 +88,7 @@ def test_snapshots_see_the_past(path):
 
 
 def test_write_batch_is_atomic_and_discarded_on_exception(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         with db.write_batch() as wb:
             wb.put(b"x", b"1")
             wb.put(b"y", b"2")
@@ -109,7 +109,7 @@ def test_write_batch_is_atomic_and_discarded_on_exception(path):
 
 
 def test_reopen_keeps_everything(path):
-    db = strata.DB(path)
+    db = strata.DB(path, create_if_missing=True)
     for i in range(1000):
         db.put(b"key%04d" % i, b"v%d" % i)
     db.close()
@@ -122,38 +122,54 @@ def test_reopen_keeps_everything(path):
 
 
 def test_options_and_presets(path, tmp_path):
-    with strata.DB(path, preset="blob", min_blob_size=64, value_dir=str(tmp_path / "v"),
+    with strata.DB(path, create_if_missing=True, preset="blob", min_blob_size=64, value_dir=str(tmp_path / "v"),
                    compression="lz4", block_cache_size=1 << 20) as db:
         db.put(b"big", b"x" * 1000)
         db.flush()
         assert db.get(b"big") == b"x" * 1000
         assert int(db.property("strata.value-files")) == 1
         db.compact_range()
-    with strata.DB(path + "b", l0_layout="buckets", l0_buckets=4, wal_recovery_mode="point_in_time",
+    with strata.DB(path + "b", create_if_missing=True, l0_layout="buckets", l0_buckets=4, wal_recovery_mode="point_in_time",
                    memory_limit=None, idle_compaction_delay=0.5, num_levels=5,
                    separate_flush_thread=True) as db:
         db.put(b"k", b"v")
         assert db.property("strata.l0-layout") == "Buckets"
     with pytest.raises(strata.InvalidArgumentError):
-        strata.DB(path + "c", wal_recovery_mode="sometimes")
+        strata.DB(path + "c", create_if_missing=True, wal_recovery_mode="sometimes")
     with pytest.raises(TypeError):
-        strata.DB(path + "2", no_such_option=1)
+        strata.DB(path + "2", create_if_missing=True, no_such_option=1)
     with pytest.raises(strata.InvalidArgumentError):
-        strata.DB(path + "3", preset="nonesuch")
+        strata.DB(path + "3", create_if_missing=True, preset="nonesuch")
     with pytest.raises(strata.InvalidArgumentError):
-        strata.DB(path + "4", write_buffer_size=1)
+        strata.DB(path + "4", create_if_missing=True, write_buffer_size=1)
     with pytest.raises(strata.InvalidArgumentError):
-        strata.DB(path + "5", compression="zstd")
+        strata.DB(path + "5", create_if_missing=True, compression="zstd")
 
 
-def test_missing_database_is_refused_when_asked(path):
+def test_missing_database_is_refused_by_default(path):
+    # create_if_missing defaults to False, as plyvel's does.
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path)
     with pytest.raises(strata.InvalidArgumentError):
         strata.DB(path, create_if_missing=False)
     assert not os.path.exists(os.path.join(path, "CURRENT"))
 
 
+def test_a_database_that_lost_current_is_never_created_over(path):
+    with strata.DB(path, create_if_missing=True, write_buffer_size=64 << 10) as db:
+        for i in range(3000):
+            db.put(b"key%05d" % i, b"v" * 100)
+    for name in os.listdir(path):
+        if name.startswith("MANIFEST-") or name == "CURRENT":
+            os.remove(os.path.join(path, name))
+    before = sorted(os.listdir(path))
+    with pytest.raises(strata.CorruptionError, match="strata repair"):
+        strata.DB(path, create_if_missing=True)
+    assert sorted(os.listdir(path)) == before
+
+
 def test_str_is_refused_with_a_clear_type_error(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         with pytest.raises(TypeError, match="bytes, not str"):
             db.put("key", b"v")
         with pytest.raises(TypeError, match="bytes, not str"):
@@ -171,7 +187,7 @@ def test_errors_form_a_hierarchy():
 
 
 def test_a_second_process_is_refused_by_the_lock(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         db.put(b"k", b"v")
         code = ("import strata, sys\n"
                 "try:\n    strata.DB(sys.argv[1])\nexcept strata.BusyError as e:\n"
@@ -179,12 +195,12 @@ def test_a_second_process_is_refused_by_the_lock(path):
         r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True)
         assert r.returncode == 3, r.stdout + r.stderr
     with pytest.raises(strata.BusyError):
-        with strata.DB(path):
-            strata.DB(path)
+        with strata.DB(path, create_if_missing=True):
+            strata.DB(path, create_if_missing=True)
 
 
 def test_threads_read_and_write_concurrently(path):
-    with strata.DB(path) as db:
+    with strata.DB(path, create_if_missing=True) as db:
         errors = []
 
         def worker(t):

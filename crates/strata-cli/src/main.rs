@@ -264,6 +264,7 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
     let path = m.get_one::<String>("db").expect("required");
     let create = m.get_flag("create");
     if !create && !Path::new(path).join("CURRENT").exists() {
+        no_current(path, m)?;
         return Err(Failure(
             format!("{path}: not a strata database (no CURRENT file); --create makes one"),
             2,
@@ -274,6 +275,21 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
         ..options(m)?
     };
     Ok(Db::open(path, opts)?)
+}
+
+/// A directory without CURRENT that holds tables, WALs or value files is a database that
+/// lost its CURRENT or MANIFEST: the engine refuses to open it (and so to create a database
+/// over it) with an error that points to `strata repair`; that error, not `--create`, is
+/// what the user needs to see.
+fn no_current(path: &str, m: &ArgMatches) -> Result<(), Failure> {
+    let opts = Options {
+        create_if_missing: false,
+        ..options(m)?
+    };
+    match Db::open(path, opts) {
+        Err(e) if e.kind() == strata::ErrorKind::Corruption => Err(Failure(e.to_string(), 2)),
+        _ => Ok(()),
+    }
 }
 
 /// The preset and directories `m` names.
@@ -410,6 +426,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     if name == "check" {
         let path = m.get_one::<String>("db").expect("required");
         if !Path::new(path).join("CURRENT").exists() {
+            no_current(path, m)?;
             return Err(Failure(
                 format!("{path}: not a strata database (no CURRENT file)"),
                 2,

@@ -421,10 +421,30 @@ fn repair_brings_back_a_database_whose_manifest_is_gone() {
         }
     }
     let db = dir.to_str().unwrap();
-    assert_eq!(
-        strata(&["get", "--db", db, "key00001"]).status.code(),
-        Some(2)
-    );
+    // The tool points to repair, not to --create; and --create refuses too, changing
+    // nothing (it once created a database over the tables and deleted them: issue 29).
+    let files = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(&dir);
+    for args in [
+        &["get", "--db", db, "key00001"][..],
+        &["count", "--db", db],
+        &["check", "--db", db],
+        &["put", "--db", db, "--create", "x", "1"],
+    ] {
+        let o = strata(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("strata repair"), "{args:?}: {err}");
+        assert!(!err.contains("--create makes one"), "{args:?}: {err}");
+    }
+    assert_eq!(files(&dir), before, "a refused command changed files");
     let out = ok(&["repair", "--db", db]);
     assert!(out.starts_with("repaired: 3000 keys"), "{out}");
     assert_eq!(ok(&["count", "--db", db]), "3000\n");

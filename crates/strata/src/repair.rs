@@ -67,7 +67,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let placement = Placement::new(dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
         .with_value_dir(opts.value_dir.as_deref());
     for d in placement.dirs() {
-        fs.create_dir_all(d)?;
+        crate::fs::create_dir_durable(&*fs, d)?;
     }
     let _lock = fs.lock(&dir.join(filename::LOCK))?;
     let mut report = RepairReport {
@@ -358,11 +358,11 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     replaced.extend(manifests.iter());
     replaced.extend(unreached.iter());
     for p in &replaced {
-        fs.create_dir_all(&lost_of(p))?;
+        crate::fs::create_dir_durable(&*fs, &lost_of(p))?;
     }
     let current = placement.current_path();
     if fs.exists(&current) {
-        fs.create_dir_all(&lost_of(&current))?;
+        crate::fs::create_dir_durable(&*fs, &lost_of(&current))?;
         fs.rename(&current, &lost_of(&current).join(filename::CURRENT))?;
     }
     let name = format!("{}\n", filename::manifest_name(manifest_number));

@@ -124,6 +124,7 @@ fn every_open_records_its_options_and_none_reads_them() {
     // A second open replaces it; a damaged file changes nothing.
     let mut f = fs.create(Path::new("/db/OPTIONS")).unwrap();
     f.append(b"\xff garbage").unwrap();
+    f.sync().unwrap();
     drop(f);
     let db = Db::open(
         "/db",

@@ -80,14 +80,27 @@ fn a_lost_manifest_is_rebuilt_from_tables_and_wals() {
         assert!(deep >= 2, "want tables in two levels or more: {levels}");
     }
     destroy_manifest(&fs, dir);
-    assert!(Db::open(
-        dir,
-        Options {
-            create_if_missing: false,
-            ..small(&fs)
-        }
-    )
-    .is_err());
+    // Without CURRENT, the tables and WALs are a database that lost its manifest, not an
+    // empty directory: open refuses, whatever create_if_missing says, and changes nothing
+    // (creating a database there deleted them all as unnamed files: issue 29).
+    let before = fs.list(dir).unwrap();
+    for create_if_missing in [false, true] {
+        let e = Db::open(
+            dir,
+            Options {
+                create_if_missing,
+                ..small(&fs)
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), strata::ErrorKind::Corruption, "{e}");
+        assert!(e.to_string().contains("strata repair"), "{e}");
+        assert_eq!(
+            fs.list(dir).unwrap(),
+            before,
+            "the refused open changed files"
+        );
+    }
 
     let report = repair(dir, &small(&fs)).unwrap();
     assert!(

@@ -23,7 +23,7 @@ class DB:
     def __init__(
         self,
         path: Union[str, "PathLike[str]"],
-        create_if_missing: bool = True,
+        create_if_missing: bool = False,
         preset: Optional[str] = None,
         **options: Any,
     ) -> None: ...

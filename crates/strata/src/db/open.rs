@@ -2,7 +2,7 @@
 //! WAL and manifest, delete leftovers, start the background threads. And closing it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -29,6 +29,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
         .with_value_dir(opts.value_dir.as_deref());
     let exists = fs.exists(&placement.current_path());
+    if !exists {
+        refuse_files_without_current(&*fs, path, &placement)?;
+    }
     if !exists && !opts.create_if_missing {
         return Err(Error::invalid(format!(
             "{}: database does not exist (create_if_missing is false)",
@@ -42,7 +45,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         )));
     }
     for dir in placement.dirs() {
-        fs.create_dir_all(dir)?;
+        fs::create_dir_durable(&*fs, dir)?;
     }
     let lock_file = fs.lock(&path.join(filename::LOCK))?;
     let mut versions = VersionSet::new(
@@ -184,6 +187,63 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     .map_err(|e| e.context("recording the options in OPTIONS"))?;
     crate::bg::start(&db);
     Ok(db)
+}
+
+/// A database is created only where there is none: directories that hold tables, WALs or
+/// value files but no CURRENT are a database that lost its CURRENT (or MANIFEST), and
+/// creating one there would delete them all as files no manifest names (issue 29). Refused
+/// whatever `create_if_missing` says; `repair` rebuilds such a database from its files.
+/// Manifests and a WAL holding only its link record are the trace of a creation cut off
+/// before CURRENT was written (`wal_holds_writes`): such a directory is created over.
+fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placement) -> Result<()> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let (mut tables, mut wals, mut values) = (0, 0, 0);
+    for dir in placement.dirs() {
+        // An absent directory holds nothing.
+        for name in fs.list(dir).unwrap_or_default() {
+            let counter = match filename::parse(&name) {
+                Some(FileType::Table(_)) => &mut tables,
+                Some(FileType::Wal(_)) if wal_holds_writes(fs, &dir.join(&name)) => &mut wals,
+                Some(FileType::Blob(_) | FileType::Vlog(_)) => &mut values,
+                _ => continue,
+            };
+            *counter += 1;
+            found.push(dir.join(name));
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    Err(Error::corrupt(format!(
+        "{}: no CURRENT file, but {tables} table(s), {wals} WAL(s) and {values} value file(s) \
+         are there (first: {}): a database that lost its CURRENT or MANIFEST, not a new one. \
+         Nothing was changed; `strata repair --db {}` (strata::repair) rebuilds it from them",
+        path.display(),
+        found[0].display(),
+        path.display(),
+    )))
+}
+
+/// Whether the WAL at `path` holds anything but its link record: a creation cut off before
+/// CURRENT was written leaves a WAL with nothing else (no write is taken before CURRENT
+/// exists). Anything that does not read back as exactly that counts as writes.
+fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
+    let Ok(data) = fs::read_all(fs, path) else {
+        return true;
+    };
+    let mut reader = LogReader::new(data);
+    loop {
+        match reader.next_event() {
+            LogEvent::Record { data, .. } => match WriteBatch::decode(data) {
+                Ok(b) if b.is_empty() => continue,
+                _ => return true,
+            },
+            // A link record cut short by the crash that cut the creation short.
+            LogEvent::End | LogEvent::Torn { .. } => return false,
+            LogEvent::Corrupt { .. } => return true,
+        }
+    }
 }
 
 /// Moves a database to the configured L0 layout: every L0 table of the recorded layout is

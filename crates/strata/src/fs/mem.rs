@@ -48,7 +48,19 @@ struct State {
     live: BTreeMap<PathBuf, InodeRef>,
     durable: BTreeMap<PathBuf, InodeRef>,
     dirs: BTreeSet<PathBuf>,
+    /// Directories whose entries a power cut keeps: a root, or one whose parent was synced
+    /// after it was created (and whose parent is durable itself).
+    durable_dirs: BTreeSet<PathBuf>,
     locks: BTreeSet<PathBuf>,
+}
+
+/// Whether `path`'s directory chain survives a power cut: every ancestor directory that has
+/// a parent is durable (a file or directory under a lost directory is lost with it).
+fn chain_durable(durable_dirs: &BTreeSet<PathBuf>, path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .filter(|d| d.parent().is_some_and(|p| !p.as_os_str().is_empty()))
+        .all(|d| durable_dirs.contains(d))
 }
 
 /// An in-memory file system with crash simulation. Cheap to clone (shared state).
@@ -98,6 +110,9 @@ impl MemFs {
         let mut copies: BTreeMap<*const Mutex<Inode>, InodeRef> = BTreeMap::new();
         let mut durable = BTreeMap::new();
         for (path, inode) in &st.durable {
+            if !chain_durable(&st.durable_dirs, path) {
+                continue;
+            }
             let key = Arc::as_ptr(inode);
             let copy = copies
                 .entry(key)
@@ -129,7 +144,13 @@ impl MemFs {
             state: Arc::new(Mutex::new(State {
                 live: durable.clone(),
                 durable,
-                dirs: st.dirs.clone(),
+                dirs: st
+                    .dirs
+                    .iter()
+                    .filter(|d| chain_durable(&st.durable_dirs, &d.join("x")))
+                    .cloned()
+                    .collect(),
+                durable_dirs: st.durable_dirs.clone(),
                 locks: BTreeSet::new(),
             })),
         }
@@ -420,7 +441,12 @@ impl Fs for MemFs {
                     format!("mkdir {}: a file is in the way", p.display()),
                 ));
             }
-            st.dirs.insert(p.to_path_buf());
+            if st.dirs.insert(p.to_path_buf())
+                && p.parent().is_none_or(|q| q.as_os_str().is_empty())
+            {
+                // A root has no entry to lose.
+                st.durable_dirs.insert(p.to_path_buf());
+            }
             d = p.parent();
         }
         Ok(())
@@ -439,6 +465,8 @@ impl Fs for MemFs {
             return Err(not_found("fsync dir", dir));
         }
         let in_dir = |p: &PathBuf| p.parent() == Some(dir);
+        let subdirs: Vec<PathBuf> = st.dirs.iter().filter(|d| in_dir(d)).cloned().collect();
+        st.durable_dirs.extend(subdirs);
         st.durable.retain(|p, _| !in_dir(p));
         let live: Vec<(PathBuf, InodeRef)> = st
             .live
@@ -482,8 +510,39 @@ mod tests {
     fn setup() -> (MemFs, PathBuf) {
         let fs = MemFs::new();
         let dir = PathBuf::from("/db");
-        fs.create_dir_all(&dir).unwrap();
+        super::super::create_dir_durable(&fs, &dir).unwrap();
         (fs, dir)
+    }
+
+    #[test]
+    fn a_new_directory_is_lost_until_its_parent_is_synced() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/db/wal");
+        fs.create_dir_all(&dir).unwrap();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.append(b"x").unwrap();
+        f.sync().unwrap();
+        fs.sync_dir(&dir).unwrap();
+        // The file and its entry are synced, but not the directories' own entries.
+        let lost = fs.crash_clone(CrashMode::DropUnsynced);
+        assert!(!lost.exists(&dir.join("a")) && !lost.exists(&dir));
+        fs.sync_dir(Path::new("/db")).unwrap();
+        // `/db`'s own entry is still not durable ("/" never synced): both still lost.
+        assert!(!fs
+            .crash_clone(CrashMode::DropUnsynced)
+            .exists(&dir.join("a")));
+        fs.sync_dir(Path::new("/")).unwrap();
+        let kept = fs.crash_clone(CrashMode::DropUnsynced);
+        assert_eq!(super::super::read_all(&kept, &dir.join("a")).unwrap(), b"x");
+        // create_dir_durable syncs every new directory's parent.
+        let fs = MemFs::new();
+        super::super::create_dir_durable(&fs, &dir).unwrap();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.append(b"y").unwrap();
+        f.sync().unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let kept = fs.crash_clone(CrashMode::DropUnsynced);
+        assert_eq!(super::super::read_all(&kept, &dir.join("a")).unwrap(), b"y");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! Contract every implementation keeps, and the engine relies on:
 //! - files are append-only once created; `create` truncates (a new, empty file);
 //! - `WritableFile::sync` makes the file's bytes durable, but a *new directory entry* (create,
-//!   rename, remove) is durable only after `sync_dir` on its parent directory;
+//!   rename, remove; a new directory too) is durable only after `sync_dir` on its parent
+//!   directory ([`create_dir_durable`] creates directories that way);
 //! - reads past the end of a file are an error, never a short read the caller must notice;
 //! - a reader sees only bytes a writer handed to the OS: appended *and* `flush`ed (or
 //!   `sync`ed); bytes still in a writer's buffer are invisible, and lost if the writer is
@@ -283,6 +284,31 @@ pub fn write_file_atomic(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
     drop(f);
     fs.rename(&tmp, path)?;
     fs.sync_dir(dir)
+}
+
+/// Creates `dir` and any missing parents, and makes each new directory's entry durable by
+/// syncing its parent (a directory created and written into, then lost with its entry at a
+/// power cut, loses every file in it however well they were synced).
+///
+/// # Errors
+/// I/O errors of the creation or the syncs.
+pub(crate) fn create_dir_durable(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !fs.exists(d))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs.create_dir_all(dir)?;
+    // Outermost first: a directory's entry is durable once its parent is synced, and the
+    // parent's own entry was made durable the step before.
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+    }
+    Ok(())
 }
 
 /// The contract for a file that grows while it is read (the module doc), checked the same

@@ -132,6 +132,9 @@ fn every_byte_flip_is_detected_or_harmless() {
         data[at] ^= 0x5a;
         let mut f = c.create(p).unwrap();
         f.append(&data).unwrap();
+        // Unflushed bytes are invisible to readers (the fs contract).
+        f.sync().unwrap();
+        drop(f);
         let t = match Table::open(c.open(p).unwrap(), p, None) {
             Ok(t) => Arc::new(t),
             Err(e) => {

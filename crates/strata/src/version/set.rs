@@ -215,6 +215,18 @@ impl VersionSet {
             ));
         };
         let path = self.placement.manifest_path(mnum);
+        if !self.fs.exists(&path) {
+            // A damaged CURRENT (a flipped digit) or a lost manifest: the damage is CURRENT's
+            // to report, not an I/O failure of a file that was never there.
+            return Err(Error::corruption(
+                &current,
+                0,
+                format!(
+                    "CURRENT names {name}, which does not exist (CURRENT damaged, or the \
+                     manifest lost): `strata repair` rebuilds the database from its files"
+                ),
+            ));
+        }
         let data = fs::read_all(&*self.fs, &path)?;
         let mut reader = LogReader::new(data);
         let mut v = Version::new(self.num_levels);
