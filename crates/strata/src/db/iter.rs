@@ -54,6 +54,8 @@ pub struct DbIterator {
     started: bool,
     /// The cursor moved since `Iterator::next` last yielded: yield the current entry as is.
     fresh: bool,
+    /// `Iterator::next` reported an error: it yields nothing more.
+    ended: bool,
     _snapshot: Option<crate::db::Snapshot>,
 }
 
@@ -110,6 +112,7 @@ fn over(
         charges: true,
         started: false,
         fresh: false,
+        ended: false,
         _snapshot: None,
     }
 }
@@ -140,6 +143,11 @@ impl DbIterator {
             return stored;
         }
         self.resolved.get_or_init(|| {
+            if let Err(e) = self.db.check_open() {
+                // The value store's files may be another process's by now.
+                self.value_error.borrow_mut().get_or_insert(e);
+                return Vec::new();
+            }
             if self.direction == Direction::Forward {
                 self.read_ahead();
             }
@@ -219,6 +227,21 @@ impl DbIterator {
         }
     }
 
+    /// After `Db::close` the database's files may belong to another process (the lock is
+    /// released): every move ends the cursor instead, and `status()` reports `Closed`.
+    /// Returns whether it did.
+    fn closed(&mut self) -> bool {
+        let Err(e) = self.db.check_open() else {
+            return false;
+        };
+        self.valid = false;
+        self.started = true;
+        self.inner = MergingIterator::new(Vec::new());
+        self.reset_read_ahead();
+        self.value_error.get_mut().get_or_insert(e);
+        true
+    }
+
     /// Any move but a forward step: the read-ahead starts over.
     fn reset_read_ahead(&mut self) {
         let ra = self.read_ahead.get_mut();
@@ -240,6 +263,9 @@ impl DbIterator {
 
     /// Moves to the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        if self.closed() {
+            return;
+        }
         self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
@@ -253,6 +279,9 @@ impl DbIterator {
 
     /// Moves to the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        if self.closed() {
+            return;
+        }
         self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
@@ -273,6 +302,9 @@ impl DbIterator {
 
     /// Moves to the first key >= `target` (clamped to the bounds).
     pub fn seek(&mut self, target: &[u8]) {
+        if self.closed() {
+            return;
+        }
         self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
@@ -318,6 +350,9 @@ impl DbIterator {
 
     /// Moves to the last key <= `target` (clamped to the bounds).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.closed() {
+            return;
+        }
         self.reset_read_ahead();
         self.started = true;
         self.fresh = true;
@@ -340,7 +375,7 @@ impl DbIterator {
 
     /// Moves to the next key. REQUIRES: `valid()`.
     pub fn next(&mut self) {
-        if !self.valid {
+        if !self.valid || self.closed() {
             return;
         }
         self.fresh = true;
@@ -363,7 +398,7 @@ impl DbIterator {
 
     /// Moves to the previous key. REQUIRES: `valid()`.
     pub fn prev(&mut self) {
-        if !self.valid {
+        if !self.valid || self.closed() {
             return;
         }
         self.reset_read_ahead();
@@ -481,6 +516,9 @@ impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
         if !self.started {
             self.seek_to_first();
         } else if !self.fresh {
@@ -491,6 +529,7 @@ impl Iterator for DbIterator {
             let value = self.value().to_vec();
             if let Some(e) = self.value_error.borrow_mut().take() {
                 // Report the error once, then end.
+                self.ended = true;
                 self.valid = false;
                 self.inner = MergingIterator::new(Vec::new());
                 return Some(Err(e));
@@ -499,6 +538,7 @@ impl Iterator for DbIterator {
         }
         match self.status() {
             Err(e) => {
+                self.ended = true;
                 self.started = true;
                 self.valid = false;
                 // Report the error once, then end.

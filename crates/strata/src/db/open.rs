@@ -590,8 +590,17 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     for t in threads {
         let _ = t.join();
     }
-    // Wait for any writer still leading a group.
-    drop(lock(&db.writers));
+    // Wait for the write queue to drain: a leader that began its group before
+    // `shutting_down` was set finishes it (and its WAL bytes are synced below); every writer
+    // after it finds the flag and fails with `Closed`. Only then may the lock go.
+    while !lock(&db.writers).is_empty() {
+        {
+            // A leader stalled in `make_room` wakes to find `shutting_down`.
+            let _st = lock(&db.state);
+            db.done_cv.notify_all();
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
     let result = db
         .sync_values()
         .and_then(|()| lock(&db.wal).sync_all(&db.stats));

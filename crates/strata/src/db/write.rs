@@ -61,6 +61,13 @@ pub(crate) struct WriteQueue {
     slots: VecDeque<Arc<Slot>>,
 }
 
+impl WriteQueue {
+    /// Whether no writer is queued or leading.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
 pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
     batch.validate()?;
     if batch.is_empty() {
@@ -160,7 +167,13 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     }
     drop(q);
 
-    let result = if force {
+    let result = if db.shutting_down.load(Ordering::Acquire) && !alone {
+        // `close` has begun: it waits for the queue to drain, then syncs the WAL and
+        // releases the lock; a group written after that would be acknowledged unsynced and
+        // written by a process that no longer holds the database. (The value log's GC, a
+        // background thread `close` has already joined, is the one writer let through.)
+        Err(Error::new(ErrorKind::Closed, "database is closing"))
+    } else if force {
         make_room(db, true, 0).map(|_| ())
     } else {
         lead_group(db, &group)
