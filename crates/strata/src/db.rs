@@ -482,7 +482,9 @@ impl Db {
     /// A named text property: `strata.stats` (the stats report), `strata.levels` (files per
     /// level), `strata.num-files-at-level<N>`, `strata.num-running-flushes`,
     /// `strata.num-running-compactions`, `strata.num-immutable-memtables`,
-    /// `strata.l0-layout` (the L0 layout's name), `strata.table-reads` (how tables open
+    /// `strata.l0-layout` (the L0 layout's name), `strata.kept-files` (`none`, or the files
+    /// kept unnamed for `repair` after an open dropped a damaged manifest record, and what
+    /// was dropped), `strata.table-reads` (how tables open
     /// now: `Mapped`, `MappedRandom` or `Positional`; see `Options::table_reads`), and OHDB's columns:
     /// `strata.level-compactions` (C), `strata.tables` (SN), `strata.total-bytes-written`
     /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW);
@@ -534,6 +536,20 @@ impl Db {
                 )
             }
             "strata.levels" => Some(self.inner.super_version().version.level_summary()),
+            // Files kept, unnamed, after an open dropped a damaged manifest record.
+            "strata.kept-files" => Some(match &self.inner.super_version().version.kept {
+                None => "none".to_string(),
+                Some(k) => format!(
+                    "{} file(s) kept for repair: {}; dropped: {}",
+                    k.files.len(),
+                    k.files
+                        .iter()
+                        .map(|n| format!("{n:06}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    k.reason
+                ),
+            }),
             "strata.num-running-flushes" => {
                 Some(u8::from(lock(&self.inner.state).flush_running).to_string())
             }

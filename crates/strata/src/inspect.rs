@@ -298,11 +298,15 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     let mut tables: BTreeMap<u64, crate::version::FileMeta> = BTreeMap::new();
     let mut values: BTreeMap<u64, crate::vstore::ValueFile> = BTreeMap::new();
     let mut log_number = 0u64;
+    let mut kept: Option<crate::version::KeptFiles> = None;
     problems.extend(walk_log(
         &manifest,
         &mut sink,
         |_, offset, data| match VersionEdit::decode(&data) {
             Ok(e) => {
+                if let Some(k) = e.kept {
+                    kept = (!k.files.is_empty() || !k.reason.is_empty()).then_some(k);
+                }
                 for (_, n) in &e.deleted_files {
                     tables.remove(&n.0);
                 }
@@ -324,6 +328,22 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         },
     )?);
     writeln!(out, "manifest {}", manifest.display()).map_err(&w)?;
+    if let Some(k) = &kept {
+        // An open dropped a damaged manifest record: the files it may have named are kept,
+        // unnamed, until a repair merges them back.
+        let names: Vec<String> = k.files.iter().map(|n| format!("{n:06}")).collect();
+        problems.push(Problem {
+            file: manifest.clone(),
+            offset: 0,
+            what: format!(
+                "an open dropped a damaged manifest record ({}); {} file(s) no manifest names \
+                 were kept ({}): `strata repair` merges them back",
+                k.reason,
+                k.files.len(),
+                names.join(", ")
+            ),
+        });
+    }
     let show = |b: &[u8]| format!("{b:02x?}");
     for f in tables.values() {
         let path = placement.table_path(f.number, f.path_id);

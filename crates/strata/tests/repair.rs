@@ -225,3 +225,96 @@ fn an_open_database_is_not_repaired() {
     db.put(b"k", b"v").unwrap();
     assert!(repair("/db", &small(&fs)).is_err());
 }
+
+/// A damaged last manifest record may be a synced flush whose WAL is gone: its table holds
+/// the only copy of those writes. The open that drops the record keeps every file the
+/// manifest does not name instead of deleting it (and every later open too), says so in
+/// `strata.kept-files` and in `check`, and `repair` merges the kept table back (issue 29).
+#[test]
+fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
+    use strata::internals::wal::{LogEvent, LogReader};
+    let dir = strata_testkit::TempDir::new("kept-files");
+    let db_dir = dir.path().join("db");
+    let opts = || Options {
+        write_buffer_size: 1 << 20,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(&db_dir, opts()).unwrap();
+        for i in 0..500u32 {
+            db.put(format!("key{i:04}"), format!("value{i}")).unwrap();
+        }
+        // The flush's edit is the manifest's last record; it retires the WAL.
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let manifest = std::fs::read_dir(&db_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let mut last = None;
+    let mut reader = LogReader::new(bytes.clone());
+    while let LogEvent::Record { offset, data } = reader.next_event() {
+        last = Some((offset as usize, data.len()));
+    }
+    let (offset, len) = last.unwrap();
+    bytes[offset + 7 + len / 2] ^= 0x20; // inside the flush edit's payload
+    std::fs::write(&manifest, &bytes).unwrap();
+    let tables = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&db_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sst"))
+            .collect();
+        v.sort();
+        v
+    };
+    let flushed = tables();
+    assert_eq!(flushed.len(), 1, "{flushed:?}");
+
+    for _ in 0..2 {
+        // This open and the next: the table stays, and says why.
+        let db = Db::open(&db_dir, opts()).unwrap();
+        let kept = db.property("strata.kept-files").unwrap();
+        assert!(
+            kept.starts_with("1 file(s) kept for repair") && kept.contains("checksum"),
+            "{kept}"
+        );
+        assert_eq!(
+            db.get(b"key0001").unwrap(),
+            None,
+            "the dropped edit's table is not live"
+        );
+        db.put(b"later", b"write").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        db.close().unwrap();
+        assert!(tables().contains(&flushed[0]), "the kept table was deleted");
+    }
+    let mut out = Vec::new();
+    let problems = strata::inspect::check(&db_dir, &opts(), &mut out).unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.what.contains("dropped a damaged manifest record")),
+        "{problems:?}"
+    );
+
+    repair(&db_dir, &opts()).unwrap();
+    let db = Db::open(&db_dir, opts()).unwrap();
+    assert_eq!(db.property("strata.kept-files").unwrap(), "none");
+    for i in (0..500u32).step_by(7) {
+        assert_eq!(
+            db.get(format!("key{i:04}")).unwrap(),
+            Some(format!("value{i}").into_bytes())
+        );
+    }
+    assert_eq!(db.get(b"later").unwrap().as_deref(), Some(&b"write"[..]));
+}

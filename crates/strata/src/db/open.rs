@@ -90,6 +90,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
+        if let Some(dropped) = &r.dropped_tail {
+            edit.kept = Some(kept_after_drop(
+                &*fs,
+                &placement,
+                &versions.current(),
+                dropped,
+            ));
+        }
         last_seq = replay_wals(
             &opts,
             &placement,
@@ -223,6 +231,42 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
         found[0].display(),
         path.display(),
     )))
+}
+
+/// The files to keep when recovery dropped a damaged last manifest record (`dropped`):
+/// every table and value file on disk that `v` does not name, with those kept before. The
+/// dropped record may have been a synced flush whose WAL is gone, its table the only copy of
+/// those writes: deleting unnamed files, as an open otherwise does, would lose them (issue
+/// 29). They wait for `repair`; `strata check` and `strata.kept-files` report them.
+fn kept_after_drop(
+    fs: &dyn fs::Fs,
+    placement: &Placement,
+    v: &crate::version::Version,
+    dropped: &str,
+) -> crate::version::KeptFiles {
+    let mut named: HashSet<u64> = v.values.keys().copied().collect();
+    for level in 0..v.num_levels() {
+        named.extend(v.files(level).iter().map(|f| f.number.0));
+    }
+    let (mut files, mut reason) = match &v.kept {
+        Some(k) => (k.files.clone(), format!("{}; ", k.reason)),
+        None => (Vec::new(), String::new()),
+    };
+    reason.push_str(dropped);
+    for dir in placement.dirs() {
+        for name in fs.list(dir).unwrap_or_default() {
+            if let Some(FileType::Table(n) | FileType::Blob(n) | FileType::Vlog(n)) =
+                filename::parse(&name)
+            {
+                if !named.contains(&n.0) {
+                    files.push(n.0);
+                }
+            }
+        }
+    }
+    files.sort_unstable();
+    files.dedup();
+    crate::version::KeptFiles { reason, files }
 }
 
 /// Whether the WAL at `path` holds anything but its link record: a creation cut off before

@@ -34,6 +34,8 @@ const TAG_VALUE_GARBAGE: u32 = 11;
 const TAG_NEW_FILE_WITH_VALUES: u32 = 12;
 const TAG_NEW_VLOG_SEGMENT: u32 = 13;
 const TAG_DELETED_VALUE_FILE: u32 = 14;
+/// The files kept after an open dropped a damaged manifest record (`KeptFiles`).
+const TAG_KEPT_FILES: u32 = 15;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 
@@ -44,7 +46,24 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     crate::l0::BUCKETS_FEATURE,
     crate::vstore::blob::FEATURE,
     crate::vstore::vlog::FEATURE,
+    KEPT_FILES_FEATURE,
 ];
+
+/// The format feature of a manifest that records kept files: a build that would delete them
+/// as unnamed must refuse the database instead.
+pub const KEPT_FILES_FEATURE: &str = "kept-files";
+
+/// Files no version names that must not be deleted: an open dropped a damaged last manifest
+/// record (which may have named them: a flush whose WAL is gone holds the only copy of its
+/// writes), so they wait for `repair` to merge them back. Carried by every later manifest
+/// until a repair writes a new one from scratch (docs/format/manifest.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptFiles {
+    /// What was dropped: manifest, offset, reason.
+    pub reason: String,
+    /// The kept files' numbers (tables, blob files, value-log segments).
+    pub files: Vec<u64>,
+}
 
 /// A change to the version: files added and removed, counters advanced.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -73,6 +92,8 @@ pub struct VersionEdit {
     pub value_garbage: Vec<(u64, u64, u64)>,
     /// Value files removed (value-log segments the value log's GC emptied).
     pub deleted_value_files: Vec<u64>,
+    /// From this edit on, the kept files (replacing any earlier record).
+    pub kept: Option<KeptFiles>,
 }
 
 impl VersionEdit {
@@ -169,6 +190,14 @@ impl VersionEdit {
             put_varint64(&mut b, n);
             put_varint64(&mut b, records);
             put_varint64(&mut b, bytes);
+        }
+        if let Some(k) = &self.kept {
+            put_varint32(&mut b, TAG_KEPT_FILES);
+            put_length_prefixed(&mut b, k.reason.as_bytes());
+            put_varint64(&mut b, k.files.len() as u64);
+            for &n in &k.files {
+                put_varint64(&mut b, n);
+            }
         }
         b
     }
@@ -330,6 +359,22 @@ impl VersionEdit {
                     .ok_or_else(|| bad("value garbage record"))?;
                     e.value_garbage.push(g);
                 }
+                TAG_KEPT_FILES => {
+                    let k = (|| {
+                        let reason = get_length_prefixed(&mut src)?;
+                        let reason = String::from_utf8_lossy(reason).into_owned();
+                        let n = get_varint64(&mut src)?;
+                        if n > 1 << 24 {
+                            return None;
+                        }
+                        let files = (0..n)
+                            .map(|_| get_varint64(&mut src))
+                            .collect::<Option<Vec<u64>>>()?;
+                        Some(KeptFiles { reason, files })
+                    })()
+                    .ok_or_else(|| bad("kept files record"))?;
+                    e.kept = Some(k);
+                }
                 t if t >= TAG_SAFE_TO_IGNORE => {
                     get_length_prefixed(&mut src).ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -387,6 +432,10 @@ mod tests {
             }],
             value_garbage: vec![(13, 2, 250)],
             deleted_value_files: vec![9],
+            kept: Some(KeptFiles {
+                reason: "MANIFEST-000004 at offset 812: checksum mismatch".into(),
+                files: vec![21, 22],
+            }),
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc).unwrap(), e);

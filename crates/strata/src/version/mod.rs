@@ -11,7 +11,7 @@ pub(crate) mod set;
 mod version;
 
 pub use crate::file_meta::FileMeta;
-pub use edit::{L0Record, VersionEdit};
+pub use edit::{KeptFiles, L0Record, VersionEdit};
 pub use level_iter::level_iterator;
 pub use set::{VersionSet, MANIFEST_FORMAT_VERSION};
 pub use version::Version;

@@ -57,6 +57,8 @@ pub struct Recovered {
     pub log_number: FileNumber,
     /// The last sequence number the manifest knows.
     pub last_sequence: SeqNo,
+    /// A damaged last record recovery dropped: where, and why.
+    pub dropped_tail: Option<String>,
 }
 
 fn apply(
@@ -79,6 +81,9 @@ fn apply(
                 "edit deletes file {n} which is not in level {level}"
             )));
         }
+    }
+    if let Some(k) = &edit.kept {
+        v.kept = (!k.files.is_empty() || !k.reason.is_empty()).then(|| Arc::new(k.clone()));
     }
     // NB: the layout changes after the edit's deletions and before its additions: the tables
     // an edit adds to L0 (a manifest's snapshot, a flush that chose new bucket boundaries)
@@ -164,6 +169,9 @@ pub(crate) fn features_of(v: &Version) -> Vec<String> {
     {
         f.push(crate::vstore::vlog::FEATURE.to_string());
     }
+    if v.kept.is_some() {
+        f.push(super::edit::KEPT_FILES_FEATURE.to_string());
+    }
     f
 }
 
@@ -232,6 +240,7 @@ impl VersionSet {
         let mut v = Version::new(self.num_levels);
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
         let mut records = 0;
+        let mut dropped_tail = None;
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
@@ -274,12 +283,19 @@ impl VersionSet {
                 // An edit is synced before anything depends on it: a torn last record is an
                 // edit whose effects never became visible, so it is safely ignored.
                 LogEvent::Torn { .. } => break,
+                // A damaged last record is most likely a torn write too, but it may be a
+                // synced edit damaged since (a flush whose WAL is gone): the open keeps
+                // every file the manifest does not name (`KeptFiles`) instead of deleting
+                // it, and reports the drop.
                 LogEvent::Corrupt {
                     offset,
                     reason,
                     at_tail: true,
                 } if records > 0 => {
-                    let _ = (offset, reason);
+                    dropped_tail = Some(format!(
+                        "{} at offset {offset}: {reason} (the last record, dropped)",
+                        path.display()
+                    ));
                     break;
                 }
                 LogEvent::Corrupt { offset, reason, .. } => {
@@ -303,6 +319,7 @@ impl VersionSet {
         Ok(Recovered {
             log_number,
             last_sequence: last_seq,
+            dropped_tail,
         })
     }
 
@@ -334,6 +351,7 @@ impl VersionSet {
             }
         }
         snap.new_value_files = self.current.values.values().cloned().collect();
+        snap.kept = self.current.kept.as_deref().cloned();
         w.add_record(&snap.encode())?;
         w.sync()?;
         self.manifest_bytes += w.len();
@@ -353,7 +371,7 @@ impl VersionSet {
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let v = apply(&self.current, &edit, self.num_levels, self.l0_config)?;
-        if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() {
+        if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() || edit.kept.is_some() {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v);
         }
@@ -477,6 +495,10 @@ impl VersionSet {
                 live.extend(level.iter().map(|f| f.number));
             }
             live.extend(v.values.keys().map(|&n| FileNumber(n)));
+            // Not live, but never deleted: they wait for a repair (`KeptFiles`).
+            if let Some(k) = &v.kept {
+                live.extend(k.files.iter().map(|&n| FileNumber(n)));
+            }
         }
         live
     }

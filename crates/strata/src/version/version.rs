@@ -27,6 +27,8 @@ pub struct Version {
     pub l0: Arc<dyn Level0>,
     /// The value store's files that live pointers may reach, by number.
     pub values: Arc<BTreeMap<u64, ValueFile>>,
+    /// Files kept for repair after an open dropped a damaged manifest record.
+    pub kept: Option<Arc<crate::version::KeptFiles>>,
 }
 
 impl Default for Version {
@@ -43,6 +45,7 @@ impl Version {
             levels: vec![FileList::default(); num_levels],
             l0: l0::flat(),
             values: Arc::default(),
+            kept: None,
         }
     }
 
