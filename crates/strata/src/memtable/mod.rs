@@ -167,22 +167,39 @@ impl InternalIterator for MemTableIterator {
         self.node = self.mem.list.seek(target);
     }
 
+    // NB: the trait asks callers to move and read only a valid cursor, but these are safe
+    // methods: called unpositioned they must not dereference the null node. Moving stays
+    // invalid; reading gives an empty slice.
+
     fn next(&mut self) {
-        // SAFETY: REQUIRES valid(), so `node` is a live node of the list.
+        if self.node.is_null() {
+            return;
+        }
+        // SAFETY: `node` is non-null, so it is a node of `self.mem`'s list (set only from
+        // the list's own `first`/`last`/`seek`/`next_of`/`prev_of`), alive while `mem` is.
         self.node = unsafe { self.mem.list.next_of(self.node) };
     }
 
     fn prev(&mut self) {
-        // SAFETY: REQUIRES valid().
+        if self.node.is_null() {
+            return;
+        }
+        // SAFETY: as in `next`.
         self.node = unsafe { self.mem.list.prev_of(self.node) };
     }
 
     fn key(&self) -> &[u8] {
-        // SAFETY: REQUIRES valid(); the slice lives as long as `self.mem`, which `self` holds.
+        if self.node.is_null() {
+            return &[];
+        }
+        // SAFETY: as in `next`; the slice lives as long as `self.mem`, which `self` holds.
         unsafe { Node::key(self.node) }
     }
 
     fn value(&self) -> &[u8] {
+        if self.node.is_null() {
+            return &[];
+        }
         // SAFETY: as for `key`.
         unsafe { Node::value(self.node) }
     }
@@ -195,6 +212,27 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpositioned_iterator_moves_and_reads_nothing() {
+        let m = Arc::new(MemTable::new(0));
+        m.add(SeqNo(1), ValueKind::Put, b"a", b"1");
+        let mut it = m.iter();
+        // Never positioned: every call is safe and the cursor stays invalid (these once
+        // dereferenced a null node).
+        assert_eq!((it.key(), it.value()), (&[][..], &[][..]));
+        it.next();
+        assert!(!it.valid());
+        it.prev();
+        assert!(!it.valid());
+        it.seek_to_first();
+        assert!(it.valid());
+        it.next();
+        assert!(!it.valid());
+        it.next();
+        it.prev();
+        assert!(!it.valid());
+    }
 
     #[test]
     fn get_respects_sequence_and_tombstones() {
