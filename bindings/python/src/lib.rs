@@ -186,6 +186,7 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         }
         "block_restart_interval" => o.block_restart_interval = usize_()?,
         "pin_table_metadata" => o.pin_table_metadata = bool_()?,
+        "migrate_l0_layout" => o.migrate_l0_layout = bool_()?,
         "memory_limit" => o.memory_limit = if value.is_none() { None } else { Some(u64_()?) },
         "max_background_compactions" => o.max_background_compactions = usize_()?,
         "compaction_yields_to_flush" => o.compaction_yields_to_flush = bool_()?,
@@ -246,7 +247,8 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
 
 /// A strata database.
 ///
-/// `DB(path, create_if_missing=False, preset=None, **options)` (a missing database is created
+/// `DB(path, create_if_missing=False, preset=None, read_only=False, **options)`
+/// (`read_only`: `Db::open_read_only`, no lock, nothing written; a missing database is created
 /// only when asked, as plyvel does; never over the files of one that lost its CURRENT):
 /// `preset` names a preset
 /// (`"default"`, `"leveldb"`, `"blob"`, `"wisckey"`, ...), and options set `strata::Options`
@@ -335,12 +337,13 @@ fn bounds(
 #[pymethods]
 impl DB {
     #[new]
-    #[pyo3(signature = (path, create_if_missing=false, preset=None, **options))]
+    #[pyo3(signature = (path, create_if_missing=false, preset=None, read_only=false, **options))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
         create_if_missing: bool,
         preset: Option<&str>,
+        read_only: bool,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let mut o = strata::Options::preset(preset.unwrap_or("default")).map_err(err)?;
@@ -351,7 +354,13 @@ impl DB {
             }
         }
         let db = py
-            .allow_threads(|| strata::Db::open(&path, o))
+            .allow_threads(|| {
+                if read_only {
+                    strata::Db::open_read_only(&path, o)
+                } else {
+                    strata::Db::open(&path, o)
+                }
+            })
             .map_err(err)?;
         Ok(DB {
             db: RwLock::new(Some(Arc::new(db))),

@@ -219,3 +219,12 @@ def test_threads_read_and_write_concurrently(path):
             t.join()
         assert not errors
         assert len(db) == 12000
+
+
+def test_read_only_open_reads_while_another_holds_the_database(path):
+    with strata.DB(path, create_if_missing=True) as db:
+        db.put(b"k", b"v")
+        with strata.DB(path, read_only=True) as ro:
+            assert ro.get(b"k") == b"v"
+            with pytest.raises(strata.NotSupportedError, match="read-only"):
+                ro.put(b"x", b"1")

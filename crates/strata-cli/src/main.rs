@@ -277,6 +277,19 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
     Ok(Db::open(path, opts)?)
 }
 
+/// The database `m` names, opened read-only (a command that only reads).
+fn open_read_only(m: &ArgMatches) -> Result<Db, Failure> {
+    let path = m.get_one::<String>("db").expect("required");
+    if !Path::new(path).join("CURRENT").exists() {
+        no_current(path, m)?;
+        return Err(Failure(
+            format!("{path}: not a strata database (no CURRENT file)"),
+            2,
+        ));
+    }
+    Ok(Db::open_read_only(path, options(m)?)?)
+}
+
 /// A directory without CURRENT that holds tables, WALs or value files is a database that
 /// lost its CURRENT or MANIFEST: the engine refuses to open it (and so to create a database
 /// over it) with an error that points to `strata repair`; that error, not `--create`, is
@@ -446,12 +459,22 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     }
     let enc = encoding(m);
     let json = m.get_flag("json");
-    // What the previous open recorded, read before this open replaces it.
+    // What the last writing open recorded (a read-only open writes nothing).
     let recorded = (name == "info").then(|| {
         let path = Path::new(m.get_one::<String>("db").expect("required")).join("OPTIONS");
         std::fs::read_to_string(&path).unwrap_or_else(|e| format!("(none: {e})"))
     });
-    let db = open(m)?;
+    // Commands that only read open the database read-only: no lock, nothing written (no
+    // WAL, manifest or OPTIONS), no flush, compaction or layout change.
+    let reads_only = matches!(
+        name,
+        "get" | "scan" | "count" | "dump" | "info" | "stats" | "property"
+    );
+    let db = if reads_only {
+        open_read_only(m)?
+    } else {
+        open(m)?
+    };
     let mut out = BufWriter::new(io::stdout().lock());
     match name {
         "get" => {

@@ -147,7 +147,9 @@ fn a_database_another_process_holds_is_refused_at_once() {
     let db = dir.to_str().unwrap();
     ok(&["put", "--db", db, "--create", "k", "v"]);
     let held = strata::Db::open(db, strata::Options::default()).unwrap();
-    let o = strata(&["get", "--db", db, "k"]);
+    // Reading needs no lock (a read-only open); writing is refused at once.
+    assert_eq!(ok(&["get", "--db", db, "k"]), "v\n");
+    let o = strata(&["put", "--db", db, "k", "w"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr)
@@ -259,15 +261,48 @@ fn flush_compact_property_info_stats() {
             && info.contains("\nvalue_store = Inline\n"),
         "{info}"
     );
+    // A command that only reads records nothing: OPTIONS is still the last writer's.
     ok(&["get", "--db", db, "--preset", "blob", "k1"]);
     let json = ok(&["info", "--db", db, "--json"]);
     assert!(
         json.starts_with("{\"strata.levels\":") && json.ends_with("}\n"),
         "{json}"
     );
+    assert!(json.contains("value_store = Inline"), "{json}");
+    ok(&["put", "--db", db, "--preset", "blob", "k3", "v3"]);
+    let json = ok(&["info", "--db", db, "--json"]);
     assert!(json.contains("value_store = BlobFiles"), "{json}");
     assert!(ok(&["stats", "--db", db]).contains("Flushes"));
     assert_eq!(ok(&["get", "--db", db, "k2"]), "v2\n");
+    // Reading never writes: every file as it was, whatever preset a reader names (`info`
+    // with another preset once moved an L0 to that layout and rewrote OPTIONS).
+    let files = || {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files();
+    for args in [
+        &["get", "--db", db, "k1"][..],
+        &["scan", "--db", db],
+        &["count", "--db", db],
+        &["dump", "--db", db],
+        &["info", "--db", db, "--preset", "ohdb-l0p"],
+        &["stats", "--db", db],
+        &["property", "--db", db, "strata.levels"],
+    ] {
+        ok(args);
+    }
+    assert!(files() == before, "a command that only reads changed files");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

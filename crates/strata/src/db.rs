@@ -170,6 +170,8 @@ pub(crate) struct DbInner {
     pub opened: std::time::Instant,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
+    /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
+    pub read_only: bool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub _lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -352,6 +354,19 @@ impl DbInner {
         }
         Ok(())
     }
+
+    /// `NotSupported` for a database opened read-only; `Closed` once closed.
+    pub fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                "the database was opened read-only (Db::open_read_only): writes, flushes and \
+                 compactions are refused",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Db {
@@ -366,6 +381,33 @@ impl Db {
         Ok(Db {
             inner: open::open(path.as_ref(), opts)?,
         })
+    }
+
+    /// Opens the database at `path` for reading only (RocksDB's `OpenForReadOnly`): nothing
+    /// is written, created or deleted. No lock is taken, so it may run while another
+    /// process holds the database. The WALs are replayed into memory, so reads see every
+    /// write acknowledged before the open (and synced or handed to the OS: the writer's
+    /// unflushed buffer is invisible); writes, flushes and compactions fail with
+    /// `NotSupported`.
+    ///
+    /// It is a view as of the open: writes another process makes later are not seen (reopen
+    /// for a newer view), and tables or value files that process deletes after its
+    /// compactions become unreadable here unless already open; reads of them then fail with
+    /// an I/O error. The L0 layout is the one the manifest records, whatever the options say.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad options or a missing database; `Corruption` naming file and
+    /// offset for damaged files (and for a directory without CURRENT that holds a database's
+    /// files); `NotSupported` for a newer format; I/O errors.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Ok(Db {
+            inner: open::open_read_only(path.as_ref(), opts)?,
+        })
+    }
+
+    /// Whether the database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// The value of `key`, or `None`.
@@ -412,7 +454,7 @@ impl Db {
     /// # Errors
     /// As for [`Db::put`].
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.inner.check_open()?;
+        self.inner.check_writable()?;
         write::write(&self.inner, opts, batch)
     }
 
@@ -436,7 +478,7 @@ impl Db {
     /// # Errors
     /// `Poisoned` if a background job failed; `Closed`; I/O errors.
     pub fn flush(&self) -> Result<()> {
-        self.inner.check_open()?;
+        self.inner.check_writable()?;
         flush::flush_and_wait(&self.inner)
     }
 
@@ -450,6 +492,9 @@ impl Db {
     /// `Poisoned` if a background job failed; `Closed`.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.check_open()?;
+        if self.inner.read_only {
+            return Ok(()); // nothing runs
+        }
         compact::wait_idle(&self.inner)
     }
 
@@ -459,7 +504,7 @@ impl Db {
     /// # Errors
     /// As for [`Db::flush`], plus errors of the compaction.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
-        self.inner.check_open()?;
+        self.inner.check_writable()?;
         compact::compact_range(&self.inner, lo, hi)
     }
 

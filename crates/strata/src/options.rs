@@ -348,6 +348,13 @@ pub struct Options {
     /// shape. Such a wait is a scheduling bug (docs/design/baselines.md, "Liveness"): every
     /// stop leaves a job to run. `None` (the default) waits as long as it takes.
     pub write_stall_limit: Option<std::time::Duration>,
+    /// Move a database whose manifest records another L0 layout than `l0_layout` to
+    /// `l0_layout` at open (its L0 is compacted into L1 first if it holds tables). Without
+    /// it (the default), an existing database keeps the layout it records, whatever
+    /// `l0_layout` says, and the `strata.l0-layout` property names it: opening with other
+    /// options never changes a database's structure silently. A new database always takes
+    /// `l0_layout`.
+    pub migrate_l0_layout: bool,
     /// What recovery does with a damaged or torn WAL. Defaults to `TolerateTornTail`.
     pub wal_recovery_mode: WalRecoveryMode,
     /// Directory for WALs. Defaults to the database directory.
@@ -493,6 +500,7 @@ impl Options {
             soft_pending_compaction_bytes_limit,
             hard_pending_compaction_bytes_limit,
             write_stall_limit,
+            migrate_l0_layout,
             wal_recovery_mode,
             wal_dir,
             level_dir,
@@ -557,7 +565,7 @@ impl Options {
             soft_pending_compaction_bytes_limit hard_pending_compaction_bytes_limit
         );
         optional!(write_stall_limit);
-        plain!(wal_recovery_mode);
+        plain!(migrate_l0_layout wal_recovery_mode);
         path!(wal_dir level_dir);
         plain!(
             l0_layout l0_buckets bucket_compaction_trigger bucket_boundaries value_store
@@ -613,6 +621,7 @@ impl Default for Options {
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             write_stall_limit: None,
+            migrate_l0_layout: false,
             wal_recovery_mode: WalRecoveryMode::TolerateTornTail,
             wal_dir: None,
             level_dir: None,
@@ -1102,7 +1111,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 55, "every field but fs");
+        assert_eq!(names.len(), 56, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -540,3 +540,75 @@ fn writes_stall_and_resume_under_tiny_triggers() {
         "L0 kept near its stop trigger"
     );
 }
+
+/// `Db::open_read_only` sees every acknowledged write (the WALs replayed into memory) while
+/// another process-like holder keeps the database open, and writes nothing: the files, their
+/// sizes and contents are the same after it as before (issue 29).
+#[test]
+fn a_read_only_open_sees_everything_and_writes_nothing() {
+    let dir = TempDir::new("read-only");
+    let path = dir.path().join("db");
+    let o = || Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let snapshot_files = || -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let writer = Db::open(&path, o()).unwrap();
+    for i in 0..3000u32 {
+        writer.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    writer.flush().unwrap();
+    for i in 3000..3100u32 {
+        writer.put(format!("k{i:05}"), format!("v{i}")).unwrap(); // only in the WAL
+    }
+    writer.delete(b"k00007").unwrap();
+    writer.wait_for_compactions().unwrap();
+    let before = snapshot_files();
+
+    // While the writer holds the lock.
+    let ro = Db::open_read_only(&path, o()).unwrap();
+    assert!(ro.is_read_only());
+    assert_eq!(ro.get(b"k00001").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(ro.get(b"k03099").unwrap().as_deref(), Some(&b"v3099"[..]));
+    assert_eq!(ro.get(b"k00007").unwrap(), None);
+    let n = ro.iter(ReadOptions::default()).unwrap().count();
+    assert_eq!(n, 3099);
+    for e in [
+        ro.put(b"x", b"1").unwrap_err(),
+        ro.delete(b"k00001").unwrap_err(),
+        ro.flush().unwrap_err(),
+        ro.compact_range(None, None).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
+        assert!(e.to_string().contains("read-only"), "{e}");
+    }
+    ro.wait_for_compactions().unwrap();
+    ro.close().unwrap();
+    drop(ro);
+    assert!(
+        snapshot_files() == before,
+        "the read-only open changed files"
+    );
+
+    // Nothing is created where there is no database.
+    let none = dir.path().join("none");
+    assert_eq!(
+        Db::open_read_only(&none, o()).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert!(!none.exists());
+    drop(writer);
+}

@@ -91,7 +91,7 @@ fn prefix_boundaries_put_text_keys_in_one_bucket() {
 }
 
 #[test]
-fn opening_with_another_layout_migrates_l0() {
+fn another_layout_is_migrated_to_only_when_asked() {
     let fs = Arc::new(MemFs::new());
     let mut model = BTreeMap::new();
     {
@@ -100,9 +100,22 @@ fn opening_with_another_layout_migrates_l0() {
         fill(&db, &mut model, 1, 1000);
         assert_eq!(l0_files(&db), 2);
     }
-    // Flat -> buckets: L0 is compacted into L1 first, then the buckets start.
+    // Other options alone never change the database's structure: it keeps its layout and
+    // says so, and L0 is as it was.
     {
         let db = Db::open("/db", opts(&fs, L0Layout::Buckets)).unwrap();
+        assert_eq!(db.property("strata.l0-layout").unwrap(), "Flat");
+        assert_eq!(l0_files(&db), 2);
+        assert_db_matches(&db, &model);
+    }
+    let migrating = |layout| Options {
+        migrate_l0_layout: true,
+        ..opts(&fs, layout)
+    };
+    // Flat -> buckets, asked for: L0 is compacted into L1 first, then the buckets start.
+    {
+        let db = Db::open("/db", migrating(L0Layout::Buckets)).unwrap();
+        assert_eq!(db.property("strata.l0-layout").unwrap(), "Buckets");
         assert_eq!(l0_files(&db), 0);
         assert_db_matches(&db, &model);
         fill(&db, &mut model, 2, 2000);
@@ -116,7 +129,7 @@ fn opening_with_another_layout_migrates_l0() {
     assert!(m.windows(10).any(|w| w == b"l0-buckets"));
     // Buckets -> flat.
     {
-        let db = Db::open("/db", opts(&fs, L0Layout::Flat)).unwrap();
+        let db = Db::open("/db", migrating(L0Layout::Flat)).unwrap();
         assert_eq!(l0_files(&db), 0);
         assert_db_matches(&db, &model);
         fill(&db, &mut model, 3, 2000);

@@ -24,6 +24,7 @@ class DB:
         self,
         path: Union[str, "PathLike[str]"],
         create_if_missing: bool = False,
+        read_only: bool = False,
         preset: Optional[str] = None,
         **options: Any,
     ) -> None: ...

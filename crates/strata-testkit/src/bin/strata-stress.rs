@@ -222,6 +222,9 @@ fn options(a: &Args) -> Result<Options, String> {
         0 => None,
         ms => Some(Duration::from_millis(ms)),
     };
+    // The kill loop rotates presets over one database: each run moves it to its preset's L0
+    // layout (an open keeps the recorded layout unless asked), so migrations run under kills.
+    o.migrate_l0_layout = true;
     o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
     o.level_dir = a.0.get("level_dir").map(PathBuf::from);
     let preset = a.str("preset", "default");

@@ -1,7 +1,7 @@
 //! Opening a database: lock, read the manifest, replay WALs into L0 tables, start a fresh
 //! WAL and manifest, delete leftovers, start the background threads. And closing it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -105,6 +105,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             r.log_number,
             last_seq,
             &mut edit,
+            None,
         )?;
     }
     // A fresh WAL for this session.
@@ -114,11 +115,17 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_writer = super::write::start_wal(wal_file, last_seq)?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_seq);
-    // A new database, or one whose L0 is empty, takes the configured layout at once; one
-    // whose L0 holds tables of another layout is migrated below, before anything else runs.
+    // A new database takes the configured layout. An existing one keeps the layout its
+    // manifest records unless `Options::migrate_l0_layout` asks for the configured one:
+    // then an empty L0 takes it at once, and one holding tables of another layout is
+    // migrated below, before anything else runs. (Opening with other options never changes
+    // the database's structure silently: the `strata.l0-layout` property says which
+    // layout it kept.)
     let configured = crate::l0::configured(&opts);
     let current = versions.current();
-    if current.l0.kind() != configured.kind()
+    let switch = !exists || opts.migrate_l0_layout;
+    if switch
+        && current.l0.kind() != configured.kind()
         && current.files(0).is_empty()
         && edit.new_files.is_empty()
     {
@@ -126,62 +133,33 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let version = versions.log_and_apply(edit)?;
     tables.set_live_bytes(version.total_bytes());
-    let migrate = version.l0.kind() != configured.kind();
-    let next_file = versions.file_number_counter();
+    let migrate = switch && version.l0.kind() != configured.kind();
     let mem = Arc::new(MemTable::with_filter(
         wal_number.0,
         opts.memtable_filter_bytes(),
     ));
-    let sv = Arc::new(SuperVersion {
-        mem: mem.clone(),
-        imms: Vec::new(),
-        version,
-    });
-    let db = Arc::new(DbInner {
-        values: crate::vstore::reader(fs.clone(), &placement),
-        write_values: crate::vstore::write_separator(&opts, fs.clone(), &placement),
-        vlog_collected: Mutex::new(None),
-        vlog_gc_watch: Mutex::new(None),
+    let wal = WalState {
+        writer: Some(wal_writer),
+        number: wal_number,
+        unsynced: Vec::new(),
+        last_logged: last_seq,
+    };
+    let write_values = crate::vstore::write_separator(&opts, fs.clone(), &placement);
+    let parts = Parts {
         fs,
         placement,
         tables,
-        versions: Mutex::new(versions),
-        state: Mutex::new(State {
-            mem,
-            imms: VecDeque::new(),
-            super_version: sv,
-            busy: HashSet::new(),
-            busy_levels: vec![0; opts.num_levels],
-            bg_error: None,
-            flush_running: false,
-            compactions_running: 0,
-            progress: 0,
-        }),
-        bg_cv: Condvar::new(),
-        done_cv: Condvar::new(),
-        wal: Mutex::new(WalState {
-            writer: Some(wal_writer),
-            number: wal_number,
-            unsynced: Vec::new(),
-            last_logged: last_seq,
-        }),
-        writers: Mutex::default(),
-        last_sequence: AtomicU64::new(last_seq.0),
-        next_file,
-        snapshots: Arc::new(SnapshotList::default()),
-        stats: Stats::default(),
-        delay_debt_nanos: AtomicU64::new(0),
-        straight_reads: AtomicU64::new(0),
-        read_seen: AtomicBool::new(false),
-        last_write_nanos: AtomicU64::new(0),
-        last_read_nanos: AtomicU64::new(0),
-        opened: std::time::Instant::now(),
-        shutting_down: AtomicBool::new(false),
-        closed: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        _lock: Mutex::new(Some(lock_file)),
-        opts,
-    });
+        versions,
+        mem,
+        imms: Vec::new(),
+        version,
+        wal,
+        write_values,
+        last_seq,
+        lock: Some(lock_file),
+        read_only: false,
+    };
+    let db = build(parts, opts);
     delete_leftovers(&db);
     if migrate {
         migrate_l0(&db)?;
@@ -195,6 +173,154 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     .map_err(|e| e.context("recording the options in OPTIONS"))?;
     crate::bg::start(&db);
     Ok(db)
+}
+
+/// What `build` assembles a database from.
+struct Parts {
+    fs: Arc<dyn fs::Fs>,
+    placement: Placement,
+    tables: Arc<TableCache>,
+    versions: VersionSet,
+    /// The memtable writes go to (a read-only open: the newest replayed one).
+    mem: Arc<MemTable>,
+    /// Older memtables, oldest first (only a read-only open has any at open).
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<crate::version::Version>,
+    wal: WalState,
+    write_values: Option<Box<dyn crate::vstore::WriteSeparator>>,
+    last_seq: SeqNo,
+    lock: Option<Box<dyn fs::FileLock>>,
+    read_only: bool,
+}
+
+fn build(p: Parts, opts: Options) -> Arc<DbInner> {
+    let next_file = p.versions.file_number_counter();
+    let sv = Arc::new(SuperVersion {
+        mem: p.mem.clone(),
+        imms: p.imms.iter().rev().cloned().collect(),
+        version: p.version,
+    });
+    Arc::new(DbInner {
+        values: crate::vstore::reader(p.fs.clone(), &p.placement),
+        write_values: p.write_values,
+        vlog_collected: Mutex::new(None),
+        vlog_gc_watch: Mutex::new(None),
+        fs: p.fs,
+        placement: p.placement,
+        tables: p.tables,
+        versions: Mutex::new(p.versions),
+        state: Mutex::new(State {
+            mem: p.mem,
+            imms: p.imms.into_iter().collect(),
+            super_version: sv,
+            busy: HashSet::new(),
+            busy_levels: vec![0; opts.num_levels],
+            bg_error: None,
+            flush_running: false,
+            compactions_running: 0,
+            progress: 0,
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        wal: Mutex::new(p.wal),
+        writers: Mutex::default(),
+        last_sequence: AtomicU64::new(p.last_seq.0),
+        next_file,
+        snapshots: Arc::new(SnapshotList::default()),
+        stats: Stats::default(),
+        delay_debt_nanos: AtomicU64::new(0),
+        straight_reads: AtomicU64::new(0),
+        read_seen: AtomicBool::new(false),
+        last_write_nanos: AtomicU64::new(0),
+        last_read_nanos: AtomicU64::new(0),
+        opened: std::time::Instant::now(),
+        shutting_down: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        threads: Mutex::new(Vec::new()),
+        _lock: Mutex::new(p.lock),
+        read_only: p.read_only,
+        opts,
+    })
+}
+
+/// [`crate::Db::open_read_only`]: the database as its files hold it now, written to by
+/// nothing: no lock taken, no directory, WAL, manifest or OPTIONS written, no flush, no
+/// compaction, no layout change, no file deleted. The WALs are replayed into memtables kept
+/// in memory. Another process may hold the database meanwhile: this is a view as of the
+/// open (see the method's documentation for what that means for files it deletes later).
+pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
+        .with_value_dir(opts.value_dir.as_deref());
+    if !fs.exists(&placement.current_path()) {
+        refuse_files_without_current(&*fs, path, &placement)?;
+        return Err(Error::invalid(format!(
+            "{}: database does not exist (a read-only open creates nothing)",
+            path.display()
+        )));
+    }
+    let mut versions = VersionSet::new(
+        fs.clone(),
+        placement.clone(),
+        opts.num_levels,
+        opts.max_manifest_file_size,
+        crate::l0::L0Config::from(&opts),
+    );
+    let block_cache =
+        (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    let tables = Arc::new(
+        TableCache::new(
+            fs.clone(),
+            placement.clone(),
+            opts.max_open_files,
+            block_cache,
+        )
+        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
+    );
+    let r = versions.recover()?;
+    let missing = versions.missing_tables()?;
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::corrupt(format!(
+            "files named by the manifest are missing: {}",
+            names.join(", ")
+        )));
+    }
+    let mut kept = Vec::new();
+    let mut unused = VersionEdit::default();
+    let last_seq = replay_wals(
+        &opts,
+        &placement,
+        &mut versions,
+        r.log_number,
+        r.last_sequence,
+        &mut unused,
+        Some(&mut kept),
+    )?;
+    let version = versions.current();
+    tables.set_live_bytes(version.total_bytes());
+    let mem = kept.pop().unwrap_or_else(|| Arc::new(MemTable::new(0)));
+    let parts = Parts {
+        fs,
+        placement,
+        tables,
+        versions,
+        mem,
+        imms: kept,
+        version,
+        wal: WalState {
+            writer: None,
+            number: r.log_number,
+            unsynced: Vec::new(),
+            last_logged: last_seq,
+        },
+        write_values: None,
+        last_seq,
+        lock: None,
+        read_only: true,
+    };
+    Ok(build(parts, opts))
 }
 
 /// A database is created only where there is none: directories that hold tables, WALs or
@@ -353,8 +479,9 @@ fn delete_leftovers(db: &DbInner) {
     }
 }
 
-/// Replays WALs numbered >= `log_number` into L0 tables added to `edit`. Returns the last
-/// sequence seen.
+/// Replays WALs numbered >= `log_number` into L0 tables added to `edit`, or, given `keep`
+/// (a read-only open), into memtables kept there, oldest first, writing nothing. Returns
+/// the last sequence seen.
 fn replay_wals(
     opts: &Options,
     placement: &Placement,
@@ -362,6 +489,7 @@ fn replay_wals(
     log_number: FileNumber,
     mut last_seq: SeqNo,
     edit: &mut VersionEdit,
+    mut keep: Option<&mut Vec<Arc<MemTable>>>,
 ) -> Result<SeqNo> {
     let fs = &opts.fs;
     let mut wals: Vec<FileNumber> = fs
@@ -476,7 +604,10 @@ fn replay_wals(
             let last = SeqNo(seq.0 - 1);
             last_logged = Some(last_logged.map_or(last, |l| l.max(last)));
             if mem.memory_usage() >= opts.write_buffer_size {
-                flush_recovered(opts, placement, versions, &mem, edit)?;
+                match keep.as_deref_mut() {
+                    Some(kept) => kept.push(mem.clone()),
+                    None => flush_recovered(opts, placement, versions, &mem, edit)?,
+                }
                 mem = Arc::new(MemTable::new(0));
             }
         }
@@ -490,6 +621,12 @@ fn replay_wals(
                 &mut stop,
             )?;
         }
+    }
+    if let Some(kept) = keep {
+        if !mem.is_empty() {
+            kept.push(mem);
+        }
+        return Ok(last_seq);
     }
     if !mem.is_empty() {
         flush_recovered(opts, placement, versions, &mem, edit)?;
