@@ -785,16 +785,29 @@ impl Options {
         (self.read_compaction_bytes > 0).then(|| (size / self.read_compaction_bytes).max(100))
     }
 
-    /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
-    /// `level_dir` set by the caller (or use [`Options::ohdb_2dc`], [`Options::ohdb_c`]).
-    ///
-    /// # Errors
-    /// `InvalidArgument` for unknown names, and for presets that later issues bring.
     /// Bytes of each memtable's key filter (`memtable_filter_ratio`).
     pub(crate) fn memtable_filter_bytes(&self) -> usize {
         (self.write_buffer_size as f64 * self.memtable_filter_ratio) as usize
     }
 
+    /// The name of every preset [`Options::preset`] builds.
+    pub const PRESETS: &'static [&'static str] = &[
+        "default",
+        "leveldb",
+        "hyperleveldb",
+        "rocksdb",
+        "ohdb-l0p",
+        "ohdb-2dc",
+        "ohdb-c",
+        "blob",
+        "wisckey",
+    ];
+
+    /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
+    /// `level_dir` set by the caller (or use [`Options::ohdb_2dc`], [`Options::ohdb_c`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for unknown names, and for presets that later issues bring.
     pub fn preset(name: &str) -> Result<Self> {
         match name {
             "default" => Ok(Options::default()),
@@ -820,7 +833,10 @@ impl Options {
                     "preset {name:?} is not built yet: it comes with the issue that implements {technique}"
                 )))
             }
-            _ => Err(Error::invalid(format!("unknown preset {name:?}"))),
+            _ => Err(Error::invalid(format!(
+                "unknown preset {name:?} (the presets: {})",
+                Self::PRESETS.join(", ")
+            ))),
         }
     }
 
@@ -1034,15 +1050,10 @@ mod tests {
 
     #[test]
     fn presets_validate() {
-        for name in [
-            "default",
-            "leveldb",
-            "hyperleveldb",
-            "rocksdb",
-            "ohdb-l0p",
-            "ohdb-2dc",
-            "ohdb-c",
-        ] {
+        // An unknown name lists the presets there are.
+        let e = Options::preset("leveldbb").unwrap_err().to_string();
+        assert!(e.contains("hyperleveldb") && e.contains("wisckey"), "{e}");
+        for &name in Options::PRESETS {
             Options::preset(name).unwrap().validate().unwrap();
         }
         assert!(Options::preset("matrixkv")

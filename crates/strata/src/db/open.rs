@@ -48,46 +48,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         fs::create_dir_durable(&*fs, dir)?;
     }
     let lock_file = fs.lock(&path.join(filename::LOCK))?;
-    let mut versions = VersionSet::new(
-        fs.clone(),
-        placement.clone(),
-        opts.num_levels,
-        opts.max_manifest_file_size,
-        crate::l0::L0Config::from(&opts),
-    );
-    let block_cache =
-        (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
-    let tables = Arc::new(
-        TableCache::new(
-            fs.clone(),
-            placement.clone(),
-            opts.max_open_files,
-            block_cache,
-        )
-        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
-    );
+    let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
     if exists {
-        let r = versions.recover()?;
-        let missing = versions.missing_tables()?;
-        if !missing.is_empty() {
-            let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-            let blobs = names.iter().any(|n| n.ends_with(".blob"));
-            let hint = if blobs && opts.value_dir.is_none() {
-                " (value files written with a separate value_dir are looked for there: \
-                 was Options::value_dir set when they were written?)"
-            } else if !blobs && opts.level_dir.is_none() {
-                " (tables of levels >= 1 written with a separate level_dir are looked for there: \
-                 was Options::level_dir set when they were written?)"
-            } else {
-                ""
-            };
-            return Err(Error::corrupt(format!(
-                "files named by the manifest are missing: {}{hint}",
-                names.join(", ")
-            )));
-        }
+        let r = recover(&mut versions, &opts)?;
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
         if let Some(dropped) = &r.dropped_tail {
@@ -175,6 +140,53 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     Ok(db)
 }
 
+/// The version set (nothing read yet) and the table cache `opts` ask for.
+fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet, Arc<TableCache>) {
+    let versions = VersionSet::new(
+        opts.fs.clone(),
+        placement.clone(),
+        opts.num_levels,
+        opts.max_manifest_file_size,
+        crate::l0::L0Config::from(opts),
+    );
+    let block_cache =
+        (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    let tables = Arc::new(
+        TableCache::new(
+            opts.fs.clone(),
+            placement.clone(),
+            opts.max_open_files,
+            block_cache,
+        )
+        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
+    );
+    (versions, tables)
+}
+
+/// Loads the version CURRENT names and checks that every file it names is there.
+fn recover(versions: &mut VersionSet, opts: &Options) -> Result<crate::version::Recovered> {
+    let r = versions.recover()?;
+    let missing = versions.missing_tables()?;
+    if missing.is_empty() {
+        return Ok(r);
+    }
+    let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+    let blobs = names.iter().any(|n| n.ends_with(".blob"));
+    let hint = if blobs && opts.value_dir.is_none() {
+        " (value files written with a separate value_dir are looked for there: \
+         was Options::value_dir set when they were written?)"
+    } else if !blobs && opts.level_dir.is_none() {
+        " (tables of levels >= 1 written with a separate level_dir are looked for there: \
+         was Options::level_dir set when they were written?)"
+    } else {
+        ""
+    };
+    Err(Error::corrupt(format!(
+        "files named by the manifest are missing: {}{hint}",
+        names.join(", ")
+    )))
+}
+
 /// What `build` assembles a database from.
 struct Parts {
     fs: Arc<dyn fs::Fs>,
@@ -260,33 +272,8 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
             path.display()
         )));
     }
-    let mut versions = VersionSet::new(
-        fs.clone(),
-        placement.clone(),
-        opts.num_levels,
-        opts.max_manifest_file_size,
-        crate::l0::L0Config::from(&opts),
-    );
-    let block_cache =
-        (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
-    let tables = Arc::new(
-        TableCache::new(
-            fs.clone(),
-            placement.clone(),
-            opts.max_open_files,
-            block_cache,
-        )
-        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
-    );
-    let r = versions.recover()?;
-    let missing = versions.missing_tables()?;
-    if !missing.is_empty() {
-        let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-        return Err(Error::corrupt(format!(
-            "files named by the manifest are missing: {}",
-            names.join(", ")
-        )));
-    }
+    let (mut versions, tables) = version_set_and_tables(&opts, &placement);
+    let r = recover(&mut versions, &opts)?;
     let mut kept = Vec::new();
     let mut unused = VersionEdit::default();
     let last_seq = replay_wals(

@@ -13,5 +13,5 @@ mod version;
 pub use crate::file_meta::FileMeta;
 pub use edit::{KeptFiles, L0Record, VersionEdit};
 pub use level_iter::level_iterator;
-pub use set::{VersionSet, MANIFEST_FORMAT_VERSION};
+pub use set::{Recovered, VersionSet, MANIFEST_FORMAT_VERSION};
 pub use version::Version;

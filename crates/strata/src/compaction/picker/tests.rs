@@ -540,17 +540,7 @@ impl TestRng {
 /// its options varied within what `validate` accepts; a failure prints the tree's shape.
 #[test]
 fn a_stopped_tree_always_has_a_runnable_job() {
-    let presets = [
-        "default",
-        "leveldb",
-        "hyperleveldb",
-        "rocksdb",
-        "ohdb-l0p",
-        "ohdb-2dc",
-        "ohdb-c",
-        "blob",
-        "wisckey",
-    ];
+    let presets = Options::PRESETS;
     let mut rng = TestRng(35);
     let busy = HashSet::new();
     let (mut stopped, mut cases) = (0, 0);
