@@ -1,14 +1,18 @@
 //! How keys and values are given on the command line and shown: as text with escapes
-//! (`\xNN`, `\\`, `\n`, `\t`, `\r`), or as hex with `--hex`; and JSON string quoting.
+//! (`\xNN`, `\\`, `\n`, `\t`, `\r`), or as hex with `--hex`; and as JSON fields.
 
 use std::fmt::Write as _;
 
 /// How bytes are read from arguments and written to output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
-    /// Printable ASCII as is, anything else escaped (`\xNN`); arguments may use the same
+    /// Valid UTF-8 as is (so `Zürich` prints as `Zürich`), control characters and the
+    /// backslash escaped, bytes that are not UTF-8 as `\xNN`; arguments may use the same
     /// escapes.
     Text,
+    /// Printable ASCII as is, every other byte escaped (`--escape`: output that is ASCII
+    /// whatever the data).
+    Escaped,
     /// Lowercase hex digits, two per byte.
     Hex,
 }
@@ -21,7 +25,7 @@ impl Encoding {
     pub fn parse(self, arg: &str) -> Result<Vec<u8>, String> {
         match self {
             Encoding::Hex => parse_hex(arg),
-            Encoding::Text => unescape(arg),
+            Encoding::Text | Encoding::Escaped => unescape(arg),
         }
     }
 
@@ -32,13 +36,29 @@ impl Encoding {
                 let _ = write!(s, "{b:02x}");
                 s
             }),
-            Encoding::Text => escape(bytes),
+            Encoding::Text => escape_utf8(bytes),
+            Encoding::Escaped => escape(bytes),
+        }
+    }
+
+    /// `bytes` as the JSON field `name`: a string where they are UTF-8 (and the output is
+    /// not hex), else `name_hex` with hex digits. Valid JSON either way.
+    pub fn json_field(self, name: &str, bytes: &[u8]) -> String {
+        match std::str::from_utf8(bytes) {
+            Ok(s) if self != Encoding::Hex => format!("\"{name}\":{}", json_string(s)),
+            _ => format!("\"{name}_hex\":\"{}\"", Encoding::Hex.show(bytes)),
         }
     }
 }
 
 fn parse_hex(arg: &str) -> Result<Vec<u8>, String> {
     let digits = arg.strip_prefix("0x").unwrap_or(arg);
+    if !digits.is_ascii() {
+        // (Slicing it by two bytes would split a character: it once panicked here.)
+        return Err(format!(
+            "{arg:?} is not hex: it has characters other than 0-9a-f"
+        ));
+    }
     if !digits.len().is_multiple_of(2) {
         return Err(format!("{arg:?} is not hex: an odd number of digits"));
     }
@@ -84,6 +104,26 @@ fn unescape(arg: &str) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+/// Valid UTF-8 as is, but control characters, DEL and `\` escaped as `escape` does; the
+/// bytes of invalid sequences as `\xNN`.
+fn escape_utf8(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() {
+                s.push_str(&escape(&[c as u8]));
+            } else if c.is_control() {
+                let mut buf = [0u8; 4];
+                s.push_str(&escape(c.encode_utf8(&mut buf).as_bytes()));
+            } else {
+                s.push(c);
+            }
+        }
+        s.push_str(&escape(chunk.invalid()));
+    }
+    s
 }
 
 fn escape(bytes: &[u8]) -> String {
@@ -144,10 +184,43 @@ mod tests {
     #[test]
     fn text_round_trips_every_byte() {
         let all: Vec<u8> = (0..=255).collect();
-        let shown = Encoding::Text.show(&all);
-        assert!(shown.is_ascii());
-        assert_eq!(Encoding::Text.parse(&shown).unwrap(), all);
-        assert_eq!(Encoding::Hex.parse(&Encoding::Hex.show(&all)).unwrap(), all);
+        for enc in [Encoding::Text, Encoding::Escaped, Encoding::Hex] {
+            assert_eq!(enc.parse(&enc.show(&all)).unwrap(), all, "{enc:?}");
+        }
+        assert!(Encoding::Escaped.show(&all).is_ascii());
+        let mixed = "Zürich \u{1f600}\t\u{85}".as_bytes().to_vec();
+        let mut odd = mixed.clone();
+        odd.extend_from_slice(b"\xc3(\xff");
+        for bytes in [mixed, odd] {
+            for enc in [Encoding::Text, Encoding::Escaped] {
+                let shown = enc.show(&bytes);
+                assert!(!shown.contains('\t'), "{shown}");
+                assert_eq!(enc.parse(&shown).unwrap(), bytes, "{enc:?}: {shown}");
+            }
+        }
+        // UTF-8 prints as it is; what is not UTF-8 (and control characters) as escapes.
+        assert_eq!(Encoding::Text.show("Zürich".as_bytes()), "Zürich");
+        assert_eq!(Encoding::Escaped.show("Zü".as_bytes()), "Z\\xc3\\xbc");
+        assert_eq!(Encoding::Text.show(b"a\xffb\n"), "a\\xffb\\n");
+    }
+
+    #[test]
+    fn json_fields_are_strings_where_utf8_and_hex_where_not() {
+        assert_eq!(
+            Encoding::Text.json_field("key", "Zü\"".as_bytes()),
+            "\"key\":\"Zü\\\"\""
+        );
+        assert_eq!(
+            Encoding::Text.json_field("value", b"\xff"),
+            "\"value_hex\":\"ff\""
+        );
+        assert_eq!(Encoding::Hex.json_field("key", b"k"), "\"key_hex\":\"6b\"");
+    }
+
+    #[test]
+    fn non_ascii_hex_is_refused_not_a_panic() {
+        assert!(Encoding::Hex.parse("aé").unwrap_err().contains("not hex"));
+        assert!(Encoding::Hex.parse("éé").is_err());
     }
 
     #[test]

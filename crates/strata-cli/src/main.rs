@@ -18,14 +18,24 @@ use strata::{Db, Options, ReadOptions};
 /// A failure to report: the message, and the exit status.
 struct Failure(String, u8);
 
+/// The reader of our output went away (`strata scan | head`): not an error, and nothing to
+/// say (exit status 0, as `cat` would).
+const QUIET: Failure = Failure(String::new(), 0);
+
 impl From<strata::Error> for Failure {
     fn from(e: strata::Error) -> Self {
+        if e.io_kind() == Some(io::ErrorKind::BrokenPipe) {
+            return QUIET;
+        }
         Failure(e.to_string(), 2)
     }
 }
 
 impl From<io::Error> for Failure {
     fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return QUIET;
+        }
         Failure(format!("writing output: {e}"), 2)
     }
 }
@@ -79,8 +89,39 @@ fn db_args(c: Command) -> Command {
         Arg::new("json")
             .long("json")
             .action(ArgAction::SetTrue)
-            .help("Output one JSON object per line"),
+            .help(
+                "Output one JSON object per line (get, scan, count, load, property, info, stats): \
+                 a key or value is a string where it is UTF-8, a `_hex` field where not",
+            ),
     )
+    .arg(
+        Arg::new("escape")
+            .long("escape")
+            .action(ArgAction::SetTrue)
+            .help("Print every byte outside printable ASCII as \\xNN (default: UTF-8 as is)"),
+    )
+}
+
+/// The flags each command that takes them honours; any other is refused, never ignored.
+fn refuse_unused_flags(name: &str, m: &ArgMatches) -> Result<(), Failure> {
+    let honours = |flag: &str| match flag {
+        "json" => matches!(
+            name,
+            "get" | "scan" | "count" | "load" | "property" | "info" | "stats"
+        ),
+        "hex" => matches!(
+            name,
+            "get" | "put" | "delete" | "scan" | "count" | "dump" | "load" | "compact"
+        ),
+        "escape" => matches!(name, "get" | "scan" | "dump"),
+        _ => true,
+    };
+    for flag in ["json", "hex", "escape"] {
+        if matches!(m.try_get_one::<bool>(flag), Ok(Some(true))) && !honours(flag) {
+            return Err(Failure(format!("`{name}` does not take --{flag}"), 2));
+        }
+    }
+    Ok(())
 }
 
 fn hex_arg() -> Arg {
@@ -317,8 +358,11 @@ fn options(m: &ArgMatches) -> Result<Options, Failure> {
 }
 
 fn encoding(m: &ArgMatches) -> Encoding {
-    if matches!(m.try_get_one::<bool>("hex"), Ok(Some(true))) {
+    let flag = |f: &str| matches!(m.try_get_one::<bool>(f), Ok(Some(true)));
+    if flag("hex") {
         Encoding::Hex
+    } else if flag("escape") {
+        Encoding::Escaped
     } else {
         Encoding::Text
     }
@@ -409,6 +453,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     ) {
         return inspect(name, m);
     }
+    refuse_unused_flags(name, m)?;
+    if let Some(path) = m.get_one::<String>("db") {
+        if Path::new(path).is_file() {
+            return Err(Failure(
+                format!("{path} is a file: --db names the database's directory"),
+                2,
+            ));
+        }
+    }
     if name == "repair" {
         let path = m.get_one::<String>("db").expect("required");
         if !Path::new(path).is_dir() {
@@ -482,9 +535,9 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             match db.get(&key)? {
                 Some(v) if json => writeln!(
                     out,
-                    "{{\"key\":{},\"value\":{}}}",
-                    json_string(&enc.show(&key)),
-                    json_string(&enc.show(&v))
+                    "{{{},{}}}",
+                    enc.json_field("key", &key),
+                    enc.json_field("value", &v)
                 )?,
                 Some(v) => writeln!(out, "{}", enc.show(&v))?,
                 None => {
@@ -513,17 +566,18 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             }
             let mut n = 0;
             while it.valid() && n < limit {
-                let key = enc.show(it.key());
                 match (json, keys_only) {
-                    (true, true) => writeln!(out, "{{\"key\":{}}}", json_string(&key))?,
+                    (true, true) => writeln!(out, "{{{}}}", enc.json_field("key", it.key()))?,
                     (true, false) => writeln!(
                         out,
-                        "{{\"key\":{},\"value\":{}}}",
-                        json_string(&key),
-                        json_string(&enc.show(it.value()))
+                        "{{{},{}}}",
+                        enc.json_field("key", it.key()),
+                        enc.json_field("value", it.value())
                     )?,
-                    (false, true) => writeln!(out, "{key}")?,
-                    (false, false) => writeln!(out, "{key}\t{}", enc.show(it.value()))?,
+                    (false, true) => writeln!(out, "{}", enc.show(it.key()))?,
+                    (false, false) => {
+                        writeln!(out, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?
+                    }
                 }
                 n += 1;
                 if reverse {
@@ -597,9 +651,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         }
         "property" => {
             let name = m.get_one::<String>("name").expect("required");
-            let v = db
-                .property(name)
-                .ok_or_else(|| Failure(format!("{name}: no such property"), 1))?;
+            let v = db.property(name).ok_or_else(|| {
+                Failure(
+                    format!(
+                        "{name}: no such property (known: {})",
+                        Db::PROPERTY_NAMES.join(", ")
+                    ),
+                    1,
+                )
+            })?;
             if json {
                 writeln!(out, "{{{}:{}}}", json_string(name), json_string(&v))?;
             } else {
@@ -662,13 +722,25 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
 fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Failure> {
     let mut batch = strata::WriteBatch::new();
     let mut n = 0u64;
+    // Entries written to the database so far (whole batches): what a failure leaves loaded.
+    let mut committed = 0u64;
     let progress = io::IsTerminal::is_terminal(&io::stderr());
     for (i, line) in io::BufRead::lines(input).enumerate() {
-        let line = line.map_err(|e| Failure(format!("reading line {}: {e}", i + 1), 2))?;
+        let stopped = |why: String| {
+            Failure(
+                format!(
+                    "line {}: {why}; {committed} entries before it were loaded (the lines \
+                     up to the last full batch), nothing after",
+                    i + 1
+                ),
+                2,
+            )
+        };
+        let line = line.map_err(|e| stopped(format!("reading it: {e}")))?;
         if line.is_empty() {
             continue;
         }
-        let bad = |why: String| Failure(format!("line {}: {why}", i + 1), 2);
+        let bad = stopped;
         let (k, v) = line
             .split_once('\t')
             .ok_or_else(|| bad("no tab between key and value".into()))?;
@@ -676,6 +748,7 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         n += 1;
         if batch.encoded_len() >= 1 << 20 {
             db.write(&strata::WriteOptions::default(), std::mem::take(&mut batch))?;
+            committed = n;
             if progress {
                 eprint!("\rloaded {n} entries");
             }
@@ -695,7 +768,9 @@ fn main() -> ExitCode {
     match run(&m) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg, code)) => {
-            eprintln!("strata: {msg}");
+            if !msg.is_empty() {
+                eprintln!("strata: {msg}");
+            }
             ExitCode::from(code)
         }
     }

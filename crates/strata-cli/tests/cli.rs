@@ -55,6 +55,45 @@ fn put_get_delete_scan_count() {
         ok(&["get", "--db", db, "--json", "beta"]),
         "{\"key\":\"beta\",\"value\":\"2\"}\n"
     );
+    // UTF-8 as it is (and in JSON as a string); --escape gives the all-ASCII form; bytes
+    // that are not UTF-8 are a hex field in JSON; non-ASCII --hex input is an error, not a
+    // panic.
+    ok(&["put", "--db", db, "zürich", "grüezi"]);
+    assert_eq!(ok(&["get", "--db", db, "zürich"]), "grüezi\n");
+    assert_eq!(
+        ok(&["get", "--db", db, "--escape", "zürich"]),
+        "gr\\xc3\\xbcezi\n"
+    );
+    assert_eq!(
+        ok(&["get", "--db", db, "--json", "zürich"]),
+        "{\"key\":\"zürich\",\"value\":\"grüezi\"}\n"
+    );
+    ok(&["put", "--db", db, "raw", "\\xff\\xfe"]);
+    assert_eq!(
+        ok(&["get", "--db", db, "--json", "raw"]),
+        "{\"key\":\"raw\",\"value_hex\":\"fffe\"}\n"
+    );
+    let o = strata(&["get", "--db", db, "--hex", "zé"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not hex"));
+    // Flags a command does not use are refused, not ignored.
+    for args in [
+        &["dump", "--db", db, "--json"][..],
+        &["load", "--db", db, "--escape"],
+        &["repair", "--db", db, "--hex"],
+        &["check", "--db", db, "--json"],
+        &["flush", "--db", db, "--escape"],
+    ] {
+        let o = strata(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("does not take"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    ok(&["delete", "--db", db, "zürich"]);
+    ok(&["delete", "--db", db, "raw"]);
 
     // A missing key: exit status 1, a message, nothing on stdout.
     let o = strata(&["get", "--db", db, "omega"]);
@@ -485,5 +524,80 @@ fn repair_brings_back_a_database_whose_manifest_is_gone() {
     assert_eq!(ok(&["count", "--db", db]), "3000\n");
     assert_eq!(ok(&["get", "--db", db, "key02999"]), "value 2999 round 2\n");
     assert!(ok(&["check", "--db", db]).contains("no problems found"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What a user trips over: a closed pipe ends quietly with status 0 and never blames a
+/// table; a file given as --db says so; an unknown property lists the known ones; a load
+/// that stops at a bad line says how much it had loaded.
+#[test]
+fn pipes_paths_properties_and_bad_loads() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let dir = temp_dir("pipes");
+    let db = dir.to_str().unwrap();
+    {
+        let d = strata::Db::open(db, strata::Options::default()).unwrap();
+        for i in 0..20000u32 {
+            d.put(format!("key{i:06}"), [b'v'; 40]).unwrap();
+        }
+        d.flush().unwrap();
+    }
+    let table = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    for args in [
+        vec!["scan", "--db", db],
+        vec!["sst-dump", table.to_str().unwrap(), "--entries"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = [0u8; 100];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        drop(child.stdout.take()); // `| head -c 100`
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+
+    let file = dir.join("CURRENT");
+    let o = strata(&["get", "--db", file.to_str().unwrap(), "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is a file"));
+
+    let o = strata(&["property", "--db", db, "strata.nonesuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("strata.levels") && err.contains("strata.kept-files"),
+        "{err}"
+    );
+
+    let input = dir.join("load.txt");
+    let mut f = std::fs::File::create(&input).unwrap();
+    for i in 0..30000u32 {
+        writeln!(f, "load{i:06}\t{}", "x".repeat(60)).unwrap();
+    }
+    writeln!(f, "no tab here").unwrap();
+    drop(f);
+    let o = strata(&["load", "--db", db, "-i", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 30001") && err.contains("entries before it were loaded"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

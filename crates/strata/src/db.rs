@@ -538,6 +538,34 @@ impl Db {
     /// compactions dropped), and `strata.options` (the options this open was given, as
     /// written to the `OPTIONS` file: docs/format/options.md).
     pub fn property(&self, name: &str) -> Option<String> {
+        self.property_value(name)
+    }
+
+    /// Every name [`Db::property`] knows (`strata.num-files-at-level<N>` for each level).
+    pub const PROPERTY_NAMES: &'static [&'static str] = &[
+        "strata.stats",
+        "strata.levels",
+        "strata.num-files-at-level<N>",
+        "strata.num-running-flushes",
+        "strata.num-running-compactions",
+        "strata.num-immutable-memtables",
+        "strata.l0-layout",
+        "strata.kept-files",
+        "strata.table-reads",
+        "strata.features",
+        "strata.level-compactions",
+        "strata.tables",
+        "strata.total-bytes-written",
+        "strata.compaction-bytes-read",
+        "strata.compaction-bytes-written",
+        "strata.value-files",
+        "strata.value-bytes",
+        "strata.value-live-bytes",
+        "strata.value-garbage-bytes",
+        "strata.options",
+    ];
+
+    fn property_value(&self, name: &str) -> Option<String> {
         match name {
             "strata.options" => Some(self.inner.opts.to_text()),
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),

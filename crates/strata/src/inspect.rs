@@ -50,8 +50,10 @@ pub struct TableDump {
     pub verify: bool,
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io("write", path, e)
+/// An error writing the dump's output (never the file being read: a closed pipe is the
+/// reader's doing, not the table's).
+fn io(_path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io("writing", Path::new("the output"), e)
 }
 
 fn show_value(kind: ValueKind, value: &[u8], show: &dyn Fn(&[u8]) -> String) -> String {

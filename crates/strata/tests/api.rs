@@ -612,3 +612,15 @@ fn a_read_only_open_sees_everything_and_writes_nothing() {
     assert!(!none.exists());
     drop(writer);
 }
+
+/// Every name `Db::PROPERTY_NAMES` lists is one `property` answers (the CLI lists them
+/// for an unknown name).
+#[test]
+fn every_listed_property_name_answers() {
+    let (_fs, o) = mem_opts();
+    let db = Db::open("/db", o).unwrap();
+    for name in Db::PROPERTY_NAMES {
+        let name = name.replace("<N>", "0");
+        assert!(db.property(&name).is_some(), "{name}");
+    }
+}
