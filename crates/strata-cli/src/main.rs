@@ -432,7 +432,7 @@ fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
                     return Err(Failure("manifest-dump: give FILE or --db PATH".into(), 2))
                 }
             };
-            inspect::dump_manifest(&file, &mut out)?
+            inspect::dump_manifest(&file, &show, &mut out)?
         }
     };
     out.flush()?;

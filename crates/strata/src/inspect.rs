@@ -31,13 +31,12 @@ pub struct Problem {
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} at offset {}: {}",
-            self.file.display(),
-            self.offset,
-            self.what
-        )
+        // An engine error already names its file (and offset): name it once.
+        let file = self.file.display().to_string();
+        if self.what.contains(&file) {
+            return f.write_str(&self.what);
+        }
+        write!(f, "{file} at offset {}: {}", self.offset, self.what)
     }
 }
 
@@ -158,6 +157,17 @@ pub fn dump_table(
             });
         }
     }
+    if what.verify || what.entries {
+        // (The footer, the index and the properties were verified by opening the table.)
+        writeln!(
+            out,
+            "verified: footer, index block, properties and {} data block checksums: {} \
+             damaged",
+            p.num_data_blocks,
+            problems.len()
+        )
+        .map_err(&w)?;
+    }
     Ok(problems)
 }
 
@@ -214,6 +224,21 @@ pub fn dump_wal(
     show: &dyn Fn(&[u8]) -> String,
     out: &mut dyn Write,
 ) -> Result<Vec<Problem>> {
+    // A WAL starts with a record, the first of them its link record (an empty batch): a
+    // file whose start reads as neither is no WAL (a table, a manifest, anything else).
+    let data = crate::fs::read_all(&RealFs::new(), path)?;
+    let first = match LogReader::new(data).next_event() {
+        LogEvent::Record { data, .. } => WriteBatch::decode(data).is_ok(),
+        LogEvent::End => true, // empty: a WAL just created
+        _ => false,
+    };
+    if !first {
+        return Err(Error::corruption(
+            path,
+            0,
+            "not a WAL: its start reads as no log record holding a write batch",
+        ));
+    }
     walk_log(path, out, |out, offset, data| {
         let batch = match WriteBatch::decode(data) {
             Ok(b) => b,
@@ -259,10 +284,17 @@ pub fn dump_wal(
 ///
 /// # Errors
 /// A file that cannot be read, or output that cannot be written.
-pub fn dump_manifest(path: &Path, out: &mut dyn Write) -> Result<Vec<Problem>> {
+pub fn dump_manifest(
+    path: &Path,
+    show: &dyn Fn(&[u8]) -> String,
+    out: &mut dyn Write,
+) -> Result<Vec<Problem>> {
     walk_log(path, out, |out, offset, data| {
         match VersionEdit::decode(&data) {
-            Ok(edit) => writeln!(out, "offset {offset}: {edit:?}")?,
+            Ok(edit) => {
+                writeln!(out, "offset {offset}:")?;
+                write_edit(out, &edit, show)?;
+            }
             Err(e) => {
                 writeln!(out, "offset {offset}: DAMAGED edit: {e}")?;
                 return Ok(Some(format!("bad edit: {e}")));
@@ -270,6 +302,83 @@ pub fn dump_manifest(path: &Path, out: &mut dyn Write) -> Result<Vec<Problem>> {
         }
         Ok(None)
     })
+}
+
+/// One edit, a field per line, keys shown as `show` shows them (as `scan` does).
+fn write_edit(
+    out: &mut dyn Write,
+    e: &VersionEdit,
+    show: &dyn Fn(&[u8]) -> String,
+) -> std::io::Result<()> {
+    let user = |k: &[u8]| key::parse(k).map_or_else(|| show(k), |p| show(p.user_key));
+    if !e.features.is_empty() {
+        writeln!(out, "  features {}", e.features.join(", "))?;
+    }
+    if let Some(v) = e.format_version {
+        writeln!(out, "  format version {v}")?;
+    }
+    if let Some(l) = &e.l0_layout {
+        writeln!(
+            out,
+            "  L0 layout {} ({} state bytes)",
+            l.layout,
+            l.state.len()
+        )?;
+    }
+    for (name, v) in [
+        ("log number", e.log_number.map(|n| n.0)),
+        ("next file number", e.next_file_number.map(|n| n.0)),
+        ("last sequence", e.last_sequence.map(|s| s.0)),
+    ] {
+        if let Some(v) = v {
+            writeln!(out, "  {name} {v}")?;
+        }
+    }
+    for (level, k) in &e.compact_pointers {
+        writeln!(out, "  compact pointer L{level} {}", user(k))?;
+    }
+    for (level, n) in &e.deleted_files {
+        writeln!(out, "  delete L{level} table {n}")?;
+    }
+    for (level, f) in &e.new_files {
+        writeln!(
+            out,
+            "  add L{level} table {} ({} B, {} entries, {} deletions, sequences {}..={}): {} .. {}{}",
+            f.number,
+            f.size,
+            f.num_entries,
+            f.num_deletions,
+            f.smallest_seq.0,
+            f.largest_seq.0,
+            user(&f.smallest),
+            user(&f.largest),
+            if f.oldest_value_file == 0 {
+                String::new()
+            } else {
+                format!(", oldest value file {}", f.oldest_value_file)
+            }
+        )?;
+    }
+    for f in &e.new_value_files {
+        writeln!(
+            out,
+            "  add value file {} ({:?}, {} B, {} records, garbage {} records / {} B)",
+            f.number, f.kind, f.size, f.records, f.garbage_records, f.garbage_bytes
+        )?;
+    }
+    for n in &e.deleted_value_files {
+        writeln!(out, "  delete value file {n}")?;
+    }
+    for (n, records, bytes) in &e.value_garbage {
+        writeln!(
+            out,
+            "  garbage in value file {n}: {records} records, {bytes} B"
+        )?;
+    }
+    if let Some(k) = &e.kept {
+        writeln!(out, "  kept files {:?}: {}", k.files, k.reason)?;
+    }
+    Ok(())
 }
 
 /// Verifies every checksum of every live file of the database at `dir` (its directories
