@@ -10,48 +10,46 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 pyo3::create_exception!(
-    _strata,
+    strata,
     Error,
     pyo3::exceptions::PyException,
     "A strata error."
 );
 pyo3::create_exception!(
-    _strata,
+    strata,
     CorruptionError,
     Error,
     "Bytes on disk failed a checksum or could not be decoded."
 );
 pyo3::create_exception!(
-    _strata,
+    strata,
     InvalidArgumentError,
     Error,
     "strata refused an argument or option."
 );
 pyo3::create_exception!(
-    _strata,
-    IOError,
-    Error,
-    "The operating system reported an I/O failure."
-);
-pyo3::create_exception!(
-    _strata,
+    strata,
     NotSupportedError,
     Error,
     "Not supported by this build or this database's format."
 );
-pyo3::create_exception!(_strata, ClosedError, Error, "The database is closed.");
+pyo3::create_exception!(strata, ClosedError, Error, "The database is closed.");
 pyo3::create_exception!(
-    _strata,
+    strata,
     PoisonedError,
     Error,
     "A background job failed earlier; writes are refused."
 );
 pyo3::create_exception!(
-    _strata,
+    strata,
     BusyError,
     Error,
     "Another process (or DB object) holds the database."
 );
+
+/// `strata.IOError`: a `strata.Error` that is also an `OSError` (as Python's own I/O
+/// errors are), made at import with both bases (pyo3's exception macro takes one).
+static IO_ERROR: pyo3::sync::GILOnceCell<Py<pyo3::types::PyType>> = pyo3::sync::GILOnceCell::new();
 
 fn err(e: strata::Error) -> PyErr {
     use strata::ErrorKind as K;
@@ -59,7 +57,10 @@ fn err(e: strata::Error) -> PyErr {
     match e.kind() {
         K::Corruption => CorruptionError::new_err(msg),
         K::InvalidArgument => InvalidArgumentError::new_err(msg),
-        K::Io => IOError::new_err(msg),
+        K::Io => Python::with_gil(|py| match IO_ERROR.get(py) {
+            Some(t) => PyErr::from_type(t.bind(py).clone(), msg),
+            None => Error::new_err(msg),
+        }),
         K::NotSupported => NotSupportedError::new_err(msg),
         K::Closed => ClosedError::new_err(msg),
         K::Poisoned => PoisonedError::new_err(msg),
@@ -131,6 +132,13 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
             .map_err(|_| bad("expects a non-negative int"))
     };
     let f64_ = || value.extract::<f64>().map_err(|_| bad("expects a number"));
+    // Seconds as a duration: a negative, infinite or NaN number is refused (it once
+    // panicked).
+    let secs = || {
+        let x = f64_()?;
+        std::time::Duration::try_from_secs_f64(x)
+            .map_err(|_| bad("expects a finite, non-negative number of seconds"))
+    };
     let bool_ = || value.extract::<bool>().map_err(|_| bad("expects a bool"));
     let path = || -> PyResult<Option<std::path::PathBuf>> {
         if value.is_none() {
@@ -171,18 +179,10 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         "read_compaction_bytes" => o.read_compaction_bytes = u64_()?,
         "read_compaction_min_straight_reads" => o.read_compaction_min_straight_reads = u64_()?,
         "idle_compaction_delay" => {
-            o.idle_compaction_delay = if value.is_none() {
-                None
-            } else {
-                Some(std::time::Duration::from_secs_f64(f64_()?.max(0.0)))
-            }
+            o.idle_compaction_delay = if value.is_none() { None } else { Some(secs()?) }
         }
         "write_stall_limit" => {
-            o.write_stall_limit = if value.is_none() {
-                None
-            } else {
-                Some(std::time::Duration::from_secs_f64(f64_()?.max(0.0)))
-            }
+            o.write_stall_limit = if value.is_none() { None } else { Some(secs()?) }
         }
         "block_restart_interval" => o.block_restart_interval = usize_()?,
         "pin_table_metadata" => o.pin_table_metadata = bool_()?,
@@ -615,9 +615,11 @@ impl WriteBatch {
 
     /// Applies the batch atomically.
     fn write(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.open()?;
-        let b = self.batch.take().expect("open");
-        self.db.borrow(py).write_batch_now(py, b, self.sync)
+        // A failed write keeps the batch, so it can be written again.
+        let b = self.open()?.clone();
+        self.db.borrow(py).write_batch_now(py, b, self.sync)?;
+        self.batch = None;
+        Ok(())
     }
 
     fn __len__(&self) -> usize {
@@ -707,40 +709,43 @@ impl Iter {
         let Some(it) = self.it.as_mut() else {
             return Ok(None);
         };
-        if !it.valid() {
-            let status = it.status();
-            self.it = None;
-            status.map_err(err)?;
-            return Ok(None);
-        }
-        let item = match (self.include_key, self.include_value) {
-            (true, true) => {
-                let v = PyBytes::new(py, it.value());
-                if let Err(e) = it.status() {
-                    self.it = None;
-                    return Err(err(e));
-                }
-                (PyBytes::new(py, it.key()), v)
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind()
+        let (with_key, with_value, reverse) = (self.include_key, self.include_value, self.reverse);
+        // The step (which may read tables and separated values) runs with the GIL released;
+        // the bytes it copied become Python objects after.
+        type Entry = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let step = py.allow_threads(|| -> strata::Result<Option<Entry>> {
+            if !it.valid() {
+                it.status()?;
+                return Ok(None);
             }
-            (true, false) => PyBytes::new(py, it.key()).into_any().unbind(),
-            _ => {
-                let v = PyBytes::new(py, it.value()).into_any().unbind();
-                if let Err(e) = it.status() {
-                    self.it = None;
-                    return Err(err(e));
-                }
-                v
+            let key = with_key.then(|| it.key().to_vec());
+            let value = with_value.then(|| it.value().to_vec());
+            it.status()?;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+            Ok(Some((key, value)))
+        });
+        let (key, value) = match step {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
+                self.it = None;
+                return Ok(None);
+            }
+            Err(e) => {
+                self.it = None;
+                return Err(err(e));
             }
         };
-        if self.reverse {
-            it.prev();
-        } else {
-            it.next();
-        }
-        Ok(Some(item))
+        let bytes = |b: Vec<u8>| PyBytes::new(py, &b).into_any().unbind();
+        Ok(Some(match (key, value) {
+            (Some(k), Some(v)) => (bytes(k), bytes(v)).into_pyobject(py)?.into_any().unbind(),
+            (Some(k), None) => bytes(k),
+            (None, Some(v)) => bytes(v),
+            (None, None) => py.None(),
+        }))
     }
 }
 
@@ -758,7 +763,22 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),
     )?;
-    m.add("IOError", py.get_type::<IOError>())?;
+    let bases = (
+        py.get_type::<Error>(),
+        py.get_type::<pyo3::exceptions::PyOSError>(),
+    );
+    let attrs = PyDict::new(py);
+    attrs.set_item("__module__", "strata")?;
+    attrs.set_item(
+        "__doc__",
+        "The operating system reported an I/O failure (also an OSError).",
+    )?;
+    let io_error = py
+        .get_type::<pyo3::types::PyType>()
+        .call1(("IOError", bases, attrs))?
+        .downcast_into::<pyo3::types::PyType>()?;
+    let _ = IO_ERROR.set(py, io_error.clone().unbind());
+    m.add("IOError", io_error)?;
     m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("PoisonedError", py.get_type::<PoisonedError>())?;

@@ -228,3 +228,44 @@ def test_read_only_open_reads_while_another_holds_the_database(path):
             assert ro.get(b"k") == b"v"
             with pytest.raises(strata.NotSupportedError, match="read-only"):
                 ro.put(b"x", b"1")
+
+
+def test_exceptions_are_strata_s_and_io_errors_are_os_errors():
+    assert issubclass(strata.IOError, strata.Error)
+    assert issubclass(strata.IOError, OSError)
+    for e in (strata.Error, strata.CorruptionError, strata.IOError, strata.BusyError):
+        assert e.__module__ == "strata", e
+    scope = {}
+    exec("from strata import *", scope)
+    assert "IOError" not in scope  # the builtin is not shadowed
+
+
+def test_bad_durations_are_refused_not_a_panic(path):
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(strata.InvalidArgumentError, match="seconds"):
+            strata.DB(path, create_if_missing=True, idle_compaction_delay=bad)
+
+
+def test_a_failed_batch_write_keeps_the_batch(path):
+    db = strata.DB(path, create_if_missing=True)
+    wb = db.write_batch()
+    wb.put(b"a", b"1")
+    db.close()
+    with pytest.raises(strata.ClosedError):
+        wb.write()
+    assert len(wb) == 1  # still there: it can be written again
+    with pytest.raises(strata.ClosedError):
+        wb.write()
+
+
+def test_iteration_reads_with_the_gil_released(path):
+    import threading
+    with strata.DB(path, create_if_missing=True) as db:
+        for i in range(2000):
+            db.put(b"k%05d" % i, b"v" * 100)
+        seen = []
+        t = threading.Thread(target=lambda: seen.extend(k for k, _ in db.iterator()))
+        t.start()
+        assert sum(1 for _ in db.iterator()) == 2000
+        t.join()
+        assert len(seen) == 2000

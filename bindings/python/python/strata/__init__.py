@@ -1,7 +1,7 @@
 """strata, an embeddable LSM key-value store, from Python.
 
 >>> import strata
->>> with strata.DB("/tmp/example-db") as db:
+>>> with strata.DB("/tmp/example-db", create_if_missing=True) as db:
 ...     db.put(b"key", b"value")
 ...     db.get(b"key")
 b'value'
@@ -22,6 +22,8 @@ from ._strata import (  # noqa: F401
     WriteBatch,
 )
 
+# `IOError` (also an `OSError`) is left out of `__all__`: `from strata import *` must not
+# shadow the builtin name. Use `strata.IOError`.
 __all__ = [
     "DB",
     "WriteBatch",
@@ -30,7 +32,6 @@ __all__ = [
     "Error",
     "CorruptionError",
     "InvalidArgumentError",
-    "IOError",
     "NotSupportedError",
     "ClosedError",
     "PoisonedError",
