@@ -309,13 +309,11 @@ type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// The bounds for `start`/`stop`/`prefix` (the narrower of each).
 fn bounds(
-    start: Option<&Bound<'_, PyAny>>,
-    stop: Option<&Bound<'_, PyAny>>,
+    mut lo: Option<Vec<u8>>,
+    mut hi: Option<Vec<u8>>,
     prefix: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bounds> {
     let owned = |o: &Bound<'_, PyAny>, what| bytes_of(o, what).map(Cow::into_owned);
-    let mut lo = start.map(|s| owned(s, "start")).transpose()?;
-    let mut hi = stop.map(|s| owned(s, "stop")).transpose()?;
     if let Some(p) = prefix.map(|p| owned(p, "prefix")).transpose()? {
         if lo.as_ref().is_none_or(|l| *l < p) {
             lo = Some(p.clone());
@@ -458,6 +456,30 @@ impl DB {
         })
     }
 
+    /// The part of the database whose keys start with `prefix`, keys given and returned
+    /// without it (plyvel's `prefixed_db`; `strata.PrefixedDB`).
+    fn prefixed_db(slf: PyRef<'_, Self>, prefix: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let py = slf.py();
+        let class = py.import("strata")?.getattr("PrefixedDB")?;
+        Ok(class.call1((slf, prefix))?.unbind())
+    }
+
+    /// For each `(start, stop)` pair, the bytes of the tables holding keys in that range
+    /// (whole tables: an estimate; plyvel's `approximate_sizes`).
+    #[pyo3(signature = (*ranges))]
+    fn approximate_sizes(&self, ranges: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<u64>> {
+        let db = self.get_db()?;
+        ranges
+            .iter()
+            .map(|r| {
+                let (lo, hi): (Bound<'_, PyAny>, Bound<'_, PyAny>) = r.extract()?;
+                let lo = bytes_of(&lo, "start")?;
+                let hi = bytes_of(&hi, "stop")?;
+                db.approximate_size(Some(&lo), Some(&hi)).map_err(err)
+            })
+            .collect()
+    }
+
     /// A consistent read view (a context manager; released by `close()` or on exit).
     fn snapshot(&self) -> PyResult<Snapshot> {
         let db = self.get_db()?;
@@ -470,7 +492,10 @@ impl DB {
     /// Iterates in key order (`reverse=True`: descending) over `start <= key < stop` and
     /// keys starting with `prefix`, yielding `(key, value)`, or only keys
     /// (`include_value=False`) or only values (`include_key=False`); as of `snapshot`.
-    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, snapshot=None))]
+    /// `include_start=False` leaves `start` out, `include_stop=True` takes `stop` in (as
+    /// plyvel's). The iterator also moves as plyvel's does: `seek(key)`, `seek_to_start()`,
+    /// `seek_to_stop()`, `prev()`, `close()`.
+    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, snapshot=None, include_start=true, include_stop=false))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -481,33 +506,28 @@ impl DB {
         include_key: bool,
         include_value: bool,
         snapshot: Option<PyRef<'_, Snapshot>>,
+        include_start: bool,
+        include_stop: bool,
     ) -> PyResult<Iter> {
-        if !include_key && !include_value {
-            return Err(PyValueError::new_err(
-                "include_key and include_value cannot both be False",
-            ));
-        }
-        let (lo, hi) = bounds(start, stop, prefix)?;
-        let db = self.get_db()?;
-        let mut it = db
-            .iter(read_options(snapshot.as_deref(), lo, hi))
-            .map_err(err)?;
-        if reverse {
-            it.seek_to_last();
-        } else {
-            it.seek_to_first();
-        }
-        Ok(Iter {
-            it: Some(it),
+        let args = IterArgs {
             reverse,
             include_key,
             include_value,
-            _db: db,
-        })
+            include_start,
+            include_stop,
+        };
+        make_iter(
+            self.get_db()?,
+            snapshot.as_deref(),
+            start,
+            stop,
+            prefix,
+            args,
+        )
     }
 
     fn __iter__(&self) -> PyResult<Iter> {
-        self.iterator(None, None, None, false, true, true, None)
+        make_iter(self.get_db()?, None, None, None, None, IterArgs::default())
     }
 
     /// Writes the memtable out as tables.
@@ -673,6 +693,32 @@ impl Snapshot {
         }
     }
 
+    /// Iterates as of the snapshot: `DB.iterator`'s arguments (plyvel's
+    /// `snapshot.iterator()`).
+    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, include_start=true, include_stop=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+        include_start: bool,
+        include_stop: bool,
+    ) -> PyResult<Iter> {
+        let db = self.db.clone().ok_or_else(closed)?;
+        let args = IterArgs {
+            reverse,
+            include_key,
+            include_value,
+            include_start,
+            include_stop,
+        };
+        make_iter(db, Some(self), start, stop, prefix, args)
+    }
+
     /// Releases the snapshot (also done on leaving a `with` block, or when collected).
     fn close(&mut self) {
         self.db = None;
@@ -689,51 +735,97 @@ impl Snapshot {
     }
 }
 
-/// An iterator over a database or snapshot (see `DB.iterator`).
-#[pyclass(module = "strata", unsendable)]
-struct Iter {
-    it: Option<strata::DbIterator>,
+/// How an iteration runs (the keyword arguments of `DB.iterator`).
+#[derive(Clone, Copy)]
+struct IterArgs {
     reverse: bool,
     include_key: bool,
     include_value: bool,
+    include_start: bool,
+    include_stop: bool,
+}
+
+impl Default for IterArgs {
+    fn default() -> Self {
+        IterArgs {
+            reverse: false,
+            include_key: true,
+            include_value: true,
+            include_start: true,
+            include_stop: false,
+        }
+    }
+}
+
+/// The smallest key after `k`.
+fn successor(mut k: Vec<u8>) -> Vec<u8> {
+    k.push(0);
+    k
+}
+
+fn make_iter(
+    db: Arc<strata::Db>,
+    snapshot: Option<&Snapshot>,
+    start: Option<&Bound<'_, PyAny>>,
+    stop: Option<&Bound<'_, PyAny>>,
+    prefix: Option<&Bound<'_, PyAny>>,
+    a: IterArgs,
+) -> PyResult<Iter> {
+    if !a.include_key && !a.include_value {
+        return Err(PyValueError::new_err(
+            "include_key and include_value cannot both be False",
+        ));
+    }
+    let owned = |o: &Bound<'_, PyAny>, what| bytes_of(o, what).map(Cow::into_owned);
+    // `start` left out / `stop` taken in: the bounds move to the next key.
+    let start = start.map(|s| owned(s, "start")).transpose()?;
+    let stop = stop.map(|s| owned(s, "stop")).transpose()?;
+    let start = start.map(|k| if a.include_start { k } else { successor(k) });
+    let stop = stop.map(|k| if a.include_stop { successor(k) } else { k });
+    let (lo, hi) = bounds(start, stop, prefix)?;
+    let mut it = db.iter(read_options(snapshot, lo, hi)).map_err(err)?;
+    if a.reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    Ok(Iter {
+        it: Some(it),
+        args: a,
+        _db: db,
+    })
+}
+
+/// An iterator over a database or snapshot (see `DB.iterator`). It stands between two
+/// entries, as plyvel's does: `next()` returns the entry after it and moves past it,
+/// `prev()` the entry before it and moves before it.
+#[pyclass(module = "strata", unsendable)]
+struct Iter {
+    /// Positioned at the entry `next()` returns (in the iteration's direction); `None`
+    /// once closed or failed.
+    it: Option<strata::DbIterator>,
+    args: IterArgs,
     _db: Arc<strata::Db>,
 }
 
-#[pymethods]
-impl Iter {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
+/// One entry copied out of a cursor: key, value (as asked).
+type Entry = (Option<Vec<u8>>, Option<Vec<u8>>);
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+impl Iter {
+    /// Runs `step` on the cursor with the GIL released; turns what it copied into the
+    /// item (a key, a value or a pair), `None` at the end; an error closes the iterator.
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        step: impl FnOnce(&mut strata::DbIterator, IterArgs) -> strata::Result<Option<Entry>> + Send,
+    ) -> PyResult<Option<PyObject>> {
         let Some(it) = self.it.as_mut() else {
             return Ok(None);
         };
-        let (with_key, with_value, reverse) = (self.include_key, self.include_value, self.reverse);
-        // The step (which may read tables and separated values) runs with the GIL released;
-        // the bytes it copied become Python objects after.
-        type Entry = (Option<Vec<u8>>, Option<Vec<u8>>);
-        let step = py.allow_threads(|| -> strata::Result<Option<Entry>> {
-            if !it.valid() {
-                it.status()?;
-                return Ok(None);
-            }
-            let key = with_key.then(|| it.key().to_vec());
-            let value = with_value.then(|| it.value().to_vec());
-            it.status()?;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-            Ok(Some((key, value)))
-        });
-        let (key, value) = match step {
+        let a = self.args;
+        let (key, value) = match py.allow_threads(|| step(it, a)) {
             Ok(Some(entry)) => entry,
-            Ok(None) => {
-                self.it = None;
-                return Ok(None);
-            }
+            Ok(None) => return Ok(None),
             Err(e) => {
                 self.it = None;
                 return Err(err(e));
@@ -749,6 +841,138 @@ impl Iter {
     }
 }
 
+/// The cursor's entry, as `a` asks for it.
+fn entry(it: &strata::DbIterator, a: IterArgs) -> strata::Result<Entry> {
+    let key = a.include_key.then(|| it.key().to_vec());
+    let value = a.include_value.then(|| it.value().to_vec());
+    it.status()?;
+    Ok((key, value))
+}
+
+/// Moves one entry along the iteration's direction (`forward`) or against it.
+fn step(it: &mut strata::DbIterator, reverse: bool, forward: bool) {
+    if reverse == forward {
+        it.prev();
+    } else {
+        it.next();
+    }
+}
+
+#[pymethods]
+impl Iter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        self.run(py, |it, a| {
+            if !it.valid() {
+                it.status()?;
+                return Ok(None);
+            }
+            let e = entry(it, a)?;
+            step(it, a.reverse, true);
+            Ok(Some(e))
+        })
+    }
+
+    /// The entry before the iterator's position, moving before it (`None` at the start).
+    fn prev(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        self.run(py, |it, a| {
+            if it.valid() {
+                step(it, a.reverse, false);
+            } else if a.reverse {
+                it.seek_to_first();
+            } else {
+                it.seek_to_last();
+            }
+            if !it.valid() {
+                it.status()?;
+                // Before the first entry: `next()` returns it again.
+                if a.reverse {
+                    it.seek_to_last();
+                } else {
+                    it.seek_to_first();
+                }
+                return Ok(None);
+            }
+            entry(it, a).map(Some)
+        })
+    }
+
+    /// Moves to just before the first entry >= `target` (descending: <= `target`).
+    fn seek(&mut self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = bytes_of(target, "target")?.into_owned();
+        self.run(py, move |it, a| {
+            if a.reverse {
+                it.seek_for_prev(&t);
+            } else {
+                it.seek(&t);
+            }
+            it.status().map(|()| None)
+        })?;
+        Ok(())
+    }
+
+    /// Moves to before the first entry of the iteration.
+    fn seek_to_start(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |it, a| {
+            if a.reverse {
+                it.seek_to_last();
+            } else {
+                it.seek_to_first();
+            }
+            it.status().map(|()| None)
+        })?;
+        Ok(())
+    }
+
+    /// Moves past the last entry of the iteration (`prev()` returns it).
+    fn seek_to_stop(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |it, a| {
+            if a.reverse {
+                it.seek_to_first();
+                it.prev();
+            } else {
+                it.seek_to_last();
+                it.next();
+            }
+            it.status().map(|()| None)
+        })?;
+        Ok(())
+    }
+
+    /// Releases the iterator (also done when it is collected).
+    fn close(&mut self) {
+        self.it = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// Deletes the database at `path`: every file strata names there (other files and the
+/// directory stay). Refused while the database is open (`BusyError`).
+#[pyfunction]
+fn destroy_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    py.allow_threads(|| strata::destroy(&path, &strata::Options::default()))
+        .map_err(err)
+}
+
+/// Rebuilds the database at `path` from the files that survive (`strata repair`).
+#[pyfunction]
+fn repair_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    py.allow_threads(|| strata::repair(&path, &strata::Options::default()).map(|_| ()))
+        .map_err(err)
+}
+
 /// strata, an embeddable LSM key-value store.
 #[pymodule]
 fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -757,6 +981,9 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WriteBatch>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<Iter>()?;
+    m.add_function(wrap_pyfunction!(destroy_db, m)?)?;
+    m.add_function(wrap_pyfunction!(repair_db, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
     m.add(

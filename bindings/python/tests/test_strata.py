@@ -269,3 +269,52 @@ def test_iteration_reads_with_the_gil_released(path):
         assert sum(1 for _ in db.iterator()) == 2000
         t.join()
         assert len(seen) == 2000
+
+
+def test_plyvel_style_api(path):
+    with strata.DB(path, create_if_missing=True) as db:
+        for k in (b"a", b"b", b"c", b"d"):
+            db.put(k, k.upper())
+        # include_start / include_stop
+        keys = lambda it: [k for k, _ in it]
+        assert keys(db.iterator(start=b"a", stop=b"c")) == [b"a", b"b"]
+        assert keys(db.iterator(start=b"a", stop=b"c", include_start=False,
+                                include_stop=True)) == [b"b", b"c"]
+        # seek / prev / seek_to_start / seek_to_stop / close
+        it = db.iterator()
+        it.seek(b"b")
+        assert next(it) == (b"b", b"B")
+        assert it.prev() == (b"b", b"B")
+        assert next(it) == (b"b", b"B")
+        it.seek_to_start()
+        assert it.prev() is None and next(it) == (b"a", b"A")
+        it.seek_to_stop()
+        assert it.prev() == (b"d", b"D")
+        it.close()
+        assert list(it) == []
+        rit = db.iterator(reverse=True, include_value=False)
+        assert next(rit) == b"d" and next(rit) == b"c" and rit.prev() == b"c"
+        # snapshot.iterator()
+        with db.snapshot() as snap:
+            db.put(b"e", b"E")
+            assert keys(snap.iterator()) == [b"a", b"b", b"c", b"d"]
+        # prefixed_db
+        users = db.prefixed_db(b"user:")
+        users.put(b"ann", b"1")
+        users.put(b"bob", b"2")
+        assert db.get(b"user:ann") == b"1" and users.get(b"bob") == b"2"
+        assert list(users.iterator()) == [(b"ann", b"1"), (b"bob", b"2")]
+        with users.write_batch() as wb:
+            wb.delete(b"ann")
+        assert users.get(b"ann") is None
+        # approximate_sizes
+        db.flush()
+        sizes = db.approximate_sizes((b"a", b"z"), (b"x", b"y"))
+        assert len(sizes) == 2 and sizes[0] > 0 and sizes[1] == 0
+    assert isinstance(strata.__version__, str)
+    strata.repair_db(path)
+    with strata.DB(path) as db:
+        assert db.get(b"user:bob") == b"2"
+    strata.destroy_db(path)
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path)

@@ -405,6 +405,23 @@ impl Db {
         })
     }
 
+    /// Bytes of the tables that hold keys in [`lo`, `hi`] (user keys; `None` = unbounded):
+    /// whole tables, so an estimate at table granularity (LevelDB's
+    /// `GetApproximateSizes`, plyvel's `approximate_sizes`). Memtables and separated values
+    /// are not counted.
+    ///
+    /// # Errors
+    /// `Closed` after close.
+    pub fn approximate_size(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        self.inner.check_open()?;
+        let v = self.inner.super_version().version.clone();
+        Ok((0..v.num_levels())
+            .flat_map(|l| v.files(l).iter())
+            .filter(|f| f.overlaps(lo, hi))
+            .map(|f| f.size)
+            .sum())
+    }
+
     /// Whether the database was opened with [`Db::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only

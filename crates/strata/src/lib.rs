@@ -45,7 +45,7 @@ pub use options::{
     BucketBoundaries, CompactionPicker, CompactionPriority, L0Layout, LevelSizing, Options,
     ReadCharging, ReadOptions, SeekCharging, TableCut, ValueStoreKind, WriteOptions, WriteSlowdown,
 };
-pub use repair::{repair, RepairReport};
+pub use repair::{destroy, repair, RepairReport};
 pub use sst::Compression;
 pub use stats::StatsSnapshot;
 pub use wal::WalRecoveryMode;

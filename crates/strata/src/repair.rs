@@ -54,6 +54,41 @@ pub struct RepairReport {
     pub moved_to: PathBuf,
 }
 
+/// Deletes the database at `path` (its directories as `opts` places them): every file
+/// strata names there (tables, WALs, value files, manifests, CURRENT, OPTIONS, temporary
+/// files; the lock last). Other files and the directories themselves stay, `lost/` too (a
+/// repair's set-aside files are the user's to judge). The database must not be open.
+///
+/// # Errors
+/// `Busy` if the database is open (in this process or another); I/O errors.
+pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
+    let dir = path.as_ref();
+    let fs = opts.fs.clone();
+    if !fs.exists(dir) {
+        return Ok(());
+    }
+    let placement = Placement::new(dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
+        .with_value_dir(opts.value_dir.as_deref());
+    let lock_path = dir.join(filename::LOCK);
+    let lock = fs.lock(&lock_path)?;
+    // CURRENT first: from then on no open takes what is left for a database.
+    if fs.exists(&placement.current_path()) {
+        fs.remove(&placement.current_path())?;
+        fs.sync_dir(dir)?;
+    }
+    for d in placement.dirs() {
+        for name in fs.list(d).unwrap_or_default() {
+            match filename::parse(&name) {
+                Some(FileType::Lock) | None => {}
+                Some(_) => fs.remove(&d.join(&name))?,
+            }
+        }
+        fs.sync_dir(d)?;
+    }
+    drop(lock);
+    fs.remove(&lock_path)
+}
+
 /// Rebuilds the database at `path` (its directories as `opts` places them) from the
 /// tables, WALs and value files that survive. The database must not be open.
 ///

@@ -624,3 +624,47 @@ fn every_listed_property_name_answers() {
         assert!(db.property(&name).is_some(), "{name}");
     }
 }
+
+/// `strata::destroy` is refused while the database is open and afterwards leaves no file
+/// of it (other files stay); `approximate_size` counts the tables holding a range.
+#[test]
+fn destroy_and_approximate_size() {
+    let (fs, o) = mem_opts();
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("k{i:05}"), [b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(
+        db.approximate_size(Some(b"k00000"), Some(b"k99999"))
+            .unwrap()
+            > 100_000
+    );
+    assert_eq!(db.approximate_size(Some(b"x"), Some(b"y")).unwrap(), 0);
+    assert_eq!(
+        strata::destroy("/db", &o).unwrap_err().kind(),
+        ErrorKind::Busy
+    );
+    drop(db);
+    let mut f = fs.create(Path::new("/db/notes.txt")).unwrap();
+    f.append(b"mine").unwrap();
+    f.sync().unwrap();
+    drop(f);
+    strata::destroy("/db", &o).unwrap();
+    assert_eq!(
+        fs.list(Path::new("/db")).unwrap(),
+        vec!["notes.txt".to_string()]
+    );
+    assert_eq!(
+        Db::open(
+            "/db",
+            Options {
+                create_if_missing: false,
+                ..o
+            }
+        )
+        .unwrap_err()
+        .kind(),
+        ErrorKind::InvalidArgument
+    );
+}

@@ -37,3 +37,121 @@ __all__ = [
     "PoisonedError",
     "BusyError",
 ]
+
+from ._strata import destroy_db, repair_db, __version__  # noqa: E402,F401
+
+__all__ += ["PrefixedDB", "destroy_db", "repair_db", "__version__"]
+
+
+class _PrefixedIter:
+    """An iterator of a `PrefixedDB`: the view's keys, without the prefix."""
+
+    def __init__(self, it, n, prefix, with_key, with_value):
+        self._it, self._n, self._prefix = it, n, prefix
+        self._with_key, self._with_value = with_key, with_value
+
+    def _item(self, item):
+        if item is None or not self._with_key:
+            return item
+        if self._with_value:
+            return (item[0][self._n:], item[1])
+        return item[self._n:]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._item(next(self._it))
+
+    def prev(self):
+        return self._item(self._it.prev())
+
+    def seek(self, target):
+        self._it.seek(self._prefix + bytes(target))
+
+    def seek_to_start(self):
+        self._it.seek_to_start()
+
+    def seek_to_stop(self):
+        self._it.seek_to_stop()
+
+    def close(self):
+        self._it.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class _PrefixedBatch:
+    """A write batch of a `PrefixedDB`: keys get the prefix."""
+
+    def __init__(self, batch, prefix):
+        self._batch, self._prefix = batch, prefix
+
+    def put(self, key, value):
+        self._batch.put(self._prefix + bytes(key), value)
+
+    def delete(self, key):
+        self._batch.delete(self._prefix + bytes(key))
+
+    def clear(self):
+        self._batch.clear()
+
+    def write(self):
+        self._batch.write()
+
+    def __len__(self):
+        return len(self._batch)
+
+    def __enter__(self):
+        self._batch.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._batch.__exit__(*exc)
+
+
+class PrefixedDB:
+    """The part of `db` whose keys start with `prefix`, with keys given and returned
+    without it (plyvel's `DB.prefixed_db`)."""
+
+    def __init__(self, db, prefix):
+        if isinstance(prefix, str):
+            raise TypeError("prefix must be bytes, not str (encode it first, e.g. s.encode())")
+        self.db, self.prefix = db, bytes(prefix)
+
+    def get(self, key, default=None):
+        return self.db.get(self.prefix + bytes(key), default)
+
+    def put(self, key, value, sync=False):
+        self.db.put(self.prefix + bytes(key), value, sync=sync)
+
+    def delete(self, key, sync=False):
+        self.db.delete(self.prefix + bytes(key), sync=sync)
+
+    def write_batch(self, sync=False):
+        return _PrefixedBatch(self.db.write_batch(sync=sync), self.prefix)
+
+    def snapshot(self):
+        return self.db.snapshot()
+
+    def prefixed_db(self, prefix):
+        return PrefixedDB(self.db, self.prefix + bytes(prefix))
+
+    def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
+                 include_value=True, snapshot=None, include_start=True, include_stop=False):
+        p = self.prefix
+        it = self.db.iterator(
+            start=None if start is None else p + bytes(start),
+            stop=None if stop is None else p + bytes(stop),
+            prefix=p + (b"" if prefix is None else bytes(prefix)),
+            reverse=reverse, include_key=include_key, include_value=include_value,
+            snapshot=snapshot, include_start=include_start, include_stop=include_stop)
+        return _PrefixedIter(it, len(p), p, include_key, include_value)
+
+    def __iter__(self):
+        return self.iterator()
