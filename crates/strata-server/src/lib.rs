@@ -216,7 +216,31 @@ struct Session {
     authed: bool,
     resp3: bool,
     quit: bool,
+    /// Inside MULTI: commands are queued, not run, until EXEC or DISCARD.
+    multi: Option<Multi>,
 }
+
+/// A MULTI block. Transactions are not supported yet, so EXEC runs nothing: it answers
+/// EXECABORT and drops the queue (redis-py's default pipeline sends MULTI ... EXEC; before,
+/// the queued commands ran one by one while the client saw an error, and a retry applied
+/// them twice).
+#[derive(Default)]
+struct Multi {
+    queued: usize,
+}
+
+/// Whether `given` is the password `expected`, in time that depends on the lengths only
+/// (not on where they first differ).
+fn password_matches(expected: &[u8], given: &[u8]) -> bool {
+    let mut diff = u8::from(expected.len() != given.len());
+    for (i, &e) in expected.iter().enumerate() {
+        diff |= e ^ given.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// How long a failed AUTH waits before it answers: guessing costs time.
+const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 
 impl Server {
     /// A server over `db`.
@@ -271,6 +295,7 @@ impl Server {
             authed: self.config.requirepass.is_none(),
             resp3: false,
             quit: false,
+            multi: None,
         };
         let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
         let mut chunk = vec![0u8; 64 << 10];
@@ -356,6 +381,31 @@ impl Server {
             out.error("NOAUTH Authentication required.");
             return;
         }
+        if let Some(m) = s.multi.as_mut() {
+            match name.as_str() {
+                "EXEC" => {
+                    s.multi = None;
+                    out.error(
+                        "EXECABORT Transaction discarded: strata-server does not run MULTI/EXEC \
+                         transactions yet (nothing queued was applied)",
+                    );
+                }
+                "DISCARD" => {
+                    s.multi = None;
+                    out.simple("OK");
+                }
+                "MULTI" => out.error("ERR MULTI calls can not be nested"),
+                "QUIT" => {
+                    out.simple("OK");
+                    s.quit = true;
+                }
+                _ => {
+                    m.queued += 1;
+                    out.simple("QUEUED");
+                }
+            }
+            return;
+        }
         let r: strata::Result<()> = (|| {
             match name.as_str() {
                 "PING" => match argc {
@@ -374,6 +424,14 @@ impl Server {
                     out.simple("OK");
                     s.quit = true;
                 }
+                "MULTI" => {
+                    if arity(argc == 1, out) {
+                        s.multi = Some(Multi::default());
+                        out.simple("OK");
+                    }
+                }
+                "EXEC" => out.error("ERR EXEC without MULTI"),
+                "DISCARD" => out.error("ERR DISCARD without MULTI"),
                 "AUTH" => {
                     if !arity(argc == 2 || argc == 3, out) {
                         return Ok(());
@@ -382,13 +440,16 @@ impl Server {
                         None => out.error(
                             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                         ),
-                        Some(p) if p == &args[argc - 1] => {
+                        Some(p) if password_matches(p, &args[argc - 1]) => {
                             s.authed = true;
                             out.simple("OK");
                         }
-                        Some(_) => out.error(
-                            "WRONGPASS invalid username-password pair or user is disabled.",
-                        ),
+                        Some(_) => {
+                            std::thread::sleep(FAILED_AUTH_DELAY);
+                            out.error(
+                                "WRONGPASS invalid username-password pair or user is disabled.",
+                            )
+                        }
                     }
                 }
                 "HELLO" => self.hello(s, args, out),
@@ -674,9 +735,10 @@ impl Server {
             match upper(&args[i]).as_str() {
                 "AUTH" if i + 2 < args.len() => {
                     match &self.config.requirepass {
-                        Some(p) if *p == args[i + 2] => s.authed = true,
+                        Some(p) if password_matches(p, &args[i + 2]) => s.authed = true,
                         None => s.authed = true,
                         Some(_) => {
+                            std::thread::sleep(FAILED_AUTH_DELAY);
                             out.error(
                                 "WRONGPASS invalid username-password pair or user is disabled.",
                             );
@@ -825,17 +887,19 @@ impl Server {
             return Ok(());
         };
         let (mut pattern, mut count): (&[u8], usize) = (b"*", 10);
+        let mut kind: Option<String> = None;
         for pair in args[2..].chunks(2) {
             match upper(&pair[0]).as_str() {
                 "MATCH" => pattern = &pair[1],
+                // Clamped to --keys-limit: one call never walks more records than KEYS may.
                 "COUNT" => match parse_i64(&pair[1]) {
-                    Some(n) if n > 0 => count = n as usize,
+                    Some(n) if n > 0 => count = (n as usize).min(self.config.keys_limit.max(1)),
                     _ => {
                         out.error("ERR value is not an integer or out of range");
                         return Ok(());
                     }
                 },
-                "TYPE" => {}
+                "TYPE" => kind = Some(String::from_utf8_lossy(&pair[1]).to_ascii_lowercase()),
                 _ => {
                     out.error("ERR syntax error");
                     return Ok(());
@@ -858,7 +922,18 @@ impl Server {
         let mut visited = 0;
         while it.valid() && visited < count {
             let k = &it.key()[1..];
-            if glob(pattern, k) {
+            let type_ok = kind.as_deref().is_none_or(|want| {
+                let t = match it.key()[0] {
+                    STRING => "string",
+                    _ => match it.value().first() {
+                        Some(&types::HASH) => "hash",
+                        Some(&types::ZSET) => "zset",
+                        _ => "none",
+                    },
+                };
+                t == want
+            });
+            if type_ok && glob(pattern, k) {
                 found.push(k.to_vec());
             }
             visited += 1;

@@ -1,4 +1,4 @@
-//! `strata-server --dir PATH [--port 6379] [--bind 127.0.0.1] [--requirepass PW] ...`:
+//! `strata-server --dir PATH [--port 6379] [--bind 127.0.0.1] [--requirepass-file FILE] ...`:
 //! a strata database served over the Redis protocol.
 
 use std::net::TcpListener;
@@ -24,7 +24,11 @@ fn cli() -> Command {
         .arg(Arg::new("dir").long("dir").value_name("PATH").required(true).help("The database's directory (created if missing)"))
         .arg(Arg::new("port").long("port").value_name("PORT").default_value("6379").value_parser(value_parser!(u16)))
         .arg(Arg::new("bind").long("bind").value_name("ADDR").default_value("127.0.0.1").help("Address to listen on (127.0.0.1: this machine only)"))
-        .arg(Arg::new("requirepass").long("requirepass").value_name("PW").help("Clients must AUTH with PW before any data command"))
+        .arg(Arg::new("requirepass").long("requirepass").value_name("PW").help("Clients must AUTH with PW before any data command (visible in the process list: prefer --requirepass-file or STRATA_SERVER_PASSWORD)"))
+        .arg(Arg::new("requirepass-file").long("requirepass-file").value_name("FILE").conflicts_with("requirepass")
+            .help("Read the password from FILE (its first line)"))
+        .arg(Arg::new("protected-mode").long("protected-mode").value_name("yes|no").default_value("yes").value_parser(["yes", "no"])
+            .help("yes: refuse to listen beyond this machine without a password"))
         .arg(Arg::new("maxclients").long("maxclients").value_name("N").default_value("10000").value_parser(value_parser!(usize)))
         .arg(Arg::new("sync").long("sync").value_name("MODE").default_value("batch").value_parser(["always", "batch", "none"])
             .help("always: fsync before each reply; batch: fsync every --sync-interval-ms; none: the OS decides"))
@@ -39,6 +43,26 @@ fn cli() -> Command {
         .arg(Arg::new("preset").long("preset").value_name("NAME").default_value("default").help("strata options preset"))
 }
 
+/// The password: `--requirepass`, `--requirepass-file` (first line), or the
+/// `STRATA_SERVER_PASSWORD` environment variable, in that order.
+fn password(m: &clap::ArgMatches) -> Result<Option<Vec<u8>>, String> {
+    if let Some(p) = m.get_one::<String>("requirepass") {
+        return Ok(Some(p.as_bytes().to_vec()));
+    }
+    if let Some(f) = m.get_one::<String>("requirepass-file") {
+        let text =
+            std::fs::read_to_string(f).map_err(|e| format!("--requirepass-file {f}: {e}"))?;
+        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+        if line.is_empty() {
+            return Err(format!("--requirepass-file {f}: the first line is empty"));
+        }
+        return Ok(Some(line.as_bytes().to_vec()));
+    }
+    Ok(std::env::var_os("STRATA_SERVER_PASSWORD")
+        .filter(|p| !p.is_empty())
+        .map(|p| p.as_encoded_bytes().to_vec()))
+}
+
 fn main() -> ExitCode {
     let m = cli().get_matches();
     let dir = m.get_one::<String>("dir").expect("required");
@@ -46,6 +70,38 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(e) => {
             eprintln!("strata-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let requirepass = match password(&m) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("strata-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let bind = m.get_one::<String>("bind").expect("defaulted");
+    let loopback = bind == "localhost"
+        || bind
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback());
+    if !loopback
+        && requirepass.is_none()
+        && m.get_one::<String>("protected-mode").map(String::as_str) != Some("no")
+    {
+        eprintln!(
+            "strata-server: refusing to listen on {bind} without a password: anyone who reaches \
+             it could read and change the database. Set one (--requirepass-file, \
+             STRATA_SERVER_PASSWORD) or pass --protected-mode no"
+        );
+        return ExitCode::from(2);
+    }
+    // Listen first: a port that cannot be had leaves no new database behind.
+    let addr = format!("{bind}:{}", m.get_one::<u16>("port").expect("defaulted"));
+    let listener = match TcpListener::bind(&addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("strata-server: listening on {addr}: {e}");
             return ExitCode::from(2);
         }
     };
@@ -63,9 +119,7 @@ fn main() -> ExitCode {
     };
     let timeout = *m.get_one::<u64>("timeout").expect("defaulted");
     let config = Config {
-        requirepass: m
-            .get_one::<String>("requirepass")
-            .map(|p| p.as_bytes().to_vec()),
+        requirepass,
         maxclients: *m.get_one::<usize>("maxclients").expect("defaulted"),
         sync,
         limits: Limits {
@@ -75,18 +129,6 @@ fn main() -> ExitCode {
         idle_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
         enable_flushdb: m.get_flag("enable-flushdb"),
         keys_limit: *m.get_one::<usize>("keys-limit").expect("defaulted"),
-    };
-    let addr = format!(
-        "{}:{}",
-        m.get_one::<String>("bind").expect("defaulted"),
-        m.get_one::<u16>("port").expect("defaulted")
-    );
-    let listener = match TcpListener::bind(&addr) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("strata-server: listening on {addr}: {e}");
-            return ExitCode::from(2);
-        }
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
@@ -128,10 +170,27 @@ fn main() -> ExitCode {
                 }
                 server.clients.fetch_add(1, Ordering::AcqRel);
                 let s = server.clone();
-                workers.push(std::thread::spawn(move || {
-                    s.serve(stream);
-                    s.clients.fetch_sub(1, Ordering::AcqRel);
-                }));
+                // The stream goes to the thread; a clone stays to turn the client away if
+                // no thread can be had (the process goes on serving the others).
+                let spare = stream.try_clone();
+                let spawned = std::thread::Builder::new()
+                    .name("strata-client".into())
+                    .spawn(move || {
+                        s.serve(stream);
+                        s.clients.fetch_sub(1, Ordering::AcqRel);
+                    });
+                match spawned {
+                    Ok(w) => workers.push(w),
+                    Err(e) => {
+                        server.clients.fetch_sub(1, Ordering::AcqRel);
+                        eprintln!("strata-server: cannot start a thread for a client: {e}");
+                        if let Ok(mut stream) = spare {
+                            use std::io::Write;
+                            let _ =
+                                stream.write_all(b"-ERR server cannot take more clients now\r\n");
+                        }
+                    }
+                }
                 workers.retain(|w| !w.is_finished());
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

@@ -500,3 +500,85 @@ fn hashes_sorted_sets_and_wrong_types() {
 fn types_wrong() -> String {
     "WRONGTYPE Operation against a key holding the wrong kind of value".into()
 }
+
+/// MULTI queues and EXEC applies nothing (EXECABORT) until transactions exist: redis-py's
+/// default pipeline (MULTI, SET, INCR, EXEC) once ran SET and INCR while the client saw an
+/// error, and a retry incremented twice. SCAN's TYPE filters; its COUNT is clamped.
+#[test]
+fn multi_applies_nothing_and_scan_filters_by_type() {
+    let dir = temp_dir("multi");
+    let s = Server::start(&dir, &["--keys-limit", "3"]);
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["SET", "n", "1"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "x", "y"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["INCR", "n"]), Reply::Simple("QUEUED".into()));
+    assert!(matches!(c.cmd(&["EXEC"]), Reply::Error(e) if e.starts_with("EXECABORT")));
+    assert_eq!(c.cmd(&["GET", "n"]), bulk("1"), "nothing queued ran");
+    assert_eq!(c.cmd(&["GET", "x"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["DISCARD"]), ok());
+    assert!(matches!(c.cmd(&["EXEC"]), Reply::Error(e) if e.contains("without MULTI")));
+
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["ZADD", "z", "1", "m"]), Reply::Int(1));
+    let scan = |c: &mut Client, t: &str| match c.cmd(&["SCAN", "0", "TYPE", t, "COUNT", "1000"]) {
+        Reply::Array(parts) => match &parts[1] {
+            Reply::Array(keys) => keys.clone(),
+            r => panic!("{r:?}"),
+        },
+        r => panic!("{r:?}"),
+    };
+    // COUNT 1000 is clamped to --keys-limit 3: the three keys in one call.
+    assert_eq!(scan(&mut c, "hash"), vec![bulk("h")]);
+    assert_eq!(scan(&mut c, "zset"), vec![bulk("z")]);
+    assert_eq!(scan(&mut c, "string"), vec![bulk("n")]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A server that cannot listen leaves no database behind; one asked to listen beyond this
+/// machine without a password refuses unless told; the password may come from a file or the
+/// environment, and a wrong one costs time.
+#[test]
+fn binding_protection_and_passwords() {
+    let dir = temp_dir("bind");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_strata-server"));
+        c.arg("--dir").arg(&dir).args(args);
+        if let Some(p) = env {
+            c.env("STRATA_SERVER_PASSWORD", p);
+        }
+        c.output().unwrap()
+    };
+    let o = run(&["--port", &port], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !dir.exists(),
+        "a server that could not listen created the database"
+    );
+    let o = run(&["--port", "0", "--bind", "0.0.0.0"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("without a password"));
+    assert!(!dir.exists());
+    drop(held);
+
+    let pw = dir.with_extension("pw");
+    std::fs::write(&pw, "from-a-file\n").unwrap();
+    let s = Server::start(&dir, &["--requirepass-file", pw.to_str().unwrap()]);
+    let mut c = s.client();
+    let t = Instant::now();
+    assert!(
+        matches!(c.cmd(&["AUTH", "from-a-fil"]), Reply::Error(e) if e.starts_with("WRONGPASS"))
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "a failed AUTH is slowed"
+    );
+    assert_eq!(c.cmd(&["AUTH", "from-a-file"]), ok());
+    drop(c);
+    drop(s);
+    std::fs::remove_file(&pw).ok();
+    std::fs::remove_dir_all(&dir).ok();
+}
