@@ -239,6 +239,17 @@ fn password_matches(expected: &[u8], given: &[u8]) -> bool {
     diff == 0
 }
 
+/// What a client that has not authenticated may send in one request (Redis 7 allows such
+/// clients 10 arguments of 16 KiB).
+const UNAUTHENTICATED: resp::Limits = resp::Limits {
+    max_request: 16 << 10,
+    max_args: 10,
+};
+
+/// Replies gathered for a pipeline are written out once they pass this many bytes, so a
+/// client that pipelines many requests holds at most about this much (plus one reply).
+const OUTPUT_FLUSH: usize = 1 << 20;
+
 /// How long a failed AUTH waits before it answers: guessing costs time.
 const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 
@@ -300,19 +311,30 @@ impl Server {
         let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
         let mut chunk = vec![0u8; 64 << 10];
         let mut idle_since = Instant::now();
+        // Bytes the request at the front of `inbuf` needs before parsing it can succeed.
+        let mut need = 0usize;
         loop {
             // Every request already buffered is answered before the replies go out
-            // (pipelining: one write per batch of requests).
+            // (pipelining: one write per batch of requests), the output flushed early once
+            // it passes OUTPUT_FLUSH so that a client's replies never pile up unbounded.
             let mut out = Out {
                 buf: Vec::new(),
                 resp3: s.resp3,
             };
             let mut used = 0;
             let mut broken = None;
-            loop {
-                match resp::parse(&inbuf[used..], &self.config.limits) {
-                    Ok(Some((args, n))) => {
+            let mut write_failed = false;
+            while inbuf.len() - used >= need {
+                // Before AUTH, only small requests (as Redis 7 allows).
+                let limits = if s.authed {
+                    self.config.limits
+                } else {
+                    UNAUTHENTICATED
+                };
+                match resp::parse_step(&inbuf[used..], &limits) {
+                    Ok(resp::Step::Request(args, n)) => {
                         used += n;
+                        need = 0;
                         if !args.is_empty() {
                             out.resp3 = s.resp3;
                             self.command(&mut s, &args, &mut out);
@@ -320,13 +342,32 @@ impl Server {
                         if s.quit {
                             break;
                         }
+                        if out.buf.len() >= OUTPUT_FLUSH {
+                            if let Err(e) = self.sync_before_reply() {
+                                out.buf.clear();
+                                out.error(&format!("ERR strata: syncing the log: {e}"));
+                                broken = Some(resp::ProtocolError("sync failed".into()));
+                                break;
+                            }
+                            if stream.write_all(&out.buf).is_err() {
+                                write_failed = true;
+                                break;
+                            }
+                            out.buf.clear();
+                        }
                     }
-                    Ok(None) => break,
+                    Ok(resp::Step::Need(n)) => {
+                        need = n;
+                        break;
+                    }
                     Err(e) => {
                         broken = Some(e);
                         break;
                     }
                 }
+            }
+            if write_failed {
+                break;
             }
             inbuf.drain(..used);
             if let Some(e) = &broken {

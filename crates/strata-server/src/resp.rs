@@ -27,33 +27,62 @@ pub type Parsed = (Vec<Vec<u8>>, usize);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError(pub String);
 
+/// What parsing the front of a buffer found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A whole request: its arguments and the bytes it took.
+    Request(Vec<Vec<u8>>, usize),
+    /// The request is not all there: nothing can come of parsing again before the buffer
+    /// holds at least this many bytes (a bulk string's announced end, or one more byte).
+    Need(usize),
+}
+
 /// Parses one request from the front of `buf`: `Ok(Some((args, used)))`, or `Ok(None)` if
 /// more bytes are needed.
 ///
 /// # Errors
 /// A malformed or oversized request.
 pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+    Ok(match parse_step(buf, limits)? {
+        Step::Request(args, used) => Some((args, used)),
+        Step::Need(_) => None,
+    })
+}
+
+/// Parses one request from the front of `buf`, copying its arguments only once it is all
+/// there; an incomplete one says how many bytes it needs, so that a reader waiting for a
+/// large argument does not parse again (and copy again) on every read: a 256 MiB argument
+/// arriving in 64 KiB reads would otherwise cost thousands of passes over it.
+///
+/// # Errors
+/// A malformed or oversized request.
+pub fn parse_step(buf: &[u8], limits: &Limits) -> Result<Step, ProtocolError> {
+    let more = Step::Need(buf.len() + 1);
     if buf.is_empty() {
-        return Ok(None);
+        return Ok(more);
     }
     if buf[0] != b'*' {
-        return parse_inline(buf, limits);
+        return Ok(match parse_inline(buf, limits)? {
+            Some((args, used)) => Step::Request(args, used),
+            None => more,
+        });
     }
     let Some((n, mut at)) = line_int(buf, 1, limits)? else {
-        return Ok(None);
+        return Ok(more);
     };
     if n < 0 {
-        return Ok(Some((Vec::new(), at))); // a null array: nothing to do
+        return Ok(Step::Request(Vec::new(), at)); // a null array: nothing to do
     }
     let n = n as usize;
     if n > limits.max_args {
         return Err(ProtocolError(format!("too many arguments ({n})")));
     }
-    let mut args = Vec::with_capacity(n.min(1024));
+    // Where each argument lies; copied once the request is whole.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(n.min(1024));
     let mut total = 0usize;
     for _ in 0..n {
         let Some(&first) = buf.get(at) else {
-            return Ok(None);
+            return Ok(more);
         };
         if first != b'$' {
             return Err(ProtocolError(format!(
@@ -62,7 +91,7 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolErro
             )));
         }
         let Some((len, start)) = line_int(buf, at + 1, limits)? else {
-            return Ok(None);
+            return Ok(more);
         };
         if len < 0 {
             return Err(ProtocolError("null bulk string in a request".into()));
@@ -76,15 +105,19 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolErro
             )));
         }
         if buf.len() < start + len + 2 {
-            return Ok(None);
+            return Ok(Step::Need(start + len + 2));
         }
         if &buf[start + len..start + len + 2] != b"\r\n" {
             return Err(ProtocolError("bulk string not followed by CRLF".into()));
         }
-        args.push(buf[start..start + len].to_vec());
+        spans.push((start, len));
         at = start + len + 2;
     }
-    Ok(Some((args, at)))
+    let args = spans
+        .into_iter()
+        .map(|(start, len)| buf[start..start + len].to_vec())
+        .collect();
+    Ok(Step::Request(args, at))
 }
 
 /// The integer on the line starting at `from` (after a type byte), and where the next line
@@ -205,6 +238,22 @@ impl Out {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_incomplete_request_says_how_much_it_needs() {
+        let l = Limits::default();
+        let req = b"*2\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n";
+        // The big argument's length is known once its header is in: its end is the need.
+        assert_eq!(parse_step(&req[..17], &l).unwrap(), Step::Need(18));
+        assert_eq!(parse_step(&req[..18], &l).unwrap(), Step::Need(req.len()));
+        assert_eq!(parse_step(&req[..25], &l).unwrap(), Step::Need(req.len()));
+        // Inside a header: one more byte.
+        assert_eq!(parse_step(&req[..3], &l).unwrap(), Step::Need(4));
+        assert!(matches!(
+            parse_step(req, &l).unwrap(),
+            Step::Request(args, n) if args.len() == 2 && n == req.len()
+        ));
+    }
 
     #[test]
     fn requests_parse_whole_or_ask_for_more() {

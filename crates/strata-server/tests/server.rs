@@ -582,3 +582,24 @@ fn binding_protection_and_passwords() {
     std::fs::remove_file(&pw).ok();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Before AUTH a client may send small requests only: a large one is a protocol error that
+/// closes its connection, without the server buffering it.
+#[test]
+fn an_unauthenticated_client_may_send_small_requests_only() {
+    let dir = temp_dir("unauth");
+    let s = Server::start(&dir, &["--requirepass", "pw"]);
+    let mut c = s.client();
+    let big = vec![b'x'; 64 << 10];
+    c.send(&[b"AUTH", &big]);
+    match c.read() {
+        Reply::Error(e) => assert!(e.contains("Protocol error"), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["AUTH", "pw"]), ok());
+    // Once authenticated, the configured limit applies.
+    let v = String::from_utf8(vec![b'v'; 64 << 10]).unwrap();
+    assert_eq!(c.cmd(&["SET", "k", &v]), ok());
+    std::fs::remove_dir_all(&dir).ok();
+}
