@@ -59,7 +59,10 @@ fn db_args(c: Command) -> Command {
             .long("preset")
             .value_name("NAME")
             .default_value("default")
-            .help("Options preset to open with (the one the database was made with)"),
+            .help(
+                "Options preset to open with (default: the options recorded in the database's \
+                 OPTIONS file, or the default preset)",
+            ),
     )
     .arg(
         Arg::new("wal-dir")
@@ -347,10 +350,27 @@ fn no_current(path: &str, m: &ArgMatches) -> Result<(), Failure> {
 }
 
 /// The preset and directories `m` names.
+/// The options to open the database `m` names with: the `--preset` given; without one, the
+/// options its last writing open recorded in `OPTIONS` (so a tool opens an `ohdb-2dc`
+/// database with its level directory, a `blob` one with its value store, ...), or the
+/// `default` preset where there is no such file. Directory flags override either.
 fn options(m: &ArgMatches) -> Result<Options, Failure> {
     let preset = m.get_one::<String>("preset").expect("defaulted");
     let dir = |name: &str| m.get_one::<String>(name).map(std::path::PathBuf::from);
-    let mut opts = Options::preset(preset)?;
+    let named = m.value_source("preset") == Some(clap::parser::ValueSource::CommandLine);
+    let recorded = m
+        .get_one::<String>("db")
+        .filter(|_| !named)
+        .and_then(|db| std::fs::read_to_string(Path::new(db).join("OPTIONS")).ok());
+    let mut opts = match recorded {
+        Some(text) => Options::from_text(&text).map_err(|e| {
+            Failure(
+                format!("{e} (the database's OPTIONS file; --preset NAME opens without it)"),
+                2,
+            )
+        })?,
+        None => Options::preset(preset)?,
+    };
     opts.wal_dir = dir("wal-dir").or(opts.wal_dir);
     opts.level_dir = dir("level-dir").or(opts.level_dir);
     opts.value_dir = dir("value-dir").or(opts.value_dir);

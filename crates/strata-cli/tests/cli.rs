@@ -439,6 +439,10 @@ fn check_reports_every_problem_in_every_live_file() {
     }
     let db = dir.to_str().unwrap();
     let vd = values.to_str().unwrap();
+    // Without --preset or --value-dir, a tool opens with the options the database's last
+    // writing open recorded: it finds the separated values where they are.
+    assert_eq!(ok(&["get", "--db", db, "key00000"]).len(), 401);
+    assert_eq!(ok(&["count", "--db", db]), "3000\n");
     let out = ok(&["check", "--db", db, "--preset", "blob", "--value-dir", vd]);
     assert!(
         out.contains("no problems found") && out.contains("value file"),

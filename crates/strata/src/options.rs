@@ -453,7 +453,201 @@ impl std::fmt::Debug for Options {
     }
 }
 
+/// `s` as the variant of `all` whose `Debug` form it is (how `to_text` writes enums).
+fn variant<T: std::fmt::Debug + Copy>(s: &str, all: &[T]) -> Option<T> {
+    all.iter().copied().find(|v| format!("{v:?}") == s)
+}
+
+/// A duration as `Duration`'s `Debug` writes it (`5s`, `250ms`, `1.5s`, `20µs`, `7ns`).
+fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let (num, unit) = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|i| s.split_at(i))?;
+    let x: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "s" => x,
+        "ms" => x / 1e3,
+        "µs" | "us" => x / 1e6,
+        "ns" => x / 1e9,
+        _ => return None,
+    };
+    std::time::Duration::try_from_secs_f64(secs).ok()
+}
+
 impl Options {
+    /// Options from the text of an `OPTIONS` file (what [`Options::to_text`] writes; what
+    /// the tools open a database with when the user names no preset). Lines that are empty
+    /// or start with `#` are skipped, and so are names this build does not know (a newer
+    /// build's options); the file system is the default one. Fields the text does not
+    /// name keep `Options::default()`'s values.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the line whose value does not parse.
+    pub fn from_text(text: &str) -> Result<Options> {
+        let mut o = Options::default();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = || Error::invalid(format!("OPTIONS line {}: cannot read {line:?}", i + 1));
+            let (name, value) = line.split_once(" = ").ok_or_else(bad)?;
+            let num = |v: &str| v.parse::<u64>().map_err(|_| bad());
+            let size = |v: &str| v.parse::<usize>().map_err(|_| bad());
+            let float = |v: &str| v.parse::<f64>().map_err(|_| bad());
+            let flag = |v: &str| v.parse::<bool>().map_err(|_| bad());
+            let opt = |v: &str| (v != "none").then(|| v.to_string());
+            let path = |v: &str| opt(v).map(std::path::PathBuf::from);
+            let dur = |v: &str| -> Result<Option<std::time::Duration>> {
+                opt(v)
+                    .map(|d| parse_duration(&d).ok_or_else(bad))
+                    .transpose()
+            };
+            macro_rules! pick {
+                ($v:expr, $($variant:expr),+) => {
+                    variant($v, &[$($variant),+]).ok_or_else(bad)?
+                };
+            }
+            use CompactionPicker as CP;
+            use CompactionPriority as CPr;
+            match name {
+                "create_if_missing" => o.create_if_missing = flag(value)?,
+                "error_if_exists" => o.error_if_exists = flag(value)?,
+                "write_buffer_size" => o.write_buffer_size = size(value)?,
+                "max_write_buffer_number" => o.max_write_buffer_number = size(value)?,
+                "level0_file_num_compaction_trigger" => {
+                    o.level0_file_num_compaction_trigger = size(value)?
+                }
+                "level0_slowdown_writes_trigger" => o.level0_slowdown_writes_trigger = size(value)?,
+                "delayed_write_rate" => o.delayed_write_rate = num(value)?,
+                "level0_stop_writes_trigger" => o.level0_stop_writes_trigger = size(value)?,
+                "write_slowdown" => {
+                    o.write_slowdown =
+                        pick!(value, WriteSlowdown::Paced, WriteSlowdown::PerExcessRun)
+                }
+                "num_levels" => o.num_levels = size(value)?,
+                "max_bytes_for_level_base" => o.max_bytes_for_level_base = num(value)?,
+                "max_bytes_for_level_multiplier" => {
+                    o.max_bytes_for_level_multiplier = float(value)?
+                }
+                "target_file_size_base" => o.target_file_size_base = num(value)?,
+                "max_grandparent_overlap_factor" => o.max_grandparent_overlap_factor = num(value)?,
+                "compaction_priority" => {
+                    o.compaction_priority = pick!(value, CPr::RoundRobin, CPr::MinOverlappingRatio)
+                }
+                "compaction_picker" => {
+                    o.compaction_picker = pick!(value, CP::Leveled, CP::HyperLevelDb)
+                }
+                "level_sizing" => {
+                    o.level_sizing = pick!(
+                        value,
+                        LevelSizing::Classic,
+                        LevelSizing::HyperLevelDb,
+                        LevelSizing::Dynamic
+                    )
+                }
+                "table_cut" => {
+                    o.table_cut = pick!(
+                        value,
+                        TableCut::GrandparentOverlap,
+                        TableCut::GrandparentBoundaries
+                    )
+                }
+                "max_mem_compaction_level" => o.max_mem_compaction_level = size(value)?,
+                "read_compaction_bytes" => o.read_compaction_bytes = num(value)?,
+                "read_compaction_min_straight_reads" => {
+                    o.read_compaction_min_straight_reads = num(value)?
+                }
+                "idle_compaction_delay" => o.idle_compaction_delay = dur(value)?,
+                "read_charging" => {
+                    o.read_charging = pick!(
+                        value,
+                        ReadCharging::InVain,
+                        ReadCharging::FirstOfSeveral,
+                        ReadCharging::BlockInVain
+                    )
+                }
+                "seek_charging" => {
+                    o.seek_charging = pick!(value, SeekCharging::WhileMapped, SeekCharging::Always)
+                }
+                "block_size" => o.block_size = size(value)?,
+                "block_restart_interval" => o.block_restart_interval = size(value)?,
+                "bloom_bits_per_key" => o.bloom_bits_per_key = value.parse().map_err(|_| bad())?,
+                "compression" => {
+                    o.compression = pick!(value, crate::Compression::None, crate::Compression::Lz4)
+                }
+                "block_cache_size" => o.block_cache_size = size(value)?,
+                "max_open_files" => o.max_open_files = size(value)?,
+                "table_reads" => {
+                    use crate::fs::ReadAccess as R;
+                    o.table_reads = match value {
+                        "none" => None,
+                        v => Some(pick!(
+                            v,
+                            R::Mapped,
+                            R::MappedRandom,
+                            R::Positional,
+                            R::Growing
+                        )),
+                    }
+                }
+                "pin_table_metadata" => o.pin_table_metadata = flag(value)?,
+                "memory_limit" => o.memory_limit = opt(value).map(|v| num(&v)).transpose()?,
+                "max_background_compactions" => o.max_background_compactions = size(value)?,
+                "compaction_yields_to_flush" => o.compaction_yields_to_flush = flag(value)?,
+                "separate_flush_thread" => o.separate_flush_thread = flag(value)?,
+                "soft_pending_compaction_bytes_limit" => {
+                    o.soft_pending_compaction_bytes_limit = num(value)?
+                }
+                "hard_pending_compaction_bytes_limit" => {
+                    o.hard_pending_compaction_bytes_limit = num(value)?
+                }
+                "write_stall_limit" => o.write_stall_limit = dur(value)?,
+                "migrate_l0_layout" => o.migrate_l0_layout = flag(value)?,
+                "wal_recovery_mode" => {
+                    use crate::WalRecoveryMode as W;
+                    o.wal_recovery_mode = pick!(
+                        value,
+                        W::TolerateTornTail,
+                        W::AbsoluteConsistency,
+                        W::PointInTime,
+                        W::SkipAnyCorrupted
+                    )
+                }
+                "wal_dir" => o.wal_dir = path(value),
+                "level_dir" => o.level_dir = path(value),
+                "l0_layout" => o.l0_layout = pick!(value, L0Layout::Flat, L0Layout::Buckets),
+                "l0_buckets" => o.l0_buckets = size(value)?,
+                "bucket_compaction_trigger" => o.bucket_compaction_trigger = size(value)?,
+                "bucket_boundaries" => {
+                    o.bucket_boundaries = pick!(
+                        value,
+                        BucketBoundaries::KeyPrefix,
+                        BucketBoundaries::Sampled
+                    )
+                }
+                "value_store" => {
+                    o.value_store = pick!(
+                        value,
+                        ValueStoreKind::Inline,
+                        ValueStoreKind::BlobFiles,
+                        ValueStoreKind::VLog
+                    )
+                }
+                "min_blob_size" => o.min_blob_size = size(value)?,
+                "value_dir" => o.value_dir = path(value),
+                "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = float(value)?,
+                "vlog_segment_size" => o.vlog_segment_size = num(value)?,
+                "vlog_capacity" => o.vlog_capacity = opt(value).map(|v| num(&v)).transpose()?,
+                "value_read_ahead" => o.value_read_ahead = size(value)?,
+                "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
+                "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
+                _ => {} // a newer build's option
+            }
+        }
+        Ok(o)
+    }
+
     /// The options as the text of an `OPTIONS` file (docs/format/options.md): one
     /// `name = value` line per field, in declaration order; `none` for an unset optional
     /// field. The file system is not recorded.
@@ -1104,6 +1298,32 @@ mod tests {
                 "{field}"
             );
         }
+    }
+
+    #[test]
+    fn options_text_reads_back_as_the_same_options() {
+        let mut presets: Vec<Options> = Options::PRESETS
+            .iter()
+            .map(|&p| Options::preset(p).unwrap())
+            .collect();
+        presets.push(Options {
+            memory_limit: Some(1 << 30),
+            value_dir: Some(PathBuf::from("/tmp/values")),
+            wal_dir: Some(PathBuf::from("/tmp/wal")),
+            table_reads: Some(crate::fs::ReadAccess::Positional),
+            write_stall_limit: Some(std::time::Duration::from_millis(1500)),
+            vlog_capacity: Some(123 << 20),
+            ..Options::default()
+        });
+        for o in presets {
+            let text = o.to_text();
+            let back = Options::from_text(&text).unwrap();
+            assert_eq!(back.to_text(), text);
+        }
+        // Unknown names are a newer build's: skipped. A bad value names its line.
+        assert!(Options::from_text("# x\nno_such_option = 3\n").is_ok());
+        let e = Options::from_text("write_buffer_size = lots\n").unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
     }
 
     #[test]
