@@ -199,8 +199,15 @@ impl Server {
                     let p = element_prefix(HASH, &args[1]);
                     let mut it = self.elements(&p, p.clone())?;
                     let mut pairs = Vec::new();
+                    let mut bytes = 0usize;
                     while it.valid() {
-                        pairs.push((it.key()[p.len()..].to_vec(), it.value().to_vec()));
+                        let (f, v) = (&it.key()[p.len()..], it.value());
+                        bytes += f.len() + v.len() + 32;
+                        if bytes > self.config.max_reply {
+                            out.error(&too_large(self.config.max_reply, "HMGET for fewer fields"));
+                            return Ok(true);
+                        }
+                        pairs.push((f.to_vec(), v.to_vec()));
                         it.next();
                     }
                     it.status()?;
@@ -397,6 +404,7 @@ impl Server {
         let mut it = self.elements(&ip, with(&ip, &ordered(min.0)))?;
         let mut found = Vec::new();
         let mut skipped = 0;
+        let mut bytes = 0usize;
         while it.valid() && found.len() < count {
             let rest = &it.key()[ip.len()..];
             if rest.len() < 8 {
@@ -417,6 +425,11 @@ impl Server {
                 if skipped < offset {
                     skipped += 1;
                 } else {
+                    bytes += rest.len() + 48;
+                    if bytes > self.config.max_reply {
+                        out.error(&too_large(self.config.max_reply, "LIMIT"));
+                        return Ok(());
+                    }
                     found.push((rest[8..].to_vec(), score));
                 }
             }
@@ -441,6 +454,11 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// The error of a reply over `--max-reply-bytes`.
+fn too_large(limit: usize, instead: &str) -> String {
+    format!("ERR reply would exceed --max-reply-bytes ({limit} bytes): use {instead}")
 }
 
 fn parse_score(b: &[u8]) -> Option<f64> {

@@ -603,3 +603,25 @@ fn an_unauthenticated_client_may_send_small_requests_only() {
     assert_eq!(c.cmd(&["SET", "k", &v]), ok());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A reply over --max-reply-bytes is refused instead of being built in memory.
+#[test]
+fn replies_over_the_limit_are_refused() {
+    let dir = temp_dir("bigreply");
+    let s = Server::start(&dir, &["--max-reply-bytes", "2000"]);
+    let mut c = s.client();
+    for i in 0..100 {
+        let f = format!("field{i:03}");
+        assert_eq!(c.cmd(&["HSET", "h", &f, "some value"]), Reply::Int(1));
+        assert_eq!(c.cmd(&["ZADD", "z", &i.to_string(), &f]), Reply::Int(1));
+    }
+    assert!(matches!(c.cmd(&["HGETALL", "h"]), Reply::Error(e) if e.contains("max-reply-bytes")));
+    assert!(
+        matches!(c.cmd(&["ZRANGEBYSCORE", "z", "-inf", "+inf"]), Reply::Error(e) if e.contains("max-reply-bytes"))
+    );
+    match c.cmd(&["ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "0", "5"]) {
+        Reply::Array(a) => assert_eq!(a.len(), 5),
+        r => panic!("{r:?}"),
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
