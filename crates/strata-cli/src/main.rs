@@ -374,6 +374,9 @@ fn options(m: &ArgMatches) -> Result<Options, Failure> {
     opts.wal_dir = dir("wal-dir").or(opts.wal_dir);
     opts.level_dir = dir("level-dir").or(opts.level_dir);
     opts.value_dir = dir("value-dir").or(opts.value_dir);
+    opts.info_log = Some(std::sync::Arc::new(|line: &str| {
+        eprintln!("strata: note: {line}")
+    }));
     Ok(opts)
 }
 

@@ -69,7 +69,12 @@ fn main() -> ExitCode {
     let m = cli().get_matches();
     let dir = m.get_one::<String>("dir").expect("required");
     let opts = match strata::Options::preset(m.get_one::<String>("preset").expect("defaulted")) {
-        Ok(o) => o,
+        Ok(o) => strata::Options {
+            info_log: Some(std::sync::Arc::new(|line: &str| {
+                eprintln!("strata-server: note: {line}")
+            })),
+            ..o
+        },
         Err(e) => {
             eprintln!("strata-server: {e}");
             return ExitCode::from(2);

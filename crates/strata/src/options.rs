@@ -417,7 +417,16 @@ pub struct Options {
     pub max_manifest_file_size: u64,
     /// The file system. Defaults to the real one.
     pub fs: Arc<dyn Fs>,
+    /// Where the engine reports what a user should hear of without an error: an open that
+    /// dropped a damaged manifest record (and kept the files it may have named). Called
+    /// with one line of text. Defaults to `None` (nothing said; the `strata.kept-files`
+    /// property and `strata check` still report it). The `strata` tool and strata-server
+    /// print these lines on stderr.
+    pub info_log: Option<InfoLog>,
 }
+
+/// A sink for the engine's informational lines ([`Options::info_log`]).
+pub type InfoLog = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -712,6 +721,7 @@ impl Options {
             memtable_filter_ratio,
             max_manifest_file_size,
             fs: _,
+            info_log: _,
         } = self;
         use std::fmt::Write as _;
         let mut out = String::from(
@@ -833,6 +843,7 @@ impl Default for Options {
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
+            info_log: None,
         }
     }
 }

@@ -279,9 +279,17 @@ fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
     let flushed = tables();
     assert_eq!(flushed.len(), 1, "{flushed:?}");
 
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     for _ in 0..2 {
         // This open and the next: the table stays, and says why.
-        let db = Db::open(&db_dir, opts()).unwrap();
+        let log = said.clone();
+        let with_log = Options {
+            info_log: Some(std::sync::Arc::new(move |l: &str| {
+                log.lock().unwrap().push(l.to_string())
+            })),
+            ..opts()
+        };
+        let db = Db::open(&db_dir, with_log).unwrap();
         let kept = db.property("strata.kept-files").unwrap();
         assert!(
             kept.starts_with("1 file(s) kept for repair") && kept.contains("checksum"),
@@ -298,6 +306,13 @@ fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
         db.close().unwrap();
         assert!(tables().contains(&flushed[0]), "the kept table was deleted");
     }
+    // The open that dropped the record said so, once (the next open's manifest is whole).
+    let said = said.lock().unwrap().clone();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("dropped a damaged last manifest record"),
+        "{said:?}"
+    );
     let mut out = Vec::new();
     let problems = strata::inspect::check(&db_dir, &opts(), &mut out).unwrap();
     assert!(

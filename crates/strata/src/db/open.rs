@@ -56,6 +56,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
         if let Some(dropped) = &r.dropped_tail {
+            if let Some(log) = &opts.info_log {
+                log(&format!(
+                    "{}: recovery dropped a damaged last manifest record ({dropped}); files \
+                     the manifest does not name are kept for `strata repair` \
+                     (property strata.kept-files)",
+                    path.display()
+                ));
+            }
             edit.kept = Some(kept_after_drop(
                 &*fs,
                 &placement,
