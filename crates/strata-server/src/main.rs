@@ -42,7 +42,8 @@ fn cli() -> Command {
         .arg(Arg::new("keys-limit").long("keys-limit").value_name("N").default_value("100000").value_parser(value_parser!(usize))
             .help("KEYS refuses to return more keys than this (use SCAN)"))
         .arg(Arg::new("enable-flushdb").long("enable-flushdb").action(ArgAction::SetTrue).help("Allow FLUSHDB/FLUSHALL"))
-        .arg(Arg::new("preset").long("preset").value_name("NAME").default_value("default").help("strata options preset"))
+        .arg(Arg::new("preset").long("preset").value_name("NAME").default_value("default")
+            .help("strata options preset (default: the options the database recorded in its OPTIONS file, or the default preset)"))
 }
 
 /// The password: `--requirepass`, `--requirepass-file` (first line), or the
@@ -68,7 +69,20 @@ fn password(m: &clap::ArgMatches) -> Result<Option<Vec<u8>>, String> {
 fn main() -> ExitCode {
     let m = cli().get_matches();
     let dir = m.get_one::<String>("dir").expect("required");
-    let opts = match strata::Options::preset(m.get_one::<String>("preset").expect("defaulted")) {
+    // Without --preset, the options the database's last writing open recorded (its
+    // directories, value store, layout), as the strata tool does; else the preset.
+    let named = m.value_source("preset") == Some(clap::parser::ValueSource::CommandLine);
+    let recorded = std::fs::read_to_string(std::path::Path::new(dir).join("OPTIONS"))
+        .ok()
+        .filter(|_| !named);
+    let base = match recorded {
+        Some(text) => strata::Options::from_text(&text).map(|o| strata::Options {
+            create_if_missing: true,
+            ..o
+        }),
+        None => strata::Options::preset(m.get_one::<String>("preset").expect("defaulted")),
+    };
+    let opts = match base {
         Ok(o) => strata::Options {
             info_log: Some(std::sync::Arc::new(|line: &str| {
                 eprintln!("strata-server: note: {line}")
