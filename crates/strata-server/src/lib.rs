@@ -88,6 +88,11 @@ pub struct Server {
     started: Instant,
     commands: AtomicU64,
     connections: AtomicU64,
+    /// Keys in the database (DBSIZE, INFO's keyspace line): counted once at start, then
+    /// kept by every command that creates or removes a key, under that key's stripe lock.
+    keys: std::sync::atomic::AtomicI64,
+    /// Whether counting at start succeeded (if not, DBSIZE scans).
+    keys_counted: AtomicBool,
 }
 
 /// SCAN cursors: Redis clients want integers, strata resumes at a key.
@@ -261,7 +266,7 @@ const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 impl Server {
     /// A server over `db`.
     pub fn new(db: strata::Db, config: Config) -> Arc<Server> {
-        Arc::new(Server {
+        let server = Server {
             db,
             config,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
@@ -271,7 +276,22 @@ impl Server {
             started: Instant::now(),
             commands: AtomicU64::new(0),
             connections: AtomicU64::new(0),
-        })
+            keys: std::sync::atomic::AtomicI64::new(0),
+            keys_counted: AtomicBool::new(false),
+        };
+        if let Ok(n) = server.count_keys() {
+            server.keys.store(n as i64, Ordering::Release);
+            server.keys_counted.store(true, Ordering::Release);
+        }
+        Arc::new(server)
+    }
+
+    /// Notes `delta` keys created (+) or removed (-). REQUIRES: the stripe locks of the
+    /// keys concerned held since their existence was read.
+    pub(crate) fn keys_changed(&self, delta: i64) {
+        if delta != 0 {
+            self.keys.fetch_add(delta, Ordering::AcqRel);
+        }
     }
 
     /// Writes `b` (not synced: under `--sync=always` the connection syncs once before it
@@ -537,6 +557,11 @@ impl Server {
                     let n = self.dbsize()?;
                     out.int(n as i64);
                 }
+                // The scan DBSIZE once was (for tests and for checking the kept count).
+                "DEBUG" if argc == 2 && upper(&args[1]) == "COUNTKEYS" => {
+                    let n = self.count_keys()?;
+                    out.int(n as i64);
+                }
                 "GET" => {
                     if arity(argc == 2, out) {
                         match self.db.get(string_key(&args[1]))? {
@@ -571,6 +596,7 @@ impl Server {
                             let mut b = strata::WriteBatch::new();
                             b.put(&k, &args[2]);
                             self.write(b)?;
+                            self.keys_changed(1);
                             out.int(1);
                         }
                     }
@@ -592,15 +618,23 @@ impl Server {
                             args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
                         let _g = self.lock_keys(&keys);
                         let mut b = strata::WriteBatch::new();
-                        for p in args[1..].chunks(2) {
+                        let mut created = 0i64;
+                        let mut seen = std::collections::HashSet::new();
+                        for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                            if !seen.insert(k) {
+                                continue;
+                            }
                             if self.meta(&p[0])?.is_some() {
                                 self.delete_any(&p[0], &mut b)?;
+                            } else if self.db.get(k)?.is_none() {
+                                created += 1;
                             }
                         }
                         for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
                             b.put(k, &p[1]);
                         }
                         self.write(b)?;
+                        self.keys_changed(created);
                         out.simple("OK");
                     }
                 }
@@ -618,6 +652,7 @@ impl Server {
                         }
                         if n > 0 {
                             self.write(b)?;
+                            self.keys_changed(-n);
                         }
                         out.int(n);
                     }
@@ -658,7 +693,9 @@ impl Server {
                     }
                     let k = string_key(&args[1]);
                     let _g = lock(&self.stripes[stripe_of(&k)]);
-                    let now = match self.db.get(&k)? {
+                    let current = self.db.get(&k)?;
+                    let created = current.is_none();
+                    let now = match current {
                         None if self.meta(&args[1])?.is_some() => {
                             out.error(types::WRONGTYPE);
                             return Ok(());
@@ -679,6 +716,7 @@ impl Server {
                     let mut b = strata::WriteBatch::new();
                     b.put(&k, next.to_string());
                     self.write(b)?;
+                    self.keys_changed(i64::from(created));
                     out.int(next);
                 }
                 "APPEND" => {
@@ -689,11 +727,14 @@ impl Server {
                             out.error(types::WRONGTYPE);
                             return Ok(());
                         }
-                        let mut v = self.db.get(&k)?.unwrap_or_default();
+                        let current = self.db.get(&k)?;
+                        let created = current.is_none();
+                        let mut v = current.unwrap_or_default();
                         v.extend_from_slice(&args[2]);
                         let mut b = strata::WriteBatch::new();
                         b.put(&k, &v);
                         self.write(b)?;
+                        self.keys_changed(i64::from(created));
                         out.int(v.len() as i64);
                     }
                 }
@@ -731,6 +772,10 @@ impl Server {
                         );
                     } else {
                         self.flush_all()?;
+                        // Writes may have raced the flush: count again.
+                        let n = self.count_keys()?;
+                        self.keys.store(n as i64, Ordering::Release);
+                        self.keys_counted.store(true, Ordering::Release);
                         out.simple("OK");
                     }
                 }
@@ -854,7 +899,9 @@ impl Server {
             out.error(types::WRONGTYPE);
             return Ok(());
         }
-        let old = if nx || xx || get {
+        // Whether the key exists decides NX/XX and the key count: read it unless the meta
+        // record already said so.
+        let old = if nx || xx || get || !typed {
             self.db.get(&k)?
         } else {
             None
@@ -869,6 +916,7 @@ impl Server {
             }
             b.put(&k, &args[2]);
             self.write(b)?;
+            self.keys_changed(i64::from(!exists));
         }
         match (get, go) {
             (true, _) => match old {
@@ -909,7 +957,16 @@ impl Server {
     }
 
     /// The number of keys (counted: a scan of the key records).
+    /// The kept key count (a scan if counting at start failed).
     fn dbsize(&self) -> strata::Result<usize> {
+        if !self.keys_counted.load(Ordering::Acquire) {
+            return self.count_keys();
+        }
+        Ok(self.keys.load(Ordering::Acquire).max(0) as usize)
+    }
+
+    /// Counts the keys by walking every key record.
+    fn count_keys(&self) -> strata::Result<usize> {
         let mut it = self.key_records(vec![KEYS_FROM])?;
         let mut n = 0;
         while it.valid() {

@@ -153,6 +153,7 @@ impl Server {
                 }
                 Self::put_meta(&mut b, k, HASH, n + added);
                 self.write(b)?;
+                self.keys_changed(i64::from(n == 0 && added > 0));
                 if name == "HMSET" {
                     out.simple("OK");
                 } else {
@@ -240,6 +241,7 @@ impl Server {
                     if removed > 0 {
                         Self::put_meta(&mut b, k, HASH, n.saturating_sub(removed));
                         self.write(b)?;
+                        self.keys_changed(-i64::from(n.saturating_sub(removed) == 0));
                     }
                     out.int(removed as i64);
                 }
@@ -297,6 +299,7 @@ impl Server {
                 }
                 Self::put_meta(&mut b, k, ZSET, n + added);
                 self.write(b)?;
+                self.keys_changed(i64::from(n == 0 && added > 0));
                 out.int(added as i64);
             }
             "ZREM" => {
@@ -330,6 +333,7 @@ impl Server {
                 if removed > 0 {
                     Self::put_meta(&mut b, k, ZSET, n.saturating_sub(removed));
                     self.write(b)?;
+                    self.keys_changed(-i64::from(n.saturating_sub(removed) == 0));
                 }
                 out.int(removed as i64);
             }

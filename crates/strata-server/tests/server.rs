@@ -625,3 +625,68 @@ fn replies_over_the_limit_are_refused() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// DBSIZE is a kept count, not a scan: after random commands from several clients at once
+/// over a few keys (every command that creates or removes one), it equals the scan's count
+/// (`DEBUG COUNTKEYS`), and again after a restart (counted at start).
+#[test]
+fn dbsize_is_kept_exactly() {
+    let dir = temp_dir("dbsize");
+    let mut s = Server::start(&dir, &[]);
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (t << 32);
+                let mut next = || {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                };
+                for _ in 0..1500 {
+                    let k = format!("k{}", next() % 40);
+                    let k2 = format!("k{}", next() % 40);
+                    let f = format!("f{}", next() % 3);
+                    let cmd: Vec<String> = match next() % 12 {
+                        0 => vec!["SET".into(), k, "v".into()],
+                        1 => vec!["SETNX".into(), k, "v".into()],
+                        2 => vec![
+                            "MSET".into(),
+                            k.clone(),
+                            "a".into(),
+                            k2,
+                            "b".into(),
+                            k,
+                            "c".into(),
+                        ],
+                        3 => vec!["DEL".into(), k, k2],
+                        4 => vec!["INCR".into(), k],
+                        5 => vec!["APPEND".into(), k, "x".into()],
+                        6 => vec!["HSET".into(), k, f, "1".into()],
+                        7 => vec!["HDEL".into(), k, f],
+                        8 => vec!["ZADD".into(), k, "1".into(), f],
+                        9 => vec!["ZREM".into(), k, f],
+                        10 => vec!["SET".into(), k, "w".into(), "NX".into()],
+                        _ => vec!["SET".into(), k, "w".into(), "XX".into(), "GET".into()],
+                    };
+                    let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+                    let _ = c.cmd(&args); // WRONGTYPE and "not an integer" are fine
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = s.client();
+    let counted = c.cmd(&["DEBUG", "COUNTKEYS"]);
+    assert!(matches!(counted, Reply::Int(n) if n > 0), "{counted:?}");
+    assert_eq!(c.cmd(&["DBSIZE"]), counted);
+    drop(c);
+    s.signal("-TERM");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.client().cmd(&["DBSIZE"]), counted);
+    std::fs::remove_dir_all(&dir).ok();
+}
