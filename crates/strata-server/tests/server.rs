@@ -690,3 +690,42 @@ fn dbsize_is_kept_exactly() {
     assert_eq!(s.client().cmd(&["DBSIZE"]), counted);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The password from the environment; a long pipeline's replies (written out in pieces as
+/// they pass 1 MiB) all arrive, in order.
+#[test]
+fn password_from_the_environment_and_long_pipelines() {
+    let dir = temp_dir("envpw");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--port", "0"])
+        .env("STRATA_SERVER_PASSWORD", "from-env")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.strip_prefix("strata-server: serving ") {
+            break addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let mut c = Client::connect(port);
+    assert!(matches!(c.cmd(&["GET", "k"]), Reply::Error(e) if e.starts_with("NOAUTH")));
+    assert_eq!(c.cmd(&["AUTH", "from-env"]), ok());
+    let v = "v".repeat(10_000);
+    assert_eq!(c.cmd(&["SET", "big", &v]), ok());
+    let mut all = Vec::new();
+    for _ in 0..500 {
+        all.extend_from_slice(&encode(&[b"GET", b"big"]));
+    }
+    c.w.write_all(&all).unwrap(); // 5 MB of replies
+    for i in 0..500 {
+        assert_eq!(c.read(), bulk(&v), "reply {i}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).ok();
+}
