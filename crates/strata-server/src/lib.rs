@@ -256,10 +256,6 @@ const UNAUTHENTICATED: resp::Limits = resp::Limits {
     max_args: 10,
 };
 
-/// Replies gathered for a pipeline are written out once they pass this many bytes, so a
-/// client that pipelines many requests holds at most about this much (plus one reply).
-const OUTPUT_FLUSH: usize = 1 << 20;
-
 /// How long a failed AUTH waits before it answers: guessing costs time.
 const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 
@@ -342,10 +338,15 @@ impl Server {
             // Every request already buffered is answered before the replies go out
             // (pipelining: one write per batch of requests), the output flushed early once
             // it passes OUTPUT_FLUSH so that a client's replies never pile up unbounded.
-            let mut out = Out {
-                buf: Vec::new(),
-                resp3: s.resp3,
-            };
+            let mut out = Out::new(s.resp3);
+            // What spills goes to the connection, after the sync `--sync=always` owes the
+            // replies (this thread's writes: the same thread runs the sink).
+            if let Ok(mut w) = stream.try_clone() {
+                let server = Arc::clone(self);
+                out.sink = Some(Box::new(move |bytes: &[u8]| {
+                    server.sync_before_reply().is_ok() && w.write_all(bytes).is_ok()
+                }));
+            }
             let mut used = 0;
             let mut broken = None;
             let mut write_failed = false;
@@ -367,18 +368,10 @@ impl Server {
                         if s.quit {
                             break;
                         }
-                        if out.buf.len() >= OUTPUT_FLUSH {
-                            if let Err(e) = self.sync_before_reply() {
-                                out.buf.clear();
-                                out.error(&format!("ERR strata: syncing the log: {e}"));
-                                broken = Some(resp::ProtocolError("sync failed".into()));
-                                break;
-                            }
-                            if stream.write_all(&out.buf).is_err() {
-                                write_failed = true;
-                                break;
-                            }
-                            out.buf.clear();
+                        out.spill();
+                        if out.failed {
+                            write_failed = true;
+                            break;
                         }
                     }
                     Ok(resp::Step::Need(n)) => {

@@ -172,13 +172,50 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolE
     Ok(Some((args, nl + 1)))
 }
 
+/// Where a reply too large to hold goes while it is written: to the client's connection
+/// (returns false once that fails).
+pub type Sink = Box<dyn FnMut(&[u8]) -> bool + Send>;
+
 /// A reply being written, in RESP2 or RESP3.
 pub struct Out {
     pub buf: Vec<u8>,
     pub resp3: bool,
+    /// Where `spill` writes what has gathered (none: everything stays in `buf`).
+    pub sink: Option<Sink>,
+    /// The sink failed: the connection is gone.
+    pub failed: bool,
 }
 
+/// `spill` writes out what has gathered once it passes this many bytes.
+pub const SPILL_BYTES: usize = 1 << 20;
+
 impl Out {
+    /// A reply buffer with no sink.
+    pub fn new(resp3: bool) -> Out {
+        Out {
+            buf: Vec::new(),
+            resp3,
+            sink: None,
+            failed: false,
+        }
+    }
+
+    /// Writes out what has gathered if it passed `SPILL_BYTES` and there is a sink: a long
+    /// reply (or a long pipeline's replies) goes out in pieces instead of being held whole.
+    pub fn spill(&mut self) {
+        if self.buf.len() < SPILL_BYTES || self.failed {
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            if sink(&self.buf) {
+                self.buf.clear();
+            } else {
+                self.failed = true;
+                self.buf.clear();
+            }
+        }
+    }
+
     pub fn simple(&mut self, s: &str) {
         self.buf.push(b'+');
         self.buf.extend_from_slice(s.as_bytes());
