@@ -44,10 +44,6 @@ pub struct Config {
     pub enable_flushdb: bool,
     /// KEYS refuses patterns that would return more keys than this (use SCAN).
     pub keys_limit: usize,
-    /// A reply that would hold more bytes than this (HGETALL of a huge hash,
-    /// ZRANGEBYSCORE without LIMIT over a huge range) is refused with an error instead of
-    /// being built in memory (Redis's client-output-buffer-limit, for one reply).
-    pub max_reply: usize,
 }
 
 impl Default for Config {
@@ -60,7 +56,6 @@ impl Default for Config {
             idle_timeout: None,
             enable_flushdb: false,
             keys_limit: 100_000,
-            max_reply: 256 << 20,
         }
     }
 }

@@ -37,8 +37,6 @@ fn cli() -> Command {
             .help("Largest request accepted; a larger one is an error and closes the connection"))
         .arg(Arg::new("timeout").long("timeout").value_name("SECONDS").default_value("0").value_parser(value_parser!(u64))
             .help("Close connections idle this long (0: never)"))
-        .arg(Arg::new("max-reply-bytes").long("max-reply-bytes").value_name("N").default_value("268435456").value_parser(value_parser!(usize))
-            .help("A reply larger than this (HGETALL of a huge hash, ZRANGEBYSCORE without LIMIT) is an error instead"))
         .arg(Arg::new("keys-limit").long("keys-limit").value_name("N").default_value("100000").value_parser(value_parser!(usize))
             .help("KEYS refuses to return more keys than this (use SCAN)"))
         .arg(Arg::new("enable-flushdb").long("enable-flushdb").action(ArgAction::SetTrue).help("Allow FLUSHDB/FLUSHALL"))
@@ -150,7 +148,6 @@ fn main() -> ExitCode {
         idle_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
         enable_flushdb: m.get_flag("enable-flushdb"),
         keys_limit: *m.get_one::<usize>("keys-limit").expect("defaulted"),
-        max_reply: *m.get_one::<usize>("max-reply-bytes").expect("defaulted"),
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

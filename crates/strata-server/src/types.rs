@@ -426,65 +426,74 @@ impl Server {
             out.error(WRONGTYPE);
             return Ok(());
         }
+        // Streamed in two passes over one snapshot: the first counts the members in range
+        // (RESP's header needs the count first), the second writes them out as it reads,
+        // in pieces (`Out::spill`): no reply is ever held whole.
+        let snap = self.db.snapshot();
         let ip = element_prefix(ZSCORE, &args[1]);
-        let mut it = self.elements(&ip, with(&ip, &ordered(min.0)))?;
-        let mut found = Vec::new();
-        let mut skipped = 0;
-        let mut bytes = 0usize;
-        while it.valid() && found.len() < count {
-            let rest = &it.key()[ip.len()..];
-            if rest.len() < 8 {
-                it.next();
-                continue;
-            }
-            let bits = u64::from_be_bytes(rest[..8].try_into().expect("8 bytes"));
-            let bits = if bits >> 63 == 1 {
-                bits & !(1 << 63)
-            } else {
-                !bits
-            };
-            let score = f64::from_bits(bits);
-            if score > max.0 || (max.1 && score == max.0) {
-                break;
-            }
-            if !(min.1 && score == min.0) {
-                if skipped < offset {
-                    skipped += 1;
-                } else {
-                    bytes += rest.len() + 48;
-                    if bytes > self.config.max_reply {
-                        out.error(&too_large(self.config.max_reply, "LIMIT"));
-                        return Ok(());
-                    }
-                    found.push((rest[8..].to_vec(), score));
+        let walk = |emit: &mut dyn FnMut(&[u8], f64)| -> strata::Result<usize> {
+            let mut it = self.db.iter(strata::ReadOptions {
+                lower_bound: Some(with(&ip, &ordered(min.0))),
+                upper_bound: Some(end_of(&ip)),
+                snapshot: Some(snap.clone()),
+            })?;
+            it.seek_to_first();
+            let (mut skipped, mut taken) = (0usize, 0usize);
+            while it.valid() && taken < count {
+                let rest = &it.key()[ip.len()..];
+                if rest.len() < 8 {
+                    it.next();
+                    continue;
                 }
+                let bits = u64::from_be_bytes(rest[..8].try_into().expect("8 bytes"));
+                let bits = if bits >> 63 == 1 {
+                    bits & !(1 << 63)
+                } else {
+                    !bits
+                };
+                let score = f64::from_bits(bits);
+                if score > max.0 || (max.1 && score == max.0) {
+                    break;
+                }
+                if !(min.1 && score == min.0) {
+                    if skipped < offset {
+                        skipped += 1;
+                    } else {
+                        emit(&rest[8..], score);
+                        taken += 1;
+                    }
+                }
+                it.next();
             }
-            it.next();
-        }
-        it.status()?;
+            it.status()?;
+            Ok(taken)
+        };
+        let n = walk(&mut |_, _| {})?;
         // RESP3 pairs each member with its score (a double); RESP2 interleaves them.
         let pairs = with_scores && out.resp3;
-        out.array(if with_scores && !pairs {
-            2 * found.len()
-        } else {
-            found.len()
-        });
-        for (m, s) in found {
+        out.array(if with_scores && !pairs { 2 * n } else { n });
+        let mut written = 0usize;
+        let second = walk(&mut |m, score| {
+            if written == n {
+                return;
+            }
             if pairs {
                 out.array(2);
             }
-            out.bulk(&m);
+            out.bulk(m);
             if with_scores {
-                out.double(&fmt_score(s));
+                out.double(&fmt_score(score));
             }
+            out.spill();
+            written += 1;
+        });
+        if second.is_err() || written != n {
+            // The header is out: an error (or, impossible in one snapshot, a different
+            // count) cannot be framed as this reply. End the connection instead.
+            out.failed = true;
         }
         Ok(())
     }
-}
-
-/// The error of a reply over `--max-reply-bytes`.
-fn too_large(limit: usize, instead: &str) -> String {
-    format!("ERR reply would exceed --max-reply-bytes ({limit} bytes): use {instead}")
 }
 
 fn parse_score(b: &[u8]) -> Option<f64> {
