@@ -177,6 +177,12 @@ fn main() -> ExitCode {
     eprintln!("strata-server: serving {dir} on {bound}");
     let _ = listener.set_nonblocking(true);
     let mut workers = Vec::new();
+    // Fault injection for tests: after this many client threads, starting one fails as a
+    // refused spawn does (the process must turn that client away and go on).
+    let spawn_limit: Option<usize> = std::env::var("STRATA_SERVER_TEST_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let mut spawned_threads = 0usize;
     while !STOP.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
@@ -192,12 +198,19 @@ fn main() -> ExitCode {
                 // The stream goes to the thread; a clone stays to turn the client away if
                 // no thread can be had (the process goes on serving the others).
                 let spare = stream.try_clone();
-                let spawned = std::thread::Builder::new()
-                    .name("strata-client".into())
-                    .spawn(move || {
-                        s.serve(stream);
-                        s.clients.fetch_sub(1, Ordering::AcqRel);
-                    });
+                let spawned = if spawn_limit.is_some_and(|l| spawned_threads >= l) {
+                    Err(std::io::Error::other(
+                        "thread limit (STRATA_SERVER_TEST_THREADS)",
+                    ))
+                } else {
+                    std::thread::Builder::new()
+                        .name("strata-client".into())
+                        .spawn(move || {
+                            s.serve(stream);
+                            s.clients.fetch_sub(1, Ordering::AcqRel);
+                        })
+                };
+                spawned_threads += 1;
                 match spawned {
                     Ok(w) => workers.push(w),
                     Err(e) => {

@@ -116,11 +116,16 @@ impl Server {
     /// test's server in between: this test's server would fail to bind and its client would
     /// talk to the other one.)
     fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
+        Self::start_with_env(dir, extra, &[])
+    }
+
+    fn start_with_env(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
             .arg("--dir")
             .arg(dir)
             .args(["--port", "0"])
             .args(extra)
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -763,5 +768,23 @@ fn password_from_the_environment_and_long_pipelines() {
     }
     let _ = child.kill();
     let _ = child.wait();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A client whose thread cannot be started is turned away with an error, and the server goes
+/// on serving the clients it has (a refused spawn once ended the process). Spawn failure is
+/// injected: after one client thread, starting another fails.
+#[test]
+fn a_refused_thread_turns_one_client_away() {
+    let dir = temp_dir("spawn");
+    let s = Server::start_with_env(&dir, &[], &[("STRATA_SERVER_TEST_THREADS", "1")]);
+    let mut first = s.client();
+    assert_eq!(first.cmd(&["SET", "k", "v"]), ok());
+    let mut second = s.client();
+    match second.read() {
+        Reply::Error(e) => assert!(e.contains("cannot take more clients"), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(first.cmd(&["GET", "k"]), bulk("v"), "the server goes on");
     std::fs::remove_dir_all(&dir).ok();
 }
