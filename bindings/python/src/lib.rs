@@ -187,6 +187,7 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         "block_restart_interval" => o.block_restart_interval = usize_()?,
         "pin_table_metadata" => o.pin_table_metadata = bool_()?,
         "migrate_l0_layout" => o.migrate_l0_layout = bool_()?,
+        "l0_skips_l1_wait" => o.l0_skips_l1_wait = bool_()?,
         "memory_limit" => o.memory_limit = if value.is_none() { None } else { Some(u64_()?) },
         "max_background_compactions" => o.max_background_compactions = usize_()?,
         "compaction_yields_to_flush" => o.compaction_yields_to_flush = bool_()?,

@@ -83,6 +83,15 @@ pub fn configs() -> Vec<Config> {
             name: "ohdb-l0p",
             build: |_, fs| small(Options::ohdb_l0p(), fs),
         },
+        // OHDB's buckets waiting for L1 to drain, as the paper's HyperLevelDB base does (the
+        // presets do not wait yet: `l0_skips_l1_wait`).
+        Config {
+            name: "ohdb-l0p-wait",
+            build: |_, fs| Options {
+                l0_skips_l1_wait: false,
+                ..small(Options::ohdb_l0p(), fs)
+            },
+        },
         // OHDB's buckets with a finite stop trigger: the fullest bucket stops writes.
         Config {
             name: "ohdb-l0p-stops",

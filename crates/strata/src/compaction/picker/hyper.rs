@@ -6,9 +6,9 @@
 //!   HyperLevelDB leaves it unscored: a full last level never blocks the level above, which
 //!   once stopped writes for good, issue 35). L0 instead, whenever its score
 //!   is >= 1 and L1's is <= 1: L0 waits while L1 drains, so each L0 compaction merges the
-//!   tables gathered meanwhile. A layout that compacts part of L0 at a time (OHDB's buckets)
-//!   does not wait: a full bucket goes at once, as OHDB starts a bucket's compaction when it
-//!   reaches its threshold.
+//!   tables gathered meanwhile. OHDB's buckets wait the same way (the paper changes only
+//!   flush priority); `Options::l0_skips_l1_wait` lets a layout that compacts part of L0 at a
+//!   time skip the wait, a variant that is not the paper's (issue 30).
 //! - L0: its layout's pick, at most the 32 oldest tables.
 //! - Level n >= 1: every table that overlaps nothing in level n + 1 moves down in one step;
 //!   if there is none, the contiguous run of tables with the best ratio of their bytes to the
@@ -42,7 +42,8 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     };
     let last = v.num_levels() - 1;
     let mut level = (1..last).find(|&l| score(l) >= 1.0 && score(l) >= score(l + 1));
-    if score(0) >= 1.0 && (score(1) <= 1.0 || !v.l0.compacts_all_of_l0()) {
+    let skips_wait = ctx.opts.l0_skips_l1_wait && !v.l0.compacts_all_of_l0();
+    if score(0) >= 1.0 && (score(1) <= 1.0 || skips_wait) {
         level = Some(0);
     }
     match level {

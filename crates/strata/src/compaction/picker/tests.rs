@@ -273,6 +273,38 @@ fn hyperleveldb_l0_waits_while_l1_is_over_its_limit() {
     assert_eq!(n, (100..132).collect::<Vec<_>>());
 }
 
+/// OHDB's buckets wait for L1 as a flat L0 does (the paper's mechanism); only
+/// `l0_skips_l1_wait` lets a full bucket go while L1 is over its limit.
+#[test]
+fn buckets_wait_for_l1_unless_told_not_to() {
+    use crate::options::{BucketBoundaries, L0Layout};
+    let p = Placement::new(Path::new("/db"), None, None);
+    let busy = HashSet::new();
+    let mut o = Options {
+        l0_layout: L0Layout::Buckets,
+        l0_buckets: 4,
+        bucket_boundaries: BucketBoundaries::KeyPrefix,
+        bucket_compaction_trigger: 2,
+        ..hyper_opts()
+    };
+    let mut v = Version::new(4);
+    v.l0 = crate::l0::configured(&o);
+    // A full bucket (two tables of keys starting with 'a'), and L1 over its limit.
+    let mut l0 = vec![file(10, "a1", "a5", 50, 1), file(11, "a2", "a6", 50, 2)];
+    v.l0.arrange(&mut l0).unwrap();
+    v.levels[0] = l0.into();
+    v.levels[1] = vec![file(1, "b", "c", 600, 0), file(2, "m", "p", 600, 0)].into();
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(c.level, 1, "the bucket waits while L1 drains");
+    o.l0_skips_l1_wait = true;
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!(
+        (c.level, c.inputs.len()),
+        (0, 2),
+        "the variant merges the bucket at once"
+    );
+}
+
 #[test]
 fn hyperleveldb_picks_the_shallowest_level_not_fuller_than_the_next() {
     let (o, busy, p) = (
@@ -453,6 +485,7 @@ fn random_case(rng: &mut TestRng, preset: &str) -> Option<(Version, Options, Pla
     o.bucket_boundaries =
         [BucketBoundaries::KeyPrefix, BucketBoundaries::Sampled][rng.below(2) as usize];
     o.bucket_compaction_trigger = 1 + rng.below(8) as usize;
+    o.l0_skips_l1_wait = rng.chance(0.5);
     if rng.chance(0.3) {
         o.hard_pending_compaction_bytes_limit = 1 + rng.below(64 << 10);
         o.soft_pending_compaction_bytes_limit =
