@@ -36,6 +36,7 @@ SPACE = re.compile(r"\| space ([\d.]+) MiB")
 GC = re.compile(r"\| gc ([\d.]+) MiB")
 SHAPE = re.compile(
     r"^shape\s*: tables (\d+|\?) \| level compactions (\d+) \(merges (\d+): ([^;]*); "
+    r"(?:move operations (\d+): ([^;]*); )?"
     r"moved tables (\d+): ([^)]*)\)(?: \| compaction read ([\d.]+) MiB write ([\d.]+) MiB)?"
     r"(?: \| tables read \w+)?"
     r"(?: \| process write_bytes ([\d.]+) MiB \(([\d.]+) x user\))?")
@@ -97,16 +98,20 @@ def parse_log(log):
                     res.setdefault(key, {})[cur] = float(m.group(1))
             m = SHAPE.search(line)
             if m:
+                # Logs from before issue 30 have no move operations: C was merges + moved
+                # tables there, and is recomputed as merges + moves where they are known.
                 res["_shape"] = {
                     "tables": None if m.group(1) == "?" else int(m.group(1)),
                     "compactions": int(m.group(2)),
+                    "merges_n": int(m.group(3)),
                     "merges": m.group(4).strip(),
-                    "moved": int(m.group(5)),
-                    "moved_levels": m.group(6).strip(),
-                    "cr_gib": float(m.group(7)) / 1024 if m.group(7) else None,
-                    "cw_gib": float(m.group(8)) / 1024 if m.group(8) else None,
-                    "tw_gib": float(m.group(9)) / 1024 if m.group(9) else None,
-                    "write_bytes_x": float(m.group(10)) if m.group(10) else None,
+                    "moves": int(m.group(5)) if m.group(5) else None,
+                    "moved": int(m.group(7)),
+                    "moved_levels": m.group(8).strip(),
+                    "cr_gib": float(m.group(9)) / 1024 if m.group(9) else None,
+                    "cw_gib": float(m.group(10)) / 1024 if m.group(10) else None,
+                    "tw_gib": float(m.group(11)) / 1024 if m.group(11) else None,
+                    "write_bytes_x": float(m.group(12)) if m.group(12) else None,
                 }
             m = P99.search(line)
             if m and cur and cur not in p99:
@@ -230,11 +235,11 @@ def main():
                 print(f"| {n} | " + " | ".join(f"{med(vals[e]):.0f}" if vals[e] else "-" for e in engines) + " |")
     shapes = {e: [res["_shape"] for res, _, _ in per[e] if "_shape" in res] for e in engines}
     if any(shapes.values()):
-        print("\nShape at the end of each run (level compactions = merges + moved tables; "
-              "write_bytes = the process's /proc/self/io write_bytes per user byte):\n")
-        print("| engine | tables (SN) | level compactions (C) | merges by input level (per round) | moved tables | "
+        print("\nShape at the end of each run (level compactions C = merges + move operations, the OHDB "
+              "paper's count; write_bytes = the process's /proc/self/io write_bytes per user byte):\n")
+        print("| engine | tables (SN) | level compactions (C) | merges by input level (per round) | move operations | moved tables | "
               "compaction read GiB (CR) | compaction write GiB (CW) | process write_bytes GiB (TW) | write_bytes / user |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for e in engines:
             sh = shapes[e]
             if not sh:
@@ -242,7 +247,7 @@ def main():
             vals = lambda k: [x[k] for x in sh if x[k] is not None]
             show = lambda k, f: (f.format(med(vals(k))) + " (" + ", ".join(f.format(v) for v in vals(k)) + ")") if vals(k) else "-"
             print(f"| {e} | {show('tables', '{:.0f}')} | {show('compactions', '{:.0f}')} | "
-                  + " / ".join(x["merges"] for x in sh) + f" | {show('moved', '{:.0f}')} | {show('cr_gib', '{:.2f}')} | {show('cw_gib', '{:.2f}')} | "
+                  + " / ".join(x["merges"] for x in sh) + f" | {show('moves', '{:.0f}')} | {show('moved', '{:.0f}')} | {show('cr_gib', '{:.2f}')} | {show('cw_gib', '{:.2f}')} | "
                   f"{show('tw_gib', '{:.2f}')} | {show('write_bytes_x', '{:.2f}')} |")
     print(f"\nLogs: {work}")
     sys.exit(0 if ok else 1)

@@ -149,14 +149,24 @@ pub fn shape_line(m: &crate::engine::Metrics, user_bytes: u64) -> String {
         }
     };
     let merges: u64 = m.merges_by_input_level.iter().sum();
-    let moves: u64 = m.moved_by_input_level.iter().sum();
+    let moved: u64 = m.moved_by_input_level.iter().sum();
+    // Move operations: as the engine counts them, or one per moved table where it does not.
+    let move_levels = if m.moves_by_input_level.is_empty() {
+        &m.moved_by_input_level
+    } else {
+        &m.moves_by_input_level
+    };
+    let moves: u64 = move_levels.iter().sum();
+    // The level compactions the OHDB paper's C counts: merges + move operations.
     let mut s = format!(
-        "shape        : tables {} | level compactions {} (merges {}: {}; moved tables {}: {})",
+        "shape        : tables {} | level compactions {} (merges {}: {}; move operations {}: {}; moved tables {}: {})",
         m.tables.map_or("?".into(), |t| t.to_string()),
         merges + moves,
         merges,
         levels(&m.merges_by_input_level),
         moves,
+        levels(move_levels),
+        moved,
         levels(&m.moved_by_input_level),
     );
     if let Some((r, w)) = m.compaction_io {

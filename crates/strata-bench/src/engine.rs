@@ -31,6 +31,9 @@ pub struct Metrics {
     pub merges_by_input_level: Vec<u64>,
     /// Tables moved down without rewriting, by the level they left.
     pub moved_by_input_level: Vec<u64>,
+    /// Move operations by the level they left (one may move many tables; empty when the
+    /// engine does not say, and then each moved table counts as one).
+    pub moves_by_input_level: Vec<u64>,
     /// Tables in the tree now, if known.
     pub tables: Option<u64>,
     /// Bytes compactions read and wrote (not flushes), if known: the paper columns CR and CW.
@@ -423,6 +426,7 @@ impl Engine for StrataEngine {
             gc_bytes: s.value_bytes_relocated,
             merges_by_input_level: s.merges_by_input_level.clone(),
             moved_by_input_level: s.moved_files_by_input_level.clone(),
+            moves_by_input_level: s.moves_by_input_level.clone(),
             tables: Some(s.tables() as u64),
             compaction_io: Some((s.compaction_bytes_read(), s.compaction_bytes_written())),
             table_reads: self.db.property("strata.table-reads"),

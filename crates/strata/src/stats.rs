@@ -25,6 +25,7 @@ pub struct Stats {
     pub(crate) compaction_written: [AtomicU64; MAX_LEVELS],
     pub(crate) merges_from: [AtomicU64; MAX_LEVELS],
     pub(crate) moved_files_from: [AtomicU64; MAX_LEVELS],
+    pub(crate) moves_from: [AtomicU64; MAX_LEVELS],
     pub(crate) flushed_to: [AtomicU64; MAX_LEVELS],
     pub(crate) trivial_moves: AtomicU64,
     pub(crate) read_compactions: AtomicU64,
@@ -66,6 +67,9 @@ pub struct StatsSnapshot {
     pub merges_by_input_level: Vec<u64>,
     /// Tables moved down without rewriting, by the level they left.
     pub moved_files_by_input_level: Vec<u64>,
+    /// Move operations (one may move many tables: HyperLevelDB moves every table of a
+    /// level that overlaps nothing below at once), by the level they left.
+    pub moves_by_input_level: Vec<u64>,
     /// Flushed tables by the level they were placed in (deeper than 0 only with
     /// `Options::max_mem_compaction_level`).
     pub flushed_tables_per_level: Vec<u64>,
@@ -110,10 +114,17 @@ pub struct StatsSnapshot {
 }
 
 impl StatsSnapshot {
-    /// Level compactions as LevelDB-family logs count them: merges plus moved tables.
+    /// Level compactions as the OHDB paper's C counts them (issue 30): merges plus move
+    /// operations (a move of many tables at once is one operation, as HyperLevelDB does
+    /// it). Until issue 30 strata counted moved *tables* here; `moved_tables()` has those.
     pub fn level_compactions(&self) -> u64 {
         self.merges_by_input_level.iter().sum::<u64>()
-            + self.moved_files_by_input_level.iter().sum::<u64>()
+            + self.moves_by_input_level.iter().sum::<u64>()
+    }
+
+    /// Tables moved down without rewriting.
+    pub fn moved_tables(&self) -> u64 {
+        self.moved_files_by_input_level.iter().sum()
     }
 
     /// Tables in the tree at the time of the snapshot.
@@ -158,26 +169,31 @@ impl StatsSnapshot {
         let _ = writeln!(s, "** strata stats **");
         let _ = writeln!(
             s,
-            "Level  Files   Size(MiB)  Compactions  Read(MiB)  Write(MiB)  Merges-from  Moved-from"
+            "Level  Files   Size(MiB)  Compactions  Read(MiB)  Write(MiB)  Merges-from  Moves-from  Moved-from"
         );
         for (i, files) in self.files_per_level.iter().enumerate() {
             let get = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
             let _ = writeln!(
                 s,
-                "L{i:<5} {files:>5} {:>11.1} {:>12} {:>10.1} {:>11.1} {:>12} {:>11}",
+                "L{i:<5} {files:>5} {:>11.1} {:>12} {:>10.1} {:>11.1} {:>12} {:>11} {:>11}",
                 mib(self.bytes_per_level.get(i).copied().unwrap_or(0)),
                 get(&self.compactions),
                 mib(get(&self.compaction_read)),
                 mib(get(&self.compaction_written)),
                 get(&self.merges_by_input_level),
+                get(&self.moves_by_input_level),
                 get(&self.moved_files_by_input_level),
             );
         }
         let _ = writeln!(
             s,
-            "Tables (SN): {}; level compactions (C, merges + moved tables): {}; total written (TW): {:.1} MiB; compaction read (CR): {:.1} MiB, written (CW): {:.1} MiB",
+            "Tables (SN): {}; level compactions (C, merges + move operations): {} (L0 bucket or L0 merges {}, L1+ merges {}, move operations {}, moved tables {}); total written (TW): {:.1} MiB; compaction read (CR): {:.1} MiB, written (CW): {:.1} MiB",
             self.tables(),
             self.level_compactions(),
+            self.merges_by_input_level.first().copied().unwrap_or(0),
+            self.merges_by_input_level.iter().skip(1).sum::<u64>(),
+            self.moves_by_input_level.iter().sum::<u64>(),
+            self.moved_tables(),
             mib(self.total_bytes_written()),
             mib(self.compaction_bytes_read()),
             mib(self.compaction_bytes_written())
@@ -267,6 +283,7 @@ impl Stats {
             compaction_written: arr(&self.compaction_written),
             merges_by_input_level: arr(&self.merges_from),
             moved_files_by_input_level: arr(&self.moved_files_from),
+            moves_by_input_level: arr(&self.moves_from),
             flushed_tables_per_level: arr(&self.flushed_to),
             trivial_moves: l(&self.trivial_moves),
             read_compactions: l(&self.read_compactions),
