@@ -307,12 +307,8 @@ fn cli() -> Command {
 fn open(m: &ArgMatches) -> Result<Db, Failure> {
     let path = m.get_one::<String>("db").expect("required");
     let create = m.get_flag("create");
-    if !create && !Path::new(path).join("CURRENT").exists() {
-        no_current(path, m)?;
-        return Err(Failure(
-            format!("{path}: not a strata database (no CURRENT file); --create makes one"),
-            2,
-        ));
+    if !create {
+        require_database(path, m, "; --create makes one")?;
     }
     let opts = Options {
         create_if_missing: create,
@@ -324,32 +320,27 @@ fn open(m: &ArgMatches) -> Result<Db, Failure> {
 /// The database `m` names, opened read-only (a command that only reads).
 fn open_read_only(m: &ArgMatches) -> Result<Db, Failure> {
     let path = m.get_one::<String>("db").expect("required");
-    if !Path::new(path).join("CURRENT").exists() {
-        no_current(path, m)?;
-        return Err(Failure(
-            format!("{path}: not a strata database (no CURRENT file)"),
-            2,
-        ));
-    }
+    require_database(path, m, "")?;
     Ok(Db::open_read_only(path, options(m)?)?)
 }
 
-/// A directory without CURRENT that holds tables, WALs or value files is a database that
-/// lost its CURRENT or MANIFEST: the engine refuses to open it (and so to create a database
-/// over it) with an error that points to `strata repair`; that error, not `--create`, is
-/// what the user needs to see.
-fn no_current(path: &str, m: &ArgMatches) -> Result<(), Failure> {
-    let opts = Options {
-        create_if_missing: false,
-        ..options(m)?
-    };
-    match Db::open(path, opts) {
+/// Ok if `path` holds a database (a CURRENT file). Otherwise the error to show: for a
+/// directory that holds tables, WALs or value files but no CURRENT (a database that lost its
+/// CURRENT or MANIFEST), the engine's, which points to `strata repair` (a read-only open,
+/// which creates nothing, gives it); for anything else, "not a strata database" and `hint`.
+fn require_database(path: &str, m: &ArgMatches, hint: &str) -> Result<(), Failure> {
+    if Path::new(path).join("CURRENT").exists() {
+        return Ok(());
+    }
+    match Db::open_read_only(path, options(m)?) {
         Err(e) if e.kind() == strata::ErrorKind::Corruption => Err(Failure(e.to_string(), 2)),
-        _ => Ok(()),
+        _ => Err(Failure(
+            format!("{path}: not a strata database (no CURRENT file){hint}"),
+            2,
+        )),
     }
 }
 
-/// The preset and directories `m` names.
 /// The options to open the database `m` names with: the `--preset` given; without one, the
 /// options its last writing open recorded in `OPTIONS` (so a tool opens an `ohdb-2dc`
 /// database with its level directory, a `blob` one with its value store, ...), or the
@@ -514,13 +505,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     }
     if name == "check" {
         let path = m.get_one::<String>("db").expect("required");
-        if !Path::new(path).join("CURRENT").exists() {
-            no_current(path, m)?;
-            return Err(Failure(
-                format!("{path}: not a strata database (no CURRENT file)"),
-                2,
-            ));
-        }
+        require_database(path, m, "")?;
         let mut out = BufWriter::new(io::stdout().lock());
         let problems = strata::inspect::check(Path::new(path), &options(m)?, &mut out)?;
         out.flush()?;

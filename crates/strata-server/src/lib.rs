@@ -221,17 +221,11 @@ struct Session {
     authed: bool,
     resp3: bool,
     quit: bool,
-    /// Inside MULTI: commands are queued, not run, until EXEC or DISCARD.
-    multi: Option<Multi>,
-}
-
-/// A MULTI block. Transactions are not supported yet, so EXEC runs nothing: it answers
-/// EXECABORT and drops the queue (redis-py's default pipeline sends MULTI ... EXEC; before,
-/// the queued commands ran one by one while the client saw an error, and a retry applied
-/// them twice).
-#[derive(Default)]
-struct Multi {
-    queued: usize,
+    /// Inside MULTI: commands are answered QUEUED and not run. Transactions are not
+    /// supported yet, so EXEC runs nothing: it answers EXECABORT (redis-py's default
+    /// pipeline sends MULTI ... EXEC; before, the queued commands ran one by one while the
+    /// client saw an error, and a retry applied them twice).
+    in_multi: bool,
 }
 
 /// Whether `given` is the password `expected`, in time that depends on the lengths only
@@ -322,7 +316,7 @@ impl Server {
             authed: self.config.requirepass.is_none(),
             resp3: false,
             quit: false,
-            multi: None,
+            in_multi: false,
         };
         let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
         let mut chunk = vec![0u8; 64 << 10];
@@ -435,17 +429,17 @@ impl Server {
             out.error("NOAUTH Authentication required.");
             return;
         }
-        if let Some(m) = s.multi.as_mut() {
+        if s.in_multi {
             match name.as_str() {
                 "EXEC" => {
-                    s.multi = None;
+                    s.in_multi = false;
                     out.error(
                         "EXECABORT Transaction discarded: strata-server does not run MULTI/EXEC \
                          transactions yet (nothing queued was applied)",
                     );
                 }
                 "DISCARD" => {
-                    s.multi = None;
+                    s.in_multi = false;
                     out.simple("OK");
                 }
                 "MULTI" => out.error("ERR MULTI calls can not be nested"),
@@ -453,10 +447,7 @@ impl Server {
                     out.simple("OK");
                     s.quit = true;
                 }
-                _ => {
-                    m.queued += 1;
-                    out.simple("QUEUED");
-                }
+                _ => out.simple("QUEUED"),
             }
             return;
         }
@@ -480,7 +471,7 @@ impl Server {
                 }
                 "MULTI" => {
                     if arity(argc == 1, out) {
-                        s.multi = Some(Multi::default());
+                        s.in_multi = true;
                         out.simple("OK");
                     }
                 }

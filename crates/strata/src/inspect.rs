@@ -51,8 +51,8 @@ pub struct TableDump {
 
 /// An error writing the dump's output (never the file being read: a closed pipe is the
 /// reader's doing, not the table's).
-fn io(_path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io("writing", Path::new("the output"), e)
+fn io(e: std::io::Error) -> Error {
+    Error::io("writing", Path::new("the output"), e)
 }
 
 fn show_value(kind: ValueKind, value: &[u8], show: &dyn Fn(&[u8]) -> String) -> String {
@@ -85,9 +85,8 @@ pub fn dump_table(
     let fs = RealFs::new();
     let file = fs.open_with(path, ReadAccess::Positional)?;
     let table = Arc::new(Table::open(file, path, None)?);
-    let w = io(path);
     let p = table.properties();
-    writeln!(out, "table {}", path.display()).map_err(&w)?;
+    writeln!(out, "table {}", path.display()).map_err(io)?;
     writeln!(
         out,
         "  entries {} (deletions {}), keys {} B, values {} B, sequences {}..={}",
@@ -98,13 +97,13 @@ pub fn dump_table(
         p.smallest_seq,
         p.largest_seq
     )
-    .map_err(&w)?;
+    .map_err(io)?;
     writeln!(
         out,
         "  file {} B: data {} B in {} blocks, index {} B, filter {} B",
         p.file_size, p.data_size, p.num_data_blocks, p.index_size, p.filter_size
     )
-    .map_err(&w)?;
+    .map_err(io)?;
     let mut problems = Vec::new();
     for (i, (last, h)) in table.data_blocks()?.into_iter().enumerate() {
         let last = key::parse(&last).map_or_else(|| show(&last), |k| show(k.user_key));
@@ -113,14 +112,14 @@ pub fn dump_table(
             "  block {i} at {} size {}, index key {last}",
             h.offset, h.size
         )
-        .map_err(&w)?;
+        .map_err(io)?;
         if !what.entries && !what.verify {
             continue;
         }
         let block = match table.read_verified(h) {
             Ok(b) => b,
             Err(e) => {
-                writeln!(out, "    DAMAGED: {e}").map_err(&w)?;
+                writeln!(out, "    DAMAGED: {e}").map_err(io)?;
                 problems.push(Problem {
                     file: path.to_path_buf(),
                     offset: h.offset,
@@ -146,7 +145,7 @@ pub fn dump_table(
                 ),
                 None => writeln!(out, "    (bad internal key {})", show(it.key())),
             }
-            .map_err(&w)?;
+            .map_err(io)?;
             it.next();
         }
         if let Err(e) = it.status() {
@@ -166,7 +165,7 @@ pub fn dump_table(
             p.num_data_blocks,
             problems.len()
         )
-        .map_err(&w)?;
+        .map_err(io)?;
     }
     Ok(problems)
 }
@@ -179,7 +178,6 @@ fn walk_log(
     mut record: impl FnMut(&mut dyn Write, u64, Vec<u8>) -> std::io::Result<Option<String>>,
 ) -> Result<Vec<Problem>> {
     let data = crate::fs::read_all(&RealFs::new(), path)?;
-    let w = io(path);
     let mut reader = LogReader::new(data);
     let mut problems = Vec::new();
     let problem = |offset: u64, what: String| Problem {
@@ -190,13 +188,13 @@ fn walk_log(
     loop {
         match reader.next_event() {
             LogEvent::Record { data, offset } => {
-                if let Some(bad) = record(out, offset, data).map_err(&w)? {
+                if let Some(bad) = record(out, offset, data).map_err(io)? {
                     problems.push(problem(offset, bad));
                 }
             }
             LogEvent::End => break,
             LogEvent::Torn { offset } => {
-                writeln!(out, "offset {offset}: torn tail (a record cut short)").map_err(&w)?;
+                writeln!(out, "offset {offset}: torn tail (a record cut short)").map_err(io)?;
                 problems.push(problem(offset, "torn tail".into()));
                 break;
             }
@@ -206,7 +204,7 @@ fn walk_log(
                 at_tail,
             } => {
                 let tail = if at_tail { " (only zeros follow)" } else { "" };
-                writeln!(out, "offset {offset}: DAMAGED: {reason}{tail}").map_err(&w)?;
+                writeln!(out, "offset {offset}: DAMAGED: {reason}{tail}").map_err(io)?;
                 problems.push(problem(offset, format!("{reason}{tail}")));
             }
         }
@@ -396,13 +394,11 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     use crate::placement::Placement;
 
     let fs = RealFs::new();
-    let placement = Placement::new(dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
-        .with_value_dir(opts.value_dir.as_deref());
+    let placement = Placement::of(dir, opts);
     let current = String::from_utf8_lossy(&crate::fs::read_all(&fs, &placement.current_path())?)
         .trim()
         .to_string();
     let manifest = dir.join(&current);
-    let w = io(dir);
     let mut problems = Vec::new();
     let mut sink = std::io::sink();
     // Replay the manifest: the live tables, value files and the oldest WAL needed.
@@ -438,7 +434,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             Err(e) => Ok(Some(format!("bad edit at {offset}: {e}"))),
         },
     )?);
-    writeln!(out, "manifest {}", manifest.display()).map_err(&w)?;
+    writeln!(out, "manifest {}", manifest.display()).map_err(io)?;
     if let Some(k) = &kept {
         // An open dropped a damaged manifest record: the files it may have named are kept,
         // unnamed, until a repair merges them back.
@@ -470,7 +466,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 what: e.to_string(),
             }),
         }
-        writeln!(out, "table {}", path.display()).map_err(&w)?;
+        writeln!(out, "table {}", path.display()).map_err(io)?;
     }
     for f in values.values() {
         let path = f.path(&placement);
@@ -482,7 +478,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 what: e.to_string(),
             }),
         }
-        writeln!(out, "value file {}", path.display()).map_err(&w)?;
+        writeln!(out, "value file {}", path.display()).map_err(io)?;
     }
     let mut wals: Vec<u64> = fs
         .list(placement.wal_dir())?
@@ -504,7 +500,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             found.retain(|p| p.what != "torn tail" && !p.what.ends_with("(only zeros follow)"));
         }
         problems.extend(found);
-        writeln!(out, "wal {}", path.display()).map_err(&w)?;
+        writeln!(out, "wal {}", path.display()).map_err(io)?;
     }
     Ok(problems)
 }
@@ -536,7 +532,6 @@ pub fn dump_value_file(
 ) -> Result<Vec<Problem>> {
     use crate::vstore::blob::{FOOTER_LEN, HEADER_LEN, MAGIC};
     let bytes = crate::fs::read_all(&RealFs::new(), path)?;
-    let w = io(path);
     let blob = path.extension().is_some_and(|e| e == "blob");
     let vlog = path.extension().is_some_and(|e| e == "vlog");
     if !blob && !vlog {
@@ -569,7 +564,7 @@ pub fn dump_value_file(
             path.display(),
             bytes.len()
         )
-        .map_err(&w)?;
+        .map_err(io)?;
     } else {
         writeln!(
             out,
@@ -577,7 +572,7 @@ pub fn dump_value_file(
             path.display(),
             bytes.len()
         )
-        .map_err(&w)?;
+        .map_err(io)?;
     }
     let kind = if blob {
         crate::vstore::ValueFileKind::Blob
@@ -593,10 +588,10 @@ pub fn dump_value_file(
             show(r.key),
             show(r.value)
         )
-        .map_err(&w)?;
+        .map_err(io)?;
     }
     if let Some((at, what)) = stop {
-        writeln!(out, "  offset {at}: DAMAGED: {what}").map_err(&w)?;
+        writeln!(out, "  offset {at}: DAMAGED: {what}").map_err(io)?;
         problems.push(problem(at, format!("value record: {what}")));
     }
     Ok(problems)

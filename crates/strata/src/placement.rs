@@ -82,6 +82,13 @@ impl Placement {
         }
     }
 
+    /// Where the database at `db_dir` keeps its files under `opts` (its WAL, level and value
+    /// directories).
+    pub fn of(db_dir: &Path, opts: &crate::Options) -> Self {
+        Placement::new(db_dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
+            .with_value_dir(opts.value_dir.as_deref())
+    }
+
     /// The same, with value-store files in `value_dir` (default: the database directory).
     #[must_use]
     pub fn with_value_dir(mut self, value_dir: Option<&Path>) -> Self {

@@ -67,8 +67,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     if !fs.exists(dir) {
         return Ok(());
     }
-    let placement = Placement::new(dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
-        .with_value_dir(opts.value_dir.as_deref());
+    let placement = Placement::of(dir, opts);
     let lock_path = dir.join(filename::LOCK);
     let lock = fs.lock(&lock_path)?;
     // CURRENT first: from then on no open takes what is left for a database.
@@ -99,8 +98,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     opts.validate()?;
     let fs = opts.fs.clone();
-    let placement = Placement::new(dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
-        .with_value_dir(opts.value_dir.as_deref());
+    let placement = Placement::of(dir, opts);
     for d in placement.dirs() {
         crate::fs::create_dir_durable(&*fs, d)?;
     }

@@ -151,7 +151,6 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         for f in &c.inputs {
             edit.new_files.push((c.output_level, (**f).clone()));
         }
-        Stats::add(&db.stats.trivial_moves, 1);
         Stats::add(&db.stats.moves_from[in_level], 1);
         Stats::add(&db.stats.moved_files_from[in_level], c.inputs.len() as u64);
     } else {

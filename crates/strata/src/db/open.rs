@@ -26,8 +26,7 @@ use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let fs = opts.fs.clone();
-    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
-        .with_value_dir(opts.value_dir.as_deref());
+    let placement = Placement::of(path, &opts);
     let exists = fs.exists(&placement.current_path());
     if !exists {
         refuse_files_without_current(&*fs, path, &placement)?;
@@ -271,8 +270,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
 pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let fs = opts.fs.clone();
-    let placement = Placement::new(path, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
-        .with_value_dir(opts.value_dir.as_deref());
+    let placement = Placement::of(path, &opts);
     if !fs.exists(&placement.current_path()) {
         refuse_files_without_current(&*fs, path, &placement)?;
         return Err(Error::invalid(format!(

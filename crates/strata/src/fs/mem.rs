@@ -54,11 +54,10 @@ struct State {
     locks: BTreeSet<PathBuf>,
 }
 
-/// Whether `path`'s directory chain survives a power cut: every ancestor directory that has
-/// a parent is durable (a file or directory under a lost directory is lost with it).
-fn chain_durable(durable_dirs: &BTreeSet<PathBuf>, path: &Path) -> bool {
-    path.ancestors()
-        .skip(1)
+/// Whether directory `dir` survives a power cut: it and every directory above it that has
+/// a parent are durable (whatever is under a lost directory is lost with it).
+fn dir_durable(durable_dirs: &BTreeSet<PathBuf>, dir: &Path) -> bool {
+    dir.ancestors()
         .filter(|d| d.parent().is_some_and(|p| !p.as_os_str().is_empty()))
         .all(|d| durable_dirs.contains(d))
 }
@@ -110,7 +109,10 @@ impl MemFs {
         let mut copies: BTreeMap<*const Mutex<Inode>, InodeRef> = BTreeMap::new();
         let mut durable = BTreeMap::new();
         for (path, inode) in &st.durable {
-            if !chain_durable(&st.durable_dirs, path) {
+            if !path
+                .parent()
+                .is_none_or(|d| dir_durable(&st.durable_dirs, d))
+            {
                 continue;
             }
             let key = Arc::as_ptr(inode);
@@ -147,7 +149,7 @@ impl MemFs {
                 dirs: st
                     .dirs
                     .iter()
-                    .filter(|d| chain_durable(&st.durable_dirs, &d.join("x")))
+                    .filter(|d| dir_durable(&st.durable_dirs, d))
                     .cloned()
                     .collect(),
                 durable_dirs: st.durable_dirs.clone(),

@@ -454,7 +454,10 @@ fn dynamic_sizing_compacts_l0_into_the_base_level() {
 
 /// A random tree under random options derived from `preset`, or `None` when `validate`
 /// refuses the options drawn.
-fn random_case(rng: &mut TestRng, preset: &str) -> Option<(Version, Options, Placement)> {
+fn random_case(
+    rng: &mut strata_testkit::Rng,
+    preset: &str,
+) -> Option<(Version, Options, Placement)> {
     use crate::options::{BucketBoundaries, CompactionPicker, L0Layout, LevelSizing};
     let mut o = Options::preset(preset).unwrap();
     o.num_levels = 2 + rng.below(6) as usize;
@@ -550,31 +553,13 @@ fn file_bytes(n: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta
     crate::file_meta::test_table_bytes(n, lo, hi, size, seq)
 }
 
-/// SplitMix64, for the random trees (the testkit's generator is not a dependency of unit
-/// tests).
-struct TestRng(u64);
-
-impl TestRng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        (self.below(1 << 20) as f64) < p * (1 << 20) as f64
-    }
-}
-
 /// The liveness rule (docs/design/baselines.md, "Liveness"): whenever the tree stops writes,
 /// the picker, with no job running, hands out a job. Random trees under every preset with
 /// its options varied within what `validate` accepts; a failure prints the tree's shape.
 #[test]
 fn a_stopped_tree_always_has_a_runnable_job() {
     let presets = Options::PRESETS;
-    let mut rng = TestRng(35);
+    let mut rng = strata_testkit::Rng::new(35);
     let busy = HashSet::new();
     let (mut stopped, mut cases) = (0, 0);
     for i in 0..12_000 {
