@@ -80,16 +80,22 @@ pub fn configs() -> Vec<Config> {
             build: |_, fs| stopping(small(Options::hyperleveldb(), fs)),
         },
         Config {
+            name: "hyperleveldb-1.0",
+            build: |_, fs| small(Options::hyperleveldb_1_0(), fs),
+        },
+        Config {
             name: "ohdb-l0p",
             build: |_, fs| small(Options::ohdb_l0p(), fs),
         },
-        // OHDB's buckets waiting for L1 to drain, as the paper's HyperLevelDB base does (the
-        // presets do not wait yet: `l0_skips_l1_wait`).
+        // OHDB's buckets merging into L1 without waiting for it to drain (not the paper's
+        // mechanism: `l0_skips_l1_wait`), on HyperLevelDB 1.2's geometry where it began.
         Config {
-            name: "ohdb-l0p-wait",
+            name: "ohdb-l0p-skip",
             build: |_, fs| Options {
-                l0_skips_l1_wait: false,
-                ..small(Options::ohdb_l0p(), fs)
+                l0_layout: strata::L0Layout::Buckets,
+                compaction_yields_to_flush: true,
+                l0_skips_l1_wait: true,
+                ..small(Options::hyperleveldb(), fs)
             },
         },
         // OHDB's buckets with a finite stop trigger: the fullest bucket stops writes.

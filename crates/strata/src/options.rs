@@ -42,6 +42,11 @@ pub enum LevelSizing {
     /// limit: at 3 tables in L1, 31 in L2, 481 in L3 with HyperLevelDB's sizes.
     /// `max_bytes_for_level_multiplier` is not used.
     HyperLevelDb,
+    /// HyperLevelDB 1.0's table (`MaxBytesForLevel` in its `db/version_set.cc` of that
+    /// time): L1 and L2 both hold `max_bytes_for_level_base` (100 MiB in its preset), each
+    /// deeper level 10x the one above (100 MiB, 100 MiB, 1000 MiB, 10000 MiB, ...). A level's
+    /// score is its bytes over its target. `max_bytes_for_level_multiplier` is not used.
+    HyperLevelDb10,
     /// RocksDB's `level_compaction_dynamic_level_bytes`: targets are set from the bottom up.
     /// The last level's target is the size of the largest level; each level above it holds
     /// `max_bytes_for_level_multiplier` times less, up to the first whose target is at most
@@ -67,6 +72,9 @@ pub enum TableCut {
     /// inputs from L0-L3, then 8, 16, 32 MiB; scaled the same way) it is cut wherever its
     /// keys cross the first or last key of a table of the level below the output.
     GrandparentBoundaries,
+    /// At `target_file_size_base` bytes only, whatever the tables below the output hold
+    /// (HyperLevelDB 1.0: one table size at every level, no grandparent rule).
+    Size,
 }
 
 /// Which compaction runs next, and which files it takes.
@@ -85,6 +93,15 @@ pub enum CompactionPicker {
     /// 16 times the level's largest output table (see [`TableCut`]); otherwise the table
     /// that overlaps the fewest tables below.
     HyperLevelDb,
+    /// HyperLevelDB 1.0's picker (its `PickCompactionLevel` and `PickCompaction` of that
+    /// time): the shallowest level, L0 included, that is over its target while the level
+    /// below it is not (the level above the last always may go), so L0 waits while L1 is
+    /// over its target and pressure is relieved from the deepest full level up. Within a
+    /// level >= 1, as [`CompactionPicker::HyperLevelDb`], with two differences: the run's cap
+    /// is 16 tables of `target_file_size_base` out of L0-L2 and 32 deeper; and out of L1-L3,
+    /// when the best run's ratio times the level's bytes reaches the next level's bytes, the
+    /// whole level is merged into the next one.
+    HyperLevelDb10,
 }
 
 /// What a write does while L0 presses past its slowdown point (see
@@ -554,13 +571,15 @@ impl Options {
                     o.compaction_priority = pick!(value, CPr::RoundRobin, CPr::MinOverlappingRatio)
                 }
                 "compaction_picker" => {
-                    o.compaction_picker = pick!(value, CP::Leveled, CP::HyperLevelDb)
+                    o.compaction_picker =
+                        pick!(value, CP::Leveled, CP::HyperLevelDb, CP::HyperLevelDb10)
                 }
                 "level_sizing" => {
                     o.level_sizing = pick!(
                         value,
                         LevelSizing::Classic,
                         LevelSizing::HyperLevelDb,
+                        LevelSizing::HyperLevelDb10,
                         LevelSizing::Dynamic
                     )
                 }
@@ -568,7 +587,8 @@ impl Options {
                     o.table_cut = pick!(
                         value,
                         TableCut::GrandparentOverlap,
-                        TableCut::GrandparentBoundaries
+                        TableCut::GrandparentBoundaries,
+                        TableCut::Size
                     )
                 }
                 "max_mem_compaction_level" => o.max_mem_compaction_level = size(value)?,
@@ -916,29 +936,45 @@ impl Options {
         }
     }
 
-    /// OHDB-L0P: `hyperleveldb` with L0 split into `l0_buckets` partition buckets (10), each
-    /// compacted into L1 alone at `bucket_compaction_trigger` tables (4), and flushes before
-    /// further compactions (`compaction_yields_to_flush`). docs/design/ohdb.md.
-    ///
-    /// For now a full bucket does not wait for L1 to drain (`l0_skips_l1_wait`), which is
-    /// not the paper's mechanism: on `hyperleveldb`'s geometry (1.2's small deep tables)
-    /// waiting stalls the fill (issue 30's first look, BENCHMARKS.md). The paper's
-    /// mechanism becomes the default together with HyperLevelDB 1.0's geometry (issue 30).
-    pub fn ohdb_l0p() -> Self {
+    /// HyperLevelDB 1.0 (the rules of its `db/version_set.cc` while it kept one table size,
+    /// the baseline the OHDB paper measures against: "fixed sizes of SST (8MB)"): `hyperleveldb`
+    /// with 8 MiB tables at every level cut by size alone ([`TableCut::Size`]), L1 and L2 of
+    /// 100 MiB and x10 below ([`LevelSizing::HyperLevelDb10`], scored by bytes), and its picker
+    /// of that time ([`CompactionPicker::HyperLevelDb10`]: L0 and each level wait while the
+    /// level below is over its target; whole-level merges out of L1-L3 when they are no
+    /// worse than the best run). Flush thread, L0 triggers and slowdown as `hyperleveldb`.
+    /// docs/design/baselines.md says what was read where.
+    pub fn hyperleveldb_1_0() -> Self {
         Options {
-            l0_layout: L0Layout::Buckets,
-            compaction_yields_to_flush: true,
-            l0_skips_l1_wait: true,
+            max_bytes_for_level_base: 100 * MIB as u64,
+            level_sizing: LevelSizing::HyperLevelDb10,
+            target_file_size_base: 8 * MIB as u64,
+            table_cut: TableCut::Size,
+            compaction_picker: CompactionPicker::HyperLevelDb10,
             ..Options::hyperleveldb()
         }
     }
 
-    /// OHDB-2DC: `hyperleveldb` with tables of levels >= 1 in `level_dir` (the second disk),
-    /// WALs, manifest and L0 in the database directory.
+    /// OHDB-L0P as the paper builds it: its baseline `hyperleveldb-1.0` with L0 split into
+    /// `l0_buckets` partition buckets (10), each compacted into L1 alone at
+    /// `bucket_compaction_trigger` tables (4) under the baseline's own picker (a full bucket
+    /// waits while L1 is over its target, as L0 does), and flushes before further
+    /// compactions (`compaction_yields_to_flush`). docs/design/ohdb.md.
+    pub fn ohdb_l0p() -> Self {
+        Options {
+            l0_layout: L0Layout::Buckets,
+            compaction_yields_to_flush: true,
+            l0_skips_l1_wait: false,
+            ..Options::hyperleveldb_1_0()
+        }
+    }
+
+    /// OHDB-2DC: `hyperleveldb-1.0` with tables of levels >= 1 in `level_dir` (the second
+    /// disk), WALs, manifest and L0 in the database directory.
     pub fn ohdb_2dc(level_dir: impl Into<PathBuf>) -> Self {
         Options {
             level_dir: Some(level_dir.into()),
-            ..Options::hyperleveldb()
+            ..Options::hyperleveldb_1_0()
         }
     }
 
@@ -1018,6 +1054,7 @@ impl Options {
         "default",
         "leveldb",
         "hyperleveldb",
+        "hyperleveldb-1.0",
         "rocksdb",
         "ohdb-l0p",
         "ohdb-2dc",
@@ -1036,11 +1073,12 @@ impl Options {
             "default" => Ok(Options::default()),
             "leveldb" => Ok(Options::leveldb()),
             "hyperleveldb" => Ok(Options::hyperleveldb()),
+            "hyperleveldb-1.0" => Ok(Options::hyperleveldb_1_0()),
             "rocksdb" => Ok(Options::rocksdb()),
             "ohdb-l0p" => Ok(Options::ohdb_l0p()),
             // The second directory is the caller's to give (`level_dir`); without it these
-            // are `hyperleveldb` and `ohdb-l0p` on one directory.
-            "ohdb-2dc" => Ok(Options::hyperleveldb()),
+            // are `hyperleveldb-1.0` and `ohdb-l0p` on one directory.
+            "ohdb-2dc" => Ok(Options::hyperleveldb_1_0()),
             "ohdb-c" => Ok(Options::ohdb_l0p()),
             "blob" => Ok(Options::blob()),
             "wisckey" => Ok(Options::wisckey()),
@@ -1081,6 +1119,8 @@ impl Options {
                 LevelSizing::Classic | LevelSizing::Dynamic => self.max_bytes_for_level_multiplier,
                 LevelSizing::HyperLevelDb if l == 1 => 4.0,
                 LevelSizing::HyperLevelDb => 8.0,
+                LevelSizing::HyperLevelDb10 if l == 1 => 1.0,
+                LevelSizing::HyperLevelDb10 => 10.0,
             };
         }
         b as u64

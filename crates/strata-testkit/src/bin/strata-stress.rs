@@ -14,7 +14,7 @@
 //!   fails the run with the tree's shape: Options::write_stall_limit; 0 waits for ever)
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
-//!               [--presets=default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob,wisckey] [--threads=4] [--keys=20000]
+//!               [--presets=every preset in Options::PRESETS] [--threads=4] [--keys=20000]
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -538,10 +538,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     let kills: u32 = a.get("kills", 20)?;
     let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
     let presets: Vec<String> = a
-        .str(
-            "presets",
-            "default,leveldb,hyperleveldb,rocksdb,ohdb-l0p,ohdb-2dc,ohdb-c,blob,wisckey",
-        )
+        .str("presets", &Options::PRESETS.join(","))
         .split(',')
         .map(str::to_string)
         .collect();

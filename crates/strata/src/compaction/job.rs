@@ -194,6 +194,7 @@ impl CompactionJob<'_> {
                                 gp_overlap > self.max_grandparent_overlap
                             }
                             TableCut::GrandparentBoundaries => size >= min_size && crossed,
+                            TableCut::Size => false,
                         }
                 });
                 if cut {

@@ -209,7 +209,8 @@ impl WritePressure {
 pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     match ctx.opts.compaction_picker {
         CompactionPicker::Leveled => pick_leveled(ctx),
-        CompactionPicker::HyperLevelDb => hyper::pick(ctx),
+        CompactionPicker::HyperLevelDb => hyper::pick(ctx, hyper::Rules::V1_2),
+        CompactionPicker::HyperLevelDb10 => hyper::pick(ctx, hyper::Rules::V1_0),
     }
     .or_else(|| pick_idle(ctx))
     .or_else(|| pick_value_gc(ctx))

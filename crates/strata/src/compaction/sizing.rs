@@ -1,7 +1,7 @@
 //! Level targets, level scores and table sizes: the rules `Options::level_sizing` and
 //! `Options::table_cut` choose. Pure functions; the pickers and the compaction job ask here.
 
-use crate::options::{LevelSizing, Options, TableCut};
+use crate::options::{CompactionPicker, LevelSizing, Options, TableCut};
 use crate::version::Version;
 
 /// HyperLevelDB's largest output table by input level, in MiB (its `MaxFileSizeForLevel`).
@@ -13,12 +13,12 @@ const HYPER_BASE_MIB: u64 = 64;
 
 /// The (smallest, largest) table a compaction out of `input_level` writes, in bytes. The
 /// smallest is where a table may first be cut at a grandparent boundary
-/// (`TableCut::GrandparentBoundaries`); with `GrandparentOverlap` both are
+/// (`TableCut::GrandparentBoundaries`); with `GrandparentOverlap` and `Size` both are
 /// `target_file_size_base`.
 pub fn table_size_range(opts: &Options, input_level: usize) -> (u64, u64) {
     let target = opts.target_file_size_base;
     match opts.table_cut {
-        TableCut::GrandparentOverlap => (target, target),
+        TableCut::GrandparentOverlap | TableCut::Size => (target, target),
         TableCut::GrandparentBoundaries => {
             let i = input_level.min(HYPER_MAX_TABLE_MIB.len() - 1);
             let scale = |mib: u64| {
@@ -30,9 +30,16 @@ pub fn table_size_range(opts: &Options, input_level: usize) -> (u64, u64) {
     }
 }
 
-/// The most input bytes (both levels) a HyperLevelDB-style pick out of `level` takes.
+/// The most input bytes (both levels) a HyperLevelDB-style run out of `level` takes: 16
+/// times the level's largest output table, or with HyperLevelDB 1.0's picker its
+/// `MaxCompactionBytesForLevel` (128 MiB out of L0-L2, 256 MiB deeper, for its 8 MiB
+/// tables: 16 and 32 tables).
 pub fn max_compaction_bytes(opts: &Options, level: usize) -> u64 {
-    table_size_range(opts, level).1.saturating_mul(16)
+    let tables = match opts.compaction_picker {
+        CompactionPicker::HyperLevelDb10 if level >= 3 => 32,
+        _ => 16,
+    };
+    table_size_range(opts, level).1.saturating_mul(tables)
 }
 
 /// The level L0 compacts into: 1, or with [`LevelSizing::Dynamic`] the base level.
@@ -110,7 +117,7 @@ pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
     let target = opts.max_bytes_for_level(level).max(1);
     let by_bytes = bytes as f64 / target as f64;
     match opts.level_sizing {
-        LevelSizing::Classic | LevelSizing::Dynamic => by_bytes,
+        LevelSizing::Classic | LevelSizing::Dynamic | LevelSizing::HyperLevelDb10 => by_bytes,
         LevelSizing::HyperLevelDb => {
             // Tables the level holds at its mean table size, rounded down as HyperLevelDB's
             // integer division does (3 for its L1: 128 MiB / 32.5 MiB).
@@ -146,6 +153,15 @@ mod tests {
         let d = Options::default();
         assert_eq!(table_size_range(&d, 3), (64 * MIB, 64 * MIB));
         assert_eq!(d.max_bytes_for_level(3), 25600 * MIB);
+        // HyperLevelDB 1.0: one table size, L1 = L2, then x10; caps of 16 and 32 tables.
+        let h = Options::hyperleveldb_1_0();
+        let targets: Vec<u64> = (1..7).map(|l| h.max_bytes_for_level(l) / MIB).collect();
+        assert_eq!(targets, vec![100, 100, 1000, 10000, 100000, 1000000]);
+        for level in 0..7 {
+            assert_eq!(table_size_range(&h, level), (8 * MIB, 8 * MIB));
+        }
+        let caps: Vec<u64> = (0..7).map(|l| max_compaction_bytes(&h, l) / MIB).collect();
+        assert_eq!(caps, vec![128, 128, 128, 256, 256, 256, 256]);
         // A smaller target scales HyperLevelDB's tables (OHDB varied it).
         let small = Options {
             target_file_size_base: 8 * MIB,

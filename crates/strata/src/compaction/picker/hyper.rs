@@ -1,20 +1,28 @@
-//! HyperLevelDB's picker (`CompactionPicker::HyperLevelDb`), read from its
-//! `db/version_set.cc` (`PickCompactionLevel`, `PickCompaction`) and restated here:
+//! HyperLevelDB's pickers (`CompactionPicker::HyperLevelDb`, `HyperLevelDb10`), read from
+//! its `db/version_set.cc` (`PickCompactionLevel`, `PickCompaction`) at two points of its
+//! history and restated here:
 //!
-//! - Level: the shallowest level n >= 1 whose score is >= 1 and >= the score of level n + 1
-//!   (so a level is not pushed into one that is even fuller; the last level scores 0, as
-//!   HyperLevelDB leaves it unscored: a full last level never blocks the level above, which
-//!   once stopped writes for good, issue 35). L0 instead, whenever its score
-//!   is >= 1 and L1's is <= 1: L0 waits while L1 drains, so each L0 compaction merges the
-//!   tables gathered meanwhile. OHDB's buckets wait the same way (the paper changes only
-//!   flush priority); `Options::l0_skips_l1_wait` lets a layout that compacts part of L0 at a
-//!   time skip the wait, a variant that is not the paper's (issue 30).
+//! - Level, 1.2 ([`Rules::V1_2`], rescrv/HyperLevelDB 8aa0071): the shallowest level n >= 1
+//!   whose score is >= 1 and >= the score of level n + 1 (so a level is not pushed into one
+//!   that is even fuller; the last level scores 0, as HyperLevelDB leaves it unscored: a full
+//!   last level never blocks the level above, which once stopped writes for good, issue 35).
+//!   L0 instead, whenever its score is >= 1 and L1's is <= 1: L0 waits while L1 drains, so
+//!   each L0 compaction merges the tables gathered meanwhile.
+//! - Level, 1.0 ([`Rules::V1_0`], the version of one 8 MiB table size): the shallowest
+//!   level, L0 included, whose score is >= 1 while the next level's is < 1; the level above
+//!   the last may always go. L0 waits for L1 the same way, and a chain of full levels is
+//!   relieved from its deepest level up.
+//! - OHDB's buckets wait for L1 as L0 does (the paper changes only flush priority);
+//!   `Options::l0_skips_l1_wait` lets a layout that compacts part of L0 at a time skip the
+//!   wait, a variant that is not the paper's (issue 30).
 //! - L0: its layout's pick, at most the 32 oldest tables.
 //! - Level n >= 1: every table that overlaps nothing in level n + 1 moves down in one step;
 //!   if there is none, the contiguous run of tables with the best ratio of their bytes to the
-//!   bytes they overlap below (ties: the smaller run), as long as both together stay under 16
-//!   times the level's largest output table; if no run fits, the table that overlaps the
-//!   fewest tables below.
+//!   bytes they overlap below (ties: the smaller run), as long as both together stay under
+//!   the cap (`sizing::max_compaction_bytes`); 1.0 only: out of L1-L3, the whole level when
+//!   the best run's ratio times the level's bytes reaches the next level's bytes ("the best
+//!   we could do would be wasteful and the level has more data than the next: move it all");
+//!   if no run fits, the table that overlaps the fewest tables below.
 //! - Nothing due: a read-triggered compaction (after enough straight reads,
 //!   `Options::read_compaction_min_straight_reads`) of the shallowest level holding a table
 //!   whose read charges reached its allowance, picked the same way; the charged table itself
@@ -30,8 +38,28 @@ use crate::placement::FileKind;
 /// HyperLevelDB merges at most this many L0 tables at once.
 const MAX_L0_INPUTS: usize = 32;
 
+/// Which of HyperLevelDB's versions to pick as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rules {
+    /// HyperLevelDB 1.0 (`CompactionPicker::HyperLevelDb10`).
+    V1_0,
+    /// HyperLevelDB 1.2 (`CompactionPicker::HyperLevelDb`).
+    V1_2,
+}
+
+impl Rules {
+    /// The deepest input level out of which a whole level may be merged at once (1.0's
+    /// `level < 4`); 0 for none.
+    fn whole_level_below(self) -> usize {
+        match self {
+            Rules::V1_0 => 4,
+            Rules::V1_2 => 0,
+        }
+    }
+}
+
 /// Picks the next compaction the way HyperLevelDB does.
-pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
+pub fn pick(ctx: &PickContext<'_>, rules: Rules) -> Option<Compaction> {
     let v = ctx.version;
     let score = |level: usize| {
         if level == 0 {
@@ -41,21 +69,33 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
         }
     };
     let last = v.num_levels() - 1;
-    let mut level = (1..last).find(|&l| score(l) >= 1.0 && score(l) >= score(l + 1));
     let skips_wait = ctx.opts.l0_skips_l1_wait && !v.l0.compacts_all_of_l0();
-    if score(0) >= 1.0 && (score(1) <= 1.0 || skips_wait) {
-        level = Some(0);
-    }
+    let level = match rules {
+        Rules::V1_2 => {
+            let mut level = (1..last).find(|&l| score(l) >= 1.0 && score(l) >= score(l + 1));
+            if score(0) >= 1.0 && (score(1) <= 1.0 || skips_wait) {
+                level = Some(0);
+            }
+            level
+        }
+        Rules::V1_0 => {
+            if score(0) >= 1.0 && skips_wait {
+                Some(0)
+            } else {
+                (0..last).find(|&l| score(l) >= 1.0 && (l + 1 == last || score(l + 1) < 1.0))
+            }
+        }
+    };
     match level {
         Some(0) => pick_l0_oldest(ctx, CompactionReason::L0Trigger),
-        Some(l) => pick_level(ctx, l, None, CompactionReason::LevelSize),
-        None => pick_seek_driven(ctx),
+        Some(l) => pick_level(ctx, rules, l, None, CompactionReason::LevelSize),
+        None => pick_seek_driven(ctx, rules),
     }
 }
 
 /// HyperLevelDB's seek-driven compaction: the level of a table reads charged past its
 /// allowance, compacted as a size-triggered one would be.
-fn pick_seek_driven(ctx: &PickContext<'_>) -> Option<Compaction> {
+fn pick_seek_driven(ctx: &PickContext<'_>, rules: Rules) -> Option<Compaction> {
     let min = ctx.opts.read_compaction_min_straight_reads;
     if min > 0 && ctx.straight_reads <= min {
         return None;
@@ -71,7 +111,7 @@ fn pick_seek_driven(ctx: &PickContext<'_>) -> Option<Compaction> {
     if level == 0 {
         pick_l0_oldest(ctx, CompactionReason::Reads)
     } else {
-        pick_level(ctx, level, Some(file), CompactionReason::Reads)
+        pick_level(ctx, rules, level, Some(file), CompactionReason::Reads)
     }
 }
 
@@ -100,6 +140,7 @@ struct Span {
 /// (a seek-driven pick), taken when no run fits under the cap.
 fn pick_level(
     ctx: &PickContext<'_>,
+    rules: Rules,
     level: usize,
     charged: Option<&Arc<FileMeta>>,
     reason: CompactionReason,
@@ -164,7 +205,14 @@ fn pick_level(
             }
         }
     }
-    if let Some((i, j, _, _)) = best {
+    if let Some((i, j, ratio, _)) = best {
+        // 1.0: a level that, at the best ratio, outweighs the next one goes down whole.
+        let (all_upper, all_lower) = (upper_bytes[upper.len()], lower_bytes[lower.len()]);
+        if level < rules.whole_level_below() && all_upper as f64 * ratio >= all_lower as f64 {
+            if let Some(c) = ctx.finish(level, upper.to_vec(), reason) {
+                return Some(c);
+            }
+        }
         let run = upper[i..j].to_vec();
         if let Some(c) = ctx.finish(level, run, reason) {
             return Some(c);

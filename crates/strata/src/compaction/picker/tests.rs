@@ -322,6 +322,103 @@ fn hyperleveldb_picks_the_shallowest_level_not_fuller_than_the_next() {
     assert_eq!(c.level, 2);
 }
 
+/// HyperLevelDB 1.0's picker with small sizes: tables of 100 bytes, L1 and L2 of 1,000
+/// bytes, L3 10,000.
+fn hyper10_opts() -> Options {
+    Options {
+        compaction_picker: crate::options::CompactionPicker::HyperLevelDb10,
+        level_sizing: crate::options::LevelSizing::HyperLevelDb10,
+        table_cut: crate::options::TableCut::Size,
+        read_compaction_bytes: 0,
+        ..opts()
+    }
+}
+
+/// 1.0 relieves the deepest of a chain of full levels first, and a level (L0 too) goes
+/// only while the next one is under its target; 1.2 compares neighbouring scores.
+#[test]
+fn hyperleveldb_1_0_picks_a_full_level_above_one_that_is_not() {
+    let (busy, p) = (HashSet::new(), Placement::new(Path::new("/db"), None, None));
+    let (o10, o12) = (hyper10_opts(), hyper_opts());
+    let mut v = Version::new(5);
+    // L1 at 1.2, L2 at 1.1 (both targets 1,000 under 1.0's sizing), L3 nearly empty.
+    v.levels[1] = vec![file(1, "a", "c", 1200, 0)].into();
+    v.levels[2] = vec![file(2, "a", "b", 1100, 0)].into();
+    v.levels[3] = vec![file(3, "a", "a", 10, 0)].into();
+    let c = picker::pick(&ctx(&v, &o10, &busy, &p)).unwrap();
+    assert_eq!(c.level, 2, "1.0: L2 is full and L3 is not");
+    // L0 due and L1 exactly at its target: 1.0 drains L1 (L0 goes only below 1), while
+    // 1.2 lets L0 go (L1 <= 1).
+    v.levels[0] = (0..4)
+        .map(|i| file(10 + i, "a", "z", 50, i + 1))
+        .collect::<Vec<_>>()
+        .into();
+    v.levels[1] = vec![file(1, "a", "c", 1000, 0)].into();
+    v.levels[2] = vec![file(2, "a", "b", 100, 0)].into();
+    let c = picker::pick(&ctx(&v, &o10, &busy, &p)).unwrap();
+    assert_eq!(c.level, 1);
+    let o12 = Options {
+        max_bytes_for_level_base: 1000,
+        ..o12
+    };
+    let c = picker::pick(&ctx(&v, &o12, &busy, &p)).unwrap();
+    assert_eq!(c.level, 0);
+    // L1 under its target: L0 goes under 1.0 too.
+    v.levels[1] = vec![file(1, "a", "c", 900, 0)].into();
+    let c = picker::pick(&ctx(&v, &o10, &busy, &p)).unwrap();
+    assert_eq!(c.level, 0);
+}
+
+/// 1.0 merges a whole level (out of L1-L3) when its bytes at the best run's ratio reach the
+/// next level's bytes; 1.2 takes the best run.
+#[test]
+fn hyperleveldb_1_0_merges_a_whole_level_that_outweighs_the_next() {
+    let (busy, p) = (HashSet::new(), Placement::new(Path::new("/db"), None, None));
+    let mut v = Version::new(5);
+    v.levels[1] = vec![
+        file(1, "a", "b", 400, 0),
+        file(2, "c", "d", 400, 0),
+        file(3, "e", "f", 400, 0),
+    ]
+    .into();
+    // Best run: table 1 (or 1-2) at 400 / 100 = 4; 1,200 x 4 >= 900 below. (With L1 and
+    // L2 of one target, a full L1 over an L2 within its target nearly always goes whole.)
+    v.levels[2] = vec![
+        file(4, "a", "b", 100, 0),
+        file(5, "c", "d", 100, 0),
+        file(6, "e", "f", 700, 0),
+    ]
+    .into();
+    let c = picker::pick(&ctx(&v, &hyper10_opts(), &busy, &p)).unwrap();
+    assert_eq!(
+        (c.level, numbers(&c.inputs), numbers(&c.next_inputs)),
+        (1, vec![1, 2, 3], vec![4, 5, 6])
+    );
+    let o12 = Options {
+        max_bytes_for_level_base: 1000,
+        ..hyper_opts()
+    };
+    let c = picker::pick(&ctx(&v, &o12, &busy, &p)).unwrap();
+    assert_eq!((c.level, numbers(&c.inputs)), (1, vec![1]));
+    // One level down (L2 of 1,000 bytes over L3 of 10,000): the level below heavier than
+    // the level at the best ratio (1,200 x 4 < 9,200), the best run only.
+    let mut v = Version::new(5);
+    v.levels[2] = vec![
+        file(1, "a", "b", 400, 0),
+        file(2, "c", "d", 400, 0),
+        file(3, "e", "f", 400, 0),
+    ]
+    .into();
+    v.levels[3] = vec![
+        file(4, "a", "b", 100, 0),
+        file(5, "c", "d", 100, 0),
+        file(6, "e", "f", 9000, 0),
+    ]
+    .into();
+    let c = picker::pick(&ctx(&v, &hyper10_opts(), &busy, &p)).unwrap();
+    assert_eq!((c.level, numbers(&c.inputs)), (2, vec![1]));
+}
+
 #[test]
 fn hyperleveldb_moves_every_non_overlapping_table_at_once() {
     let (o, busy, p) = (
@@ -473,13 +570,17 @@ fn random_case(
         o.level0_stop_writes_trigger = o.level0_slowdown_writes_trigger + rng.below(6) as usize;
     }
     if rng.chance(0.3) {
-        o.compaction_picker =
-            [CompactionPicker::Leveled, CompactionPicker::HyperLevelDb][rng.below(2) as usize];
+        o.compaction_picker = [
+            CompactionPicker::Leveled,
+            CompactionPicker::HyperLevelDb,
+            CompactionPicker::HyperLevelDb10,
+        ][rng.below(3) as usize];
         o.level_sizing = [
             LevelSizing::Classic,
             LevelSizing::Dynamic,
             LevelSizing::HyperLevelDb,
-        ][rng.below(3) as usize];
+            LevelSizing::HyperLevelDb10,
+        ][rng.below(4) as usize];
     }
     if rng.chance(0.3) {
         o.l0_layout = [L0Layout::Flat, L0Layout::Buckets][rng.below(2) as usize];
