@@ -196,6 +196,7 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         "hard_pending_compaction_bytes_limit" => o.hard_pending_compaction_bytes_limit = u64_()?,
         "l0_buckets" => o.l0_buckets = usize_()?,
         "bucket_compaction_trigger" => o.bucket_compaction_trigger = usize_()?,
+        "bucket_compaction_bytes" => o.bucket_compaction_bytes = u64_()?,
         "max_manifest_file_size" => o.max_manifest_file_size = u64_()?,
         "l0_layout" => {
             use strata::L0Layout as L;

@@ -314,6 +314,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.l0_buckets {
         o.l0_buckets = v;
     }
+    if let Some(v) = flags.bucket_compaction_bytes {
+        o.bucket_compaction_bytes = v;
+    }
     if let Some(v) = flags.l0_skips_l1_wait {
         o.l0_skips_l1_wait = v;
     }

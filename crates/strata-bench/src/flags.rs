@@ -130,6 +130,8 @@ pub struct Flags {
     pub l0_buckets: Option<usize>,
     /// OHDB's buckets: tables that trigger a bucket's compaction (strata only).
     pub bucket_compaction_trigger: Option<usize>,
+    /// OHDB's buckets: bytes that also trigger a bucket's compaction (strata only).
+    pub bucket_compaction_bytes: Option<u64>,
     /// A bucket merges into L1 without waiting for L1 to drain (strata only; not the
     /// paper's mechanism).
     pub l0_skips_l1_wait: Option<bool>,
@@ -201,6 +203,7 @@ impl Default for Flags {
             device_model: None,
             l0_buckets: None,
             bucket_compaction_trigger: None,
+            bucket_compaction_bytes: None,
             l0_skips_l1_wait: None,
             bucket_boundaries: None,
             l0_layout: None,
@@ -391,6 +394,7 @@ impl Flags {
                 "device_model" => f.device_model = Some(v.to_string()),
                 "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
                 "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
+                "bucket_compaction_bytes" => f.bucket_compaction_bytes = Some(num(&name, v)?),
                 "l0_skips_l1_wait" => f.l0_skips_l1_wait = Some(num::<u8>(&name, v)? != 0),
                 "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
                 "l0_layout" => f.l0_layout = Some(v.to_string()),
@@ -522,6 +526,7 @@ strata-only flags:
   --seek_charging=while-mapped|always  when seeks charge tables (default: the preset's)
   --max_mem_compaction_level=N  deepest level a flush may place a table in (default: the preset's)
   --l0_buckets=N --bucket_compaction_trigger=N --bucket_boundaries=prefix|sampled
+  --bucket_compaction_bytes=N  a bucket also compacts at N bytes (0: tables only)
   --l0_skips_l1_wait=0|1  buckets merge into L1 without waiting for it to drain (not OHDB's)
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)

@@ -387,14 +387,19 @@ pub struct Options {
     /// Tables a bucket holds before it is compacted into L1 (`L0Layout::Buckets`).
     /// Defaults to 4.
     pub bucket_compaction_trigger: usize,
+    /// Bytes a bucket holds before it is compacted into L1, beside the table count
+    /// (`L0Layout::Buckets`; whichever is reached first). 0 (the default): the table count
+    /// alone, as OHDB's paper describes. With skewed keys a hot bucket's tables are large
+    /// and a cold bucket's small: the byte trigger merges hot buckets sooner, in merges of
+    /// similar size (docs/design/ohdb.md).
+    pub bucket_compaction_bytes: u64,
     /// With HyperLevelDB's picker and an L0 layout that compacts part of L0 at a time (OHDB's
     /// buckets): a bucket at its trigger compacts into L1 even while L1 is over its target.
     /// `false` (the default: the paper's mechanism, §III.A, whose only scheduling change is
     /// flush priority) keeps HyperLevelDB's rule that every L0 compaction waits for L1 to
-    /// drain. `true` (the `ohdb-*` presets' for now, see `Options::ohdb_l0p`) starves L1: its
-    /// merges into L2 wait behind the buckets', L1 grows into one large run, and each bucket
-    /// merge rewrites a slice of it (issue 30 measured 3.7-4x the baseline's compaction
-    /// bytes).
+    /// drain. `true` (a variant, not the paper's) starves L1: its merges into L2 wait behind
+    /// the buckets', L1 grows into one large run, and each bucket merge rewrites a slice of
+    /// it (issue 30 measured 2.5-4x the baseline's compaction bytes).
     pub l0_skips_l1_wait: bool,
     /// How bucket boundaries are chosen. Defaults to `Sampled`.
     pub bucket_boundaries: BucketBoundaries,
@@ -657,6 +662,7 @@ impl Options {
                 "l0_layout" => o.l0_layout = pick!(value, L0Layout::Flat, L0Layout::Buckets),
                 "l0_buckets" => o.l0_buckets = size(value)?,
                 "bucket_compaction_trigger" => o.bucket_compaction_trigger = size(value)?,
+                "bucket_compaction_bytes" => o.bucket_compaction_bytes = num(value)?,
                 "l0_skips_l1_wait" => o.l0_skips_l1_wait = flag(value)?,
                 "bucket_boundaries" => {
                     o.bucket_boundaries = pick!(
@@ -740,6 +746,7 @@ impl Options {
             l0_layout,
             l0_buckets,
             bucket_compaction_trigger,
+            bucket_compaction_bytes,
             l0_skips_l1_wait,
             bucket_boundaries,
             value_store,
@@ -803,7 +810,8 @@ impl Options {
         plain!(migrate_l0_layout wal_recovery_mode);
         path!(wal_dir level_dir);
         plain!(
-            l0_layout l0_buckets bucket_compaction_trigger l0_skips_l1_wait bucket_boundaries value_store
+            l0_layout l0_buckets bucket_compaction_trigger bucket_compaction_bytes l0_skips_l1_wait
+            bucket_boundaries value_store
             min_blob_size
         );
         path!(value_dir);
@@ -863,6 +871,7 @@ impl Default for Options {
             l0_layout: L0Layout::Flat,
             l0_buckets: 10,
             bucket_compaction_trigger: 4,
+            bucket_compaction_bytes: 0,
             l0_skips_l1_wait: false,
             bucket_boundaries: BucketBoundaries::Sampled,
             value_store: ValueStoreKind::Inline,
@@ -1411,7 +1420,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 57, "every field but fs");
+        assert_eq!(names.len(), 58, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -289,22 +289,30 @@ impl Level0 for Buckets {
     }
 
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64 {
-        let fullest = self.groups(files).map(|(_, g)| g.len()).max().unwrap_or(0);
-        fullest as f64 / opts.bucket_compaction_trigger as f64
+        self.groups(files)
+            .map(|(_, g)| bucket_score(g, opts))
+            .fold(0.0, f64::max)
     }
 
     fn pick(
         &self,
         files: &[Arc<FileMeta>],
         busy: &HashSet<FileNumber>,
-        _opts: &Options,
+        opts: &Options,
     ) -> Option<Vec<Arc<FileMeta>>> {
-        // The fullest bucket none of whose tables is being compacted: all its tables, so
-        // every L0 version of its keys moves together.
-        self.groups(files)
-            .filter(|(_, g)| !g.iter().any(|f| busy.contains(&f.number)))
-            .max_by_key(|(b, g)| (g.len(), std::cmp::Reverse(*b)))
-            .map(|(_, g)| g.to_vec())
+        // The fullest bucket (by its trigger) none of whose tables is being compacted: all
+        // its tables, so every L0 version of its keys moves together. Ties: the first.
+        let mut best: Option<(f64, &[Arc<FileMeta>])> = None;
+        for (_, g) in self.groups(files) {
+            if g.iter().any(|f| busy.contains(&f.number)) {
+                continue;
+            }
+            let s = bucket_score(g, opts);
+            if best.is_none_or(|(b, _)| s > b) {
+                best = Some((s, g));
+            }
+        }
+        best.map(|(_, g)| g.to_vec())
     }
 
     fn manual_inputs(
@@ -321,6 +329,18 @@ impl Level0 for Buckets {
             .flat_map(|(_, g)| g.iter().cloned())
             .collect()
     }
+}
+
+/// How full one bucket is against its triggers: its tables over
+/// `bucket_compaction_trigger`, or its bytes over `bucket_compaction_bytes` when that is set,
+/// whichever is more.
+fn bucket_score(tables: &[Arc<FileMeta>], opts: &Options) -> f64 {
+    let by_count = tables.len() as f64 / opts.bucket_compaction_trigger as f64;
+    if opts.bucket_compaction_bytes == 0 {
+        return by_count;
+    }
+    let bytes: u64 = tables.iter().map(|f| f.size).sum();
+    by_count.max(bytes as f64 / opts.bucket_compaction_bytes as f64)
 }
 
 #[cfg(test)]
@@ -420,6 +440,36 @@ mod tests {
         m.sort();
         assert_eq!(m, vec![2, 3, 4]);
         assert!(b.manual_inputs(&files, Some(b"d"), Some(b"f")).is_empty());
+    }
+
+    /// `bucket_compaction_bytes`: a bucket of few large tables is due by its bytes, and is
+    /// picked before one of more, smaller tables.
+    #[test]
+    fn the_byte_trigger_counts_beside_the_table_count() {
+        let b = layout(&["g", "p"]);
+        let big = |n, lo, hi, seq| crate::file_meta::test_table(n, lo, hi, 1000, seq);
+        let mut files = vec![
+            file(1, "a", "c", 1),
+            file(2, "b", "d", 2),
+            big(3, "h", "i", 3),
+        ];
+        b.arrange(&mut files).unwrap();
+        let mut o = Options {
+            bucket_compaction_trigger: 4,
+            ..Options::default()
+        };
+        assert_eq!(b.score(&files, &o), 0.5, "the table count alone: 2 of 4");
+        let mut picked = numbers(&b.pick(&files, &HashSet::new(), &o).unwrap());
+        picked.sort();
+        assert_eq!(picked, vec![1, 2]);
+        o.bucket_compaction_bytes = 500;
+        assert_eq!(b.score(&files, &o), 2.0, "1,000 bytes of 500");
+        assert_eq!(
+            numbers(&b.pick(&files, &HashSet::new(), &o).unwrap()),
+            vec![3]
+        );
+        // Reads still see the table count.
+        assert_eq!(b.pressure(&files, &o).level, 2);
     }
 
     #[test]
