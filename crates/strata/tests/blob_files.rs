@@ -232,6 +232,66 @@ fn a_blob_file_past_the_garbage_ratio_is_collected() {
     assert_eq!(db.get(b"k033").unwrap(), Some(big(33, 0)));
 }
 
+/// Blob files are collected whatever store is configured now: reopened as `default`
+/// (inline values) or `wisckey`, a database still moves the live values out of its blob
+/// files past the ratio, into blob files (issue 31: collection once ran only while `blob`
+/// was configured, and moved values into the configured store's writer).
+#[test]
+fn blob_files_are_collected_under_any_configured_store() {
+    for now in [ValueStoreKind::Inline, ValueStoreKind::VLog] {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open("/db", opts(&fs)).unwrap();
+        for i in 0..200u32 {
+            db.put(format!("k{i:03}"), big(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let first = blobs(&fs);
+        assert_eq!(first.len(), 1);
+        db.close().unwrap();
+        drop(db);
+        let other = Options {
+            value_store: now,
+            ..opts(&fs)
+        };
+        let db = Db::open("/db", other.clone()).unwrap();
+        // Small values now (inline under either store): 60 % of the blob file is garbage
+        // once compaction drops the old versions.
+        for i in 0..120u32 {
+            db.put(format!("k{i:03}"), b"small").unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        let now_files = blobs(&fs);
+        assert!(
+            !now_files.contains(&first[0]),
+            "{now:?}: {first:?} still there: {now_files:?}"
+        );
+        assert_eq!(
+            now_files.len(),
+            1,
+            "{now:?}: the live values moved to a blob file"
+        );
+        assert_eq!(prop(&db, "strata.value-garbage-bytes"), 0, "{now:?}");
+        for i in 0..200u32 {
+            let want = if i < 120 {
+                b"small".to_vec()
+            } else {
+                big(i, 0)
+            };
+            assert_eq!(
+                db.get(format!("k{i:03}")).unwrap(),
+                Some(want),
+                "{now:?} k{i:03}"
+            );
+        }
+        db.close().unwrap();
+        drop(db);
+        let db = Db::open("/db", other).unwrap();
+        assert_eq!(db.get(b"k150").unwrap(), Some(big(150, 0)));
+    }
+}
+
 #[test]
 fn below_the_ratio_nothing_moves() {
     let fs = Arc::new(MemFs::new());

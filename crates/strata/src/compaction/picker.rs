@@ -12,7 +12,7 @@ use crate::compaction::sizing;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::key;
-use crate::options::{CompactionPicker, CompactionPriority, Options, ValueStoreKind};
+use crate::options::{CompactionPicker, CompactionPriority, Options};
 use crate::placement::{FileKind, Placement};
 use crate::version::Version;
 
@@ -228,10 +228,10 @@ fn value_gc_inputs<'a>(
     v: &'a Version,
     opts: &'a Options,
 ) -> impl Iterator<Item = (usize, &'a Arc<FileMeta>)> + 'a {
-    let blob = opts.value_store == ValueStoreKind::BlobFiles;
+    // Blob files are collected whatever store is configured now (issue 31).
     v.values
         .values()
-        .filter(move |f| blob && f.collectable(opts.blob_gc_garbage_ratio))
+        .filter(move |f| f.collectable(opts.blob_gc_garbage_ratio))
         .flat_map(move |f| {
             (1..v.num_levels()).flat_map(move |level| {
                 v.files(level)

@@ -115,8 +115,9 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     }
 }
 
-/// What a compaction on `v` relocates: the live values in value files collectable by
-/// `Options::blob_gc_garbage_ratio`, if any and if the configured store collects.
+/// What a compaction on `v` relocates: the live values in blob files collectable by
+/// `Options::blob_gc_garbage_ratio`, if any, into new blob files whatever store is
+/// configured now.
 fn relocation<'a>(db: &'a DbInner, v: &Version) -> Option<Relocate<'a>> {
     let from: BTreeSet<u64> = v
         .values
@@ -130,7 +131,7 @@ fn relocation<'a>(db: &'a DbInner, v: &Version) -> Option<Relocate<'a>> {
     Some(Relocate {
         from,
         store: &*db.values,
-        writer: crate::vstore::flush_separator(&db.opts, db.fs.clone(), &db.placement, 0)?,
+        writer: crate::vstore::blob_relocation_writer(db.fs.clone(), &db.placement),
     })
 }
 

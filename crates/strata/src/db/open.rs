@@ -742,6 +742,10 @@ fn flush_recovered(
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
     edit.new_value_files.extend(job.finish_values()?);
+    // Older versions the replayed memtable held are garbage of the files their pointers
+    // lead to, as a live flush counts them (entries add up when the edit is applied).
+    edit.value_garbage
+        .extend(job.dropped_values.take().into_records());
     if let Some(l) = ingested.layout {
         edit.l0_layout = Some(l.record());
     }

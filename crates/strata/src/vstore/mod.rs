@@ -275,6 +275,16 @@ pub(crate) fn flush_separator(
     }
 }
 
+/// The writer a compaction moves the live values of collectable blob files into: blob
+/// files, whatever `Options::value_store` names now (a database reopened with another
+/// store still collects the blob files it has; issue 31).
+pub(crate) fn blob_relocation_writer(
+    fs: Arc<dyn Fs>,
+    placement: &Placement,
+) -> Box<dyn FlushSeparator> {
+    Box::new(blob::BlobSeparator::new(fs, placement.clone(), 0))
+}
+
 /// What reads separated values: every store's reader (a database keeps reading the values
 /// it separated whatever `Options::value_store` says now).
 pub(crate) fn reader(fs: Arc<dyn Fs>, placement: &Placement) -> Arc<dyn ValueStore> {
