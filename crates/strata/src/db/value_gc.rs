@@ -23,20 +23,24 @@ use crate::version::{Version, VersionEdit};
 use crate::vstore::{vlog, ValueFileKind, ValuePointer};
 
 /// Whether the value log holds garbage enough to collect its tail: at least two segments
-/// (the head is never collected), and the garbage compactions and flushes counted in them
-/// at least `blob_gc_garbage_ratio` of their size, or the log larger than
-/// `vlog_capacity`.
+/// while the log is configured (its head takes appends and is never collected; with
+/// another store configured nothing appends and the last segment is collected too), and the
+/// garbage compactions and flushes counted in them at least `blob_gc_garbage_ratio` of
+/// their size, or the log larger than `vlog_capacity`. Whatever store is configured now:
+/// a database keeps collecting the log it has (issue 31).
 pub(crate) fn vlog_gc_due(v: &Version, opts: &Options) -> bool {
-    if opts.value_store != ValueStoreKind::VLog {
-        return false;
-    }
+    let min_segments = if opts.value_store == ValueStoreKind::VLog {
+        2
+    } else {
+        1
+    };
     let (count, garbage) = v
         .values
         .values()
         .filter(|f| f.kind == ValueFileKind::VlogSegment)
         .fold((0u64, 0u64), |(n, g), f| (n + 1, g + f.garbage_bytes));
     let size = count * opts.vlog_segment_size;
-    count >= 2
+    count >= min_segments
         && (garbage as f64 >= opts.blob_gc_garbage_ratio * size as f64
             || opts.vlog_capacity.is_some_and(|c| size > c))
 }

@@ -321,11 +321,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     if relocating.is_none() {
         Stats::add(&db.stats.user_writes, group.len() as u64);
         // Noted once visible: a GC that starts watching after this point finds these
-        // entries by its lookups. (Only a value log has a GC that watches.)
-        if db.write_values.is_some() {
-            if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
-                watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
-            }
+        // entries by its lookups. Whatever store is configured: a log's GC runs under any
+        // (issue 31), and the watch is set only while one looks.
+        if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
+            watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
         }
     }
     Ok(())
