@@ -16,16 +16,21 @@
 //! replaying at the first such record (a torn tail), so what survives is a prefix of the
 //! writes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::batch::WriteBatch;
-use crate::db::lock;
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::key::ValueKind;
 use crate::placement::{FileKind, Placement};
 use crate::vstore::{record, NewValueFiles, ValueFile, ValuePointer, WriteSeparator};
+
+/// Locks `m` whether or not a panicking thread poisoned it, as the database's own helper
+/// does; kept here because a store sits below the database and does not import from it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The format feature a database with value-log segments names in its manifest.
 pub(crate) const FEATURE: &str = "vlog";
