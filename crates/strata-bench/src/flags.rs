@@ -510,8 +510,8 @@ db_bench flags (same meaning and defaults):
 
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
-  --preset=NAME          default, leveldb, hyperleveldb, rocksdb, ohdb-l0p, ohdb-2dc, ohdb-c,
-                         blob, wisckey (ohdb-2dc and ohdb-c need --level_dir)
+  --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
+                         ohdb-2dc, ohdb-c, blob, wisckey (ohdb-2dc and ohdb-c need --level_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
