@@ -144,10 +144,16 @@ fn point_reads_push_a_shadowing_level_down() {
     let (l1, l2) = levels(&db);
     assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
     assert_eq!(db.stats().read_compactions, 0);
-    // Keys not rewritten live only in L2: each read searches an L1 table in vain.
-    for round in 0..3 {
+    // Keys not rewritten live only in L2: each read searches an L1 table in vain. Rounds
+    // until L1 is empty (at most 20): where setup cut the tables depends on timing, and an
+    // L1 table over few keys needs more rounds to reach its allowance (a CI run under load
+    // once left one such table after a fixed three rounds).
+    for round in 0..20 {
         for i in (0..n).filter(|i| i % 4 != 0) {
             assert_eq!(db.get(key(i)).unwrap(), Some(old(i)), "round {round}");
+        }
+        if round >= 2 && levels(&db).0 == 0 {
+            break;
         }
     }
     wait_for_l1_to_empty(&db);
