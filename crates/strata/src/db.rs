@@ -133,6 +133,9 @@ pub(crate) struct DbInner {
     /// The value-log segment whose live values GC moved, and the sequence after the move:
     /// removed once no snapshot below that sequence remains.
     pub vlog_collected: Mutex<Option<(u64, crate::key::SeqNo)>>,
+    /// Whether the value log's GC runs: the log is configured, or the version held segments
+    /// at open (whatever store is configured now; none appears later unless the log is).
+    pub vlog_gc: bool,
     /// While the value log's GC looks records up, the keys users write (the write-queue
     /// leader adds them): its move skips them instead of looking every key up again.
     pub vlog_gc_watch: Mutex<Option<std::collections::HashSet<Vec<u8>>>>,

@@ -192,17 +192,24 @@ fn a_damaged_blob_record_is_corruption() {
     assert!(e.to_string().contains(&name), "{e}");
 }
 
-#[test]
-fn a_blob_file_past_the_garbage_ratio_is_collected() {
-    let fs = Arc::new(MemFs::new());
-    let db = Db::open("/db", opts(&fs)).unwrap();
+/// A database with 200 keys of round-0 values flushed and compacted into one blob file,
+/// and that file's name.
+fn one_blob_file(fs: &Arc<MemFs>) -> (Db, Vec<String>) {
+    let db = Db::open("/db", opts(fs)).unwrap();
     for i in 0..200u32 {
         db.put(format!("k{i:03}"), big(i, 0)).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    let first = blobs(&fs);
+    let first = blobs(fs);
     assert_eq!(first.len(), 1);
+    (db, first)
+}
+
+#[test]
+fn a_blob_file_past_the_garbage_ratio_is_collected() {
+    let fs = Arc::new(MemFs::new());
+    let (db, first) = one_blob_file(&fs);
     // Overwrite the even keys and one more: just over half of the first file is garbage
     // once compaction drops the old versions.
     for i in (0..200u32).step_by(2).chain([1]) {
@@ -240,14 +247,7 @@ fn a_blob_file_past_the_garbage_ratio_is_collected() {
 fn blob_files_are_collected_under_any_configured_store() {
     for now in [ValueStoreKind::Inline, ValueStoreKind::VLog] {
         let fs = Arc::new(MemFs::new());
-        let db = Db::open("/db", opts(&fs)).unwrap();
-        for i in 0..200u32 {
-            db.put(format!("k{i:03}"), big(i, 0)).unwrap();
-        }
-        db.flush().unwrap();
-        db.compact_range(None, None).unwrap();
-        let first = blobs(&fs);
-        assert_eq!(first.len(), 1);
+        let (db, first) = one_blob_file(&fs);
         db.close().unwrap();
         drop(db);
         let other = Options {

@@ -31,15 +31,9 @@ pub(crate) fn start(db: &Arc<DbInner>) {
         let d = db.clone();
         threads.push(spawn("strata-bg", move || work(&d, Worker::Shared)));
     }
-    let has_log = lock(&db.versions)
-        .current()
-        .values
-        .values()
-        .any(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment);
-    if db.opts.value_store == crate::options::ValueStoreKind::VLog || has_log {
+    if db.vlog_gc {
         // A thread of its own: GC writes through the write path, which may wait for the
-        // flush and compaction threads. Started for a log the database has whatever store
-        // is configured now (no segment can appear later unless the log is configured).
+        // flush and compaction threads.
         let d = db.clone();
         threads.push(spawn("strata-vlog-gc", move || vlog_gc_work(&d)));
     }

@@ -214,6 +214,11 @@ struct Parts {
 
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     let next_file = p.versions.file_number_counter();
+    let vlog_gc = opts.value_store == crate::options::ValueStoreKind::VLog
+        || p.version
+            .values
+            .values()
+            .any(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment);
     let sv = Arc::new(SuperVersion {
         mem: p.mem.clone(),
         imms: p.imms.iter().rev().cloned().collect(),
@@ -222,6 +227,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     Arc::new(DbInner {
         values: crate::vstore::reader(p.fs.clone(), &p.placement),
         write_values: p.write_values,
+        vlog_gc,
         vlog_collected: Mutex::new(None),
         vlog_gc_watch: Mutex::new(None),
         fs: p.fs,

@@ -322,9 +322,11 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         Stats::add(&db.stats.user_writes, group.len() as u64);
         // Noted once visible: a GC that starts watching after this point finds these
         // entries by its lookups. Whatever store is configured: a log's GC runs under any
-        // (issue 31), and the watch is set only while one looks.
-        if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
-            watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
+        // (issue 31); the lock is taken only where one may run.
+        if db.vlog_gc {
+            if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
+                watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
+            }
         }
     }
     Ok(())

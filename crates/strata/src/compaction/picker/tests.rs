@@ -374,21 +374,19 @@ fn hyperleveldb_1_0_picks_a_full_level_above_one_that_is_not() {
 #[test]
 fn hyperleveldb_1_0_merges_a_whole_level_that_outweighs_the_next() {
     let (busy, p) = (HashSet::new(), Placement::new(Path::new("/db"), None, None));
+    // Three tables (numbers n..n+3) over the ranges a-b, c-d, e-f, of these sizes.
+    let three = |n: u64, sizes: [u64; 3]| -> Arc<Vec<Arc<FileMeta>>> {
+        let ranges = [("a", "b"), ("c", "d"), ("e", "f")];
+        (0..3)
+            .map(|i| file(n + i as u64, ranges[i].0, ranges[i].1, sizes[i], 0))
+            .collect::<Vec<_>>()
+            .into()
+    };
     let mut v = Version::new(5);
-    v.levels[1] = vec![
-        file(1, "a", "b", 400, 0),
-        file(2, "c", "d", 400, 0),
-        file(3, "e", "f", 400, 0),
-    ]
-    .into();
+    v.levels[1] = three(1, [400, 400, 400]);
     // Best run: table 1 (or 1-2) at 400 / 100 = 4; 1,200 x 4 >= 900 below. (With L1 and
     // L2 of one target, a full L1 over an L2 within its target nearly always goes whole.)
-    v.levels[2] = vec![
-        file(4, "a", "b", 100, 0),
-        file(5, "c", "d", 100, 0),
-        file(6, "e", "f", 700, 0),
-    ]
-    .into();
+    v.levels[2] = three(4, [100, 100, 700]);
     let c = picker::pick(&ctx(&v, &hyper10_opts(), &busy, &p)).unwrap();
     assert_eq!(
         (c.level, numbers(&c.inputs), numbers(&c.next_inputs)),
@@ -403,18 +401,8 @@ fn hyperleveldb_1_0_merges_a_whole_level_that_outweighs_the_next() {
     // One level down (L2 of 1,000 bytes over L3 of 10,000): the level below heavier than
     // the level at the best ratio (1,200 x 4 < 9,200), the best run only.
     let mut v = Version::new(5);
-    v.levels[2] = vec![
-        file(1, "a", "b", 400, 0),
-        file(2, "c", "d", 400, 0),
-        file(3, "e", "f", 400, 0),
-    ]
-    .into();
-    v.levels[3] = vec![
-        file(4, "a", "b", 100, 0),
-        file(5, "c", "d", 100, 0),
-        file(6, "e", "f", 9000, 0),
-    ]
-    .into();
+    v.levels[2] = three(1, [400, 400, 400]);
+    v.levels[3] = three(4, [100, 100, 9000]);
     let c = picker::pick(&ctx(&v, &hyper10_opts(), &busy, &p)).unwrap();
     assert_eq!((c.level, numbers(&c.inputs)), (2, vec![1]));
 }
