@@ -130,10 +130,11 @@ def parse_flags_for(engines, specs):
     return extra_for
 
 
-def engine_args(binary, e, db, extra_for):
+def engine_args(binary, e, db, extra_for, bin_for=None):
     """strata-bench's command line for engine entry `e` (ENGINE[:PRESET][#TAG]) on `db`, with
-    its --flags-for flags ({db} replaced)."""
+    its --flags-for flags ({db} replaced), run by its --bin-for binary if it has one."""
     engine, _, preset = e.partition("#")[0].partition(":")
+    binary = (bin_for or {}).get(e, binary)
     args = [binary, f"--engine={engine}", f"--db={db}", "--progress=none"]
     args += [f"--preset={preset}"] if preset else []
     return args + [f.replace("{db}", db) for f in extra_for.get(e, [])]
@@ -149,6 +150,10 @@ def main():
                     help="extra flags (space-separated) for one entry of --engines; {db} is replaced by "
                          "that run's database directory, e.g. 'strata:ohdb-2dc=--level_dir={db}-levels'")
     ap.add_argument("--bin", default="target/release/strata-bench")
+    ap.add_argument("--bin-for", action="append", default=[], metavar="ENGINE=PATH",
+                    help="another strata-bench binary for one entry of --engines (a before/after "
+                         "comparison of two builds in one alternating run: "
+                         "'strata:blob#before=/path/to/old/strata-bench')")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--title", default="")
     ap.add_argument("--from-logs", default=None, metavar="DIR,DIR,...",
@@ -159,6 +164,12 @@ def main():
     flags = [f for f in a.flags if f != "--"]
     engines = a.engines.split(",")
     extra_for = parse_flags_for(engines, a.flags_for)
+    bin_for = {}
+    for spec in a.bin_for:
+        name, _, path = spec.partition("=")
+        if name not in engines:
+            sys.exit(f"--bin-for: {name} is not one of --engines")
+        bin_for[name] = path
     work = a.dir or tempfile.mkdtemp(prefix="strata-compare-")
     os.makedirs(work, exist_ok=True)
     per = {e: [] for e in engines}
@@ -179,7 +190,7 @@ def main():
         for e in engines:
             db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
             log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
-            rc, res, p99, amp = run(engine_args(a.bin, e, db, extra_for) + ["--histogram=1"] + flags, log)
+            rc, res, p99, amp = run(engine_args(a.bin, e, db, extra_for, bin_for) + ["--histogram=1"] + flags, log)
             for d in [db] + [os.path.join(work, x) for x in os.listdir(work) if x.startswith(os.path.basename(db) + "-")]:
                 shutil.rmtree(d, ignore_errors=True)
             if rc != 0 or not res:
@@ -199,6 +210,8 @@ def main():
     print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.")
     for e, fl in extra_for.items():
         print(f"{e} adds `{' '.join(fl)}` ({{db}} = its database directory).")
+    for e, b in bin_for.items():
+        print(f"{e} runs `{b}`.")
     print()
     head = "| benchmark | " + " | ".join(f"{e} ops/s" for e in engines) + " | strata / best peer | " + " | ".join(f"{e} p99 us" for e in engines) + " | " + " | ".join(f"{e} w-amp (tables)" for e in engines) + " |"
     print(head)

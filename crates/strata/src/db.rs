@@ -125,20 +125,16 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn Fs>,
     pub placement: Placement,
     pub tables: Arc<TableCache>,
-    /// Reads separated values (whatever `Options::value_store` says now: a database keeps
-    /// reading the values it separated before).
-    pub values: Arc<dyn crate::vstore::ValueStore>,
-    /// Takes values as they are written (`ValueStoreKind::VLog`), if configured.
-    pub write_values: Option<Box<dyn crate::vstore::WriteSeparator>>,
-    /// The value-log segment whose live values GC moved, and the sequence after the move:
-    /// removed once no snapshot below that sequence remains.
-    pub vlog_collected: Mutex<Option<(u64, crate::key::SeqNo)>>,
-    /// Whether the value log's GC runs: the log is configured, or the version held segments
-    /// at open (whatever store is configured now; none appears later unless the log is).
-    pub vlog_gc: bool,
-    /// While the value log's GC looks records up, the keys users write (the write-queue
-    /// leader adds them): its move skips them instead of looking every key up again.
-    pub vlog_gc_watch: Mutex<Option<std::collections::HashSet<Vec<u8>>>>,
+    /// The value stores: every store's reader and GC (whatever `Options::value_store` says
+    /// now: a database keeps reading and collecting the values it separated before), and the
+    /// configured store's separator.
+    pub values: Arc<crate::vstore::Stores>,
+    /// Whether a store's GC job runs (decided at open): only then does the write leader
+    /// fill `gc_watch`.
+    pub watch_writes: bool,
+    /// While a store's GC looks records up, the keys users write (the write-queue leader
+    /// adds them): its move skips them instead of looking every key up again.
+    pub gc_watch: Mutex<Option<std::collections::HashSet<Vec<u8>>>>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,
@@ -289,10 +285,7 @@ impl DbInner {
     /// Makes the values handed to the write-time value store durable (before a WAL sync,
     /// a flush's edit, or close).
     pub fn sync_values(&self) -> Result<()> {
-        match &self.write_values {
-            Some(w) => w.sync(),
-            None => Ok(()),
-        }
+        self.values.sync()
     }
 
     pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {

@@ -23,10 +23,9 @@ pub enum FileType {
     Wal(FileNumber),
     /// A table.
     Table(FileNumber),
-    /// A blob file of the value store.
-    Blob(FileNumber),
-    /// A segment of the value log.
-    Vlog(FileNumber),
+    /// A value store's file (`NNNNNN.<extension>`, the extension naming the store: `.blob`,
+    /// `.vlog`).
+    Value(FileNumber, crate::vstore::StoreId),
     /// A manifest.
     Manifest(FileNumber),
     /// The pointer to the live manifest.
@@ -49,14 +48,9 @@ pub fn table_name(n: FileNumber) -> String {
     format!("{n}.sst")
 }
 
-/// The blob file name for `n`.
-pub fn blob_name(n: FileNumber) -> String {
-    format!("{n}.blob")
-}
-
-/// The value-log segment file name for `n`.
-pub fn vlog_name(n: FileNumber) -> String {
-    format!("{n}.vlog")
+/// The name of a value store's file `n` whose store's files end in `.ext`.
+pub fn value_name(n: FileNumber, ext: &str) -> String {
+    format!("{n}.{ext}")
 }
 
 /// The manifest file name for `n`.
@@ -97,13 +91,9 @@ pub fn parse(name: &str) -> Option<FileType> {
     if let Some(n) = name.strip_suffix(".sst") {
         return num(n).map(FileType::Table);
     }
-    if let Some(n) = name.strip_suffix(".blob") {
-        return num(n).map(FileType::Blob);
-    }
-    if let Some(n) = name.strip_suffix(".vlog") {
-        return num(n).map(FileType::Vlog);
-    }
-    None
+    let (n, ext) = name.rsplit_once('.')?;
+    let store = crate::vstore::store_by_extension(ext)?;
+    num(n).map(|n| FileType::Value(n, store.id()))
 }
 
 #[cfg(test)]
@@ -124,5 +114,11 @@ mod tests {
         assert_eq!(parse(".log"), None);
         assert_eq!(parse("+1.log"), None);
         assert_eq!(wal_name(FileNumber(1234567)), "1234567.log");
+        // A value file's extension names its store (the registry's).
+        for s in crate::vstore::STORES {
+            let name = value_name(n, s.extension());
+            assert_eq!(parse(&name), Some(FileType::Value(n, s.id())), "{name}");
+        }
+        assert_eq!(parse("000042.nosuchstore"), None);
     }
 }

@@ -360,8 +360,13 @@ fn write_edit(
     for f in &e.new_value_files {
         writeln!(
             out,
-            "  add value file {} ({:?}, {} B, {} records, garbage {} records / {} B)",
-            f.number, f.kind, f.size, f.records, f.garbage_records, f.garbage_bytes
+            "  add value file {} ({}, {} B, {} records, garbage {} records / {} B)",
+            f.number,
+            f.owner().name(),
+            f.size,
+            f.records,
+            f.garbage_records,
+            f.garbage_bytes
         )?;
     }
     for n in &e.deleted_value_files {
@@ -507,7 +512,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
 
 /// The record of value file `f` (read as `bytes`) that fails its checksum or lengths.
 fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) -> Vec<Problem> {
-    let (_, stop) = crate::vstore::record::walk(bytes, f.kind);
+    let (_, stop) = f.owner().walk(bytes);
     stop.map(|(at, what)| Problem {
         file: path.to_path_buf(),
         offset: at as u64,
@@ -517,69 +522,48 @@ fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) 
     .collect()
 }
 
-/// Writes the records of value file `path` (a blob file, `.blob`, or a value-log segment,
-/// `.vlog`): offset, size, key, value; and a blob file's header and footer. Returns the
-/// damage met (a record that fails its checksum ends the walk: lengths past it cannot be
-/// trusted).
+/// Writes the records of value file `path` (any store's: its extension names the store,
+/// `.blob` or `.vlog`): a line on the whole file (a blob file's footer), then each record's
+/// offset, size, key, value. Returns the damage met (a record that fails its checksum ends
+/// the walk: lengths past it cannot be trusted).
 ///
 /// # Errors
-/// A file that cannot be read, a name that is neither kind, or output that cannot be
-/// written.
+/// A file that cannot be read, a name no store owns, or output that cannot be written.
 pub fn dump_value_file(
     path: &Path,
     show: &dyn Fn(&[u8]) -> String,
     out: &mut dyn Write,
 ) -> Result<Vec<Problem>> {
-    use crate::vstore::blob::{FOOTER_LEN, HEADER_LEN, MAGIC};
+    let store = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .and_then(crate::vstore::store_by_extension)
+        .ok_or_else(|| {
+            let exts: Vec<String> = crate::vstore::STORES
+                .iter()
+                .map(|s| format!(".{}", s.extension()))
+                .collect();
+            Error::invalid(format!(
+                "{}: not a value file ({})",
+                path.display(),
+                exts.join(" or ")
+            ))
+        })?;
     let bytes = crate::fs::read_all(&RealFs::new(), path)?;
-    let blob = path.extension().is_some_and(|e| e == "blob");
-    let vlog = path.extension().is_some_and(|e| e == "vlog");
-    if !blob && !vlog {
-        return Err(Error::invalid(format!(
-            "{}: not a value file (.blob or .vlog)",
-            path.display()
-        )));
-    }
     let mut problems = Vec::new();
     let problem = |offset: usize, what: String| Problem {
         file: path.to_path_buf(),
         offset: offset as u64,
         what,
     };
-    if blob {
-        let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
-        if bytes.len() < h + f || &bytes[..8] != MAGIC {
-            problems.push(problem(
-                0,
-                "not a complete blob file (header or footer)".into(),
-            ));
+    match store.describe(path, &bytes) {
+        Ok(line) => writeln!(out, "{line}").map_err(io)?,
+        Err(what) => {
+            problems.push(problem(0, what));
             return Ok(problems);
         }
-        let foot = &bytes[bytes.len() - f..];
-        let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
-        let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
-        writeln!(
-            out,
-            "blob file {}: {} B, footer says {n} records, {b} B",
-            path.display(),
-            bytes.len()
-        )
-        .map_err(io)?;
-    } else {
-        writeln!(
-            out,
-            "value-log segment {}: {} B",
-            path.display(),
-            bytes.len()
-        )
-        .map_err(io)?;
     }
-    let kind = if blob {
-        crate::vstore::ValueFileKind::Blob
-    } else {
-        crate::vstore::ValueFileKind::VlogSegment
-    };
-    let (records, stop) = crate::vstore::record::walk(&bytes, kind);
+    let (records, stop) = store.walk(&bytes);
     for (at, r) in &records {
         writeln!(
             out,

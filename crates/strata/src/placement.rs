@@ -154,16 +154,6 @@ impl Placement {
         self.dir(id).join(filename::table_name(n))
     }
 
-    /// Full path of blob file `n` stored under path id `id`.
-    pub fn value_path(&self, n: FileNumber, id: PathId) -> PathBuf {
-        self.dir(id).join(filename::blob_name(n))
-    }
-
-    /// Full path of value-log segment `n` stored under path id `id`.
-    pub fn vlog_path(&self, n: FileNumber, id: PathId) -> PathBuf {
-        self.dir(id).join(filename::vlog_name(n))
-    }
-
     /// Full path of WAL `n`.
     pub fn wal_path(&self, n: FileNumber) -> PathBuf {
         self.dir_of(FileKind::Wal).join(filename::wal_name(n))

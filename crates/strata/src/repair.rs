@@ -29,7 +29,7 @@ use crate::memtable::MemTable;
 use crate::placement::{FileKind, Placement};
 use crate::sst::{Table, TableBuilder, TableOptions};
 use crate::version::{FileMeta, VersionEdit};
-use crate::vstore::{ValueFile, ValueFileKind, ValuePointer};
+use crate::vstore::ValuePointer;
 use crate::wal::{LogEvent, LogReader, LogWriter};
 use crate::{Options, WriteBatch};
 
@@ -115,8 +115,10 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let mut tables: Vec<(PathBuf, FileNumber)> = Vec::new();
     let mut wals: Vec<(PathBuf, FileNumber)> = Vec::new();
     let mut manifests: Vec<PathBuf> = Vec::new();
-    let mut value_files: BTreeMap<u64, (PathBuf, ValueFileKind, crate::placement::PathId)> =
-        BTreeMap::new();
+    let mut value_files: BTreeMap<
+        u64,
+        (PathBuf, crate::vstore::StoreId, crate::placement::PathId),
+    > = BTreeMap::new();
     let mut max_number = 1u64;
     let mut dirs: Vec<&Path> = placement.dirs();
     dirs.dedup();
@@ -131,18 +133,13 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                     max_number = max_number.max(n.0);
                     continue;
                 }
-                Some(FileType::Blob(n)) => {
-                    value_files.insert(n.0, (p, ValueFileKind::Blob, path_id_of(&placement, d)));
-                }
-                Some(FileType::Vlog(n)) => {
-                    let id = path_id_of(&placement, d);
-                    value_files.insert(n.0, (p, ValueFileKind::VlogSegment, id));
+                Some(FileType::Value(n, store)) => {
+                    value_files.insert(n.0, (p, store, path_id_of(&placement, d)));
                 }
                 _ => continue,
             }
-            if let Some(
-                FileType::Table(n) | FileType::Wal(n) | FileType::Blob(n) | FileType::Vlog(n),
-            ) = filename::parse(&name)
+            if let Some(FileType::Table(n) | FileType::Wal(n) | FileType::Value(n, _)) =
+                filename::parse(&name)
             {
                 max_number = max_number.max(n.0);
             }
@@ -319,49 +316,26 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     // Value files: those a kept pointer reaches, with what it does not reach as garbage.
     let mut kept_values = Vec::new();
     let mut unreached: Vec<PathBuf> = Vec::new();
-    for (&n, (p, kind, id)) in &value_files {
+    for (&n, (p, store, id)) in &value_files {
         let Some(&(refs, ref_bytes)) = referenced.get(&n) else {
             unreached.push(p.clone());
             continue;
         };
-        let mut f = match kind {
-            ValueFileKind::Blob => ValueFile {
-                kind: ValueFileKind::Blob,
-                number: n,
-                path_id: *id,
-                size: fs.file_size(p)?,
-                records: 0,
-                record_bytes: 0,
-                garbage_records: 0,
-                garbage_bytes: 0,
-            },
-            ValueFileKind::VlogSegment => ValueFile::vlog_segment(n, *id),
+        let Some(store) = crate::vstore::store(*store) else {
+            continue;
         };
-        if *kind == ValueFileKind::Blob {
-            let bytes = crate::fs::read_all(&*fs, p)?;
-            let (found, _) = crate::vstore::record::walk(&bytes, ValueFileKind::Blob);
-            let records = found.len() as u64;
-            let record_bytes: u64 = found.iter().map(|(_, r)| r.size as u64).sum();
-            f.records = records.max(refs);
-            f.record_bytes = record_bytes.max(ref_bytes);
-            f.garbage_records = f.records - refs;
-            f.garbage_bytes = f.record_bytes - ref_bytes;
-        }
+        let f = store.rebuilt(
+            n,
+            *id,
+            &mut || crate::fs::read_all(&*fs, p),
+            (refs, ref_bytes),
+        )?;
         kept_values.push(f);
     }
     report.value_files = kept_values.len();
 
     // The new manifest, then CURRENT; then the replaced files out of the way.
-    let mut features = Vec::new();
-    if kept_values.iter().any(|f| f.kind == ValueFileKind::Blob) {
-        features.push(crate::vstore::blob::FEATURE.to_string());
-    }
-    if kept_values
-        .iter()
-        .any(|f| f.kind == ValueFileKind::VlogSegment)
-    {
-        features.push(crate::vstore::vlog::FEATURE.to_string());
-    }
+    let features = crate::vstore::features(&kept_values);
     let manifest_number = FileNumber(next_number);
     let log_number = FileNumber(next_number + 1);
     let edit = VersionEdit {

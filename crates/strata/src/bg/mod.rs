@@ -31,18 +31,20 @@ pub(crate) fn start(db: &Arc<DbInner>) {
         let d = db.clone();
         threads.push(spawn("strata-bg", move || work(&d, Worker::Shared)));
     }
-    if db.vlog_gc {
-        // A thread of its own: GC writes through the write path, which may wait for the
-        // flush and compaction threads.
+    for i in 0..db.values.gcs().len() {
+        // A thread of its own per store GC job: GC writes through the write path, which
+        // may wait for the flush and compaction threads.
         let d = db.clone();
-        threads.push(spawn("strata-vlog-gc", move || vlog_gc_work(&d)));
+        let name = db.values.gcs()[i].thread_name();
+        threads.push(spawn(name, move || gc_work(&d, i)));
     }
 }
 
-/// The value log's GC thread: collects the tail while `vlog_gc_due` says so; otherwise
-/// sleeps until a flush or compaction changes something (garbage is counted by them), or
-/// 100 ms (a snapshot a collected segment waits for may be released).
-fn vlog_gc_work(db: &DbInner) {
+/// A value store's GC thread (job `i` of `DbInner::values`): steps while the job finds
+/// work; otherwise sleeps until a flush or compaction changes something (garbage is
+/// counted by them), or 100 ms (a snapshot a collected file waits for may be released).
+fn gc_work(db: &DbInner, i: usize) {
+    let gc = &db.values.gcs()[i];
     // Deletion passes still owed after a removal: a reader that held an older version
     // during the first pass keeps the segment's file until a later one.
     let mut owed = 0;
@@ -52,8 +54,8 @@ fn vlog_gc_work(db: &DbInner) {
         }
         let progress = lock(&db.state).progress;
         let mut changed = false;
-        guarded(db, "value-log GC", || {
-            changed = db.vlog_gc_step()?;
+        guarded(db, "value store GC", || {
+            changed = gc.step(db)?;
             Ok(())
         });
         if changed || owed > 0 {

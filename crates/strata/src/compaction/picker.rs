@@ -228,10 +228,11 @@ fn value_gc_inputs<'a>(
     v: &'a Version,
     opts: &'a Options,
 ) -> impl Iterator<Item = (usize, &'a Arc<FileMeta>)> + 'a {
-    // Blob files are collected whatever store is configured now (issue 31).
+    // Each file's store says whether compactions collect it, whatever store is configured
+    // now (issue 31).
     v.values
         .values()
-        .filter(move |f| f.collectable(opts.blob_gc_garbage_ratio))
+        .filter(move |f| f.collectable(opts))
         .flat_map(move |f| {
             (1..v.num_levels()).flat_map(move |level| {
                 v.files(level)

@@ -1,7 +1,6 @@
 //! Compaction as the database runs it: pick under the locks, merge without them, install
 //! under them; `compact_range`; and deletion of files no version needs.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use super::{lock, DbInner};
@@ -12,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::stats::{Stats, MAX_LEVELS};
 use crate::version::{Version, VersionEdit};
+use crate::vstore::ValueStore;
 
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
@@ -79,7 +79,7 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
                 .first()
                 .is_some_and(|&(_, score)| score >= 1.0)
                 || picker::value_gc_due(&v, &db.opts)
-                || super::value_gc::vlog_gc_due(&v, &db.opts);
+                || db.values.gc_due(&v);
             let idle_due = !due
                 && picker::idle_due(&v, &db.opts)
                 && db.last_sequence.load(Ordering::Acquire) == sequence;
@@ -115,23 +115,15 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     }
 }
 
-/// What a compaction on `v` relocates: the live values in blob files collectable by
-/// `Options::blob_gc_garbage_ratio`, if any, into new blob files whatever store is
-/// configured now.
+/// What a compaction on `v` relocates: the live values in the files compactions collect
+/// (their store decides which, whatever store is configured now), into that store's new
+/// files.
 fn relocation<'a>(db: &'a DbInner, v: &Version) -> Option<Relocate<'a>> {
-    let from: BTreeSet<u64> = v
-        .values
-        .values()
-        .filter(|f| f.collectable(db.opts.blob_gc_garbage_ratio))
-        .map(|f| f.number)
-        .collect();
-    if from.is_empty() {
-        return None;
-    }
+    let (from, writer) = db.values.relocation(v)?;
     Some(Relocate {
         from,
         store: &*db.values,
-        writer: crate::vstore::blob_relocation_writer(db.fs.clone(), &db.placement),
+        writer,
     })
 }
 
@@ -335,7 +327,7 @@ impl DbInner {
             };
             for name in names {
                 let doomed = match filename::parse(&name) {
-                    Some(FileType::Table(n) | FileType::Blob(n) | FileType::Vlog(n)) => {
+                    Some(FileType::Table(n) | FileType::Value(n, _)) => {
                         n < next && !live.contains(&n)
                     }
                     Some(FileType::Wal(n)) => n < log_number,
@@ -345,7 +337,7 @@ impl DbInner {
                 if doomed {
                     match filename::parse(&name) {
                         Some(FileType::Table(n)) => self.tables.evict(n),
-                        Some(FileType::Blob(n) | FileType::Vlog(n)) => {
+                        Some(FileType::Value(n, _)) => {
                             self.values.evict(n.0);
                         }
                         _ => {}

@@ -43,12 +43,7 @@ impl DbInner {
             table_opts: TableOptions::from(&self.opts),
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
-            values: crate::vstore::flush_separator(
-                &self.opts,
-                self.fs.clone(),
-                &self.placement,
-                self.opts.min_blob_size,
-            ),
+            values: self.values.flush_separator(self.opts.min_blob_size),
             dropped_values: Default::default(),
         };
         let result = layout

@@ -15,6 +15,7 @@ use crate::fs::ReadAccess;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::options::{ReadOptions, SeekCharging};
+use crate::vstore::ValueStore;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {

@@ -20,7 +20,6 @@ use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
 use crate::version::{VersionEdit, VersionSet};
-use crate::vstore::ValuePointer;
 use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -116,7 +115,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         unsynced: Vec::new(),
         last_logged: last_seq,
     };
-    let write_values = crate::vstore::write_separator(&opts, fs.clone(), &placement);
     let parts = Parts {
         fs,
         placement,
@@ -126,7 +124,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         imms: Vec::new(),
         version,
         wal,
-        write_values,
         last_seq,
         lock: Some(lock_file),
         read_only: false,
@@ -206,7 +203,6 @@ struct Parts {
     imms: Vec<Arc<MemTable>>,
     version: Arc<crate::version::Version>,
     wal: WalState,
-    write_values: Option<Box<dyn crate::vstore::WriteSeparator>>,
     last_seq: SeqNo,
     lock: Option<Box<dyn fs::FileLock>>,
     read_only: bool,
@@ -214,22 +210,24 @@ struct Parts {
 
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     let next_file = p.versions.file_number_counter();
-    let vlog_gc = opts.value_store == crate::options::ValueStoreKind::VLog
-        || p.version
-            .values
-            .values()
-            .any(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment);
+    // Every store's reader, and the GC of each store whose files the version holds (or
+    // that is configured), whatever `Options::value_store` names now; a read-only open
+    // reads and never writes or collects.
+    let values = if p.read_only {
+        crate::vstore::Stores::reading(p.fs.clone(), p.placement.clone(), &opts)
+    } else {
+        crate::vstore::Stores::open(p.fs.clone(), p.placement.clone(), &opts, &p.version)
+    };
+    let watch_writes = !values.gcs().is_empty();
     let sv = Arc::new(SuperVersion {
         mem: p.mem.clone(),
         imms: p.imms.iter().rev().cloned().collect(),
         version: p.version,
     });
     Arc::new(DbInner {
-        values: crate::vstore::reader(p.fs.clone(), &p.placement),
-        write_values: p.write_values,
-        vlog_gc,
-        vlog_collected: Mutex::new(None),
-        vlog_gc_watch: Mutex::new(None),
+        values: Arc::new(values),
+        watch_writes,
+        gc_watch: Mutex::new(None),
         fs: p.fs,
         placement: p.placement,
         tables: p.tables,
@@ -314,7 +312,6 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
             unsynced: Vec::new(),
             last_logged: last_seq,
         },
-        write_values: None,
         last_seq,
         lock: None,
         read_only: true,
@@ -337,7 +334,7 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
             let counter = match filename::parse(&name) {
                 Some(FileType::Table(_)) => &mut tables,
                 Some(FileType::Wal(_)) if wal_holds_writes(fs, &dir.join(&name)) => &mut wals,
-                Some(FileType::Blob(_) | FileType::Vlog(_)) => &mut values,
+                Some(FileType::Value(..)) => &mut values,
                 _ => continue,
             };
             *counter += 1;
@@ -380,9 +377,7 @@ fn kept_after_drop(
     reason.push_str(dropped);
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
-            if let Some(FileType::Table(n) | FileType::Blob(n) | FileType::Vlog(n)) =
-                filename::parse(&name)
-            {
+            if let Some(FileType::Table(n) | FileType::Value(n, _)) = filename::parse(&name) {
                 if !named.contains(&n.0) {
                     files.push(n.0);
                 }
@@ -456,8 +451,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
             if let Some(
                 FileType::Wal(n)
                 | FileType::Table(n)
-                | FileType::Blob(n)
-                | FileType::Vlog(n)
+                | FileType::Value(n, _)
                 | FileType::Manifest(n),
             ) = filename::parse(&name)
             {
@@ -561,8 +555,16 @@ fn replay_wals(
                 },
             };
             records += 1;
-            if let Some(lost) = lost_value(&batch, versions, fs, placement, &mut value_log_lengths)?
+            let lost = if batch
+                .iter()
+                .any(|e| e.is_ok_and(|e| e.kind == ValueKind::Pointer))
             {
+                let v = versions.current();
+                crate::vstore::lost_value(&batch, &v, &**fs, placement, &mut value_log_lengths)?
+            } else {
+                None
+            };
+            if let Some(lost) = lost {
                 // The WAL kept a record whose value the value log lost (no sync came
                 // between them): the writes end before it.
                 match opts.wal_recovery_mode {
@@ -640,65 +642,6 @@ fn replay_wals(
     Ok(last_seq)
 }
 
-/// Why `batch` cannot be replayed, if a value pointer of it leads past what the value log
-/// holds on disk (or into a segment that is not there). `lengths` caches segment lengths.
-fn lost_value(
-    batch: &WriteBatch,
-    versions: &VersionSet,
-    fs: &Arc<dyn fs::Fs>,
-    placement: &Placement,
-    lengths: &mut HashMap<u64, u64>,
-) -> Result<Option<String>> {
-    if !batch
-        .iter()
-        .any(|e| e.is_ok_and(|e| e.kind == ValueKind::Pointer))
-    {
-        return Ok(None);
-    }
-    let v = versions.current();
-    let oldest_segment = v
-        .values
-        .values()
-        .find(|f| f.kind == crate::vstore::ValueFileKind::VlogSegment)
-        .map(|f| f.number);
-    for e in batch.iter() {
-        let e = e?;
-        if e.kind != ValueKind::Pointer {
-            continue;
-        }
-        let p = ValuePointer::decode(e.value)?;
-        if p.store == ValuePointer::VLOG && oldest_segment.is_some_and(|o| p.file < o) {
-            // Below the log's tail: its GC moved every live value of that segment before
-            // removing it, in a write the WAL replays after this one.
-            continue;
-        }
-        let Some(f) = v.values.get(&p.file) else {
-            return Ok(Some(format!(
-                "a WAL record points into value file {}, which is gone",
-                p.file
-            )));
-        };
-        let len = match lengths.get(&p.file) {
-            Some(&l) => l,
-            None => {
-                let l = fs.file_size(&f.path(placement)).unwrap_or(0);
-                lengths.insert(p.file, l);
-                l
-            }
-        };
-        if p.offset + u64::from(p.size) > len {
-            return Ok(Some(format!(
-                "a WAL record's value did not reach the value log ({} ends at {len}, the \
-                 record at {} + {})",
-                f.path(placement).display(),
-                p.offset,
-                p.size
-            )));
-        }
-    }
-    Ok(None)
-}
-
 /// A WAL lost records that a later WAL follows (possible after a power cut: closed WALs
 /// are synced lazily). Replaying the later WALs would leave a hole, so recovery stops here,
 /// at a consistent prefix of the writes, unless the mode asks otherwise.
@@ -739,9 +682,11 @@ fn flush_recovered(
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
         values: crate::vstore::flush_separator(
-            opts,
-            opts.fs.clone(),
-            placement,
+            &crate::vstore::StoreEnv {
+                fs: opts.fs.clone(),
+                placement: placement.clone(),
+                opts: opts.clone(),
+            },
             opts.min_blob_size,
         ),
         dropped_values: Default::default(),

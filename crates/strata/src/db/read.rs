@@ -12,7 +12,7 @@ use crate::memtable::Lookup;
 use crate::options::{ReadCharging, ReadOptions};
 use crate::table_cache::Probe;
 use crate::version::Version;
-use crate::vstore::ValuePointer;
+use crate::vstore::{ValuePointer, ValueStore};
 
 pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
     let (seq, sv) = db.read_view(opts.snapshot.as_ref());

@@ -24,14 +24,7 @@ use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::Stats;
 use crate::wal::LogWriter;
 
-/// A live value a value store's GC moves, written again through the write path (the value
-/// log: to its head) unless a user wrote its key after the GC found it live (the GC's
-/// watch, `DbInner::vlog_gc_watch`). A store that rewrites its own segments (HashKV's
-/// group GC) will add the case of a value already written, given by its new pointer.
-pub(crate) struct Relocated {
-    pub key: Vec<u8>,
-    pub value: Vec<u8>,
-}
+pub(crate) use crate::vstore::Relocated;
 
 /// Largest group a leader assembles, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -43,7 +36,7 @@ pub(crate) struct Writer {
     disable_wal: bool,
     /// Switch the memtable even if it is not full (flush()).
     force_switch: bool,
-    /// The value log's GC: the live values it moves; the leader writes a put for each key
+    /// A value store's GC: the live values it moves; the leader writes a put for each key
     /// no user wrote since the GC found it live. Never grouped with others.
     relocate: Option<Vec<Relocated>>,
     done: bool,
@@ -240,7 +233,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         // keys written since it started looking (the watch) may point elsewhere now: they
         // stay as they are. NB: the leader serialises writes: none lands between this and
         // the insert below.
-        let watched = lock(&db.vlog_gc_watch).take().unwrap_or_default();
+        let watched = lock(&db.gc_watch).take().unwrap_or_default();
         for m in moved {
             if !watched.contains(&m.key) {
                 batch.put(&m.key, &m.value);
@@ -260,7 +253,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     } else {
         batch.payload_bytes() as u64
     };
-    if let Some(w) = &db.write_values {
+    if let Some(w) = db.values.write_separator() {
         if relocating.is_none() {
             super::value_gc::wait_for_value_space(db);
         }
@@ -321,10 +314,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     if relocating.is_none() {
         Stats::add(&db.stats.user_writes, group.len() as u64);
         // Noted once visible: a GC that starts watching after this point finds these
-        // entries by its lookups. Whatever store is configured: a log's GC runs under any
+        // entries by its lookups. Whatever store is configured: a store's GC runs under any
         // (issue 31); the lock is taken only where one may run.
-        if db.vlog_gc {
-            if let Some(watch) = lock(&db.vlog_gc_watch).as_mut() {
+        if db.watch_writes {
+            if let Some(watch) = lock(&db.gc_watch).as_mut() {
                 watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
             }
         }

@@ -17,7 +17,7 @@ pub use crate::l0::L0Record;
 use crate::error::ErrorKind;
 use crate::file_meta::FileMeta;
 use crate::placement::PathId;
-use crate::vstore::{ValueFile, ValueFileKind};
+use crate::vstore::ValueFile;
 
 const TAG_LOG_NUMBER: u32 = 1;
 const TAG_NEXT_FILE_NUMBER: u32 = 2;
@@ -28,26 +28,29 @@ const TAG_NEW_FILE: u32 = 6;
 const TAG_FORMAT_VERSION: u32 = 7;
 const TAG_L0_LAYOUT: u32 = 8;
 const TAG_FEATURE: u32 = 9;
-const TAG_NEW_VALUE_FILE: u32 = 10;
+// Tag 10 (`new_value_file`): a blob file, owned by `vstore/blob`.
 const TAG_VALUE_GARBAGE: u32 = 11;
 /// `new_file` followed by the table's oldest value file (tables holding value pointers).
 const TAG_NEW_FILE_WITH_VALUES: u32 = 12;
-const TAG_NEW_VLOG_SEGMENT: u32 = 13;
+// Tag 13 (`new_vlog_segment`): a value-log segment, owned by `vstore/vlog`. Value stores
+// own the tags their file records use (`Store::manifest_tags`); docs/format/manifest.md
+// lists which tag is whose.
 const TAG_DELETED_VALUE_FILE: u32 = 14;
 /// The files kept after an open dropped a damaged manifest record (`KeptFiles`).
 const TAG_KEPT_FILES: u32 = 15;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 
-/// Format features this build reads. A manifest names every feature its database uses
-/// (in the first edit of each manifest, and in the edit that starts using one); a build
-/// that meets a feature not listed here refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[
-    crate::l0::BUCKETS_FEATURE,
-    crate::vstore::blob::FEATURE,
-    crate::vstore::vlog::FEATURE,
-    KEPT_FILES_FEATURE,
-];
+/// Format features this build reads beside the value stores' (`vstore::STORES`, each
+/// naming its own). A manifest names every feature its database uses (in the first edit of
+/// each manifest, and in the edit that starts using one); a build that meets a feature it
+/// does not support refuses the database, naming the feature.
+pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE, KEPT_FILES_FEATURE];
+
+/// Whether this build reads format feature `f`.
+fn supported(f: &str) -> bool {
+    SUPPORTED_FEATURES.contains(&f) || crate::vstore::is_feature(f)
+}
 
 /// The format feature of a manifest that records kept files: a build that would delete them
 /// as unnamed must refuse the database instead.
@@ -159,27 +162,8 @@ impl VersionEdit {
             }
         }
         for f in &self.new_value_files {
-            if f.kind == ValueFileKind::VlogSegment {
-                put_varint32(&mut b, TAG_NEW_VLOG_SEGMENT);
-                put_varint64(&mut b, f.number);
-                b.push(f.path_id.0);
-                // Garbage counted so far (a manifest's snapshot).
-                put_varint64(&mut b, f.garbage_records);
-                put_varint64(&mut b, f.garbage_bytes);
-                continue;
-            }
-            put_varint32(&mut b, TAG_NEW_VALUE_FILE);
-            put_varint64(&mut b, f.number);
-            b.push(f.path_id.0);
-            for v in [
-                f.size,
-                f.records,
-                f.record_bytes,
-                f.garbage_records,
-                f.garbage_bytes,
-            ] {
-                put_varint64(&mut b, v);
-            }
+            // Each store encodes its files' records (tag and fields).
+            f.owner().encode_file(f, &mut b);
         }
         for &n in &self.deleted_value_files {
             put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
@@ -217,7 +201,7 @@ impl VersionEdit {
                 TAG_FEATURE => {
                     let f = get_length_prefixed(&mut src).ok_or_else(|| bad("feature"))?;
                     let f = String::from_utf8_lossy(f).into_owned();
-                    if !SUPPORTED_FEATURES.contains(&f.as_str()) {
+                    if !supported(&f) {
                         return Err(Error::new(
                             ErrorKind::NotSupported,
                             format!("the database uses format feature {f:?}, which this build does not support"),
@@ -308,42 +292,6 @@ impl VersionEdit {
                     .ok_or_else(|| bad("new file record"))?;
                     e.new_files.push(f);
                 }
-                TAG_NEW_VALUE_FILE => {
-                    let f = (|| {
-                        let number = get_varint64(&mut src)?;
-                        let (&path_id, rest) = src.split_first()?;
-                        src = rest;
-                        let mut v = [0u64; 5];
-                        for x in &mut v {
-                            *x = get_varint64(&mut src)?;
-                        }
-                        Some(ValueFile {
-                            kind: ValueFileKind::Blob,
-                            number,
-                            path_id: PathId(path_id),
-                            size: v[0],
-                            records: v[1],
-                            record_bytes: v[2],
-                            garbage_records: v[3],
-                            garbage_bytes: v[4],
-                        })
-                    })()
-                    .ok_or_else(|| bad("new value file record"))?;
-                    e.new_value_files.push(f);
-                }
-                TAG_NEW_VLOG_SEGMENT => {
-                    let f = (|| {
-                        let number = get_varint64(&mut src)?;
-                        let (&path_id, rest) = src.split_first()?;
-                        src = rest;
-                        let mut f = ValueFile::vlog_segment(number, PathId(path_id));
-                        f.garbage_records = get_varint64(&mut src)?;
-                        f.garbage_bytes = get_varint64(&mut src)?;
-                        Some(f)
-                    })()
-                    .ok_or_else(|| bad("new value-log segment record"))?;
-                    e.new_value_files.push(f);
-                }
                 TAG_DELETED_VALUE_FILE => {
                     e.deleted_value_files
                         .push(get_varint64(&mut src).ok_or_else(|| bad("deleted value file"))?);
@@ -375,6 +323,13 @@ impl VersionEdit {
                     .ok_or_else(|| bad("kept files record"))?;
                     e.kept = Some(k);
                 }
+                t if crate::vstore::store_by_manifest_tag(t).is_some() => {
+                    let store = crate::vstore::store_by_manifest_tag(t).expect("just found");
+                    let f = store.decode_file(t, &mut src).ok_or_else(|| {
+                        bad(&format!("value file record of the {}", store.name()))
+                    })?;
+                    e.new_value_files.push(f);
+                }
                 t if t >= TAG_SAFE_TO_IGNORE => {
                     get_length_prefixed(&mut src).ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -389,6 +344,61 @@ impl VersionEdit {
 mod tests {
     use super::*;
     use crate::key::{internal_key, ValueKind};
+
+    #[test]
+    fn value_stores_own_distinct_tags_and_names() {
+        // The tags this file decodes itself; a store's file records must use others.
+        let core = [
+            TAG_LOG_NUMBER,
+            TAG_NEXT_FILE_NUMBER,
+            TAG_LAST_SEQUENCE,
+            TAG_COMPACT_POINTER,
+            TAG_DELETED_FILE,
+            TAG_NEW_FILE,
+            TAG_FORMAT_VERSION,
+            TAG_L0_LAYOUT,
+            TAG_FEATURE,
+            TAG_VALUE_GARBAGE,
+            TAG_NEW_FILE_WITH_VALUES,
+            TAG_DELETED_VALUE_FILE,
+            TAG_KEPT_FILES,
+        ];
+        let mut tags = std::collections::HashSet::new();
+        let mut names = std::collections::HashSet::new();
+        for s in crate::vstore::STORES {
+            for &t in s.manifest_tags() {
+                assert!(
+                    t < TAG_SAFE_TO_IGNORE && !core.contains(&t),
+                    "{}: tag {t}",
+                    s.name()
+                );
+                assert!(tags.insert(t), "{}: tag {t} taken twice", s.name());
+            }
+            assert!(names.insert(("id", s.id().0.to_string())), "{}", s.name());
+            assert!(
+                names.insert(("ext", s.extension().to_string())),
+                "{}",
+                s.name()
+            );
+            assert!(
+                names.insert(("feature", s.feature().to_string())),
+                "{}",
+                s.name()
+            );
+            assert!(!SUPPORTED_FEATURES.contains(&s.feature()), "{}", s.name());
+            assert_ne!(s.extension(), "sst");
+            assert_ne!(s.extension(), "log");
+            // Each file record decodes to what was encoded.
+            let mut f = crate::vstore::ValueFile::new(s.id(), 77, PathId(3));
+            f.garbage_records = 5;
+            f.garbage_bytes = 500;
+            let e = VersionEdit {
+                new_value_files: vec![f],
+                ..VersionEdit::default()
+            };
+            assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e, "{}", s.name());
+        }
+    }
 
     #[test]
     fn round_trip_and_truncation() {
@@ -421,7 +431,7 @@ mod tests {
                 },
             )],
             new_value_files: vec![ValueFile {
-                kind: ValueFileKind::Blob,
+                store: crate::vstore::blob::ID,
                 number: 13,
                 path_id: PathId::VALUES,
                 size: 5000,

@@ -159,16 +159,7 @@ fn apply(
 /// The format features `v` uses (see `SUPPORTED_FEATURES`).
 pub(crate) fn features_of(v: &Version) -> Vec<String> {
     let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
-    use crate::vstore::ValueFileKind;
-    if v.values.values().any(|f| f.kind == ValueFileKind::Blob) {
-        f.push(crate::vstore::blob::FEATURE.to_string());
-    }
-    if v.values
-        .values()
-        .any(|f| f.kind == ValueFileKind::VlogSegment)
-    {
-        f.push(crate::vstore::vlog::FEATURE.to_string());
-    }
+    f.extend(crate::vstore::features(v.values.values()));
     if v.kept.is_some() {
         f.push(super::edit::KEPT_FILES_FEATURE.to_string());
     }

@@ -7,31 +7,46 @@
 //! Compactions and flushes carry pointers unchanged and report the ones they dropped
 //! ([`DroppedValues`]), so a store counts its garbage without scanning.
 //!
-//! A store separates at flush ([`FlushSeparator`]) or at write ([`WriteSeparator`]).
-//! Stores, each in its own folder: `blob/` (BlobDB-class immutable blob files written by
-//! flushes, `ValueStoreKind::BlobFiles`) and `vlog/` (WiscKey's value log, written as the
-//! writes happen, `ValueStoreKind::VLog`). Design: docs/design/kv-separation.md; formats:
-//! docs/format/value-pointer.md, docs/format/blob-file.md, docs/format/value-log.md.
+//! A store is one object behind one trait, [`Store`], registered in [`STORES`]: its files
+//! (names, manifest records, records and how to walk them), how it separates (at flush,
+//! [`FlushSeparator`], or at write, [`WriteSeparator`]), its GC (moved by compactions, or a
+//! job of its own, [`ValueGc`], reaching the LSM through [`GcContext`]), and its recovery
+//! rule. The database holds one [`Stores`]: every registered store's reader and GC,
+//! whatever `Options::value_store` names now (a database keeps reading and collecting the
+//! files it has), and the configured store's separator. Stores, each in its own folder:
+//! `blob/` (BlobDB-class immutable blob files written by flushes,
+//! `ValueStoreKind::BlobFiles`) and `vlog/` (WiscKey's value log, written as the writes
+//! happen, `ValueStoreKind::VLog`). What a new store touches: docs/design/seams.md. Design:
+//! docs/design/kv-separation.md; formats: docs/format/value-pointer.md,
+//! docs/format/blob-file.md, docs/format/value-log.md.
 
 pub(crate) mod blob;
+mod files;
 pub(crate) mod record;
 pub(crate) mod vlog;
 
-use std::collections::BTreeMap;
+/// Every value store this build knows: the one registration line a new store adds.
+pub(crate) static STORES: &[&dyn Store] = &[&blob::BlobFiles, &vlog::ValueLog];
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
-use crate::fs::Fs;
-use crate::options::{Options, ValueStoreKind};
+use crate::fs::{Fs, ReadAccess};
+use crate::key::SeqNo;
+use crate::memtable::Lookup;
+use crate::options::Options;
 use crate::placement::{PathId, Placement};
+use crate::stats::Stats;
+use crate::version::{Version, VersionEdit};
 
 /// Where a separated value lives. On-disk format (docs/format/value-pointer.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ValuePointer {
-    /// Which kind of store wrote it ([`ValuePointer::BLOB_FILE`], ...).
-    pub store: u8,
+    /// The store that wrote it.
+    pub store: StoreId,
     /// The file (or segment) number.
     pub file: u64,
     /// Offset of the record in the file.
@@ -41,14 +56,9 @@ pub(crate) struct ValuePointer {
 }
 
 impl ValuePointer {
-    /// Store tag of a record in a blob file.
-    pub const BLOB_FILE: u8 = 1;
-    /// Store tag of a record in the value log.
-    pub const VLOG: u8 = 2;
-
     /// Appends the encoding to `dst`.
     pub fn encode_to(&self, dst: &mut Vec<u8>) {
-        dst.push(self.store);
+        dst.push(self.store.0);
         put_varint64(dst, self.file);
         put_varint64(dst, self.offset);
         put_varint32(dst, self.size);
@@ -80,7 +90,7 @@ impl ValuePointer {
             )));
         }
         Ok(ValuePointer {
-            store,
+            store: StoreId(store),
             file,
             offset,
             size,
@@ -88,20 +98,25 @@ impl ValuePointer {
     }
 }
 
+/// Which store a value file or pointer belongs to: the store's tag, as pointers and
+/// manifest records carry it (docs/format/value-pointer.md). Never renumbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StoreId(pub u8);
+
 /// One value file as the manifest describes it: its records, and how many of them
-/// compactions and flushes found dropped (garbage). A blob file whose every record is
-/// garbage leaves the version (docs/format/manifest.md, "Value files").
+/// compactions and flushes found dropped (garbage). What the counts mean, and when a file
+/// leaves the version, is its store's (docs/format/manifest.md, "Value files").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueFile {
-    /// Which kind of file.
-    pub kind: ValueFileKind,
+    /// The store the file belongs to.
+    pub store: StoreId,
     /// The file number (names the file).
     pub number: u64,
     /// Which directory the file lives in.
     pub path_id: PathId,
-    /// File size in bytes.
+    /// File size in bytes (0 where the store does not record it).
     pub size: u64,
-    /// Records written.
+    /// Records written (0 where the store does not count them).
     pub records: u64,
     /// Bytes of those records.
     pub record_bytes: u64,
@@ -111,22 +126,11 @@ pub struct ValueFile {
     pub garbage_bytes: u64,
 }
 
-/// The kinds of value file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueFileKind {
-    /// An immutable blob file (`NNNNNN.blob`): records, counts and size known when named.
-    Blob,
-    /// A segment of the value log (`NNNNNN.vlog`): named before its first record is
-    /// written; its records are counted only as garbage, and it leaves the version by the
-    /// value log's garbage collection.
-    VlogSegment,
-}
-
 impl ValueFile {
-    /// A value-log segment about to be written.
-    pub fn vlog_segment(number: u64, path_id: PathId) -> ValueFile {
+    /// A file of `store` with nothing counted yet.
+    pub(crate) fn new(store: StoreId, number: u64, path_id: PathId) -> ValueFile {
         ValueFile {
-            kind: ValueFileKind::VlogSegment,
+            store,
             number,
             path_id,
             size: 0,
@@ -137,28 +141,467 @@ impl ValueFile {
         }
     }
 
-    /// Whether no live pointer can reach the file any more (blob files; a value-log
-    /// segment's records are not counted).
-    pub fn all_garbage(&self) -> bool {
-        self.kind == ValueFileKind::Blob && self.garbage_records >= self.records
+    /// The store the file belongs to. A file is only ever built for a registered store
+    /// (manifest records are decoded by their store), so this does not fail.
+    pub(crate) fn owner(&self) -> &'static dyn Store {
+        store(self.store).unwrap_or(STORES[0])
+    }
+
+    /// Whether no live pointer can reach the file any more: it leaves the version.
+    pub(crate) fn all_garbage(&self) -> bool {
+        self.owner().all_garbage(self)
     }
 
     /// The file's path.
-    pub fn path(&self, placement: &Placement) -> std::path::PathBuf {
-        match self.kind {
-            ValueFileKind::Blob => placement.value_path(FileNumber(self.number), self.path_id),
-            ValueFileKind::VlogSegment => {
-                placement.vlog_path(FileNumber(self.number), self.path_id)
-            }
+    pub(crate) fn path(&self, placement: &Placement) -> std::path::PathBuf {
+        file_path(
+            self.owner(),
+            FileNumber(self.number),
+            self.path_id,
+            placement,
+        )
+    }
+
+    /// Whether compactions move the file's live values out (its store decides, from
+    /// `opts`).
+    pub(crate) fn collectable(&self, opts: &Options) -> bool {
+        self.owner().compaction_collects(self, opts)
+    }
+}
+
+/// The path of file `n` of `store` in directory `id`: `NNNNNN.<extension>`.
+pub(crate) fn file_path(
+    store: &dyn Store,
+    n: FileNumber,
+    id: PathId,
+    placement: &Placement,
+) -> std::path::PathBuf {
+    placement
+        .dir(id)
+        .join(crate::filename::value_name(n, store.extension()))
+}
+
+/// The registered store with id `id`.
+pub(crate) fn store(id: StoreId) -> Option<&'static dyn Store> {
+    STORES.iter().copied().find(|s| s.id() == id)
+}
+
+/// The registered store whose files end in `.ext`.
+pub(crate) fn store_by_extension(ext: &str) -> Option<&'static dyn Store> {
+    STORES.iter().copied().find(|s| s.extension() == ext)
+}
+
+/// The registered store that owns manifest tag `tag`.
+pub(crate) fn store_by_manifest_tag(tag: u32) -> Option<&'static dyn Store> {
+    STORES
+        .iter()
+        .copied()
+        .find(|s| s.manifest_tags().contains(&tag))
+}
+
+/// Whether `feature` is a registered store's format feature.
+pub(crate) fn is_feature(feature: &str) -> bool {
+    STORES.iter().any(|s| s.feature() == feature)
+}
+
+/// The format features the value files `files` use, in registration order.
+pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
+    let ids: BTreeSet<StoreId> = files.into_iter().map(|f| f.store).collect();
+    STORES
+        .iter()
+        .filter(|s| ids.contains(&s.id()))
+        .map(|s| s.feature().to_string())
+        .collect()
+}
+
+/// The files of `v` that belong to `store`, in number order.
+pub(crate) fn files_of(v: &Version, store: StoreId) -> impl Iterator<Item = &ValueFile> {
+    v.values.values().filter(move |f| f.store == store)
+}
+
+/// What a store is built with.
+pub(crate) struct StoreEnv {
+    pub fs: Arc<dyn Fs>,
+    pub placement: Placement,
+    pub opts: Options,
+}
+
+/// A value store: everything the rest of the engine knows of one kind of value file. One
+/// static object per store, listed in [`STORES`]; a store's per-database state lives in
+/// the separators and GC it builds.
+pub(crate) trait Store: Sync {
+    /// Its id: the tag of its pointers and files.
+    fn id(&self) -> StoreId;
+    /// Its name in messages ("blob files", "value log").
+    fn name(&self) -> &'static str;
+    /// The format feature a manifest naming its files lists (docs/format/manifest.md).
+    fn feature(&self) -> &'static str;
+    /// Its files' extension (`NNNNNN.<extension>`).
+    fn extension(&self) -> &'static str;
+    /// Whether `opts` configure it as the store new values go to.
+    fn configured(&self, opts: &Options) -> bool;
+
+    // --- Its files ---
+
+    /// How its files are opened for reading (`Growing`: a file still appended to).
+    fn read_access(&self) -> ReadAccess {
+        ReadAccess::default()
+    }
+    /// Whether `p` can lie inside `f`'s records (checked before any read).
+    fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool;
+    /// The value of `user_key` in the record `bytes` read at `p`.
+    ///
+    /// # Errors
+    /// `Corruption` naming `path` and the offset when the record is damaged or another
+    /// key's.
+    fn value_of<'a>(
+        &self,
+        bytes: &'a [u8],
+        user_key: &[u8],
+        path: &std::path::Path,
+        p: &ValuePointer,
+    ) -> Result<&'a [u8]> {
+        record::decode_checked(bytes, user_key, path, p)
+    }
+    /// Whether no live pointer can reach `f` (it then leaves the version).
+    fn all_garbage(&self, _f: &ValueFile) -> bool {
+        false
+    }
+    /// The records of a whole file's `bytes`, and where and why the walk stopped short
+    /// (`check`, `value-dump`, `repair`, GC).
+    fn walk<'a>(&self, bytes: &'a [u8]) -> record::Walk<'a>;
+    /// A line describing file `path`, read whole as `bytes` (`value-dump`), or why it is
+    /// not one of the store's files.
+    ///
+    /// # Errors
+    /// What is wrong with the file's frame (header, footer).
+    fn describe(&self, path: &std::path::Path, bytes: &[u8])
+        -> std::result::Result<String, String>;
+    /// The file `repair` keeps: file `number` in directory `path_id`, whose bytes `read`
+    /// reads, of which kept pointers reach `reached` (records, bytes).
+    ///
+    /// # Errors
+    /// `read`'s.
+    fn rebuilt(
+        &self,
+        number: u64,
+        path_id: PathId,
+        read: &mut dyn FnMut() -> Result<Vec<u8>>,
+        reached: (u64, u64),
+    ) -> Result<ValueFile>;
+
+    // --- Its manifest records ---
+
+    /// The manifest tags its file records use (docs/format/manifest.md; tags < 64).
+    fn manifest_tags(&self) -> &'static [u32];
+    /// Appends the record naming `f` (tag and fields).
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>);
+    /// The file a record of tag `tag` names, its fields read from `src`; `None` if they
+    /// do not decode.
+    fn decode_file(&self, tag: u32, src: &mut &[u8]) -> Option<ValueFile>;
+
+    // --- Separation (only while configured) ---
+
+    /// Its write-time separator, if it separates as writes happen.
+    fn write_separator(&self, _env: &StoreEnv) -> Option<Box<dyn WriteSeparator>> {
+        None
+    }
+    /// Its flush-time separator, taking values of at least `min` bytes, if it separates at
+    /// flush.
+    fn flush_separator(&self, _env: &StoreEnv, _min: usize) -> Option<Box<dyn FlushSeparator>> {
+        None
+    }
+
+    // --- GC ---
+
+    /// Whether compactions move `f`'s live values out (GC by compaction: blob files).
+    fn compaction_collects(&self, _f: &ValueFile, _opts: &Options) -> bool {
+        false
+    }
+    /// Where a compaction moves the live values of collected files (with
+    /// `compaction_collects`).
+    fn relocation_writer(&self, _env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
+        None
+    }
+    /// Its GC job for a database whose version is `v` at open, if it collects on a thread
+    /// of its own (the value log): whenever it is configured or `v` holds its files.
+    fn background_gc(&self, _env: &StoreEnv, _v: &Version) -> Option<Box<dyn ValueGc>> {
+        None
+    }
+
+    // --- Recovery ---
+
+    /// Why a WAL record holding pointer `p` cannot be replayed into `v`, if it cannot (the
+    /// value did not reach the store before the crash). `len` gives a file's length on
+    /// disk. The default: `p`'s file is in `v` and long enough.
+    fn lost_value(
+        &self,
+        p: &ValuePointer,
+        v: &Version,
+        len: &mut dyn FnMut(&ValueFile) -> u64,
+        placement: &Placement,
+    ) -> Option<String> {
+        file_reaches(self.name(), p, v, len, placement)
+    }
+}
+
+/// Why pointer `p` of a WAL record cannot be replayed into `v`, if its file is not in `v`
+/// or too short to hold its record (`Store::lost_value`'s default; `store` names the store).
+pub(crate) fn file_reaches(
+    store: &str,
+    p: &ValuePointer,
+    v: &Version,
+    len: &mut dyn FnMut(&ValueFile) -> u64,
+    placement: &Placement,
+) -> Option<String> {
+    let Some(f) = v.values.get(&p.file) else {
+        return Some(format!(
+            "a WAL record points into value file {}, which is gone",
+            p.file
+        ));
+    };
+    let l = len(f);
+    (p.offset + u64::from(p.size) > l).then(|| {
+        format!(
+            "a WAL record's value did not reach the {} ({} ends at {l}, the record at {} + {})",
+            store,
+            f.path(placement).display(),
+            p.offset,
+            p.size
+        )
+    })
+}
+
+/// A live value a store's GC moves, written again through the write path (a put that
+/// the configured write-time store may separate) unless a user wrote its key after the GC
+/// found it live ([`GcContext::watch`]).
+pub(crate) struct Relocated {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// What a store's GC job reaches of the database (the database implements it): the store
+/// imports nothing from `db`.
+pub(crate) trait GcContext {
+    /// The current version.
+    fn version(&self) -> Arc<Version>;
+    /// Whether the database is closing (a GC step gives up).
+    fn closing(&self) -> bool;
+    /// The database's counters.
+    fn stats(&self) -> &Stats;
+    /// From now on the write leader notes the keys users write, until the next
+    /// `write_relocated` (which skips them) or `unwatch`.
+    fn watch(&self);
+    /// Stops noting user writes.
+    fn unwatch(&self);
+    /// The newest entry of `user_key` as stored (pointers unresolved).
+    ///
+    /// # Errors
+    /// Read errors.
+    fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>>;
+    /// Writes `moved` through the write path, synced, skipping the keys users wrote since
+    /// `watch`. Returns the sequence after it.
+    ///
+    /// # Errors
+    /// Write errors.
+    fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo>;
+    /// Whether a snapshot below `seq` is live.
+    fn snapshot_below(&self, seq: SeqNo) -> bool;
+    /// Logs `edit` to the manifest and installs the version it makes; writers paced to
+    /// the GC go on.
+    ///
+    /// # Errors
+    /// The manifest write's (the caller poisons the database).
+    fn apply(&self, edit: VersionEdit) -> Result<()>;
+}
+
+/// A store's GC job, run on a thread of its own (`bg`): one per database and store.
+pub(crate) trait ValueGc: Send + Sync {
+    /// The thread's name.
+    fn thread_name(&self) -> &'static str;
+    /// Whether a step would collect something in `v`.
+    fn due(&self, v: &Version) -> bool;
+    /// One step of collection. Returns whether it changed anything.
+    ///
+    /// # Errors
+    /// I/O and corruption errors; the caller poisons the database.
+    fn step(&self, ctx: &dyn GcContext) -> Result<bool>;
+    /// Whether `pace_writes` can ever say yes (a store with a capacity): asked before a
+    /// write looks the version up.
+    fn may_pace(&self) -> bool {
+        false
+    }
+    /// Whether writes should wait for the GC (the store is over its capacity and a step
+    /// can free space).
+    fn pace_writes(&self, _v: &Version) -> bool {
+        false
+    }
+}
+
+/// Every store of one database: reads through any of them, the configured one's
+/// separation, and the GC of each that collects on its own.
+pub(crate) struct Stores {
+    env: StoreEnv,
+    reader: files::ValueFiles,
+    write: Option<Box<dyn WriteSeparator>>,
+    gcs: Vec<Box<dyn ValueGc>>,
+}
+
+impl Stores {
+    /// The stores of a database whose version is `v` at open, configured by `opts`.
+    pub fn open(fs: Arc<dyn Fs>, placement: Placement, opts: &Options, v: &Version) -> Stores {
+        let env = StoreEnv {
+            fs: fs.clone(),
+            placement: placement.clone(),
+            opts: opts.clone(),
+        };
+        let write = STORES
+            .iter()
+            .filter(|s| s.configured(opts))
+            .find_map(|s| s.write_separator(&env));
+        let gcs = STORES
+            .iter()
+            .filter_map(|s| s.background_gc(&env, v))
+            .collect();
+        Stores {
+            reader: files::ValueFiles::new(fs, placement),
+            env,
+            write,
+            gcs,
         }
     }
 
-    /// Whether garbage collection moves the file's live values out
-    /// (`Options::blob_gc_garbage_ratio`).
-    pub fn collectable(&self, ratio: f64) -> bool {
-        self.kind == ValueFileKind::Blob
-            && self.garbage_bytes as f64 >= ratio * self.record_bytes as f64
+    /// Stores for a read-only open or a tool: they read, never write or collect.
+    pub fn reading(fs: Arc<dyn Fs>, placement: Placement, opts: &Options) -> Stores {
+        Stores {
+            reader: files::ValueFiles::new(fs.clone(), placement.clone()),
+            env: StoreEnv {
+                fs,
+                placement,
+                opts: opts.clone(),
+            },
+            write: None,
+            gcs: Vec::new(),
+        }
     }
+
+    /// The configured store's write-time separator, if it has one.
+    pub fn write_separator(&self) -> Option<&dyn WriteSeparator> {
+        self.write.as_deref()
+    }
+
+    /// The configured store's flush-time separator, if it has one, taking values of at
+    /// least `min` bytes.
+    pub fn flush_separator(&self, min: usize) -> Option<Box<dyn FlushSeparator>> {
+        flush_separator(&self.env, min)
+    }
+
+    /// Makes every value handed to the write-time separator durable.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn sync(&self) -> Result<()> {
+        match &self.write {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// The GC jobs that run on threads of their own.
+    pub fn gcs(&self) -> &[Box<dyn ValueGc>] {
+        &self.gcs
+    }
+
+    /// Whether a GC job would collect something in `v`.
+    pub fn gc_due(&self, v: &Version) -> bool {
+        self.gcs.iter().any(|g| g.due(v))
+    }
+
+    /// Whether writes should wait for a GC job; `version` is asked only if a job may
+    /// pace writes at all.
+    pub fn pace_writes(&self, version: impl FnOnce() -> Arc<Version>) -> bool {
+        if !self.gcs.iter().any(|g| g.may_pace()) {
+            return false;
+        }
+        let v = version();
+        self.gcs.iter().any(|g| g.pace_writes(&v))
+    }
+
+    /// What a compaction on `v` relocates: the files of the first store (in registration
+    /// order) holding files compactions collect, and that store's writer for the moved
+    /// values, whatever store is configured now.
+    pub fn relocation(&self, v: &Version) -> Option<(BTreeSet<u64>, Box<dyn FlushSeparator>)> {
+        let opts = &self.env.opts;
+        STORES.iter().find_map(|s| {
+            let from: BTreeSet<u64> = files_of(v, s.id())
+                .filter(|f| s.compaction_collects(f, opts))
+                .map(|f| f.number)
+                .collect();
+            if from.is_empty() {
+                return None;
+            }
+            s.relocation_writer(&self.env).map(|w| (from, w))
+        })
+    }
+}
+
+impl ValueStore for Stores {
+    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
+        self.reader.read(user_key, p, f)
+    }
+
+    fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]) {
+        self.reader.read_ahead(pointers);
+    }
+
+    fn evict(&self, number: u64) {
+        self.reader.evict(number);
+    }
+}
+
+/// The flush-time separator of the store `env.opts` configure, if it separates at flush.
+pub(crate) fn flush_separator(env: &StoreEnv, min: usize) -> Option<Box<dyn FlushSeparator>> {
+    STORES
+        .iter()
+        .filter(|s| s.configured(&env.opts))
+        .find_map(|s| s.flush_separator(env, min))
+}
+
+/// Why the WAL record `batch` cannot be replayed into `v`, if a value pointer of it leads
+/// past what its store holds on disk (each store's rule, [`Store::lost_value`]). `lengths`
+/// caches file lengths.
+///
+/// # Errors
+/// A batch or pointer that does not decode.
+pub(crate) fn lost_value(
+    batch: &crate::batch::WriteBatch,
+    v: &Version,
+    fs: &dyn Fs,
+    placement: &Placement,
+    lengths: &mut HashMap<u64, u64>,
+) -> Result<Option<String>> {
+    for e in batch.iter() {
+        let e = e?;
+        if e.kind != crate::key::ValueKind::Pointer {
+            continue;
+        }
+        let p = ValuePointer::decode(e.value)?;
+        let Some(s) = store(p.store) else {
+            return Err(Error::corrupt(format!(
+                "a WAL record holds a value pointer of unknown store {}",
+                p.store.0
+            )));
+        };
+        let mut len = |f: &ValueFile| {
+            *lengths
+                .entry(f.number)
+                .or_insert_with(|| fs.file_size(&f.path(placement)).unwrap_or(0))
+        };
+        if let Some(why) = s.lost_value(&p, v, &mut len, placement) {
+            return Ok(Some(why));
+        }
+    }
+    Ok(None)
 }
 
 /// A value store, as reads see it.
@@ -239,58 +682,6 @@ pub(crate) trait WriteSeparator: Send + Sync {
     fn sync(&self) -> Result<()>;
 }
 
-/// The write-time separator `opts` asks for, if any.
-pub(crate) fn write_separator(
-    opts: &Options,
-    fs: Arc<dyn Fs>,
-    placement: &Placement,
-) -> Option<Box<dyn WriteSeparator>> {
-    match opts.value_store {
-        ValueStoreKind::VLog => Some(Box::new(vlog::VLog::new(
-            fs,
-            placement.clone(),
-            opts.min_blob_size,
-            opts.vlog_segment_size,
-        ))),
-        ValueStoreKind::Inline | ValueStoreKind::BlobFiles => None,
-    }
-}
-
-/// The flush-time separator `opts` asks for, if any, taking values of at least `min`
-/// bytes: `opts.min_blob_size` for a flush, 0 for the writer a compaction moves the live
-/// values of collected files into.
-pub(crate) fn flush_separator(
-    opts: &Options,
-    fs: Arc<dyn Fs>,
-    placement: &Placement,
-    min: usize,
-) -> Option<Box<dyn FlushSeparator>> {
-    match opts.value_store {
-        ValueStoreKind::Inline | ValueStoreKind::VLog => None,
-        ValueStoreKind::BlobFiles => Some(Box::new(blob::BlobSeparator::new(
-            fs,
-            placement.clone(),
-            min,
-        ))),
-    }
-}
-
-/// The writer a compaction moves the live values of collectable blob files into: blob
-/// files, whatever `Options::value_store` names now (a database reopened with another
-/// store still collects the blob files it has; issue 31).
-pub(crate) fn blob_relocation_writer(
-    fs: Arc<dyn Fs>,
-    placement: &Placement,
-) -> Box<dyn FlushSeparator> {
-    Box::new(blob::BlobSeparator::new(fs, placement.clone(), 0))
-}
-
-/// What reads separated values: every store's reader (a database keeps reading the values
-/// it separated whatever `Options::value_store` says now).
-pub(crate) fn reader(fs: Arc<dyn Fs>, placement: &Placement) -> Arc<dyn ValueStore> {
-    Arc::new(blob::BlobReader::new(fs, placement.clone()))
-}
-
 /// The lowest value file number the pointers of one table lead to (0: none yet).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct OldestValueFile(pub u64);
@@ -353,7 +744,7 @@ mod tests {
     #[test]
     fn pointers_round_trip_and_garbage_is_rejected() {
         let p = ValuePointer {
-            store: ValuePointer::BLOB_FILE,
+            store: blob::ID,
             file: 123_456,
             offset: 1 << 40,
             size: 70_000,

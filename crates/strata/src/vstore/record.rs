@@ -60,21 +60,37 @@ pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Parsed<'_>, &'static st
     })
 }
 
+/// Decodes the record `bytes` read at `p`, checking it is `user_key`'s and exactly `p`'s
+/// size; errors name `path` and the offset.
+///
+/// # Errors
+/// `Corruption` for a damaged record or another key's.
+pub(crate) fn decode_checked<'a>(
+    bytes: &'a [u8],
+    user_key: &[u8],
+    path: &std::path::Path,
+    p: &super::ValuePointer,
+) -> Result<&'a [u8]> {
+    let bad = |what: &str| Error::corruption(path, p.offset, format!("value record: {what}"));
+    let r = parse(bytes).map_err(bad)?;
+    if r.size != bytes.len() {
+        return Err(bad("lengths do not add up to the record size"));
+    }
+    if r.key != user_key {
+        return Err(bad("the record belongs to another key"));
+    }
+    Ok(r.value)
+}
+
 /// A value file's records with their offsets, and where and why the walk stopped short.
 pub(crate) type Walk<'a> = (Vec<(usize, Parsed<'a>)>, Option<(usize, &'static str)>);
 
-/// The records of a whole value file's `bytes`, front to back, each with its offset, and
-/// where and why the walk stopped short (`None`: at the records' end, or at a value-log
-/// segment's zero tail, where a crash cut its head off). A blob file's header and footer
-/// are skipped. Lengths past a bad record cannot be trusted, so the walk stops there.
-pub(crate) fn walk(bytes: &[u8], kind: super::ValueFileKind) -> Walk<'_> {
-    let (mut at, end) = match kind {
-        super::ValueFileKind::Blob => (
-            super::blob::HEADER_LEN as usize,
-            bytes.len().saturating_sub(super::blob::FOOTER_LEN as usize),
-        ),
-        super::ValueFileKind::VlogSegment => (0, bytes.len()),
-    };
+/// The records of `bytes[start..end]`, front to back, each with its offset in `bytes`, and
+/// where and why the walk stopped short (`None`: at `end`, or, with `zero_tail`, at a run
+/// of zeros to the end of `bytes`: the unwritten tail of a file a crash cut off). Lengths
+/// past a bad record cannot be trusted, so the walk stops there.
+pub(crate) fn walk(bytes: &[u8], start: usize, end: usize, zero_tail: bool) -> Walk<'_> {
+    let mut at = start;
     let mut records = Vec::new();
     while at < end {
         match parse(&bytes[at..end]) {
@@ -83,12 +99,7 @@ pub(crate) fn walk(bytes: &[u8], kind: super::ValueFileKind) -> Walk<'_> {
                 records.push((at, r));
                 at += size;
             }
-            Err(_)
-                if kind == super::ValueFileKind::VlogSegment
-                    && bytes[at..].iter().all(|&b| b == 0) =>
-            {
-                break
-            }
+            Err(_) if zero_tail && bytes[at..].iter().all(|&b| b == 0) => break,
             Err(what) => return (records, Some((at, what))),
         }
     }

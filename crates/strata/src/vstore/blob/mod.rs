@@ -1,4 +1,4 @@
-//! BlobDB-class value files (`ValueStoreKind::BlobFiles`, preset `blob`): every flush writes
+//! BlobDB-class value files (store [`ID`] 1, `ValueStoreKind::BlobFiles`, preset `blob`): every flush writes
 //! the values at or above `min_blob_size` into one new immutable blob file, and its tables
 //! hold pointers to them. Compactions carry the pointers and count the ones they drop as the
 //! blob file's garbage (manifest records); a blob file all of whose records are garbage
@@ -8,14 +8,21 @@
 //! (`masked crc32c | key length varint32 | value length varint32 | key | value`, the CRC over
 //! everything after it), and a 24-byte footer (record count, record bytes, magic).
 
-use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::coding::{get_varint64, put_varint32, put_varint64};
+use crate::error::Result;
 use crate::filename::FileNumber;
-use crate::fs::{Fs, RandomAccessFile, ReadAccess, WritableFile};
+use crate::fs::{Fs, WritableFile};
+use crate::options::{Options, ValueStoreKind};
 use crate::placement::{FileKind, PathId, Placement};
-use crate::vstore::{record, FlushSeparator, ValueFile, ValueFileKind, ValuePointer, ValueStore};
+use crate::vstore::{record, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer};
+
+/// The store's id: the tag of its pointers (docs/format/value-pointer.md).
+pub(crate) const ID: StoreId = StoreId(1);
+
+/// Manifest tag of `new_value_file`, the record naming a blob file (docs/format/manifest.md).
+const TAG_NEW_BLOB_FILE: u32 = 10;
 
 /// First bytes of a blob file.
 pub(crate) const MAGIC: &[u8; 8] = b"strblob\x01";
@@ -49,7 +56,7 @@ impl BlobWriter {
     /// I/O errors.
     pub fn create(fs: &dyn Fs, placement: &Placement, number: FileNumber) -> Result<BlobWriter> {
         let path_id = placement.path_id(FileKind::Value);
-        let path = placement.value_path(number, path_id);
+        let path = crate::vstore::file_path(&BlobFiles, number, path_id, placement);
         let mut file = fs.create(&path)?;
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
@@ -76,7 +83,7 @@ impl BlobWriter {
         let size = record::encode(&mut self.buf, user_key, value)?;
         self.file.append(&self.buf)?;
         let p = ValuePointer {
-            store: ValuePointer::BLOB_FILE,
+            store: ID,
             file: self.number.0,
             offset: self.offset,
             size,
@@ -99,7 +106,7 @@ impl BlobWriter {
         self.file.append(&footer)?;
         self.file.sync()?;
         Ok(ValueFile {
-            kind: ValueFileKind::Blob,
+            store: ID,
             number: self.number.0,
             path_id: self.path_id,
             size: self.offset + FOOTER_LEN,
@@ -111,122 +118,142 @@ impl BlobWriter {
     }
 }
 
-/// Reads records out of blob files and value-log segments, keeping each file open once read.
-pub(crate) struct BlobReader {
-    fs: Arc<dyn Fs>,
-    placement: Placement,
-    open: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
-}
+/// Blob files, as the engine sees them (one static object, registered in
+/// `vstore::STORES`).
+pub(crate) struct BlobFiles;
 
-impl BlobReader {
-    pub fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
-        BlobReader {
-            fs,
-            placement,
-            open: RwLock::new(HashMap::new()),
+impl Store for BlobFiles {
+    fn id(&self) -> StoreId {
+        ID
+    }
+
+    fn name(&self) -> &'static str {
+        "blob files"
+    }
+
+    fn feature(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn extension(&self) -> &'static str {
+        "blob"
+    }
+
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::BlobFiles
+    }
+
+    fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
+        p.offset >= HEADER_LEN && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
+    }
+
+    fn all_garbage(&self, f: &ValueFile) -> bool {
+        f.garbage_records >= f.records
+    }
+
+    fn walk<'a>(&self, bytes: &'a [u8]) -> record::Walk<'a> {
+        let end = bytes.len().saturating_sub(FOOTER_LEN as usize);
+        record::walk(bytes, HEADER_LEN as usize, end, false)
+    }
+
+    fn describe(
+        &self,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> std::result::Result<String, String> {
+        let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
+        if bytes.len() < h + f || &bytes[..8] != MAGIC {
+            return Err("not a complete blob file (header or footer)".into());
+        }
+        let foot = &bytes[bytes.len() - f..];
+        let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
+        let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
+        Ok(format!(
+            "blob file {}: {} B, footer says {n} records, {b} B",
+            path.display(),
+            bytes.len()
+        ))
+    }
+
+    fn rebuilt(
+        &self,
+        number: u64,
+        path_id: PathId,
+        read: &mut dyn FnMut() -> Result<Vec<u8>>,
+        (refs, ref_bytes): (u64, u64),
+    ) -> Result<ValueFile> {
+        let bytes = read()?;
+        let (found, _) = self.walk(&bytes);
+        let mut f = ValueFile::new(ID, number, path_id);
+        f.size = bytes.len() as u64;
+        f.records = (found.len() as u64).max(refs);
+        f.record_bytes = found
+            .iter()
+            .map(|(_, r)| r.size as u64)
+            .sum::<u64>()
+            .max(ref_bytes);
+        f.garbage_records = f.records - refs;
+        f.garbage_bytes = f.record_bytes - ref_bytes;
+        Ok(f)
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_BLOB_FILE]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        put_varint32(dst, TAG_NEW_BLOB_FILE);
+        put_varint64(dst, f.number);
+        dst.push(f.path_id.0);
+        for v in [
+            f.size,
+            f.records,
+            f.record_bytes,
+            f.garbage_records,
+            f.garbage_bytes,
+        ] {
+            put_varint64(dst, v);
         }
     }
 
-    fn file(&self, f: &ValueFile) -> Result<Arc<dyn RandomAccessFile>> {
-        let read = self.open.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(h) = read.get(&f.number) {
-            return Ok(h.clone());
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        let number = get_varint64(src)?;
+        let (&path_id, rest) = src.split_first()?;
+        *src = rest;
+        let mut f = ValueFile::new(ID, number, PathId(path_id));
+        for x in [
+            &mut f.size,
+            &mut f.records,
+            &mut f.record_bytes,
+            &mut f.garbage_records,
+            &mut f.garbage_bytes,
+        ] {
+            *x = get_varint64(src)?;
         }
-        drop(read);
-        let path = f.path(&self.placement);
-        // A value-log segment may be the head, still appended to while its handle is kept:
-        // opened `Growing`, a read sees every record flushed before it, however long ago the
-        // handle was opened (the fs module's contract; opened otherwise, a read past the size
-        // at open failed: issue 34). A blob file is complete before it is named.
-        let access = match f.kind {
-            ValueFileKind::VlogSegment => ReadAccess::Growing,
-            ValueFileKind::Blob => ReadAccess::default(),
-        };
-        let h = self.fs.open_with(&path, access)?;
-        self.open
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(f.number, h.clone());
-        Ok(h)
-    }
-}
-
-/// Decodes the record `bytes` read at `p`, checking it is `user_key`'s (the record format
-/// of blob files and value-log segments).
-pub(crate) fn decode_record<'a>(
-    bytes: &'a [u8],
-    user_key: &[u8],
-    path: &std::path::Path,
-    p: &ValuePointer,
-) -> Result<&'a [u8]> {
-    let bad = |what: &str| Error::corruption(path, p.offset, format!("blob record: {what}"));
-    let r = record::parse(bytes).map_err(bad)?;
-    if r.size != bytes.len() {
-        return Err(bad("lengths do not add up to the record size"));
-    }
-    if r.key != user_key {
-        return Err(bad("the record belongs to another key"));
-    }
-    Ok(r.value)
-}
-
-/// Records closer than this in one file are read ahead as one range (the gap read with them).
-const READ_AHEAD_GAP: u64 = 4096;
-
-impl ValueStore for BlobReader {
-    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
-        let path = || f.path(&self.placement);
-        let fits = match f.kind {
-            ValueFileKind::Blob => {
-                p.store == ValuePointer::BLOB_FILE
-                    && p.offset >= HEADER_LEN
-                    && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
-            }
-            // A segment's length is not recorded: a record past its end fails the read.
-            ValueFileKind::VlogSegment => p.store == ValuePointer::VLOG,
-        };
-        if !fits {
-            return Err(Error::corruption(
-                &path(),
-                p.offset,
-                format!("value pointer {p:?} is outside the blob file's records"),
-            ));
-        }
-        let bytes = self.file(f)?.read_at(p.offset, p.size as usize)?;
-        decode_record(&bytes, user_key, &path(), p).map(<[u8]>::to_vec)
+        Some(f)
     }
 
-    fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]) {
-        // In file order, neighbours joined into one request: a blob file holds a flush's
-        // values in key order, so a scan's next values are mostly one range of it.
-        pointers.sort_unstable_by_key(|(p, _)| (p.file, p.offset));
-        let mut i = 0;
-        while i < pointers.len() {
-            let (first, f) = pointers[i];
-            let mut end = first.offset + u64::from(first.size);
-            let mut j = i + 1;
-            while j < pointers.len()
-                && pointers[j].0.file == first.file
-                && pointers[j].0.offset <= end + READ_AHEAD_GAP
-            {
-                end = end.max(pointers[j].0.offset + u64::from(pointers[j].0.size));
-                j += 1;
-            }
-            if let Ok(h) = self.file(f) {
-                h.prefetch(
-                    first.offset,
-                    usize::try_from(end - first.offset).unwrap_or(0),
-                );
-            }
-            i = j;
-        }
+    fn flush_separator(&self, env: &StoreEnv, min: usize) -> Option<Box<dyn FlushSeparator>> {
+        Some(Box::new(BlobSeparator::new(
+            env.fs.clone(),
+            env.placement.clone(),
+            min,
+        )))
     }
 
-    fn evict(&self, number: u64) {
-        self.open
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&number);
+    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
+        f.garbage_bytes as f64 >= opts.blob_gc_garbage_ratio * f.record_bytes as f64
+    }
+
+    /// Live values of collected blob files move into new blob files, whatever store is
+    /// configured now (a database reopened with another store still collects the blob
+    /// files it has; issue 31).
+    fn relocation_writer(&self, env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
+        Some(Box::new(BlobSeparator::new(
+            env.fs.clone(),
+            env.placement.clone(),
+            0,
+        )))
     }
 }
 
@@ -301,7 +328,7 @@ mod tests {
             (f.records, f.size),
             (2, HEADER_LEN + u64::from(p1.size + p2.size) + FOOTER_LEN)
         );
-        let r = BlobReader::new(fs.clone(), placement.clone());
+        let r = crate::vstore::files::ValueFiles::new(fs.clone(), placement.clone());
         assert_eq!(r.read(b"k1", &p1, &f).unwrap(), b"v1");
         assert_eq!(r.read(b"key-two", &p2, &f).unwrap(), big);
         let e = r.read(b"k2", &p1, &f).unwrap_err();
@@ -312,7 +339,7 @@ mod tests {
         };
         assert!(r.read(b"k1", &outside, &f).is_err());
         // Flip every byte of the first record in turn: never the value, always an error.
-        let path = placement.value_path(FileNumber(9), f.path_id);
+        let path = f.path(&placement);
         let good = fs.open(&path).unwrap().read_at(0, f.size as usize).unwrap();
         for i in p1.offset..p1.offset + u64::from(p1.size) {
             let mut bad = good.clone();
@@ -320,7 +347,7 @@ mod tests {
             let mut out = fs.create(&path).unwrap();
             out.append(&bad).unwrap();
             out.sync().unwrap();
-            let r = BlobReader::new(fs.clone(), placement.clone());
+            let r = crate::vstore::files::ValueFiles::new(fs.clone(), placement.clone());
             let e = r.read(b"k1", &p1, &f).unwrap_err();
             assert_eq!(
                 e.kind(),

@@ -1,4 +1,4 @@
-//! WiscKey's value log (`ValueStoreKind::VLog`, preset `wisckey`): values of at least
+//! WiscKey's value log (store [`ID`] 2, `ValueStoreKind::VLog`, preset `wisckey`): values of at least
 //! `min_blob_size` bytes are appended, as the write happens, at the head of one log, and the
 //! WAL and memtable hold pointers to them.
 //!
@@ -16,15 +16,29 @@
 //! replaying at the first such record (a torn tail), so what survives is a prefix of the
 //! writes.
 
+mod gc;
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::batch::WriteBatch;
+use crate::coding::{get_varint64, put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
-use crate::fs::{Fs, WritableFile};
+use crate::fs::{Fs, ReadAccess, WritableFile};
 use crate::key::ValueKind;
-use crate::placement::{FileKind, Placement};
-use crate::vstore::{record, NewValueFiles, ValueFile, ValuePointer, WriteSeparator};
+use crate::options::{Options, ValueStoreKind};
+use crate::placement::{FileKind, PathId, Placement};
+use crate::version::Version;
+use crate::vstore::{
+    files_of, record, NewValueFiles, Store, StoreEnv, StoreId, ValueFile, ValueGc, ValuePointer,
+    WriteSeparator,
+};
+
+/// The store's id: the tag of its pointers (docs/format/value-pointer.md).
+pub(crate) const ID: StoreId = StoreId(2);
+
+/// Manifest tag of `new_vlog_segment`, the record naming a segment (docs/format/manifest.md).
+const TAG_NEW_SEGMENT: u32 = 13;
 
 /// Locks `m` whether or not a panicking thread poisoned it, as the database's own helper
 /// does; kept here because a store sits below the database and does not import from it.
@@ -68,30 +82,126 @@ impl VLog {
     }
 }
 
-/// One record of a segment, as the value log's GC reads it.
-pub(crate) struct Record {
-    pub offset: u64,
-    pub size: u32,
-    pub key: Vec<u8>,
-    pub value: Vec<u8>,
-}
+/// The value log, as the engine sees it (one static object, registered in
+/// `vstore::STORES`).
+pub(crate) struct ValueLog;
 
-/// The records of segment `bytes`, front to back, up to the first that does not decode
-/// (the tail a crash cut off the head segment it then was: no recovered pointer reaches
-/// past it, see docs/format/value-log.md).
-pub(crate) fn records(bytes: &[u8]) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    while let Ok(r) = record::parse(&bytes[at..]) {
-        out.push(Record {
-            offset: at as u64,
-            size: r.size as u32,
-            key: r.key.to_vec(),
-            value: r.value.to_vec(),
-        });
-        at += r.size;
+impl Store for ValueLog {
+    fn id(&self) -> StoreId {
+        ID
     }
-    out
+
+    fn name(&self) -> &'static str {
+        "value log"
+    }
+
+    fn feature(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn extension(&self) -> &'static str {
+        "vlog"
+    }
+
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::VLog
+    }
+
+    /// The head segment is appended to while readers hold its handle.
+    fn read_access(&self) -> ReadAccess {
+        ReadAccess::Growing
+    }
+
+    /// A segment's length is not recorded: a record past its end fails the read.
+    fn pointer_fits(&self, _p: &ValuePointer, _f: &ValueFile) -> bool {
+        true
+    }
+
+    /// Up to the zeros a crash left after the head's last record.
+    fn walk<'a>(&self, bytes: &'a [u8]) -> record::Walk<'a> {
+        record::walk(bytes, 0, bytes.len(), true)
+    }
+
+    fn describe(
+        &self,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> std::result::Result<String, String> {
+        Ok(format!(
+            "value-log segment {}: {} B",
+            path.display(),
+            bytes.len()
+        ))
+    }
+
+    /// A segment's records are not counted (only its garbage).
+    fn rebuilt(
+        &self,
+        number: u64,
+        path_id: PathId,
+        _: &mut dyn FnMut() -> Result<Vec<u8>>,
+        _: (u64, u64),
+    ) -> Result<ValueFile> {
+        Ok(ValueFile::new(ID, number, path_id))
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_SEGMENT]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        put_varint32(dst, TAG_NEW_SEGMENT);
+        put_varint64(dst, f.number);
+        dst.push(f.path_id.0);
+        // Garbage counted so far (a manifest's snapshot).
+        put_varint64(dst, f.garbage_records);
+        put_varint64(dst, f.garbage_bytes);
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        let number = get_varint64(src)?;
+        let (&path_id, rest) = src.split_first()?;
+        *src = rest;
+        let mut f = ValueFile::new(ID, number, PathId(path_id));
+        f.garbage_records = get_varint64(src)?;
+        f.garbage_bytes = get_varint64(src)?;
+        Some(f)
+    }
+
+    fn write_separator(&self, env: &StoreEnv) -> Option<Box<dyn WriteSeparator>> {
+        Some(Box::new(VLog::new(
+            env.fs.clone(),
+            env.placement.clone(),
+            env.opts.min_blob_size,
+            env.opts.vlog_segment_size,
+        )))
+    }
+
+    /// Whenever the log is configured or the version holds segments (whatever store is
+    /// configured now: a database keeps collecting the log it has, issue 31; no segment
+    /// appears later unless the log is configured).
+    fn background_gc(&self, env: &StoreEnv, v: &Version) -> Option<Box<dyn ValueGc>> {
+        (self.configured(&env.opts) || files_of(v, ID).next().is_some())
+            .then(|| Box::new(gc::LogGc::new(env)) as Box<dyn ValueGc>)
+    }
+
+    fn lost_value(
+        &self,
+        p: &ValuePointer,
+        v: &Version,
+        len: &mut dyn FnMut(&ValueFile) -> u64,
+        placement: &Placement,
+    ) -> Option<String> {
+        if files_of(v, ID)
+            .next()
+            .is_some_and(|tail| p.file < tail.number)
+        {
+            // Below the log's tail: its GC moved every live value of that segment before
+            // removing it, in a write the WAL replays after this one.
+            return None;
+        }
+        crate::vstore::file_reaches(self.name(), p, v, len, placement)
+    }
 }
 
 impl WriteSeparator for VLog {
@@ -131,9 +241,15 @@ impl WriteSeparator for VLog {
                 // file the manifest does not name, which open deletes.
                 let number = files.reserve();
                 let path_id = self.placement.path_id(FileKind::Value);
+                let path = crate::vstore::file_path(
+                    &ValueLog,
+                    FileNumber(number),
+                    path_id,
+                    &self.placement,
+                );
                 let created = self
                     .fs
-                    .create(&self.placement.vlog_path(FileNumber(number), path_id))
+                    .create(&path)
                     .and_then(|f| self.fs.sync_dir(self.placement.dir(path_id)).map(|()| f));
                 let file = match created {
                     Ok(f) => f,
@@ -142,7 +258,7 @@ impl WriteSeparator for VLog {
                         return Err(e);
                     }
                 };
-                files.name(ValueFile::vlog_segment(number, path_id))?;
+                files.name(ValueFile::new(ID, number, path_id))?;
                 *head = Some(Head {
                     number,
                     file,
@@ -157,7 +273,7 @@ impl WriteSeparator for VLog {
             record::encode(&mut record, e.key, e.value)?;
             h.file.append(&record)?;
             let p = ValuePointer {
-                store: ValuePointer::VLOG,
+                store: ID,
                 file: h.number,
                 offset: h.offset,
                 size: record.len() as u32,

@@ -1,0 +1,112 @@
+//! Reading value files, for every store: one cache of open handles, each file opened the
+//! way its store says (`Store::read_access`), records checked by their store
+//! (`Store::pointer_fits`, `Store::value_of`), and a scan's next records read ahead as
+//! ranges.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::error::{Error, Result};
+use crate::fs::{Fs, RandomAccessFile};
+use crate::placement::Placement;
+use crate::vstore::{ValueFile, ValuePointer};
+
+/// Records closer than this in one file are read ahead as one range (the gap read with them).
+const READ_AHEAD_GAP: u64 = 4096;
+
+/// Reads records out of any store's files, keeping each file open once read.
+pub(crate) struct ValueFiles {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    open: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+}
+
+impl ValueFiles {
+    pub fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
+        ValueFiles {
+            fs,
+            placement,
+            open: RwLock::new(HashMap::new()),
+        }
+    }
+
+    fn file(&self, f: &ValueFile) -> Result<Arc<dyn RandomAccessFile>> {
+        let read = self.open.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(h) = read.get(&f.number) {
+            return Ok(h.clone());
+        }
+        drop(read);
+        // A file still appended to (a value-log segment at the head) is opened `Growing`:
+        // a read sees every record flushed before it, however long ago the handle was
+        // opened (the fs module's contract; opened otherwise, a read past the size at open
+        // failed: issue 34).
+        let h = self
+            .fs
+            .open_with(&f.path(&self.placement), f.owner().read_access())?;
+        self.open
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(f.number, h.clone());
+        Ok(h)
+    }
+
+    /// The value `p` points to in file `f`, written for `user_key`.
+    ///
+    /// # Errors
+    /// `Corruption` naming file and offset when the pointer is outside the file's records
+    /// or the record is damaged or another key's; I/O errors.
+    pub fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
+        let store = f.owner();
+        let path = || f.path(&self.placement);
+        if p.store != f.store || !store.pointer_fits(p, f) {
+            return Err(Error::corruption(
+                &path(),
+                p.offset,
+                format!(
+                    "value pointer {p:?} is outside the file's records ({})",
+                    store.name()
+                ),
+            ));
+        }
+        let bytes = self.file(f)?.read_at(p.offset, p.size as usize)?;
+        store
+            .value_of(&bytes, user_key, &path(), p)
+            .map(<[u8]>::to_vec)
+    }
+
+    /// Asks for the records `pointers` reach to be read ahead, neighbours in one file as
+    /// one range. Only a hint: nothing fails.
+    pub fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]) {
+        // In file order, neighbours joined into one request: a blob file holds a flush's
+        // values in key order, so a scan's next values are mostly one range of it.
+        pointers.sort_unstable_by_key(|(p, _)| (p.file, p.offset));
+        let mut i = 0;
+        while i < pointers.len() {
+            let (first, f) = pointers[i];
+            let mut end = first.offset + u64::from(first.size);
+            let mut j = i + 1;
+            while j < pointers.len()
+                && pointers[j].0.file == first.file
+                && pointers[j].0.offset <= end + READ_AHEAD_GAP
+            {
+                end = end.max(pointers[j].0.offset + u64::from(pointers[j].0.size));
+                j += 1;
+            }
+            if let Ok(h) = self.file(f) {
+                h.prefetch(
+                    first.offset,
+                    usize::try_from(end - first.offset).unwrap_or(0),
+                );
+            }
+            i = j;
+        }
+    }
+
+    /// Forgets the open handle to file `number` (it was deleted).
+    pub fn evict(&self, number: u64) {
+        self.open
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&number);
+    }
+}
