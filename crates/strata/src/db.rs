@@ -13,7 +13,7 @@ mod iter;
 mod open;
 mod read;
 mod snapshot;
-mod value_gc;
+pub(crate) mod value_gc;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -132,9 +132,10 @@ pub(crate) struct DbInner {
     /// Whether a store's GC job runs (decided at open): only then does the write leader
     /// fill `gc_watch`.
     pub watch_writes: bool,
-    /// While a store's GC looks records up, the keys users write (the write-queue leader
-    /// adds them): its move skips them instead of looking every key up again.
-    pub gc_watch: Mutex<Option<std::collections::HashSet<Vec<u8>>>>,
+    /// Per GC job (its index in `values.gcs()`), while it judges records live, the keys
+    /// users write (the write-queue leader adds them): its move skips them instead of
+    /// looking every key up again. One set per job: two stores' jobs may run at once.
+    pub gc_watch: Mutex<std::collections::HashMap<usize, std::collections::HashSet<Vec<u8>>>>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,

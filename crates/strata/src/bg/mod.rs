@@ -55,7 +55,7 @@ fn gc_work(db: &DbInner, i: usize) {
         let progress = lock(&db.state).progress;
         let mut changed = false;
         guarded(db, "value store GC", || {
-            changed = gc.step(db)?;
+            changed = gc.step(&crate::db::value_gc::GcJob { db, job: i })?;
             Ok(())
         });
         if changed || owed > 0 {

@@ -239,7 +239,10 @@ impl CompactionJob<'_> {
                         let v = r.store.read(p.user_key, &old, file)?;
                         let new = r
                             .writer
-                            .separate(&mut *self.new_file_number, p.user_key, &v)?
+                            .separate(
+                                &mut *self.new_file_number,
+                                crate::vstore::FlushEntry::put(p.seq, p.user_key, &v),
+                            )?
                             .ok_or_else(|| Error::corrupt("a relocated value was not written"))?;
                         out.dropped_values.add(value);
                         out.relocated_bytes += v.len() as u64;

@@ -43,7 +43,7 @@ impl DbInner {
             table_opts: TableOptions::from(&self.opts),
             snapshots: self.snapshots.sequences(),
             new_file_number: &mut new_number,
-            values: self.values.flush_separator(self.opts.min_blob_size),
+            values: self.values.flush_separator(self.opts.min_blob_size, &base),
             dropped_values: Default::default(),
         };
         let result = layout

@@ -227,7 +227,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     Arc::new(DbInner {
         values: Arc::new(values),
         watch_writes,
-        gc_watch: Mutex::new(None),
+        gc_watch: Mutex::new(Default::default()),
         fs: p.fs,
         placement: p.placement,
         tables: p.tables,
@@ -688,6 +688,7 @@ fn flush_recovered(
                 opts: opts.clone(),
             },
             opts.min_blob_size,
+            &versions.current(),
         ),
         dropped_values: Default::default(),
     };

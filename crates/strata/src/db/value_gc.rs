@@ -1,5 +1,5 @@
-//! What a value store's GC job reaches of the database ([`GcContext`], implemented here so
-//! that `vstore` imports nothing from `db`), and the pacing of writes to it. The jobs
+//! What a value store's GC job reaches of the database ([`GcContext`], implemented here by
+//! [`GcJob`] so that `vstore` imports nothing from `db`), and the pacing of writes to it. The jobs
 //! themselves live with their stores (the value log's: `vstore/vlog/gc.rs`); `bg` runs
 //! each on a thread of its own.
 
@@ -12,52 +12,79 @@ use crate::key::SeqNo;
 use crate::memtable::Lookup;
 use crate::stats::Stats;
 use crate::version::{Version, VersionEdit};
-use crate::vstore::{GcContext, Relocated};
+use crate::vstore::{GcContext, GcView, NewValueFiles, Relocated};
 
-impl GcContext for DbInner {
+/// GC job `job` (its index in `DbInner::values.gcs()`) of a database: what the job reaches.
+pub(crate) struct GcJob<'a> {
+    pub db: &'a DbInner,
+    pub job: usize,
+}
+
+impl GcContext for GcJob<'_> {
     fn version(&self) -> Arc<Version> {
-        self.super_version().version.clone()
+        self.db.super_version().version.clone()
     }
 
     fn closing(&self) -> bool {
-        self.shutting_down.load(Ordering::Acquire)
+        self.db.shutting_down.load(Ordering::Acquire)
     }
 
     fn stats(&self) -> &Stats {
-        &self.stats
+        &self.db.stats
     }
 
     fn watch(&self) {
-        *lock(&self.gc_watch) = Some(Default::default());
+        lock(&self.db.gc_watch).insert(self.job, Default::default());
     }
 
     fn unwatch(&self) {
-        *lock(&self.gc_watch) = None;
+        lock(&self.db.gc_watch).remove(&self.job);
     }
 
     fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
-        DbInner::newest_entry(self, user_key)
+        self.db.newest_entry(user_key)
+    }
+
+    fn view(&self) -> Box<dyn GcView + '_> {
+        Box::new(self.db.super_version())
     }
 
     fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo> {
-        write::write_relocated(self, moved)
+        write::write_relocated(self.db, self.job, moved)
+    }
+
+    fn files(&self) -> &dyn NewValueFiles {
+        self.db
     }
 
     fn snapshot_below(&self, seq: SeqNo) -> bool {
-        self.snapshots.sequences().iter().any(|&s| s < seq)
+        self.db.snapshots.sequences().iter().any(|&s| s < seq)
     }
 
     fn apply(&self, edit: VersionEdit) -> Result<()> {
-        let mut versions = lock(&self.versions);
+        let db = self.db;
+        let mut versions = lock(&db.versions);
         let v = versions.log_and_apply(edit)?;
-        let mut st = lock(&self.state);
-        self.install_super_version(&mut st, v);
+        let mut st = lock(&db.state);
+        db.install_super_version(&mut st, v);
         st.progress += 1;
         drop(st);
         drop(versions);
         // Writes paced to the GC (`wait_for_value_space`) go on.
-        self.done_cv.notify_all();
+        db.done_cv.notify_all();
         Ok(())
+    }
+}
+
+impl GcView for Arc<super::SuperVersion> {
+    fn version(&self) -> &Arc<Version> {
+        &self.version
+    }
+
+    fn memtable_entry(&self, user_key: &[u8]) -> Option<Lookup> {
+        std::iter::once(&self.mem)
+            .chain(self.imms.iter())
+            .find_map(|m| m.get(user_key, SeqNo::MAX))
     }
 }
 

@@ -38,7 +38,7 @@ pub(crate) struct Writer {
     force_switch: bool,
     /// A value store's GC: the live values it moves; the leader writes a put for each key
     /// no user wrote since the GC found it live. Never grouped with others.
-    relocate: Option<Vec<Relocated>>,
+    relocate: Option<(usize, Vec<Relocated>)>,
     done: bool,
     result: Result<()>,
 }
@@ -193,7 +193,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
 /// Writes a value store GC's moves: for each key no user wrote since the GC started
 /// watching (a user write that came meanwhile wins), a put of the value through the write
 /// path, synced. Returns the sequence after it.
-pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<SeqNo> {
+pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -> Result<SeqNo> {
     commit(
         db,
         Writer {
@@ -201,7 +201,7 @@ pub(crate) fn write_relocated(db: &DbInner, moved: Vec<Relocated>) -> Result<Seq
             sync: true,
             disable_wal: false,
             force_switch: false,
-            relocate: Some(moved),
+            relocate: Some((job, moved)),
             done: false,
             result: Ok(()),
         },
@@ -228,14 +228,19 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
             w.disable_wal,
         )
     };
-    if let Some(moved) = &relocating {
+    if let Some((job, moved)) = &relocating {
         // The GC found each moved key's newest entry pointing to the record it moves;
         // keys written since it started looking (the watch) may point elsewhere now: they
         // stay as they are. NB: the leader serialises writes: none lands between this and
         // the insert below.
-        let watched = lock(&db.gc_watch).take().unwrap_or_default();
+        let watched = lock(&db.gc_watch).remove(job).unwrap_or_default();
         for m in moved {
-            if !watched.contains(&m.key) {
+            if watched.contains(&m.key) {
+                continue;
+            }
+            if m.pointer {
+                batch.put_pointer(&m.key, &m.value);
+            } else {
                 batch.put(&m.key, &m.value);
             }
         }
@@ -317,7 +322,8 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         // entries by its lookups. Whatever store is configured: a store's GC runs under any
         // (issue 31); the lock is taken only where one may run.
         if db.watch_writes {
-            if let Some(watch) = lock(&db.gc_watch).as_mut() {
+            let mut watches = lock(&db.gc_watch);
+            for watch in watches.values_mut() {
                 watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
             }
         }

@@ -368,11 +368,17 @@ impl Ingest<'_> {
                     let file = self.fs.create(&path)?;
                     out = Some((TableBuilder::new(file, path, self.table_opts), number));
                 }
-                let separated = match (p.kind, self.values.as_mut()) {
-                    (ValueKind::Put, Some(v)) => {
-                        v.separate(&mut *self.new_file_number, p.user_key, it.value())?
-                    }
-                    _ => None,
+                let separated = match self.values.as_mut() {
+                    Some(v) => v.separate(
+                        &mut *self.new_file_number,
+                        crate::vstore::FlushEntry {
+                            kind: p.kind,
+                            seq: p.seq,
+                            user_key: p.user_key,
+                            value: it.value(),
+                        },
+                    )?,
+                    None => None,
                 };
                 if let Some((b, _)) = out.as_mut() {
                     match separated {

@@ -431,6 +431,7 @@ mod tests {
                 },
             )],
             new_value_files: vec![ValueFile {
+                meta: 0,
                 store: crate::vstore::blob::ID,
                 number: 13,
                 path_id: PathId::VALUES,

@@ -124,6 +124,9 @@ pub struct ValueFile {
     pub garbage_records: u64,
     /// Bytes of those records.
     pub garbage_bytes: u64,
+    /// What the store keeps per file beside the counts (the hash store: the file's segment
+    /// group and kind), encoded by its own manifest records; 0 for stores that keep nothing.
+    pub meta: u64,
 }
 
 impl ValueFile {
@@ -138,6 +141,7 @@ impl ValueFile {
             record_bytes: 0,
             garbage_records: 0,
             garbage_bytes: 0,
+            meta: 0,
         }
     }
 
@@ -307,8 +311,15 @@ pub(crate) trait Store: Sync {
         None
     }
     /// Its flush-time separator, taking values of at least `min` bytes, if it separates at
-    /// flush.
-    fn flush_separator(&self, _env: &StoreEnv, _min: usize) -> Option<Box<dyn FlushSeparator>> {
+    /// flush: while it is configured, or (a store that must see every flush to judge its
+    /// files' liveness) while `v` holds its files. A flush runs every store's separator
+    /// that answers, each seeing each entry; at most one takes a value.
+    fn flush_separator(
+        &self,
+        _env: &StoreEnv,
+        _min: usize,
+        _v: &Version,
+    ) -> Option<Box<dyn FlushSeparator>> {
         None
     }
 
@@ -372,12 +383,14 @@ pub(crate) fn file_reaches(
     })
 }
 
-/// A live value a store's GC moves, written again through the write path (a put that
-/// the configured write-time store may separate) unless a user wrote its key after the GC
-/// found it live ([`GcContext::watch`]).
+/// A live value a store's GC moves, written again through the write path unless a user
+/// wrote its key after the GC found it live ([`GcContext::watch`]): a put of the value
+/// (which the configured write-time store may separate), or, with `pointer`, a value the
+/// store already rewrote in its own files, given by its new encoded `ValuePointer`.
 pub(crate) struct Relocated {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
+    pub pointer: bool,
 }
 
 /// What a store's GC job reaches of the database (the database implements it): the store
@@ -399,12 +412,20 @@ pub(crate) trait GcContext {
     /// # Errors
     /// Read errors.
     fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>>;
+    /// The memtables and the version as of now, together: taken after `watch`, every user
+    /// write is either in the view's memtables, in the view's version, or watched.
+    #[allow(dead_code)] // First user: the hash store (the next commit).
+    fn view(&self) -> Box<dyn GcView + '_>;
     /// Writes `moved` through the write path, synced, skipping the keys users wrote since
     /// `watch`. Returns the sequence after it.
     ///
     /// # Errors
     /// Write errors.
     fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo>;
+    /// How the job names the files it writes in the manifest (reserved numbers are spared
+    /// by obsolete-file deletion until named or released).
+    #[allow(dead_code)] // First user: the hash store (the next commit).
+    fn files(&self) -> &dyn NewValueFiles;
     /// Whether a snapshot below `seq` is live.
     fn snapshot_below(&self, seq: SeqNo) -> bool;
     /// Logs `edit` to the manifest and installs the version it makes; writers paced to
@@ -413,6 +434,16 @@ pub(crate) trait GcContext {
     /// # Errors
     /// The manifest write's (the caller poisons the database).
     fn apply(&self, edit: VersionEdit) -> Result<()>;
+}
+
+/// The memtables and version of one moment ([`GcContext::view`]).
+#[allow(dead_code)] // First user: the hash store (the next commit).
+pub(crate) trait GcView {
+    /// The version.
+    fn version(&self) -> &Arc<Version>;
+    /// The newest entry of `user_key` in the memtables (none: the version holds it, if
+    /// anything does).
+    fn memtable_entry(&self, user_key: &[u8]) -> Option<Lookup>;
 }
 
 /// A store's GC job, run on a thread of its own (`bg`): one per database and store.
@@ -490,10 +521,10 @@ impl Stores {
         self.write.as_deref()
     }
 
-    /// The configured store's flush-time separator, if it has one, taking values of at
-    /// least `min` bytes.
-    pub fn flush_separator(&self, min: usize) -> Option<Box<dyn FlushSeparator>> {
-        flush_separator(&self.env, min)
+    /// The flush-time separators for a flush onto `v`, taking values of at least `min`
+    /// bytes (`flush_separator`).
+    pub fn flush_separator(&self, min: usize, v: &Version) -> Option<Box<dyn FlushSeparator>> {
+        flush_separator(&self.env, min, v)
     }
 
     /// Makes every value handed to the write-time separator durable.
@@ -559,12 +590,49 @@ impl ValueStore for Stores {
     }
 }
 
-/// The flush-time separator of the store `env.opts` configure, if it separates at flush.
-pub(crate) fn flush_separator(env: &StoreEnv, min: usize) -> Option<Box<dyn FlushSeparator>> {
-    STORES
+/// The flush-time separators of every store that answers for a flush onto `v`
+/// (`Store::flush_separator`), as one; `None` if none does.
+pub(crate) fn flush_separator(
+    env: &StoreEnv,
+    min: usize,
+    v: &Version,
+) -> Option<Box<dyn FlushSeparator>> {
+    let mut all: Vec<Box<dyn FlushSeparator>> = STORES
         .iter()
-        .filter(|s| s.configured(&env.opts))
-        .find_map(|s| s.flush_separator(env, min))
+        .filter_map(|s| s.flush_separator(env, min, v))
+        .collect();
+    match all.len() {
+        0 => None,
+        1 => all.pop(),
+        _ => Some(Box::new(Separators(all))),
+    }
+}
+
+/// Several stores' flush-time separators, each seeing every entry; the first pointer
+/// returned is the entry's.
+struct Separators(Vec<Box<dyn FlushSeparator>>);
+
+impl FlushSeparator for Separators {
+    fn separate(
+        &mut self,
+        new_file_number: &mut dyn FnMut() -> FileNumber,
+        e: FlushEntry<'_>,
+    ) -> Result<Option<ValuePointer>> {
+        let mut taken = None;
+        for s in &mut self.0 {
+            let p = s.separate(new_file_number, e)?;
+            taken = taken.or(p);
+        }
+        Ok(taken)
+    }
+
+    fn finish(&mut self) -> Result<Vec<ValueFile>> {
+        let mut files = Vec::new();
+        for s in &mut self.0 {
+            files.extend(s.finish()?);
+        }
+        Ok(files)
+    }
 }
 
 /// Why the WAL record `batch` cannot be replayed into `v`, if a value pointer of it leads
@@ -622,18 +690,42 @@ pub(crate) trait ValueStore: Send + Sync {
     fn evict(&self, number: u64);
 }
 
-/// Separates values while a flush writes its tables (stores that separate at flush).
+/// One entry a flush keeps, as its separators see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FlushEntry<'a> {
+    pub kind: crate::key::ValueKind,
+    #[allow(dead_code)] // First user: the hash store (the next commit).
+    pub seq: SeqNo,
+    pub user_key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+impl<'a> FlushEntry<'a> {
+    /// A put of `value` (what a compaction's relocation hands its writer).
+    pub fn put(seq: SeqNo, user_key: &'a [u8], value: &'a [u8]) -> Self {
+        FlushEntry {
+            kind: crate::key::ValueKind::Put,
+            seq,
+            user_key,
+            value,
+        }
+    }
+}
+
+/// Separates values while a flush writes its tables (stores that separate at flush), and
+/// sees every entry the flush keeps: puts, deletes and pointers, with their sequences (a
+/// store whose GC judges liveness without the LSM notes in its own files that a key's
+/// newest entry went elsewhere).
 pub(crate) trait FlushSeparator: Send {
-    /// The pointer, if `user_key`'s `value` went to the store. File numbers for new
-    /// value files come from `new_file_number` (registered as pending outputs).
+    /// The pointer, if the store took `e`'s value (only puts are taken). File numbers for
+    /// new value files come from `new_file_number` (registered as pending outputs).
     ///
     /// # Errors
     /// I/O errors.
     fn separate(
         &mut self,
         new_file_number: &mut dyn FnMut() -> FileNumber,
-        user_key: &[u8],
-        value: &[u8],
+        e: FlushEntry<'_>,
     ) -> Result<Option<ValuePointer>>;
 
     /// The value files written, durable (files and their directory synced): for the edit

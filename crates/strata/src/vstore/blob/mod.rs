@@ -16,7 +16,9 @@ use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::options::{Options, ValueStoreKind};
 use crate::placement::{FileKind, PathId, Placement};
-use crate::vstore::{record, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer};
+use crate::vstore::{
+    record, FlushEntry, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer,
+};
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
 pub(crate) const ID: StoreId = StoreId(1);
@@ -114,6 +116,7 @@ impl BlobWriter {
             record_bytes: self.record_bytes,
             garbage_records: 0,
             garbage_bytes: 0,
+            meta: 0,
         })
     }
 }
@@ -233,12 +236,20 @@ impl Store for BlobFiles {
         Some(f)
     }
 
-    fn flush_separator(&self, env: &StoreEnv, min: usize) -> Option<Box<dyn FlushSeparator>> {
-        Some(Box::new(BlobSeparator::new(
-            env.fs.clone(),
-            env.placement.clone(),
-            min,
-        )))
+    /// While configured.
+    fn flush_separator(
+        &self,
+        env: &StoreEnv,
+        min: usize,
+        _v: &crate::version::Version,
+    ) -> Option<Box<dyn FlushSeparator>> {
+        self.configured(&env.opts).then(|| {
+            Box::new(BlobSeparator::new(
+                env.fs.clone(),
+                env.placement.clone(),
+                min,
+            )) as Box<dyn FlushSeparator>
+        })
     }
 
     fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
@@ -280,10 +291,10 @@ impl FlushSeparator for BlobSeparator {
     fn separate(
         &mut self,
         new_file_number: &mut dyn FnMut() -> FileNumber,
-        user_key: &[u8],
-        value: &[u8],
+        e: FlushEntry<'_>,
     ) -> Result<Option<ValuePointer>> {
-        if value.len() < self.min {
+        let (user_key, value) = (e.user_key, e.value);
+        if e.kind != crate::key::ValueKind::Put || value.len() < self.min {
             return Ok(None);
         }
         let w = match &mut self.writer {

@@ -94,6 +94,7 @@ impl LogGc {
                     moved.push(Relocated {
                         key: r.key.to_vec(),
                         value: r.value.to_vec(),
+                        pointer: false,
                     });
                 }
             }
