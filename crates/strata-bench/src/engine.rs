@@ -232,6 +232,15 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(c) = flags.vlog_capacity {
         o.vlog_capacity = Some(c);
     }
+    if let Some(n) = flags.hash_groups {
+        o.hash_groups = n;
+    }
+    if let Some(n) = flags.hash_main_segment_size {
+        o.hash_main_segment_size = n;
+    }
+    if let Some(r) = flags.hash_reserve_ratio {
+        o.hash_reserve_ratio = r;
+    }
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }

@@ -137,6 +137,20 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::wisckey(), fs)
             },
         },
+        // HashKV's store: values of 100 bytes and more go to 4 groups at flush; main segments
+        // of 4 KiB and a reserve of 4 x 4 KiB x 1.0, so every few flushes a group is
+        // collected.
+        Config {
+            name: "hashkv",
+            build: |dir, fs| Options {
+                min_blob_size: 100,
+                hash_groups: 4,
+                hash_main_segment_size: 4 << 10,
+                hash_reserve_ratio: 1.0,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::hashkv(), fs)
+            },
+        },
         // Blob files composed with OHDB's buckets.
         Config {
             name: "ohdb-l0p-blob",

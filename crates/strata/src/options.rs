@@ -184,6 +184,10 @@ pub enum ValueStoreKind {
     /// as they are written (segments of `vlog_segment_size`), the WAL and the LSM holding
     /// pointers.
     VLog,
+    /// HashKV's hash-partitioned store: values of at least `min_blob_size` bytes go, at
+    /// flush, to one of `hash_groups` segment groups picked by the key's hash; a group's
+    /// GC keeps each key's newest record without looking the LSM up.
+    Hash,
 }
 
 /// How the boundaries of OHDB's L0 buckets are chosen (`L0Layout::Buckets`). They change
@@ -430,6 +434,19 @@ pub struct Options {
     /// can grow well past its live data before GC starts. Defaults to `None` (counted
     /// garbage alone starts GC; writes never wait for it).
     pub vlog_capacity: Option<u64>,
+    /// Segment groups of the hash store (`ValueStoreKind::Hash`; HashKV's partitions): a
+    /// key's hash picks its group. Fixed while the store holds files (the count they were
+    /// written with wins). 1 to 65535. Defaults to 64.
+    pub hash_groups: u32,
+    /// Size of a hash-store group's main segment: the live records its GC writes, more
+    /// spilling into log segments. The main space is `hash_groups` x this. Defaults to
+    /// 64 MiB (the paper's).
+    pub hash_main_segment_size: u64,
+    /// The hash store's reserve, as a fraction of its main space: the bytes of log
+    /// segments (what flushes write between a group's GCs) it allows. GC runs past 90 % of
+    /// it, on the group with the most log bytes; writes wait for GC past 100 %. Defaults
+    /// to 0.3 (the paper's 30 %).
+    pub hash_reserve_ratio: f64,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -486,6 +503,9 @@ impl std::fmt::Debug for Options {
             .field("blob_gc_garbage_ratio", &self.blob_gc_garbage_ratio)
             .field("vlog_segment_size", &self.vlog_segment_size)
             .field("vlog_capacity", &self.vlog_capacity)
+            .field("hash_groups", &self.hash_groups)
+            .field("hash_main_segment_size", &self.hash_main_segment_size)
+            .field("hash_reserve_ratio", &self.hash_reserve_ratio)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
             .field("fs", &self.fs)
@@ -676,7 +696,8 @@ impl Options {
                         value,
                         ValueStoreKind::Inline,
                         ValueStoreKind::BlobFiles,
-                        ValueStoreKind::VLog
+                        ValueStoreKind::VLog,
+                        ValueStoreKind::Hash
                     )
                 }
                 "min_blob_size" => o.min_blob_size = size(value)?,
@@ -684,6 +705,9 @@ impl Options {
                 "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = float(value)?,
                 "vlog_segment_size" => o.vlog_segment_size = num(value)?,
                 "vlog_capacity" => o.vlog_capacity = opt(value).map(|v| num(&v)).transpose()?,
+                "hash_groups" => o.hash_groups = u32::try_from(num(value)?).map_err(|_| bad())?,
+                "hash_main_segment_size" => o.hash_main_segment_size = num(value)?,
+                "hash_reserve_ratio" => o.hash_reserve_ratio = float(value)?,
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
@@ -755,6 +779,9 @@ impl Options {
             blob_gc_garbage_ratio,
             vlog_segment_size,
             vlog_capacity,
+            hash_groups,
+            hash_main_segment_size,
+            hash_reserve_ratio,
             value_read_ahead,
             memtable_filter_ratio,
             max_manifest_file_size,
@@ -817,6 +844,7 @@ impl Options {
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
+        plain!(hash_groups hash_main_segment_size hash_reserve_ratio);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         out
     }
@@ -880,6 +908,9 @@ impl Default for Options {
             blob_gc_garbage_ratio: 0.5,
             vlog_segment_size: 64 * MIB as u64,
             vlog_capacity: None,
+            hash_groups: 64,
+            hash_main_segment_size: 64 * MIB as u64,
+            hash_reserve_ratio: 0.3,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
@@ -1013,6 +1044,16 @@ impl Options {
         }
     }
 
+    /// HashKV's hash-partitioned value store on the default engine: values of 256 bytes and
+    /// more go, at flush, to one of 64 segment groups of 64 MiB main segments with a 30 %
+    /// reserve (`ValueStoreKind::Hash`).
+    pub fn hashkv() -> Self {
+        Options {
+            value_store: ValueStoreKind::Hash,
+            ..Options::default()
+        }
+    }
+
     /// RocksDB's defaults that matter for these benchmarks (7.8): 64 MiB memtable, 2 write
     /// buffers, L0 triggers 4/20/36, 256 MiB L1 x10, 64 MiB tables, min-overlap picking, no
     /// read-triggered compaction (RocksDB has none). The default preset differs in the
@@ -1070,6 +1111,7 @@ impl Options {
         "ohdb-c",
         "blob",
         "wisckey",
+        "hashkv",
     ];
 
     /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
@@ -1091,12 +1133,10 @@ impl Options {
             "ohdb-c" => Ok(Options::ohdb_l0p()),
             "blob" => Ok(Options::blob()),
             "wisckey" => Ok(Options::wisckey()),
-            "cleveldb" | "hashkv" | "rocksdb-l0-nvm" | "matrixkv" => {
+            "hashkv" => Ok(Options::hashkv()),
+            "cleveldb" | "rocksdb-l0-nvm" | "matrixkv" => {
                 let technique = match name {
                     "cleveldb" => "CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
-                    "hashkv" => {
-                        "HashKV's hash-partitioned value store (seeds/hashkv-hash-value-store.txt)"
-                    }
                     _ => "MatrixKV's matrix L0 in persistent memory (seeds/matrixkv-matrix-l0.txt)",
                 };
                 Err(Error::invalid(format!(
@@ -1176,6 +1216,15 @@ impl Options {
         }
         if !(self.blob_gc_garbage_ratio > 0.0 && self.blob_gc_garbage_ratio <= 1.0) {
             return bad("blob_gc_garbage_ratio", "must be in (0, 1]");
+        }
+        if !(1..=65535).contains(&self.hash_groups) {
+            return bad("hash_groups", "must be between 1 and 65535");
+        }
+        if self.hash_main_segment_size < 4 * KIB as u64 {
+            return bad("hash_main_segment_size", "must be at least 4 KiB");
+        }
+        if !(self.hash_reserve_ratio > 0.0 && self.hash_reserve_ratio <= 100.0) {
+            return bad("hash_reserve_ratio", "must be in (0, 100]");
         }
         if !(2..=16).contains(&self.num_levels) {
             return bad("num_levels", "must be between 2 and 16");
@@ -1420,7 +1469,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 58, "every field but fs");
+        assert_eq!(names.len(), 61, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

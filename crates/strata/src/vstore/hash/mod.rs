@@ -1,0 +1,327 @@
+//! HashKV's hash-partitioned value store (store [`ID`] 3, `ValueStoreKind::Hash`, preset
+//! `hashkv`): a key's hash picks one of `hash_groups` segment groups, and every version of
+//! the key's value goes to that group, so a group's GC judges liveness from the group
+//! alone (the newest record of a key wins), without a lookup in the LSM.
+//!
+//! How the paper's structures map here (docs/design/hashkv.md says why):
+//! - The write cache is the memtable and the write journal is the WAL: values reach the
+//!   store when a flush writes them (like blob files), grouped by segment group, one new
+//!   file per group the flush touches (a *log segment*; files are never appended to after
+//!   they are named, so no journal is needed for them).
+//! - A group's *main segment* is what its last GC wrote: its live records, up to
+//!   `hash_main_segment_size` (more spills into log segments the GC writes).
+//! - The reserve is `hash_reserve_ratio` x the main space (`hash_groups` x main size): the
+//!   bytes of log segments it allows. GC runs when they pass 90 % of it, on the group with
+//!   the most log bytes (the paper's greedy: the most writes since its last GC), and writes
+//!   wait for it past 100 %.
+//! - The segment table is the version's value files of this store: each names its group
+//!   and kind (`ValueFile::meta`), recorded in the manifest with the flush or GC that wrote
+//!   it. GC swaps a group's files atomically: the new main is named, the moved pointers are
+//!   written through the write path, the old files leave the version once no snapshot can
+//!   read them. No GC journal is needed: nothing is overwritten in place.
+//! - Deletes, values kept inline and values another store took are noted in the key's
+//!   group as tombstone records (the flush sees every entry it keeps, with its sequence),
+//!   so GC never brings an older value back.
+//!
+//! Formats: docs/format/hash-store.md.
+
+mod gc;
+pub(crate) mod record;
+mod separator;
+
+use crate::coding::{get_varint64, put_varint32, put_varint64};
+use crate::error::Result;
+use crate::options::{Options, ValueStoreKind};
+use crate::placement::{PathId, Placement};
+use crate::version::Version;
+use crate::vstore::{
+    files_of, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValueGc, ValuePointer,
+};
+
+/// The store's id: the tag of its pointers (docs/format/value-pointer.md).
+pub(crate) const ID: StoreId = StoreId(3);
+
+/// The format feature a database with hash-store files names in its manifest.
+pub(crate) const FEATURE: &str = "hash-store";
+
+/// Manifest tag of `new_hash_segment`, the record naming a file (docs/format/manifest.md).
+const TAG_NEW_SEGMENT: u32 = 16;
+
+/// Seed of the hash that picks a key's group (not the filters' hash, so the two stay
+/// independent).
+const GROUP_SEED: u64 = 0x6861_7368_6b76_0031;
+
+/// What a file of a group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SegmentKind {
+    /// Written by the group's last GC: its live records (the paper's main segment; past
+    /// `hash_main_segment_size` they spill into more main files, whose excess takes
+    /// reserve as the paper's overflowing log segments do).
+    Main = 0,
+    /// Written by a flush: the group's writes since its last GC; takes reserve.
+    Log = 1,
+}
+
+/// `ValueFile::meta` of a file of `group` (of `groups`) of `kind`: group in bits 0..24,
+/// the group count in bits 24..48, the kind in bits 48..56 (docs/format/manifest.md).
+pub(crate) fn meta(group: u32, groups: u32, kind: SegmentKind) -> u64 {
+    u64::from(group) | u64::from(groups) << 24 | (kind as u64) << 48
+}
+
+/// The group of a file of this store.
+pub(crate) fn group_of(f: &ValueFile) -> u32 {
+    (f.meta & 0xff_ffff) as u32
+}
+
+/// The group count the database's keys were hashed with when `f` was written.
+pub(crate) fn groups_of(f: &ValueFile) -> u32 {
+    ((f.meta >> 24) & 0xff_ffff) as u32
+}
+
+/// The kind of a file of this store.
+pub(crate) fn kind_of(f: &ValueFile) -> SegmentKind {
+    if (f.meta >> 48) & 0xff == 0 {
+        SegmentKind::Main
+    } else {
+        SegmentKind::Log
+    }
+}
+
+/// The group count keys are hashed with: the one the version's files were written with
+/// (a key's group never changes while it may have records), else `opts.hash_groups`.
+pub(crate) fn groups_in(v: &Version, opts: &Options) -> u32 {
+    files_of(v, ID)
+        .next()
+        .map_or(opts.hash_groups, groups_of)
+        .max(1)
+}
+
+/// The group `user_key` belongs to among `groups`.
+pub(crate) fn group(user_key: &[u8], groups: u32) -> u32 {
+    (xxhash_rust::xxh3::xxh3_64_with_seed(user_key, GROUP_SEED) % u64::from(groups.max(1))) as u32
+}
+
+/// The reserve in use in `v`: bytes of log segments, and of main segments past
+/// `main_size` per group.
+pub(crate) fn reserve_used(v: &Version, main_size: u64) -> u64 {
+    let mut logs = 0;
+    let mut mains: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for f in files_of(v, ID) {
+        match kind_of(f) {
+            SegmentKind::Log => logs += f.size,
+            SegmentKind::Main => *mains.entry(group_of(f)).or_default() += f.size,
+        }
+    }
+    logs + mains
+        .values()
+        .map(|&m| m.saturating_sub(main_size))
+        .sum::<u64>()
+}
+
+/// The reserve `opts` give: `hash_reserve_ratio` of the main space.
+pub(crate) fn reserve(opts: &Options) -> u64 {
+    (opts.hash_reserve_ratio * f64::from(opts.hash_groups) * opts.hash_main_segment_size as f64)
+        as u64
+}
+
+/// HashKV's store, as the engine sees it (one static object, registered in
+/// `vstore::STORES`).
+pub(crate) struct HashStore;
+
+impl Store for HashStore {
+    fn id(&self) -> StoreId {
+        ID
+    }
+
+    fn name(&self) -> &'static str {
+        "hash store"
+    }
+
+    fn feature(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn extension(&self) -> &'static str {
+        "hkv"
+    }
+
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::Hash
+    }
+
+    fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
+        p.offset >= record::HEADER_LEN
+            && p.offset + u64::from(p.size) + record::FOOTER_LEN <= f.size
+    }
+
+    fn value_of<'a>(
+        &self,
+        bytes: &'a [u8],
+        user_key: &[u8],
+        path: &std::path::Path,
+        p: &ValuePointer,
+    ) -> Result<&'a [u8]> {
+        let bad = |what: &str| {
+            crate::error::Error::corruption(path, p.offset, format!("hash record: {what}"))
+        };
+        let r = record::parse(bytes).map_err(bad)?;
+        if r.size != bytes.len() {
+            return Err(bad("lengths do not add up to the record size"));
+        }
+        if r.kind != record::Kind::Value {
+            return Err(bad("a pointer leads to a tombstone"));
+        }
+        if r.key != user_key {
+            return Err(bad("the record belongs to another key"));
+        }
+        Ok(r.value)
+    }
+
+    fn walk<'a>(&self, bytes: &'a [u8]) -> crate::vstore::record::Walk<'a> {
+        let (records, stop) = record::walk(bytes);
+        let records = records
+            .into_iter()
+            .map(|(at, r)| {
+                (
+                    at,
+                    crate::vstore::record::Parsed {
+                        key: r.key,
+                        value: r.value,
+                        size: r.size,
+                    },
+                )
+            })
+            .collect();
+        (records, stop)
+    }
+
+    fn describe(
+        &self,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> std::result::Result<String, String> {
+        let (h, f) = (record::HEADER_LEN as usize, record::FOOTER_LEN as usize);
+        if bytes.len() < h + f || &bytes[..8] != record::MAGIC {
+            return Err("not a complete hash-store file (header or footer)".into());
+        }
+        let (g, groups) = record::header_group(bytes).unwrap_or((0, 0));
+        let group = format!("{g} of {groups}");
+        let foot = &bytes[bytes.len() - f..];
+        let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
+        let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
+        let (records, _) = record::walk(bytes);
+        let tombstones = records
+            .iter()
+            .filter(|(_, r)| r.kind == record::Kind::Tombstone)
+            .count();
+        Ok(format!(
+            "hash-store file {}: group {group}, {} B, footer says {n} records ({tombstones} \
+             tombstones), {b} B",
+            path.display(),
+            bytes.len()
+        ))
+    }
+
+    fn rebuilt(
+        &self,
+        number: u64,
+        path_id: PathId,
+        read: &mut dyn FnMut() -> Result<Vec<u8>>,
+        _reached: (u64, u64),
+    ) -> Result<ValueFile> {
+        let bytes = read()?;
+        let (records, _) = record::walk(&bytes);
+        let (group, groups) = record::header_group(&bytes).unwrap_or((0, 1));
+        let mut f = ValueFile::new(ID, number, path_id);
+        f.size = bytes.len() as u64;
+        f.records = records.len() as u64;
+        f.record_bytes = records.iter().map(|(_, r)| r.size as u64).sum();
+        // A repaired group's files are all log segments: its next GC writes its main.
+        f.meta = meta(group, groups.max(1), SegmentKind::Log);
+        Ok(f)
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_SEGMENT]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        put_varint32(dst, TAG_NEW_SEGMENT);
+        put_varint64(dst, f.number);
+        dst.push(f.path_id.0);
+        for v in [
+            f.meta,
+            f.size,
+            f.records,
+            f.record_bytes,
+            f.garbage_records,
+            f.garbage_bytes,
+        ] {
+            put_varint64(dst, v);
+        }
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        let number = get_varint64(src)?;
+        let (&path_id, rest) = src.split_first()?;
+        *src = rest;
+        let mut f = ValueFile::new(ID, number, PathId(path_id));
+        for x in [
+            &mut f.meta,
+            &mut f.size,
+            &mut f.records,
+            &mut f.record_bytes,
+            &mut f.garbage_records,
+            &mut f.garbage_bytes,
+        ] {
+            *x = get_varint64(src)?;
+        }
+        Some(f)
+    }
+
+    /// While configured (taking values), and while `v` holds its files whatever is
+    /// configured (noting in their groups what supersedes their records).
+    fn flush_separator(
+        &self,
+        env: &StoreEnv,
+        min: usize,
+        v: &Version,
+    ) -> Option<Box<dyn FlushSeparator>> {
+        let take = self.configured(&env.opts);
+        let groups = groups_in(v, &env.opts);
+        let mut active = vec![false; groups as usize];
+        let mut any = false;
+        for f in files_of(v, ID) {
+            if let Some(a) = active.get_mut(group_of(f) as usize) {
+                *a = true;
+                any = true;
+            }
+        }
+        (take || any).then(|| {
+            Box::new(separator::HashSeparator::new(
+                env, min, take, groups, active,
+            )) as Box<dyn FlushSeparator>
+        })
+    }
+
+    fn background_gc(&self, env: &StoreEnv, v: &Version) -> Option<Box<dyn ValueGc>> {
+        (self.configured(&env.opts) || files_of(v, ID).next().is_some())
+            .then(|| Box::new(gc::HashGc::new(env)) as Box<dyn ValueGc>)
+    }
+
+    /// A pointer into a file the version no longer holds was moved by the file's GC, in a
+    /// write the WAL replays after this one (a GC names its files before it writes a
+    /// pointer into them, and flushes write none to the WAL): skipped, not lost.
+    fn lost_value(
+        &self,
+        p: &ValuePointer,
+        v: &Version,
+        len: &mut dyn FnMut(&ValueFile) -> u64,
+        placement: &Placement,
+    ) -> Option<String> {
+        if !v.values.contains_key(&p.file) {
+            return None;
+        }
+        crate::vstore::file_reaches(self.name(), p, v, len, placement)
+    }
+}

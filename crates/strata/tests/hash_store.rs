@@ -1,0 +1,252 @@
+//! HashKV's hash store (`ValueStoreKind::Hash`, preset `hashkv`): values of at least
+//! `min_blob_size` bytes go, at flush, to the segment group their key hashes to; a group's
+//! GC keeps each key's newest record without LSM lookups, and never brings back a value
+//! that was deleted, went inline, or went to another store.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{Fs, MemFs};
+use strata::{Db, Options, ReadOptions, ValueStoreKind};
+
+fn opts(fs: Arc<dyn Fs>) -> Options {
+    Options {
+        value_store: ValueStoreKind::Hash,
+        min_blob_size: 100,
+        hash_groups: 4,
+        hash_main_segment_size: 4 << 10,
+        hash_reserve_ratio: 1.0,
+        write_buffer_size: 64 << 10,
+        // Idle compactions would make every wait for background work last their delay.
+        idle_compaction_delay: None,
+        value_dir: Some("/values".into()),
+        fs,
+        ..Options::default()
+    }
+}
+
+fn hash_files(fs: &dyn Fs, dir: &Path) -> usize {
+    fs.list(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.ends_with(".hkv"))
+        .count()
+}
+
+fn big(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("value {i} of round {round} ").into_bytes();
+    v.resize(150 + (i as usize % 50), b'.');
+    v
+}
+
+/// Round `round` of the churn: every key rewritten, every 7th deleted, every 5th small.
+fn churn(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, keys: u32, round: u32) {
+    for i in 0..keys {
+        let k = format!("k{i:04}").into_bytes();
+        if (i + round).is_multiple_of(7) {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else if (i + round).is_multiple_of(5) {
+            let v = format!("small {i} {round}").into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        } else {
+            db.put(&k, big(i, round)).unwrap();
+            model.insert(k, big(i, round));
+        }
+    }
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u32) {
+    for i in 0..keys {
+        let k = format!("k{i:04}").into_bytes();
+        assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "key {i}");
+    }
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(&all, model);
+}
+
+#[test]
+fn values_go_to_their_groups_at_flush_and_read_back() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    churn(&db, &mut model, 100, 0);
+    assert_eq!(
+        hash_files(&*fs, Path::new("/values")),
+        0,
+        "not before a flush"
+    );
+    db.flush().unwrap();
+    let files = hash_files(&*fs, Path::new("/values"));
+    assert!(
+        (1..=4).contains(&files),
+        "one file per group a flush touches: {files}"
+    );
+    check(&db, &model, 100);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    check(&db, &model, 100);
+}
+
+#[test]
+fn group_gc_never_brings_back_a_deleted_or_shrunk_value() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..30 {
+        churn(&db, &mut model, 300, round);
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.value_gc_runs >= 10, "GC ran {} times", s.value_gc_runs);
+    check(&db, &model, 300);
+    // Bounded: 4 groups of a 4 KiB main segment and a 16 KiB reserve, plus what waits.
+    let files = hash_files(&*fs, Path::new("/values"));
+    assert!(files <= 40, "{files} files");
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    check(&db, &model, 300);
+}
+
+#[test]
+fn a_snapshot_reads_its_values_across_group_gc() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    churn(&db, &mut model, 200, 0);
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    let then = model.clone();
+    for round in 1..20 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+    }
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for i in 0..200u32 {
+        let k = format!("k{i:04}").into_bytes();
+        assert_eq!(
+            db.get_opt(&ro, &k).unwrap(),
+            then.get(&k).cloned(),
+            "key {i}"
+        );
+    }
+    drop(ro);
+    drop(snap);
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().value_gc_runs > 0);
+    check(&db, &model, 200);
+}
+
+#[test]
+fn reopened_as_blob_and_wisckey_and_back_the_store_keeps_being_collected() {
+    let fs = Arc::new(MemFs::new());
+    let mut model = BTreeMap::new();
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    for round in 0..5 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    drop(db);
+    assert!(hash_files(&*fs, Path::new("/values")) > 0);
+    for (round, store) in [
+        (5, ValueStoreKind::BlobFiles),
+        (6, ValueStoreKind::VLog),
+        (7, ValueStoreKind::Hash),
+        (8, ValueStoreKind::Inline),
+    ] {
+        let o = Options {
+            value_store: store,
+            ..opts(fs.clone())
+        };
+        let db = Db::open("/db", o).unwrap();
+        check(&db, &model, 200);
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        check(&db, &model, 200);
+        if store != ValueStoreKind::Hash {
+            // Drained into the configured store: nothing left in the hash store.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while hash_files(&*fs, Path::new("/values")) > 0 && std::time::Instant::now() < deadline
+            {
+                db.wait_for_compactions().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert_eq!(
+                hash_files(&*fs, Path::new("/values")),
+                0,
+                "the hash store drains under {store:?}"
+            );
+        }
+        check(&db, &model, 200);
+        db.close().unwrap();
+        drop(db);
+    }
+}
+
+#[test]
+fn the_group_count_of_existing_files_wins() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..4 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    drop(db);
+    // Another group count: keys must keep their groups, or GC would judge a key by the
+    // wrong group's records.
+    let o = Options {
+        hash_groups: 7,
+        ..opts(fs.clone())
+    };
+    let db = Db::open("/db", o).unwrap();
+    for round in 4..20 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().value_gc_runs > 0);
+    check(&db, &model, 200);
+}
+
+#[test]
+fn on_the_real_file_system() {
+    let dir = std::env::temp_dir().join(format!("strata-hash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
+    let o = Options {
+        value_dir: Some(dir.join("values")),
+        ..opts(fs.clone())
+    };
+    let mut model = BTreeMap::new();
+    let db = Db::open(dir.join("db"), o.clone()).unwrap();
+    for round in 0..20 {
+        churn(&db, &mut model, 300, round);
+        if round.is_multiple_of(3) {
+            db.flush().unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    check(&db, &model, 300);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(dir.join("db"), o).unwrap();
+    check(&db, &model, 300);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
