@@ -447,6 +447,13 @@ pub struct Options {
     /// it, on the group with the most log bytes; writes wait for GC past 100 %. Defaults
     /// to 0.3 (the paper's 30 %).
     pub hash_reserve_ratio: f64,
+    /// Hot/cold separation in the hash store (HashKV's hotness awareness): a group's GC
+    /// moves a value written only once since the group's last GC (cold) to a cold log,
+    /// leaving a small tag in the group, so later GCs of the group rewrite the tag instead
+    /// of the value; the cold log is collected from its oldest file with LSM lookups once
+    /// the pointers compactions dropped into it reach `blob_gc_garbage_ratio`. Defaults to
+    /// `false`; the `hashkv` preset turns it on.
+    pub hash_hot_cold: bool,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -506,6 +513,7 @@ impl std::fmt::Debug for Options {
             .field("hash_groups", &self.hash_groups)
             .field("hash_main_segment_size", &self.hash_main_segment_size)
             .field("hash_reserve_ratio", &self.hash_reserve_ratio)
+            .field("hash_hot_cold", &self.hash_hot_cold)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
             .field("fs", &self.fs)
@@ -708,6 +716,7 @@ impl Options {
                 "hash_groups" => o.hash_groups = u32::try_from(num(value)?).map_err(|_| bad())?,
                 "hash_main_segment_size" => o.hash_main_segment_size = num(value)?,
                 "hash_reserve_ratio" => o.hash_reserve_ratio = float(value)?,
+                "hash_hot_cold" => o.hash_hot_cold = flag(value)?,
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
@@ -782,6 +791,7 @@ impl Options {
             hash_groups,
             hash_main_segment_size,
             hash_reserve_ratio,
+            hash_hot_cold,
             value_read_ahead,
             memtable_filter_ratio,
             max_manifest_file_size,
@@ -844,7 +854,7 @@ impl Options {
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
-        plain!(hash_groups hash_main_segment_size hash_reserve_ratio);
+        plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         out
     }
@@ -911,6 +921,7 @@ impl Default for Options {
             hash_groups: 64,
             hash_main_segment_size: 64 * MIB as u64,
             hash_reserve_ratio: 0.3,
+            hash_hot_cold: false,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
@@ -1046,10 +1057,11 @@ impl Options {
 
     /// HashKV's hash-partitioned value store on the default engine: values of 256 bytes and
     /// more go, at flush, to one of 64 segment groups of 64 MiB main segments with a 30 %
-    /// reserve (`ValueStoreKind::Hash`).
+    /// reserve (`ValueStoreKind::Hash`), with hot/cold separation.
     pub fn hashkv() -> Self {
         Options {
             value_store: ValueStoreKind::Hash,
+            hash_hot_cold: true,
             ..Options::default()
         }
     }
@@ -1469,7 +1481,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 61, "every field but fs");
+        assert_eq!(names.len(), 62, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

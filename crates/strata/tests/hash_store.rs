@@ -97,8 +97,21 @@ fn values_go_to_their_groups_at_flush_and_read_back() {
 
 #[test]
 fn group_gc_never_brings_back_a_deleted_or_shrunk_value() {
+    never_brings_back(false);
+}
+
+#[test]
+fn with_hot_cold_separation_gc_never_brings_back_a_deleted_or_shrunk_value() {
+    never_brings_back(true);
+}
+
+fn never_brings_back(hot_cold: bool) {
     let fs = Arc::new(MemFs::new());
-    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let o = Options {
+        hash_hot_cold: hot_cold,
+        ..opts(fs.clone())
+    };
+    let db = Db::open("/db", o).unwrap();
     let mut model = BTreeMap::new();
     for round in 0..30 {
         churn(&db, &mut model, 300, round);
@@ -249,4 +262,93 @@ fn on_the_real_file_system() {
     check(&db, &model, 300);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Files of the cold log in `dir` (their header names group 0xffffff).
+fn cold_files(fs: &dyn Fs, dir: &Path) -> usize {
+    fs.list(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.ends_with(".hkv"))
+        .filter(|n| {
+            let f = fs.open(&dir.join(n)).unwrap();
+            f.read_at(12, 4).unwrap() == [0xff, 0xff, 0xff, 0]
+        })
+        .count()
+}
+
+#[test]
+fn cold_values_move_to_the_cold_log_and_hot_ones_stay() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        hash_hot_cold: true,
+        ..opts(fs.clone())
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    // Written once: cold at their group's first GC.
+    for i in 0..300u32 {
+        let k = format!("c{i:04}").into_bytes();
+        db.put(&k, big(i, 0)).unwrap();
+        model.insert(k, big(i, 0));
+    }
+    db.flush().unwrap();
+    // A few hot keys, rewritten again and again: their groups are collected many times.
+    for round in 1..40u32 {
+        for i in 0..20u32 {
+            let k = format!("h{i:04}").into_bytes();
+            db.put(&k, big(i, round)).unwrap();
+            model.insert(k, big(i, round));
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().value_gc_runs > 0);
+    assert!(cold_files(&*fs, Path::new("/values")) > 0, "no cold log");
+    let check_all = |db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
+        for (k, v) in model {
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
+        }
+        let n = db.iter(ReadOptions::default()).unwrap().count();
+        assert_eq!(n, model.len());
+    };
+    check_all(&db, &model);
+    // Cold keys deleted, shrunk or updated: their tags must not outlive them, and the cold
+    // copies must not come back.
+    for i in 0..300u32 {
+        let k = format!("c{i:04}").into_bytes();
+        match i % 4 {
+            0 => {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            1 => {
+                db.put(&k, b"tiny").unwrap();
+                model.insert(k, b"tiny".to_vec());
+            }
+            2 => {
+                db.put(&k, big(i, 99)).unwrap();
+                model.insert(k, big(i, 99));
+            }
+            _ => {}
+        }
+    }
+    for round in 40..80u32 {
+        for i in 0..20u32 {
+            let k = format!("h{i:04}").into_bytes();
+            db.put(&k, big(i, round)).unwrap();
+            model.insert(k, big(i, round));
+        }
+        db.flush().unwrap();
+        // Compactions count the cold log's garbage; its GC runs once enough is counted.
+        if round % 10 == 0 {
+            db.compact_range(None, None).unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    check_all(&db, &model);
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    check_all(&db, &model);
 }

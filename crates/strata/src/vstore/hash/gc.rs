@@ -1,29 +1,41 @@
-//! The hash store's GC: one segment group at a time, without LSM lookups.
+//! The hash store's GC: one segment group at a time, without LSM lookups; and, with
+//! hot/cold separation, the cold log's GC (with lookups, as a value log's).
 //!
-//! A step: pick the group with the most log bytes (the paper's greedy: the most writes
-//! since its last GC); start the user-write watch, then take a view (memtables + version:
-//! every write before the watch is in one of them); read the group's files in that version;
-//! for each key keep its newest record (by sequence); a key whose newest record is a value
-//! is live unless the view's memtables hold a newer entry for it (the paper's write-cache
-//! check: an entry there is newer than anything flushed, unless it is the pointer to that
-//! very record). Configured, the live records are written to a new main segment (spilling
-//! into log segments past `hash_main_segment_size`), named in the manifest, and the moved
-//! pointers written through the write path (skipping keys users wrote since the watch);
-//! not configured (the database was reopened with another store), the live values are
-//! written again as puts, leaving the store. Once no snapshot older than that write
-//! remains, the group's old files leave the version.
+//! A group step: pick the group with the most log bytes (the paper's greedy: the most
+//! writes since its last GC); start the user-write watch, then take a view (memtables +
+//! version: every write before the watch is in one of them); read the group's files in that
+//! version; for each key keep its newest record (by sequence). A key whose newest record is
+//! a value (or a cold tag) is live unless the view's memtables hold a newer entry for it
+//! (the paper's write-cache check: an entry there is newer than anything flushed, unless it
+//! is a GC's pointer move to that very record). Configured, the live records are written to
+//! a new main segment (spilling into more main files past `hash_main_segment_size`), named
+//! in the manifest, and the moved pointers written through the write path (skipping keys
+//! users wrote since the watch). With hot/cold separation (`hash_hot_cold`), a live value
+//! the group holds only once (not updated since the group's last GC: the paper's "cold")
+//! goes to the cold log instead and leaves a cold tag in the group; a key whose newest
+//! record is a cold tag keeps its tag (its value stays where it is). Not configured (the
+//! database was reopened with another store), the live values are written again as puts,
+//! leaving the store, and tags are dropped (the cold log drains by its own GC). Once no
+//! snapshot older than that write remains, the group's old files leave the version.
+//!
+//! A cold-log step (when the pointers compactions dropped into it reach
+//! `blob_gc_garbage_ratio` of its bytes, or the store drains): its oldest file is read, a
+//! record is live if its key's newest entry points to it (a lookup), and live ones move to
+//! a new cold file.
 //!
 //! Crash at any point: before the moves are durable, the old files still serve every
 //! pointer and the next GC reads old and new (equal records, equal sequences); after, only
-//! the removal is missing and the next GC of the group does it again. Nothing is
-//! overwritten, so no journal is needed.
+//! the removal is missing and the next GC does it again. Nothing is overwritten, so no
+//! journal is needed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::separator::GroupWriter;
-use super::{group_of, groups_in, kind_of, record, reserve, reserve_used, SegmentKind, ID};
-use crate::error::Result;
+use super::{
+    group_of, groups_in, kind_of, record, reserve, reserve_used, SegmentKind, COLD_GROUP, ID,
+};
+use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::key::SeqNo;
@@ -32,7 +44,7 @@ use crate::placement::Placement;
 use crate::stats::Stats;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::{
-    files_of, GcContext, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
+    files_of, GcContext, GcView, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
 };
 
 /// GC starts when the reserve in use passes this fraction of the reserve.
@@ -54,17 +66,132 @@ pub(super) struct HashGc {
     collected: Mutex<Option<(Vec<u64>, SeqNo)>>,
 }
 
-/// What collecting a group gives: the moves, the files they replace, the value bytes
-/// moved.
+/// What a GC step gives: the moves, the files they replace, the value bytes moved.
 type Collected = (Vec<Relocated>, Vec<u64>, u64);
 
-/// A key's newest record in the group being collected.
+/// A key's newest record in the group being collected, and how many records of it the
+/// group holds.
 struct Newest {
     seq: SeqNo,
     kind: record::Kind,
     file: u64,
     offset: usize,
     size: usize,
+    versions: u32,
+}
+
+/// The files one GC step writes: reserved, written, then named together.
+struct Outputs<'a> {
+    gc: &'a HashGc,
+    ctx: &'a dyn GcContext,
+    groups: u32,
+    reserved: Vec<u64>,
+    written: Vec<ValueFile>,
+}
+
+impl<'a> Outputs<'a> {
+    fn new(gc: &'a HashGc, ctx: &'a dyn GcContext, groups: u32) -> Self {
+        Outputs {
+            gc,
+            ctx,
+            groups,
+            reserved: Vec::new(),
+            written: Vec::new(),
+        }
+    }
+
+    /// `w`, or a new file of `group` in it if it has none or is past `limit` bytes (the
+    /// full one finished as `kind`).
+    fn room<'w>(
+        &mut self,
+        w: &'w mut Option<GroupWriter>,
+        group: u32,
+        kind: SegmentKind,
+        limit: u64,
+    ) -> Result<&'w mut GroupWriter> {
+        if w.as_ref().is_some_and(|w| w.len() >= limit) {
+            self.written.push(w.take().expect("checked").finish(kind)?);
+        }
+        if w.is_none() {
+            let number = self.ctx.files().reserve();
+            self.reserved.push(number);
+            *w = Some(GroupWriter::create(
+                &*self.gc.fs,
+                &self.gc.placement,
+                FileNumber(number),
+                group,
+                self.groups,
+            )?);
+        }
+        Ok(w.as_mut().expect("just made"))
+    }
+
+    fn finish(&mut self, w: Option<GroupWriter>, kind: SegmentKind) -> Result<()> {
+        if let Some(w) = w {
+            self.written.push(w.finish(kind)?);
+        }
+        Ok(())
+    }
+
+    /// Syncs the directory and names every file written, in the order reserved (naming
+    /// releases the number). On error, the numbers not named are released.
+    fn name(mut self) -> Result<()> {
+        // Written files were synced by `finish`; their directory entries now.
+        if let Some(f) = self.written.first() {
+            if let Err(e) = self.gc.fs.sync_dir(self.gc.placement.dir(f.path_id)) {
+                self.release();
+                return Err(e);
+            }
+        }
+        // NB: files are finished in the order their numbers were reserved except when a
+        // group file and a cold file are open at once: name by number, release the rest.
+        let written = std::mem::take(&mut self.written);
+        for f in written {
+            let n = f.number;
+            self.ctx.files().name(f)?;
+            self.reserved.retain(|&r| r != n);
+        }
+        self.release();
+        Ok(())
+    }
+
+    fn release(&mut self) {
+        for n in std::mem::take(&mut self.reserved) {
+            self.ctx.files().release(n);
+        }
+    }
+}
+
+impl Drop for Outputs<'_> {
+    fn drop(&mut self) {
+        // A step that gave up (closing, an error) leaves files the manifest does not name:
+        // their numbers are released and obsolete-file deletion removes them.
+        self.release();
+    }
+}
+
+/// Whether the memtables of `view` leave `key`'s record at `here` its newest: nothing
+/// newer there, or exactly the pointer to it (a GC's move not yet flushed).
+fn still_newest(view: &dyn GcView, key: &[u8], here: &ValuePointer, pointer_ok: bool) -> bool {
+    match view.memtable_entry(key) {
+        None => true,
+        Some(Lookup::Pointer(p)) => {
+            let mut e = Vec::with_capacity(16);
+            here.encode_to(&mut e);
+            p == e || pointer_ok && is_cold(view.version(), &p)
+        }
+        Some(_) => false,
+    }
+}
+
+/// Whether encoded pointer `p` leads into a cold-log file of `v`.
+fn is_cold(v: &Version, p: &[u8]) -> bool {
+    ValuePointer::decode(p).is_ok_and(|p| {
+        p.store == ID
+            && v.values
+                .get(&p.file)
+                .is_some_and(|f| kind_of(f) == SegmentKind::Cold)
+    })
 }
 
 impl HashGc {
@@ -82,10 +209,10 @@ impl HashGc {
     /// The group to collect in `v`: configured, the one with the most log bytes, that is
     /// the most writes since its last GC (none if no group has any: collecting a group
     /// of main segments alone frees nothing); otherwise any group with files (the store
-    /// drains).
+    /// drains). Never the cold log (its GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
         let mut log_bytes: HashMap<u32, u64> = HashMap::new();
-        for f in files_of(v, ID) {
+        for f in files_of(v, ID).filter(|f| kind_of(f) != SegmentKind::Cold) {
             let e = log_bytes.entry(group_of(f)).or_default();
             if !self.configured || kind_of(f) == SegmentKind::Log {
                 *e += f.size.max(1);
@@ -96,6 +223,23 @@ impl HashGc {
             .filter(|&(_, b)| b > 0)
             .max_by_key(|&(g, b)| (b, std::cmp::Reverse(g)))
             .map(|(g, _)| g)
+    }
+
+    /// The cold-log file to collect in `v`, if its GC is due: the oldest, once the garbage
+    /// counted in the cold log reaches `blob_gc_garbage_ratio` of its bytes (any, while
+    /// the store drains).
+    fn cold_victim(&self, v: &Version) -> Option<ValueFile> {
+        let mut cold = files_of(v, ID).filter(|f| kind_of(f) == SegmentKind::Cold);
+        let oldest = cold.next()?.clone();
+        if !self.configured {
+            return Some(oldest);
+        }
+        let (mut bytes, mut garbage) = (oldest.record_bytes, oldest.garbage_bytes);
+        for f in cold {
+            bytes += f.record_bytes;
+            garbage += f.garbage_bytes;
+        }
+        (garbage as f64 >= self.opts.blob_gc_garbage_ratio * bytes as f64).then_some(oldest)
     }
 
     /// Removes the files the last GC replaced, once no snapshot may still read them.
@@ -115,27 +259,31 @@ impl HashGc {
         Ok(Some(true))
     }
 
-    /// Collects group `g` of `view`'s version; returns the moves and the old files, or
-    /// `None` if the database is closing.
-    fn collect(
+    fn read(&self, ctx: &dyn GcContext, f: &ValueFile) -> Result<Vec<u8>> {
+        let bytes = crate::fs::read_all(&*self.fs, &f.path(&self.placement))?;
+        Stats::add(&ctx.stats().value_gc_bytes_read, bytes.len() as u64);
+        Ok(bytes)
+    }
+
+    /// Collects group `g` of `view`'s version; `None` if the database is closing.
+    fn collect_group(
         &self,
         ctx: &dyn GcContext,
-        view: &dyn crate::vstore::GcView,
+        view: &dyn GcView,
         g: u32,
     ) -> Result<Option<Collected>> {
         let v = view.version();
         let files: Vec<ValueFile> = files_of(v, ID)
-            .filter(|f| group_of(f) == g)
+            .filter(|f| group_of(f) == g && kind_of(f) != SegmentKind::Cold)
             .cloned()
             .collect();
         let mut contents: HashMap<u64, Vec<u8>> = HashMap::new();
         let mut newest: HashMap<Vec<u8>, Newest> = HashMap::new();
         for f in &files {
-            let bytes = crate::fs::read_all(&*self.fs, &f.path(&self.placement))?;
-            Stats::add(&ctx.stats().value_gc_bytes_read, bytes.len() as u64);
+            let bytes = self.read(ctx, f)?;
             let (records, stop) = record::walk(&bytes);
             if let Some((at, what)) = stop {
-                return Err(crate::error::Error::corruption(
+                return Err(Error::corruption(
                     &f.path(&self.placement),
                     at as u64,
                     format!("hash record: {what}"),
@@ -148,10 +296,14 @@ impl HashGc {
                     file: f.number,
                     offset,
                     size: r.size,
+                    versions: 1,
                 };
                 match newest.get_mut(r.key) {
-                    Some(old) if old.seq >= r.seq => {}
-                    Some(old) => *old = n,
+                    Some(old) if old.seq >= r.seq => old.versions += 1,
+                    Some(old) => {
+                        let versions = old.versions + 1;
+                        *old = Newest { versions, ..n };
+                    }
                     None => {
                         newest.insert(r.key.to_vec(), n);
                     }
@@ -163,105 +315,143 @@ impl HashGc {
         // its records in key order (a scan's next values are neighbours).
         let mut live: Vec<(Vec<u8>, Newest)> = newest
             .into_iter()
-            .filter(|(_, n)| n.kind == record::Kind::Value)
+            .filter(|(_, n)| n.kind != record::Kind::Tombstone)
             .collect();
         live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut encoded = Vec::with_capacity(16);
+        let hot_cold = self.opts.hash_hot_cold;
+        let mut out = Outputs::new(self, ctx, groups_in(v, &self.opts));
+        let mut main: Option<GroupWriter> = None;
+        let mut cold: Option<GroupWriter> = None;
         let mut moves = Vec::new();
         let mut moved_bytes = 0u64;
-        let groups = groups_in(v, &self.opts);
-        let mut out: Option<GroupWriter> = None;
-        let mut written: Vec<ValueFile> = Vec::new();
-        let mut reserved: Vec<u64> = Vec::new();
-        let result = (|| -> Result<bool> {
-            for (key, n) in &live {
-                if ctx.closing() {
-                    return Ok(false);
-                }
-                let here = ValuePointer {
-                    store: ID,
-                    file: n.file,
-                    offset: n.offset as u64,
-                    size: n.size as u32,
-                };
-                match view.memtable_entry(key) {
-                    None => {}
-                    Some(Lookup::Pointer(p)) => {
-                        encoded.clear();
-                        here.encode_to(&mut encoded);
-                        if p != encoded {
-                            continue;
-                        }
-                    }
-                    Some(_) => continue,
-                }
-                let bytes = &contents[&n.file][n.offset..n.offset + n.size];
-                let r = record::parse(bytes).map_err(|what| {
-                    crate::error::Error::corrupt(format!("hash record on re-read: {what}"))
-                })?;
-                moved_bytes += r.value.len() as u64;
-                if !self.configured {
+        let (mut hot, mut colds) = (0u64, 0u64);
+        let mut encoded = Vec::with_capacity(16);
+        for (key, n) in &live {
+            if ctx.closing() {
+                return Ok(None);
+            }
+            let here = ValuePointer {
+                store: ID,
+                file: n.file,
+                offset: n.offset as u64,
+                size: n.size as u32,
+            };
+            let tag = n.kind == record::Kind::ColdTag;
+            if !still_newest(view, key, &here, tag) {
+                continue;
+            }
+            let bytes = &contents[&n.file][n.offset..n.offset + n.size];
+            let r = record::parse(bytes)
+                .map_err(|what| Error::corrupt(format!("hash record on re-read: {what}")))?;
+            if !self.configured {
+                // Draining: values leave the store as puts; a tag's value is in the cold
+                // log, which drains by its own GC.
+                if !tag {
+                    moved_bytes += r.value.len() as u64;
                     moves.push(Relocated {
                         key: key.clone(),
                         value: r.value.to_vec(),
                         pointer: false,
                     });
-                    continue;
                 }
-                if out
-                    .as_ref()
-                    .is_some_and(|w| w.len() >= self.opts.hash_main_segment_size)
-                {
-                    written.push(out.take().expect("checked").finish(SegmentKind::Main)?);
-                }
-                if out.is_none() {
-                    let number = ctx.files().reserve();
-                    reserved.push(number);
-                    out = Some(GroupWriter::create(
-                        &*self.fs,
-                        &self.placement,
-                        FileNumber(number),
-                        g,
-                        groups,
-                    )?);
-                }
-                let w = out.as_mut().expect("just made");
-                let p = w.add(record::Kind::Value, r.seq, key, r.value)?;
-                encoded.clear();
-                p.encode_to(&mut encoded);
-                moves.push(Relocated {
-                    key: key.clone(),
-                    value: encoded.clone(),
-                    pointer: true,
-                });
+                continue;
             }
-            if let Some(w) = out.take() {
-                written.push(w.finish(SegmentKind::Main)?);
+            let limit = self.opts.hash_main_segment_size;
+            let w = out.room(&mut main, g, SegmentKind::Main, limit)?;
+            if tag {
+                // Still cold: the tag stays, the value where it is.
+                w.add(record::Kind::ColdTag, r.seq, key, &[])?;
+                continue;
             }
-            if let Some(f) = written.first() {
-                self.fs.sync_dir(self.placement.dir(f.path_id))?;
-            }
-            Ok(true)
-        })();
-        if !matches!(result, Ok(true)) {
-            for n in reserved {
-                ctx.files().release(n);
-            }
-            return result.map(|_| None);
+            moved_bytes += r.value.len() as u64;
+            let to = if hot_cold && n.versions == 1 {
+                // Written once since the group's last GC: cold. Its value goes to the cold
+                // log; the group keeps a tag (so that an update later finds it, and the
+                // next GC of the group rewrites the tag, not the value).
+                w.add(record::Kind::ColdTag, r.seq, key, &[])?;
+                colds += 1;
+                let c = out.room(&mut cold, COLD_GROUP, SegmentKind::Cold, u64::MAX)?;
+                c.add(record::Kind::Value, r.seq, key, r.value)?
+            } else {
+                hot += 1;
+                w.add(record::Kind::Value, r.seq, key, r.value)?
+            };
+            encoded.clear();
+            to.encode_to(&mut encoded);
+            moves.push(Relocated {
+                key: key.clone(),
+                value: encoded.clone(),
+                pointer: true,
+            });
         }
+        out.finish(main.take(), SegmentKind::Main)?;
+        out.finish(cold.take(), SegmentKind::Cold)?;
         // Named before any pointer into them is written: a crash after this keeps them
-        // with the old files, and the next GC reads both. (Each file's number is the one
-        // reserved for it, in order; naming releases it.)
-        for (i, f) in written.into_iter().enumerate() {
-            if let Err(e) = ctx.files().name(f) {
-                for &n in &reserved[i + 1..] {
-                    ctx.files().release(n);
-                }
-                return Err(e);
-            }
-        }
+        // with the old files, and the next GC reads both.
+        out.name()?;
+        let _ = (hot, colds);
         let old = files.iter().map(|f| f.number).collect();
         Ok(Some((moves, old, moved_bytes)))
+    }
+
+    /// Collects cold-log file `tail`: its records whose key's newest entry points to them
+    /// move to a new cold file (configured) or leave the store as puts (draining). `None`
+    /// if the database is closing.
+    fn collect_cold(&self, ctx: &dyn GcContext, tail: &ValueFile) -> Result<Option<Collected>> {
+        let v = ctx.version();
+        let bytes = self.read(ctx, tail)?;
+        let (mut records, stop) = record::walk(&bytes);
+        if let Some((at, what)) = stop {
+            return Err(Error::corruption(
+                &tail.path(&self.placement),
+                at as u64,
+                format!("hash record: {what}"),
+            ));
+        }
+        records.sort_unstable_by(|a, b| a.1.key.cmp(b.1.key));
+        let mut out = Outputs::new(self, ctx, groups_in(&v, &self.opts));
+        let mut cold: Option<GroupWriter> = None;
+        let mut moves = Vec::new();
+        let mut moved_bytes = 0u64;
+        let mut encoded = Vec::with_capacity(16);
+        for (offset, r) in records {
+            if ctx.closing() {
+                return Ok(None);
+            }
+            let here = ValuePointer {
+                store: ID,
+                file: tail.number,
+                offset: offset as u64,
+                size: r.size as u32,
+            };
+            encoded.clear();
+            here.encode_to(&mut encoded);
+            match ctx.newest_entry(r.key)? {
+                Some(Lookup::Pointer(now)) if now == encoded => {}
+                _ => continue,
+            }
+            moved_bytes += r.value.len() as u64;
+            if !self.configured {
+                moves.push(Relocated {
+                    key: r.key.to_vec(),
+                    value: r.value.to_vec(),
+                    pointer: false,
+                });
+                continue;
+            }
+            let c = out.room(&mut cold, COLD_GROUP, SegmentKind::Cold, u64::MAX)?;
+            let to = c.add(record::Kind::Value, r.seq, r.key, r.value)?;
+            encoded.clear();
+            to.encode_to(&mut encoded);
+            moves.push(Relocated {
+                key: r.key.to_vec(),
+                value: encoded.clone(),
+                pointer: true,
+            });
+        }
+        out.finish(cold.take(), SegmentKind::Cold)?;
+        out.name()?;
+        Ok(Some((moves, vec![tail.number], moved_bytes)))
     }
 }
 
@@ -270,38 +460,49 @@ impl ValueGc for HashGc {
         "strata-hash-gc"
     }
 
-    /// Configured: the reserve in use past 90 % of the reserve, and a group with log
-    /// segments. Otherwise: any file left (the store drains into the configured one).
+    /// Configured: the reserve in use past 90 % of the reserve and a group with log
+    /// segments, or the cold log's garbage past `blob_gc_garbage_ratio`. Otherwise: any
+    /// file left (the store drains into the configured one).
     fn due(&self, v: &Version) -> bool {
         if !self.configured {
             return files_of(v, ID).next().is_some();
         }
-        reserve_used(v, self.opts.hash_main_segment_size) as f64 > TRIGGER * self.reserve as f64
-            && self.victim(v).is_some()
+        let groups = reserve_used(v, self.opts.hash_main_segment_size) as f64
+            > TRIGGER * self.reserve as f64
+            && self.victim(v).is_some();
+        groups || self.cold_victim(v).is_some()
     }
 
     fn step(&self, ctx: &dyn GcContext) -> Result<bool> {
         if let Some(done) = self.remove_collected(ctx)? {
             return Ok(done);
         }
-        if !self.due(&ctx.version()) {
+        let v = ctx.version();
+        if !self.due(&v) {
             return Ok(false);
         }
+        let groups_due = !self.configured
+            || reserve_used(&v, self.opts.hash_main_segment_size) as f64
+                > TRIGGER * self.reserve as f64;
         // The watch first, then the view: every user write is in the view or watched.
         ctx.watch();
-        let view = ctx.view();
-        let Some(g) = self.victim(view.version()) else {
-            ctx.unwatch();
-            return Ok(false);
+        let found = match self.victim(&v).filter(|_| groups_due) {
+            Some(g) => {
+                let view = ctx.view();
+                self.collect_group(ctx, &*view, g)
+            }
+            None => match self.cold_victim(&v) {
+                Some(tail) => self.collect_cold(ctx, &tail),
+                None => Ok(None),
+            },
         };
-        let (moves, old, moved_bytes) = match self.collect(ctx, &*view, g) {
+        let (moves, old, moved_bytes) = match found {
             Ok(Some(m)) => m,
             other => {
                 ctx.unwatch();
                 return other.map(|_| false);
             }
         };
-        drop(view);
         let at = ctx.write_relocated(moves)?;
         Stats::add(&ctx.stats().value_bytes_relocated, moved_bytes);
         Stats::add(&ctx.stats().value_gc_runs, 1);

@@ -60,7 +60,14 @@ pub(crate) enum SegmentKind {
     Main = 0,
     /// Written by a flush: the group's writes since its last GC; takes reserve.
     Log = 1,
+    /// The cold log (hot/cold separation): values a group GC found cold, in files of no
+    /// group ([`COLD_GROUP`]); collected from its oldest file with LSM lookups, as a value
+    /// log is. Takes no reserve (the paper does not bound it).
+    Cold = 2,
 }
+
+/// The group field of cold-log files.
+pub(crate) const COLD_GROUP: u32 = 0xff_ffff;
 
 /// `ValueFile::meta` of a file of `group` (of `groups`) of `kind`: group in bits 0..24,
 /// the group count in bits 24..48, the kind in bits 48..56 (docs/format/manifest.md).
@@ -80,10 +87,10 @@ pub(crate) fn groups_of(f: &ValueFile) -> u32 {
 
 /// The kind of a file of this store.
 pub(crate) fn kind_of(f: &ValueFile) -> SegmentKind {
-    if (f.meta >> 48) & 0xff == 0 {
-        SegmentKind::Main
-    } else {
-        SegmentKind::Log
+    match (f.meta >> 48) & 0xff {
+        0 => SegmentKind::Main,
+        2 => SegmentKind::Cold,
+        _ => SegmentKind::Log,
     }
 }
 
@@ -110,6 +117,7 @@ pub(crate) fn reserve_used(v: &Version, main_size: u64) -> u64 {
         match kind_of(f) {
             SegmentKind::Log => logs += f.size,
             SegmentKind::Main => *mains.entry(group_of(f)).or_default() += f.size,
+            SegmentKind::Cold => {}
         }
     }
     logs + mains
@@ -169,7 +177,7 @@ impl Store for HashStore {
             return Err(bad("lengths do not add up to the record size"));
         }
         if r.kind != record::Kind::Value {
-            return Err(bad("a pointer leads to a tombstone"));
+            return Err(bad("a pointer leads to a record without a value"));
         }
         if r.key != user_key {
             return Err(bad("the record belongs to another key"));
@@ -210,13 +218,11 @@ impl Store for HashStore {
         let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
         let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
         let (records, _) = record::walk(bytes);
-        let tombstones = records
-            .iter()
-            .filter(|(_, r)| r.kind == record::Kind::Tombstone)
-            .count();
+        let count = |k| records.iter().filter(|(_, r)| r.kind == k).count();
+        let (tombstones, tags) = (count(record::Kind::Tombstone), count(record::Kind::ColdTag));
         Ok(format!(
             "hash-store file {}: group {group}, {} B, footer says {n} records ({tombstones} \
-             tombstones), {b} B",
+             tombstones, {tags} cold tags), {b} B",
             path.display(),
             bytes.len()
         ))

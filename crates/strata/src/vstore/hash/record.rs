@@ -29,6 +29,9 @@ pub(crate) enum Kind {
     /// The key's entry of this sequence is not in this store (deleted, kept inline, or in
     /// another store): older records of the key in the group are dead.
     Tombstone = 2,
+    /// The key's value of this sequence is in the cold log (hot/cold separation: a GC found
+    /// it written once since the group's last GC and moved it there). No value.
+    ColdTag = 3,
 }
 
 /// The header of a file of `group` of `groups`.
@@ -109,6 +112,7 @@ pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Record<'_>, &'static st
     let kind = match bytes[4] {
         1 => Kind::Value,
         2 => Kind::Tombstone,
+        3 => Kind::ColdTag,
         _ => return Err("unknown record kind"),
     };
     let mut src = &bytes[5..];
