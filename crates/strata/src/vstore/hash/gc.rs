@@ -64,6 +64,9 @@ pub(super) struct HashGc {
     /// The files a GC replaced, and the sequence after its moves: removed once no snapshot
     /// below that sequence remains.
     collected: Mutex<Option<(Vec<u64>, SeqNo)>>,
+    /// Whether the last step collected a group: when both are due, group and cold-log
+    /// steps alternate (a reserve that stays full would otherwise starve the cold log).
+    last_was_group: std::sync::atomic::AtomicBool,
 }
 
 /// What a GC step gives: the moves, the files they replace, the value bytes moved.
@@ -203,6 +206,7 @@ impl HashGc {
             configured: super::HashStore.configured(&env.opts),
             reserve: reserve(&env.opts),
             collected: Mutex::new(None),
+            last_was_group: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -225,21 +229,36 @@ impl HashGc {
             .map(|(g, _)| g)
     }
 
-    /// The cold-log file to collect in `v`, if its GC is due: the oldest, once the garbage
-    /// counted in the cold log reaches `blob_gc_garbage_ratio` of its bytes (any, while
-    /// the store drains).
-    fn cold_victim(&self, v: &Version) -> Option<ValueFile> {
-        let mut cold = files_of(v, ID).filter(|f| kind_of(f) == SegmentKind::Cold);
-        let oldest = cold.next()?.clone();
-        if !self.configured {
-            return Some(oldest);
+    /// The cold-log files to collect in `v`, if its GC is due: the oldest, up to
+    /// `hash_main_segment_size` bytes of them (at least one; the paper's vLog reads that
+    /// much from its tail per GC), once the garbage counted in the cold log reaches
+    /// `blob_gc_garbage_ratio` of its bytes (any, while the store drains). Each group GC
+    /// adds a cold file: taking several at once merges them, so their count stays bounded.
+    fn cold_victim(&self, v: &Version) -> Option<Vec<ValueFile>> {
+        let cold: Vec<&ValueFile> = files_of(v, ID)
+            .filter(|f| kind_of(f) == SegmentKind::Cold)
+            .collect();
+        if cold.is_empty() {
+            return None;
         }
-        let (mut bytes, mut garbage) = (oldest.record_bytes, oldest.garbage_bytes);
-        for f in cold {
-            bytes += f.record_bytes;
-            garbage += f.garbage_bytes;
+        if self.configured {
+            let bytes: u64 = cold.iter().map(|f| f.record_bytes).sum();
+            let garbage: u64 = cold.iter().map(|f| f.garbage_bytes).sum();
+            if (garbage as f64) < self.opts.blob_gc_garbage_ratio * bytes as f64 {
+                return None;
+            }
         }
-        (garbage as f64 >= self.opts.blob_gc_garbage_ratio * bytes as f64).then_some(oldest)
+        let mut taken = 0u64;
+        Some(
+            cold.into_iter()
+                .take_while(|f| {
+                    let take = taken == 0 || taken < self.opts.hash_main_segment_size;
+                    taken += f.size.max(1);
+                    take
+                })
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Removes the files the last GC replaced, once no snapshot may still read them.
@@ -394,33 +413,40 @@ impl HashGc {
         Ok(Some((moves, old, moved_bytes)))
     }
 
-    /// Collects cold-log file `tail`: its records whose key's newest entry points to them
-    /// move to a new cold file (configured) or leave the store as puts (draining). `None`
-    /// if the database is closing.
-    fn collect_cold(&self, ctx: &dyn GcContext, tail: &ValueFile) -> Result<Option<Collected>> {
+    /// Collects cold-log files `tail`: their records whose key's newest entry points to
+    /// them move to a new cold file (configured) or leave the store as puts (draining).
+    /// `None` if the database is closing.
+    fn collect_cold(&self, ctx: &dyn GcContext, tail: &[ValueFile]) -> Result<Option<Collected>> {
         let v = ctx.version();
-        let bytes = self.read(ctx, tail)?;
-        let (mut records, stop) = record::walk(&bytes);
-        if let Some((at, what)) = stop {
-            return Err(Error::corruption(
-                &tail.path(&self.placement),
-                at as u64,
-                format!("hash record: {what}"),
-            ));
+        let mut contents = Vec::with_capacity(tail.len());
+        for f in tail {
+            contents.push((f.number, self.read(ctx, f)?));
         }
-        records.sort_unstable_by(|a, b| a.1.key.cmp(b.1.key));
+        let mut records = Vec::new();
+        for (f, (number, bytes)) in tail.iter().zip(&contents) {
+            let (found, stop) = record::walk(bytes);
+            if let Some((at, what)) = stop {
+                return Err(Error::corruption(
+                    &f.path(&self.placement),
+                    at as u64,
+                    format!("hash record: {what}"),
+                ));
+            }
+            records.extend(found.into_iter().map(|(offset, r)| (*number, offset, r)));
+        }
+        records.sort_unstable_by(|a, b| a.2.key.cmp(b.2.key));
         let mut out = Outputs::new(self, ctx, groups_in(&v, &self.opts));
         let mut cold: Option<GroupWriter> = None;
         let mut moves = Vec::new();
         let mut moved_bytes = 0u64;
         let mut encoded = Vec::with_capacity(16);
-        for (offset, r) in records {
+        for (file, offset, r) in records {
             if ctx.closing() {
                 return Ok(None);
             }
             let here = ValuePointer {
                 store: ID,
-                file: tail.number,
+                file,
                 offset: offset as u64,
                 size: r.size as u32,
             };
@@ -451,7 +477,11 @@ impl HashGc {
         }
         out.finish(cold.take(), SegmentKind::Cold)?;
         out.name()?;
-        Ok(Some((moves, vec![tail.number], moved_bytes)))
+        Ok(Some((
+            moves,
+            tail.iter().map(|f| f.number).collect(),
+            moved_bytes,
+        )))
     }
 }
 
@@ -484,17 +514,20 @@ impl ValueGc for HashGc {
         let groups_due = !self.configured
             || reserve_used(&v, self.opts.hash_main_segment_size) as f64
                 > TRIGGER * self.reserve as f64;
+        let group = self.victim(&v).filter(|_| groups_due);
+        let cold = self.cold_victim(&v);
+        use std::sync::atomic::Ordering::Relaxed;
+        let group = group.filter(|_| cold.is_none() || !self.last_was_group.load(Relaxed));
+        self.last_was_group.store(group.is_some(), Relaxed);
         // The watch first, then the view: every user write is in the view or watched.
         ctx.watch();
-        let found = match self.victim(&v).filter(|_| groups_due) {
-            Some(g) => {
+        let found = match (group, cold) {
+            (Some(g), _) => {
                 let view = ctx.view();
                 self.collect_group(ctx, &*view, g)
             }
-            None => match self.cold_victim(&v) {
-                Some(tail) => self.collect_cold(ctx, &tail),
-                None => Ok(None),
-            },
+            (None, Some(tail)) => self.collect_cold(ctx, &tail),
+            (None, None) => Ok(None),
         };
         let (moves, old, moved_bytes) = match found {
             Ok(Some(m)) => m,
