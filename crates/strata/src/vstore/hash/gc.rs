@@ -210,22 +210,29 @@ impl HashGc {
         }
     }
 
-    /// The group to collect in `v`: configured, the one with the most log bytes, that is
-    /// the most writes since its last GC (none if no group has any: collecting a group
-    /// of main segments alone frees nothing); otherwise any group with files (the store
-    /// drains). Never the cold log (its GC is another step).
+    /// The group to collect in `v`: configured, among the groups that take reserve (past
+    /// their main segment), the one with the most log bytes, that is the most writes since
+    /// its last GC (none if no such group has any: collecting a group of main segments
+    /// alone frees nothing); otherwise any group with files (the store drains). Never the
+    /// cold log (its GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
-        let mut log_bytes: HashMap<u32, u64> = HashMap::new();
-        for f in files_of(v, ID).filter(|f| kind_of(f) != SegmentKind::Cold) {
-            let e = log_bytes.entry(group_of(f)).or_default();
-            if !self.configured || kind_of(f) == SegmentKind::Log {
-                *e += f.size.max(1);
-            }
-        }
-        log_bytes
+        let main = self.opts.hash_main_segment_size;
+        super::group_bytes(v)
             .into_iter()
-            .filter(|&(_, b)| b > 0)
-            .max_by_key(|&(g, b)| (b, std::cmp::Reverse(g)))
+            .map(|(g, (all, logs))| {
+                let weight = if self.configured {
+                    if all > main {
+                        logs
+                    } else {
+                        0
+                    }
+                } else {
+                    all.max(1)
+                };
+                (g, weight)
+            })
+            .filter(|&(_, w)| w > 0)
+            .max_by_key(|&(g, w)| (w, std::cmp::Reverse(g)))
             .map(|(g, _)| g)
     }
 

@@ -10,10 +10,12 @@
 //!   they are named, so no journal is needed for them).
 //! - A group's *main segment* is what its last GC wrote: its live records, up to
 //!   `hash_main_segment_size` (more spills into log segments the GC writes).
-//! - The reserve is `hash_reserve_ratio` x the main space (`hash_groups` x main size): the
-//!   bytes of log segments it allows. GC runs when they pass 90 % of it, on the group with
-//!   the most log bytes (the paper's greedy: the most writes since its last GC), and writes
-//!   wait for it past 100 %.
+//! - The reserve is `hash_reserve_ratio` x the main space (`hash_groups` x main size). A
+//!   group's files count against its main segment's room first; only its bytes past the
+//!   main segment's size take reserve (so a load that fits the main space runs no GC, as in
+//!   the paper). GC runs when the reserve in use passes 90 %, on the group past its main
+//!   segment with the most log bytes (the paper's greedy: the most writes since its last
+//!   GC), and writes wait for it past 100 %.
 //! - The segment table is the version's value files of this store: each names its group
 //!   and kind (`ValueFile::meta`), recorded in the manifest with the flush or GC that wrote
 //!   it. GC swaps a group's files atomically: the new main is named, the moved pointers are
@@ -108,22 +110,33 @@ pub(crate) fn group(user_key: &[u8], groups: u32) -> u32 {
     (xxhash_rust::xxh3::xxh3_64_with_seed(user_key, GROUP_SEED) % u64::from(groups.max(1))) as u32
 }
 
-/// The reserve in use in `v`: bytes of log segments, and of main segments past
-/// `main_size` per group.
+/// The reserve in use in `v`: per group, the bytes of its files (main and log segments)
+/// past `main_size`. As in the paper, a group's writes fill its main segment first (here:
+/// its log segments count against the main segment's room while the group fits in it) and
+/// only what overflows takes reserve; so a load that fits the main space runs no GC.
 pub(crate) fn reserve_used(v: &Version, main_size: u64) -> u64 {
-    let mut logs = 0;
-    let mut mains: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    group_bytes(v)
+        .values()
+        .map(|&(all, _)| all.saturating_sub(main_size))
+        .sum()
+}
+
+/// Per group of `v` (the cold log excluded): (bytes of all its files, bytes of its log
+/// segments: its writes since its last GC).
+pub(crate) fn group_bytes(v: &Version) -> std::collections::HashMap<u32, (u64, u64)> {
+    let mut groups: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
     for f in files_of(v, ID) {
-        match kind_of(f) {
-            SegmentKind::Log => logs += f.size,
-            SegmentKind::Main => *mains.entry(group_of(f)).or_default() += f.size,
-            SegmentKind::Cold => {}
+        let kind = kind_of(f);
+        if kind == SegmentKind::Cold {
+            continue;
+        }
+        let e = groups.entry(group_of(f)).or_default();
+        e.0 += f.size;
+        if kind == SegmentKind::Log {
+            e.1 += f.size;
         }
     }
-    logs + mains
-        .values()
-        .map(|&m| m.saturating_sub(main_size))
-        .sum::<u64>()
+    groups
 }
 
 /// The reserve `opts` give: `hash_reserve_ratio` of the main space.
