@@ -576,6 +576,7 @@ impl Db {
         "strata.value-bytes",
         "strata.value-live-bytes",
         "strata.value-garbage-bytes",
+        "strata.value-stores",
         "strata.options",
     ];
 
@@ -623,6 +624,12 @@ impl Db {
                 )
             }
             "strata.levels" => Some(self.inner.super_version().version.level_summary()),
+            // Each value store's state and its GC's counters.
+            "strata.value-stores" => Some(
+                self.inner
+                    .values
+                    .describe(&self.inner.super_version().version),
+            ),
             // Files kept, unnamed, after an open dropped a damaged manifest record.
             "strata.kept-files" => Some(match &self.inner.super_version().version.kept {
                 None => "none".to_string(),

@@ -305,6 +305,13 @@ fn cold_values_move_to_the_cold_log_and_hot_ones_stay() {
     db.wait_for_compactions().unwrap();
     assert!(db.stats().value_gc_runs > 0);
     assert!(cold_files(&*fs, Path::new("/values")) > 0, "no cold log");
+    let state = db.property("strata.value-stores").unwrap();
+    assert!(
+        state.starts_with("hash store: ")
+            && state.contains("cold log")
+            && state.contains("group steps"),
+        "{state}"
+    );
     let check_all = |db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
         for (k, v) in model {
             assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");

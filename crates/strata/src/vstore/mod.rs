@@ -341,6 +341,20 @@ pub(crate) trait Store: Sync {
         None
     }
 
+    // --- What it reports ---
+
+    /// A line on its state in `v` (`strata.value-stores`), if it has files there: the
+    /// default counts files, bytes and the garbage compactions counted.
+    fn state(&self, v: &Version, _opts: &Options) -> Option<String> {
+        let (mut n, mut bytes, mut garbage) = (0u64, 0u64, 0u64);
+        for f in files_of(v, self.id()) {
+            n += 1;
+            bytes += f.size;
+            garbage += f.garbage_bytes;
+        }
+        (n > 0).then(|| format!("{n} files, {bytes} B, {garbage} B counted as garbage"))
+    }
+
     // --- Recovery ---
 
     /// Why a WAL record holding pointer `p` cannot be replayed into `v`, if it cannot (the
@@ -448,6 +462,12 @@ pub(crate) trait GcView {
 pub(crate) trait ValueGc: Send + Sync {
     /// The thread's name.
     fn thread_name(&self) -> &'static str;
+    /// The store whose files it collects.
+    fn store(&self) -> StoreId;
+    /// Its counters since open, by name (`strata.value-stores`).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
     /// Whether a step would collect something in `v`.
     fn due(&self, v: &Version) -> bool;
     /// One step of collection. Returns whether it changed anything.
@@ -544,6 +564,37 @@ impl Stores {
     /// Whether a GC job would collect something in `v`.
     pub fn gc_due(&self, v: &Version) -> bool {
         self.gcs.iter().any(|g| g.due(v))
+    }
+
+    /// One line per store that has files in `v` or a GC job: its state and its job's
+    /// counters (`strata.value-stores`).
+    pub fn describe(&self, v: &Version) -> String {
+        let mut out = String::new();
+        for s in STORES {
+            let state = s.state(v, &self.env.opts);
+            let counters: Vec<String> = self
+                .gcs
+                .iter()
+                .filter(|g| g.store() == s.id())
+                .flat_map(|g| g.counters())
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            if state.is_none() && counters.is_empty() {
+                continue;
+            }
+            out.push_str(s.name());
+            out.push_str(": ");
+            out.push_str(state.as_deref().unwrap_or("no files"));
+            if !counters.is_empty() {
+                out.push_str("; GC: ");
+                out.push_str(&counters.join(", "));
+            }
+            out.push('\n');
+        }
+        if out.is_empty() {
+            out.push_str("none\n");
+        }
+        out
     }
 
     /// Whether writes should wait for a GC job; `version` is asked only if a job may

@@ -29,6 +29,8 @@
 //! journal is needed.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use super::separator::GroupWriter;
@@ -67,6 +69,17 @@ pub(super) struct HashGc {
     /// Whether the last step collected a group: when both are due, group and cold-log
     /// steps alternate (a reserve that stays full would otherwise starve the cold log).
     last_was_group: std::sync::atomic::AtomicBool,
+    counters: Counters,
+}
+
+/// What the job did since open (`strata.value-stores`).
+#[derive(Default)]
+struct Counters {
+    group_steps: AtomicU64,
+    cold_steps: AtomicU64,
+    hot: AtomicU64,
+    cold: AtomicU64,
+    tags: AtomicU64,
 }
 
 /// What a GC step gives: the moves, the files they replace, the value bytes moved.
@@ -207,6 +220,7 @@ impl HashGc {
             reserve: reserve(&env.opts),
             collected: Mutex::new(None),
             last_was_group: std::sync::atomic::AtomicBool::new(false),
+            counters: Counters::default(),
         }
     }
 
@@ -350,7 +364,7 @@ impl HashGc {
         let mut cold: Option<GroupWriter> = None;
         let mut moves = Vec::new();
         let mut moved_bytes = 0u64;
-        let (mut hot, mut colds) = (0u64, 0u64);
+        let (mut hot, mut colds, mut tags) = (0u64, 0u64, 0u64);
         let mut encoded = Vec::with_capacity(16);
         for (key, n) in &live {
             if ctx.closing() {
@@ -387,6 +401,7 @@ impl HashGc {
             if tag {
                 // Still cold: the tag stays, the value where it is.
                 w.add(record::Kind::ColdTag, r.seq, key, &[])?;
+                tags += 1;
                 continue;
             }
             moved_bytes += r.value.len() as u64;
@@ -415,7 +430,11 @@ impl HashGc {
         // Named before any pointer into them is written: a crash after this keeps them
         // with the old files, and the next GC reads both.
         out.name()?;
-        let _ = (hot, colds);
+        let c = &self.counters;
+        c.group_steps.fetch_add(1, Relaxed);
+        c.hot.fetch_add(hot, Relaxed);
+        c.cold.fetch_add(colds, Relaxed);
+        c.tags.fetch_add(tags, Relaxed);
         let old = files.iter().map(|f| f.number).collect();
         Ok(Some((moves, old, moved_bytes)))
     }
@@ -484,6 +503,7 @@ impl HashGc {
         }
         out.finish(cold.take(), SegmentKind::Cold)?;
         out.name()?;
+        self.counters.cold_steps.fetch_add(1, Relaxed);
         Ok(Some((
             moves,
             tail.iter().map(|f| f.number).collect(),
@@ -495,6 +515,21 @@ impl HashGc {
 impl ValueGc for HashGc {
     fn thread_name(&self) -> &'static str {
         "strata-hash-gc"
+    }
+
+    fn store(&self) -> crate::vstore::StoreId {
+        ID
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            ("group steps", c.group_steps.load(Relaxed)),
+            ("cold-log steps", c.cold_steps.load(Relaxed)),
+            ("hot values kept", c.hot.load(Relaxed)),
+            ("cold values moved to the cold log", c.cold.load(Relaxed)),
+            ("cold tags kept", c.tags.load(Relaxed)),
+        ]
     }
 
     /// Configured: the reserve in use past 90 % of the reserve and a group with log
@@ -523,7 +558,6 @@ impl ValueGc for HashGc {
                 > TRIGGER * self.reserve as f64;
         let group = self.victim(&v).filter(|_| groups_due);
         let cold = self.cold_victim(&v);
-        use std::sync::atomic::Ordering::Relaxed;
         let group = group.filter(|_| cold.is_none() || !self.last_was_group.load(Relaxed));
         self.last_was_group.store(group.is_some(), Relaxed);
         // The watch first, then the view: every user write is in the view or watched.

@@ -264,6 +264,31 @@ impl Store for HashStore {
         &[TAG_NEW_SEGMENT]
     }
 
+    fn state(&self, v: &Version, opts: &Options) -> Option<String> {
+        files_of(v, ID).next()?;
+        let groups = group_bytes(v);
+        let (mut files, mut bytes, mut garbage, mut cold_files, mut cold_bytes) = (0, 0, 0, 0, 0);
+        for f in files_of(v, ID) {
+            files += 1;
+            bytes += f.size;
+            garbage += f.garbage_bytes;
+            if kind_of(f) == SegmentKind::Cold {
+                cold_files += 1;
+                cold_bytes += f.size;
+            }
+        }
+        let logs: u64 = groups.values().map(|&(_, l)| l).sum();
+        Some(format!(
+            "{files} files, {bytes} B ({} of {} groups with files; {logs} B in log segments; \
+             reserve in use {} B of {} B; cold log {cold_files} files, {cold_bytes} B), \
+             {garbage} B counted as garbage",
+            groups.len(),
+            groups_in(v, opts),
+            reserve_used(v, opts.hash_main_segment_size),
+            reserve(opts),
+        ))
+    }
+
     fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
         put_varint32(dst, TAG_NEW_SEGMENT);
         put_varint64(dst, f.number);

@@ -125,6 +125,10 @@ impl ValueGc for LogGc {
         "strata-vlog-gc"
     }
 
+    fn store(&self) -> crate::vstore::StoreId {
+        ID
+    }
+
     /// At least two segments while the log is configured (its head takes appends and is
     /// never collected; with another store configured nothing appends and the last segment
     /// is collected too), and the garbage compactions and flushes counted in them at least
