@@ -244,6 +244,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(b) = flags.hash_hot_cold {
         o.hash_hot_cold = b;
     }
+    if let Some(r) = flags.hash_cold_gc_ratio {
+        o.hash_cold_gc_ratio = r;
+    }
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }

@@ -124,6 +124,8 @@ pub struct Flags {
     pub hash_reserve_ratio: Option<f64>,
     /// Hash-store hot/cold separation (strata only).
     pub hash_hot_cold: Option<bool>,
+    /// Garbage fraction that starts the hash store's cold-log GC (strata only).
+    pub hash_cold_gc_ratio: Option<f64>,
     /// Garbage fraction that starts value GC (strata only).
     pub blob_gc_garbage_ratio: Option<f64>,
     /// Separated values a forward scan reads ahead (strata only).
@@ -231,6 +233,7 @@ impl Default for Flags {
             hash_main_segment_size: None,
             hash_reserve_ratio: None,
             hash_hot_cold: None,
+            hash_cold_gc_ratio: None,
             blob_gc_garbage_ratio: None,
             value_read_ahead: None,
             memtable_filter_ratio: None,
@@ -404,6 +407,7 @@ impl Flags {
                 "hash_main_segment_size" => f.hash_main_segment_size = Some(num(&name, v)?),
                 "hash_reserve_ratio" => f.hash_reserve_ratio = Some(num(&name, v)?),
                 "hash_hot_cold" => f.hash_hot_cold = Some(parse_bool(&name, v)?),
+                "hash_cold_gc_ratio" => f.hash_cold_gc_ratio = Some(num(&name, v)?),
                 "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
                 "memtable_filter_ratio" => f.memtable_filter_ratio = Some(num(&name, v)?),
@@ -532,7 +536,7 @@ strata-only flags:
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
-  --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1  (preset hashkv)
+  --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F  (preset hashkv)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
   --l0_layout=flat|buckets (default: the preset's)

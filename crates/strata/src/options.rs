@@ -450,10 +450,15 @@ pub struct Options {
     /// Hot/cold separation in the hash store (HashKV's hotness awareness): a group's GC
     /// moves a value written only once since the group's last GC (cold) to a cold log,
     /// leaving a small tag in the group, so later GCs of the group rewrite the tag instead
-    /// of the value; the cold log is collected from its oldest file with LSM lookups once
-    /// the pointers compactions dropped into it reach `blob_gc_garbage_ratio`. Defaults to
+    /// of the value; the cold log is collected from its oldest files with LSM lookups once
+    /// the pointers compactions dropped into it reach `hash_cold_gc_ratio`. Defaults to
     /// `false`; the `hashkv` preset turns it on.
     pub hash_hot_cold: bool,
+    /// The fraction of the cold log's bytes that compactions must have counted as garbage
+    /// before its GC runs (`hash_hot_cold`): lower keeps the cold log closer to its live
+    /// values, at the cost of more collection (a lookup per record). In (0, 1]. Defaults
+    /// to 0.25.
+    pub hash_cold_gc_ratio: f64,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -514,6 +519,7 @@ impl std::fmt::Debug for Options {
             .field("hash_main_segment_size", &self.hash_main_segment_size)
             .field("hash_reserve_ratio", &self.hash_reserve_ratio)
             .field("hash_hot_cold", &self.hash_hot_cold)
+            .field("hash_cold_gc_ratio", &self.hash_cold_gc_ratio)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
             .field("fs", &self.fs)
@@ -717,6 +723,7 @@ impl Options {
                 "hash_main_segment_size" => o.hash_main_segment_size = num(value)?,
                 "hash_reserve_ratio" => o.hash_reserve_ratio = float(value)?,
                 "hash_hot_cold" => o.hash_hot_cold = flag(value)?,
+                "hash_cold_gc_ratio" => o.hash_cold_gc_ratio = float(value)?,
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
@@ -792,6 +799,7 @@ impl Options {
             hash_main_segment_size,
             hash_reserve_ratio,
             hash_hot_cold,
+            hash_cold_gc_ratio,
             value_read_ahead,
             memtable_filter_ratio,
             max_manifest_file_size,
@@ -854,7 +862,7 @@ impl Options {
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
-        plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold);
+        plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         out
     }
@@ -922,6 +930,7 @@ impl Default for Options {
             hash_main_segment_size: 64 * MIB as u64,
             hash_reserve_ratio: 0.3,
             hash_hot_cold: false,
+            hash_cold_gc_ratio: 0.25,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
@@ -1238,6 +1247,9 @@ impl Options {
         if !(self.hash_reserve_ratio > 0.0 && self.hash_reserve_ratio <= 100.0) {
             return bad("hash_reserve_ratio", "must be in (0, 100]");
         }
+        if !(self.hash_cold_gc_ratio > 0.0 && self.hash_cold_gc_ratio <= 1.0) {
+            return bad("hash_cold_gc_ratio", "must be in (0, 1]");
+        }
         if !(2..=16).contains(&self.num_levels) {
             return bad("num_levels", "must be between 2 and 16");
         }
@@ -1481,7 +1493,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 62, "every field but fs");
+        assert_eq!(names.len(), 63, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -19,7 +19,7 @@
 //! snapshot older than that write remains, the group's old files leave the version.
 //!
 //! A cold-log step (when the pointers compactions dropped into it reach
-//! `blob_gc_garbage_ratio` of its bytes, or the store drains): its oldest file is read, a
+//! `hash_cold_gc_ratio` of its bytes, or the store drains): its oldest file is read, a
 //! record is live if its key's newest entry points to it (a lookup), and live ones move to
 //! a new cold file.
 //!
@@ -253,7 +253,7 @@ impl HashGc {
     /// The cold-log files to collect in `v`, if its GC is due: the oldest, up to
     /// `hash_main_segment_size` bytes of them (at least one; the paper's vLog reads that
     /// much from its tail per GC), once the garbage counted in the cold log reaches
-    /// `blob_gc_garbage_ratio` of its bytes (any, while the store drains). Each group GC
+    /// `hash_cold_gc_ratio` of its bytes (any, while the store drains). Each group GC
     /// adds a cold file: taking several at once merges them, so their count stays bounded.
     fn cold_victim(&self, v: &Version) -> Option<Vec<ValueFile>> {
         let cold: Vec<&ValueFile> = files_of(v, ID)
@@ -265,7 +265,7 @@ impl HashGc {
         if self.configured {
             let bytes: u64 = cold.iter().map(|f| f.record_bytes).sum();
             let garbage: u64 = cold.iter().map(|f| f.garbage_bytes).sum();
-            if (garbage as f64) < self.opts.blob_gc_garbage_ratio * bytes as f64 {
+            if (garbage as f64) < self.opts.hash_cold_gc_ratio * bytes as f64 {
                 return None;
             }
         }
@@ -533,7 +533,7 @@ impl ValueGc for HashGc {
     }
 
     /// Configured: the reserve in use past 90 % of the reserve and a group with log
-    /// segments, or the cold log's garbage past `blob_gc_garbage_ratio`. Otherwise: any
+    /// segments, or the cold log's garbage past `hash_cold_gc_ratio`. Otherwise: any
     /// file left (the store drains into the configured one).
     fn due(&self, v: &Version) -> bool {
         if !self.configured {
