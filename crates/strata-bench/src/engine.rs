@@ -247,6 +247,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(r) = flags.hash_cold_gc_ratio {
         o.hash_cold_gc_ratio = r;
     }
+    if let Some(b) = flags.hash_cold_takes_main {
+        o.hash_cold_takes_main = b;
+    }
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }

@@ -105,10 +105,22 @@ fn with_hot_cold_separation_gc_never_brings_back_a_deleted_or_shrunk_value() {
     never_brings_back(true);
 }
 
+/// The variant that counts the cold log against the main space (`hash_cold_takes_main`):
+/// GC runs earlier, and the same rules hold.
+#[test]
+fn with_the_cold_log_in_the_main_space_gc_never_brings_back_a_value() {
+    never_brings_back_with(true, true);
+}
+
 fn never_brings_back(hot_cold: bool) {
+    never_brings_back_with(hot_cold, false);
+}
+
+fn never_brings_back_with(hot_cold: bool, cold_takes_main: bool) {
     let fs = Arc::new(MemFs::new());
     let o = Options {
         hash_hot_cold: hot_cold,
+        hash_cold_takes_main: cold_takes_main,
         ..opts(fs.clone())
     };
     let db = Db::open("/db", o).unwrap();

@@ -225,12 +225,12 @@ impl HashGc {
     }
 
     /// The group to collect in `v`: configured, among the groups that take reserve (past
-    /// their main segment), the one with the most log bytes, that is the most writes since
+    /// their room), the one with the most log bytes, that is the most writes since
     /// its last GC (none if no such group has any: collecting a group of main segments
     /// alone frees nothing); otherwise any group with files (the store drains). Never the
     /// cold log (its GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
-        let main = self.opts.hash_main_segment_size;
+        let main = super::room(v, &self.opts);
         super::group_bytes(v)
             .into_iter()
             .map(|(g, (all, logs))| {
@@ -539,8 +539,7 @@ impl ValueGc for HashGc {
         if !self.configured {
             return files_of(v, ID).next().is_some();
         }
-        let groups = reserve_used(v, self.opts.hash_main_segment_size) as f64
-            > TRIGGER * self.reserve as f64
+        let groups = reserve_used(v, &self.opts) as f64 > TRIGGER * self.reserve as f64
             && self.victim(v).is_some();
         groups || self.cold_victim(v).is_some()
     }
@@ -553,9 +552,8 @@ impl ValueGc for HashGc {
         if !self.due(&v) {
             return Ok(false);
         }
-        let groups_due = !self.configured
-            || reserve_used(&v, self.opts.hash_main_segment_size) as f64
-                > TRIGGER * self.reserve as f64;
+        let groups_due =
+            !self.configured || reserve_used(&v, &self.opts) as f64 > TRIGGER * self.reserve as f64;
         let group = self.victim(&v).filter(|_| groups_due);
         let cold = self.cold_victim(&v);
         let group = group.filter(|_| cold.is_none() || !self.last_was_group.load(Relaxed));
@@ -592,7 +590,6 @@ impl ValueGc for HashGc {
     /// While the reserve in use passes the reserve, unless replaced files wait for a
     /// snapshot (GC can free nothing until it is released).
     fn pace_writes(&self, v: &Version) -> bool {
-        reserve_used(v, self.opts.hash_main_segment_size) > self.reserve
-            && lock(&self.collected).is_none()
+        reserve_used(v, &self.opts) > self.reserve && lock(&self.collected).is_none()
     }
 }

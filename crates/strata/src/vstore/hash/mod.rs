@@ -110,14 +110,31 @@ pub(crate) fn group(user_key: &[u8], groups: u32) -> u32 {
     (xxhash_rust::xxh3::xxh3_64_with_seed(user_key, GROUP_SEED) % u64::from(groups.max(1))) as u32
 }
 
+/// The room a group's files have in `v` before they take reserve: its main segment, and
+/// with `hash_cold_takes_main` less its share of the cold log (hot/cold separation moves
+/// cold values out of the main space; counted against it, the room they leave does not
+/// fill with log segments no GC is due to collect; the paper's store does not count it).
+pub(crate) fn room(v: &Version, opts: &Options) -> u64 {
+    if !opts.hash_cold_takes_main {
+        return opts.hash_main_segment_size;
+    }
+    let cold: u64 = files_of(v, ID)
+        .filter(|f| kind_of(f) == SegmentKind::Cold)
+        .map(|f| f.size)
+        .sum();
+    opts.hash_main_segment_size
+        .saturating_sub(cold / u64::from(groups_in(v, opts)))
+}
+
 /// The reserve in use in `v`: per group, the bytes of its files (main and log segments)
-/// past `main_size`. As in the paper, a group's writes fill its main segment first (here:
+/// past its [`room`]. As in the paper, a group's writes fill its main segment first (here:
 /// its log segments count against the main segment's room while the group fits in it) and
 /// only what overflows takes reserve; so a load that fits the main space runs no GC.
-pub(crate) fn reserve_used(v: &Version, main_size: u64) -> u64 {
+pub(crate) fn reserve_used(v: &Version, opts: &Options) -> u64 {
+    let room = room(v, opts);
     group_bytes(v)
         .values()
-        .map(|&(all, _)| all.saturating_sub(main_size))
+        .map(|&(all, _)| all.saturating_sub(room))
         .sum()
 }
 
@@ -284,7 +301,7 @@ impl Store for HashStore {
              {garbage} B counted as garbage",
             groups.len(),
             groups_in(v, opts),
-            reserve_used(v, opts.hash_main_segment_size),
+            reserve_used(v, opts),
             reserve(opts),
         ))
     }
