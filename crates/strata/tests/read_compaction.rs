@@ -125,12 +125,35 @@ fn reads_compact_nothing(
     assert_db_matches(db, model);
 }
 
-fn wait_for_l1_to_empty(db: &Db) {
-    wait_until(db, "read-triggered compactions to empty L1", |db| {
-        levels(db).0 == 0
-            && db.stats().read_compactions > 0
-            && prop(db, "strata.num-running-compactions") == 0
+/// Runs `reads` in rounds (at least three, at most 20) until read-triggered compactions
+/// have emptied L1, and waits for them to finish. Where setup cut the tables depends on
+/// timing: an L1 table over few keys needs more rounds to reach its allowance, and under
+/// load setup may cut an L1 table that `reads` never charge (one holding only rewritten
+/// keys: reads find them there, never in vain). So what is left in L1 must be what
+/// `reads` do not charge: one more round starts no read compaction.
+fn push_l1_down(db: &Db, reads: impl Fn()) {
+    let l1 = levels(db).0;
+    for round in 0..20 {
+        reads();
+        if round >= 2 && levels(db).0 == 0 {
+            break;
+        }
+    }
+    wait_until(db, "read-triggered compactions to finish", |db| {
+        db.stats().read_compactions > 0 && prop(db, "strata.num-running-compactions") == 0
     });
+    let left = levels(db).0;
+    assert!(left < l1, "L1 kept all {l1} tables");
+    if left > 0 {
+        let before = db.stats().read_compactions;
+        reads();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            db.stats().read_compactions,
+            before,
+            "L1 tables left ({left}) that the reads charge"
+        );
+    }
 }
 
 /// `ReadCharging::InVain` charges every L1 table a get searched before going deeper, the
@@ -144,39 +167,12 @@ fn point_reads_push_a_shadowing_level_down() {
     let (l1, l2) = levels(&db);
     assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
     assert_eq!(db.stats().read_compactions, 0);
-    // Keys not rewritten live only in L2: each read searches an L1 table in vain. Rounds
-    // until L1 is empty (at most 20): where setup cut the tables depends on timing, and an
-    // L1 table over few keys needs more rounds to reach its allowance (a CI run under load
-    // once left one such table after a fixed three rounds). Under load, setup may also cut
-    // an L1 table holding only rewritten keys: reads find their keys there, never in vain,
-    // so that table stays; every table a read searched in vain must go.
-    for round in 0..20 {
-        for i in (0..n).filter(|i| i % 4 != 0) {
-            assert_eq!(db.get(key(i)).unwrap(), Some(old(i)), "round {round}");
-        }
-        if round >= 2 && levels(&db).0 == 0 {
-            break;
-        }
-    }
-    wait_until(&db, "read-triggered compactions to finish", |db| {
-        db.stats().read_compactions > 0 && prop(db, "strata.num-running-compactions") == 0
-    });
-    // What is left in L1 is what reads of the other keys never searched in vain: one more
-    // round of them starts no read compaction.
-    let left = levels(&db).0;
-    assert!(left < l1, "L1 kept all {l1} tables");
-    if left > 0 {
-        let before = db.stats().read_compactions;
+    // Keys not rewritten live only in L2: each read searches an L1 table in vain.
+    push_l1_down(&db, || {
         for i in (0..n).filter(|i| i % 4 != 0) {
             assert_eq!(db.get(key(i)).unwrap(), Some(old(i)));
         }
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(
-            db.stats().read_compactions,
-            before,
-            "L1 tables left ({left}) that reads search in vain"
-        );
-    }
+    });
     assert!(db
         .property("strata.stats")
         .unwrap()
@@ -210,8 +206,7 @@ fn block_in_vain_charges_only_tables_the_filter_let_in() {
         bloom_bits_per_key: 0,
         ..o
     });
-    read_all(&db, n);
-    wait_for_l1_to_empty(&db);
+    push_l1_down(&db, || read_all(&db, n));
     assert_db_matches(&db, &model);
 }
 
@@ -220,15 +215,14 @@ fn iterator_seeks_push_a_shadowing_level_down() {
     let (db, model, n) = two_levels(16 << 10);
     let (l1, l2) = levels(&db);
     assert!(l1 > 0 && l2 > 0, "setup: L1 {l1} L2 {l2} files");
-    for round in 0..3 {
+    push_l1_down(&db, || {
         for i in (0..n).step_by(3) {
             let mut it = db.iter(ReadOptions::default()).unwrap();
             it.seek(&key(i));
-            assert!(it.valid(), "round {round} key {i}");
+            assert!(it.valid(), "key {i}");
             assert_eq!(it.key(), key(i).as_slice());
         }
-    }
-    wait_for_l1_to_empty(&db);
+    });
     assert_db_matches(&db, &model);
 }
 
@@ -262,8 +256,7 @@ fn seeks_past_memory_charge_only_when_told_to() {
         seek_charging: strata::SeekCharging::Always,
         ..o
     });
-    seek_all(&db, n);
-    wait_for_l1_to_empty(&db);
+    push_l1_down(&db, || seek_all(&db, n));
     assert_db_matches(&db, &model);
 }
 
