@@ -250,6 +250,22 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(b) = flags.hash_cold_takes_main {
         o.hash_cold_takes_main = b;
     }
+    if let Some(p) = &flags.hash_gc_policy {
+        o.hash_gc_policy = match p.as_str() {
+            "greedy" => strata::HashGcPolicy::Greedy,
+            "cost-benefit" => strata::HashGcPolicy::CostBenefit,
+            "greedy-random" => strata::HashGcPolicy::GreedyRandom,
+            "random" => strata::HashGcPolicy::Random,
+            other => {
+                return Err(format!(
+                    "--hash_gc_policy: expected greedy|cost-benefit|greedy-random|random, got {other:?}"
+                ))
+            }
+        };
+    }
+    if let Some(n) = flags.hash_gc_candidates {
+        o.hash_gc_candidates = n;
+    }
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }

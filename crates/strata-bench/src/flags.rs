@@ -128,6 +128,10 @@ pub struct Flags {
     pub hash_cold_gc_ratio: Option<f64>,
     /// Whether the hash store's cold log counts against its main space (strata only).
     pub hash_cold_takes_main: Option<bool>,
+    /// Hash-store GC victim policy (strata only).
+    pub hash_gc_policy: Option<String>,
+    /// Candidates of the greedy-random policy (strata only).
+    pub hash_gc_candidates: Option<u32>,
     /// Garbage fraction that starts value GC (strata only).
     pub blob_gc_garbage_ratio: Option<f64>,
     /// Separated values a forward scan reads ahead (strata only).
@@ -237,6 +241,8 @@ impl Default for Flags {
             hash_hot_cold: None,
             hash_cold_gc_ratio: None,
             hash_cold_takes_main: None,
+            hash_gc_policy: None,
+            hash_gc_candidates: None,
             blob_gc_garbage_ratio: None,
             value_read_ahead: None,
             memtable_filter_ratio: None,
@@ -412,6 +418,8 @@ impl Flags {
                 "hash_hot_cold" => f.hash_hot_cold = Some(parse_bool(&name, v)?),
                 "hash_cold_gc_ratio" => f.hash_cold_gc_ratio = Some(num(&name, v)?),
                 "hash_cold_takes_main" => f.hash_cold_takes_main = Some(parse_bool(&name, v)?),
+                "hash_gc_policy" => f.hash_gc_policy = Some(v.to_string()),
+                "hash_gc_candidates" => f.hash_gc_candidates = Some(num(&name, v)?),
                 "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
                 "memtable_filter_ratio" => f.memtable_filter_ratio = Some(num(&name, v)?),
@@ -540,7 +548,8 @@ strata-only flags:
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
-  --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1  (preset hashkv)
+  --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1
+  --hash_gc_policy=greedy|cost-benefit|greedy-random|random --hash_gc_candidates=N  (preset hashkv)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
   --l0_layout=flat|buckets (default: the preset's)

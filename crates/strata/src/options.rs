@@ -203,6 +203,24 @@ pub enum BucketBoundaries {
     Sampled,
 }
 
+/// Which segment group the hash store's GC collects next (`ValueStoreKind::Hash`; the
+/// HashKV paper's Experiment 9). Every policy chooses among the groups past their room
+/// with writes since their last GC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashGcPolicy {
+    /// The group with the most writes since its last GC (the paper's default).
+    #[default]
+    Greedy,
+    /// The group with the highest (1 - u) x age / (1 + u), u its live fraction (1 less
+    /// the garbage compactions counted in it) and age the time since its last GC (since
+    /// open for a group not collected yet): Rosenblum and Ousterhout's cost-benefit.
+    CostBenefit,
+    /// A random group among the `hash_gc_candidates` with the most writes.
+    GreedyRandom,
+    /// A random group.
+    Random,
+}
+
 /// Options fixed when a database is opened.
 #[derive(Clone)]
 pub struct Options {
@@ -467,6 +485,10 @@ pub struct Options {
     /// with `true`, which costs 18-20 % of the updates per second in the later update
     /// phases and 7 % more device bytes; BENCHMARKS.md). Defaults to `false`.
     pub hash_cold_takes_main: bool,
+    /// Which group the hash store's GC collects next. Defaults to `Greedy`.
+    pub hash_gc_policy: HashGcPolicy,
+    /// The candidates `HashGcPolicy::GreedyRandom` picks among. At least 1. Defaults to 8.
+    pub hash_gc_candidates: u32,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -529,6 +551,8 @@ impl std::fmt::Debug for Options {
             .field("hash_hot_cold", &self.hash_hot_cold)
             .field("hash_cold_gc_ratio", &self.hash_cold_gc_ratio)
             .field("hash_cold_takes_main", &self.hash_cold_takes_main)
+            .field("hash_gc_policy", &self.hash_gc_policy)
+            .field("hash_gc_candidates", &self.hash_gc_candidates)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
             .field("fs", &self.fs)
@@ -734,6 +758,18 @@ impl Options {
                 "hash_hot_cold" => o.hash_hot_cold = flag(value)?,
                 "hash_cold_gc_ratio" => o.hash_cold_gc_ratio = float(value)?,
                 "hash_cold_takes_main" => o.hash_cold_takes_main = flag(value)?,
+                "hash_gc_policy" => {
+                    o.hash_gc_policy = pick!(
+                        value,
+                        HashGcPolicy::Greedy,
+                        HashGcPolicy::CostBenefit,
+                        HashGcPolicy::GreedyRandom,
+                        HashGcPolicy::Random
+                    )
+                }
+                "hash_gc_candidates" => {
+                    o.hash_gc_candidates = u32::try_from(num(value)?).map_err(|_| bad())?
+                }
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
@@ -811,6 +847,8 @@ impl Options {
             hash_hot_cold,
             hash_cold_gc_ratio,
             hash_cold_takes_main,
+            hash_gc_policy,
+            hash_gc_candidates,
             value_read_ahead,
             memtable_filter_ratio,
             max_manifest_file_size,
@@ -873,7 +911,8 @@ impl Options {
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
-        plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio hash_cold_takes_main);
+        plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio hash_cold_takes_main
+            hash_gc_policy hash_gc_candidates);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         out
     }
@@ -943,6 +982,8 @@ impl Default for Options {
             hash_hot_cold: false,
             hash_cold_gc_ratio: 0.25,
             hash_cold_takes_main: false,
+            hash_gc_policy: HashGcPolicy::Greedy,
+            hash_gc_candidates: 8,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
@@ -1259,6 +1300,9 @@ impl Options {
         if !(self.hash_reserve_ratio > 0.0 && self.hash_reserve_ratio <= 100.0) {
             return bad("hash_reserve_ratio", "must be in (0, 100]");
         }
+        if self.hash_gc_candidates == 0 {
+            return bad("hash_gc_candidates", "must be at least 1");
+        }
         if !(self.hash_cold_gc_ratio > 0.0 && self.hash_cold_gc_ratio <= 1.0) {
             return bad("hash_cold_gc_ratio", "must be in (0, 1]");
         }
@@ -1505,7 +1549,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 64, "every field but fs");
+        assert_eq!(names.len(), 66, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

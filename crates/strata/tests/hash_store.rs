@@ -112,15 +112,33 @@ fn with_the_cold_log_in_the_main_space_gc_never_brings_back_a_value() {
     never_brings_back_with(true, true);
 }
 
+/// Every victim policy of the paper's Experiment 9 collects, and keeps the rules.
+#[test]
+fn every_gc_policy_collects_and_never_brings_back_a_value() {
+    for policy in [
+        strata::HashGcPolicy::CostBenefit,
+        strata::HashGcPolicy::GreedyRandom,
+        strata::HashGcPolicy::Random,
+    ] {
+        never_brings_back_under(true, false, policy);
+    }
+}
+
 fn never_brings_back(hot_cold: bool) {
     never_brings_back_with(hot_cold, false);
 }
 
 fn never_brings_back_with(hot_cold: bool, cold_takes_main: bool) {
+    never_brings_back_under(hot_cold, cold_takes_main, strata::HashGcPolicy::Greedy);
+}
+
+fn never_brings_back_under(hot_cold: bool, cold_takes_main: bool, policy: strata::HashGcPolicy) {
     let fs = Arc::new(MemFs::new());
     let o = Options {
         hash_hot_cold: hot_cold,
         hash_cold_takes_main: cold_takes_main,
+        hash_gc_policy: policy,
+        hash_gc_candidates: 2,
         ..opts(fs.clone())
     };
     let db = Db::open("/db", o).unwrap();

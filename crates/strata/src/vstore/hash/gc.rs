@@ -42,6 +42,7 @@ use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::key::SeqNo;
 use crate::memtable::Lookup;
+use crate::options::HashGcPolicy;
 use crate::placement::Placement;
 use crate::stats::Stats;
 use crate::version::{Version, VersionEdit};
@@ -70,6 +71,10 @@ pub(super) struct HashGc {
     /// steps alternate (a reserve that stays full would otherwise starve the cold log).
     last_was_group: std::sync::atomic::AtomicBool,
     counters: Counters,
+    /// When each group was last collected (cost-benefit's age).
+    last_gc: Mutex<HashMap<u32, std::time::Instant>>,
+    opened: std::time::Instant,
+    rng: Mutex<u64>,
 }
 
 /// What the job did since open (`strata.value-stores`).
@@ -221,33 +226,82 @@ impl HashGc {
             collected: Mutex::new(None),
             last_was_group: std::sync::atomic::AtomicBool::new(false),
             counters: Counters::default(),
+            last_gc: Mutex::new(HashMap::new()),
+            opened: std::time::Instant::now(),
+            rng: Mutex::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
+                    | 1,
+            ),
         }
     }
 
-    /// The group to collect in `v`: configured, among the groups that take reserve (past
-    /// their room), the one with the most log bytes, that is the most writes since
-    /// its last GC (none if no such group has any: collecting a group of main segments
-    /// alone frees nothing); otherwise any group with files (the store drains). Never the
-    /// cold log (its GC is another step).
+    /// The group to collect in `v`: configured, among the groups past their room with
+    /// writes since their last GC (collecting a group of main segments alone frees
+    /// nothing), the one `hash_gc_policy` picks (greedy, the paper's default: the most
+    /// writes); otherwise the largest group (the store drains). Never the cold log (its
+    /// GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
-        let main = super::room(v, &self.opts);
-        super::group_bytes(v)
+        let groups = super::group_bytes(v);
+        if !self.configured {
+            return groups
+                .into_iter()
+                .max_by_key(|&(g, (all, _))| (all.max(1), std::cmp::Reverse(g)))
+                .map(|(g, _)| g);
+        }
+        let room = super::room(v, &self.opts);
+        let mut eligible: Vec<(u32, u64, u64)> = groups
             .into_iter()
-            .map(|(g, (all, logs))| {
-                let weight = if self.configured {
-                    if all > main {
-                        logs
-                    } else {
-                        0
-                    }
-                } else {
-                    all.max(1)
+            .filter(|&(_, (all, logs))| all > room && logs > 0)
+            .map(|(g, (all, logs))| (g, all, logs))
+            .collect();
+        // Most writes first (ties: the lower group), the order every policy starts from.
+        eligible.sort_unstable_by_key(|&(g, _, logs)| (std::cmp::Reverse(logs), g));
+        let pick = |n: usize| (self.random() % n.max(1) as u64) as usize;
+        match self.opts.hash_gc_policy {
+            HashGcPolicy::Greedy => eligible.first().map(|e| e.0),
+            HashGcPolicy::GreedyRandom => {
+                let k = eligible.len().min(self.opts.hash_gc_candidates as usize);
+                (k > 0).then(|| eligible[pick(k)].0)
+            }
+            HashGcPolicy::Random => {
+                (!eligible.is_empty()).then(|| eligible[pick(eligible.len())].0)
+            }
+            HashGcPolicy::CostBenefit => {
+                let mut garbage: HashMap<u32, u64> = HashMap::new();
+                for f in files_of(v, ID).filter(|f| kind_of(f) != SegmentKind::Cold) {
+                    *garbage.entry(group_of(f)).or_default() += f.garbage_bytes;
+                }
+                let last = lock(&self.last_gc);
+                let now = std::time::Instant::now();
+                let score = |&(g, all, _): &(u32, u64, u64)| {
+                    let live = 1.0 - (garbage.get(&g).copied().unwrap_or(0) as f64 / all as f64);
+                    let u = live.clamp(0.0, 1.0);
+                    let age = now
+                        .duration_since(last.get(&g).copied().unwrap_or(self.opened))
+                        .as_secs_f64();
+                    (1.0 - u) * age / (1.0 + u)
                 };
-                (g, weight)
-            })
-            .filter(|&(_, w)| w > 0)
-            .max_by_key(|&(g, w)| (w, std::cmp::Reverse(g)))
-            .map(|(g, _)| g)
+                eligible
+                    .iter()
+                    .map(|e| (e.0, score(e)))
+                    .filter(|&(_, s)| s > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(g, _)| g)
+                    // Nothing counted as garbage yet: no benefit to weigh; the most writes.
+                    .or_else(|| eligible.first().map(|e| e.0))
+            }
+        }
+    }
+
+    /// A pseudo-random number (xorshift; GC policies that pick at random).
+    fn random(&self) -> u64 {
+        let mut x = lock(&self.rng);
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
     }
 
     /// The cold-log files to collect in `v`, if its GC is due: the oldest, up to
@@ -430,6 +484,7 @@ impl HashGc {
         // Named before any pointer into them is written: a crash after this keeps them
         // with the old files, and the next GC reads both.
         out.name()?;
+        lock(&self.last_gc).insert(g, std::time::Instant::now());
         let c = &self.counters;
         c.group_steps.fetch_add(1, Relaxed);
         c.hot.fetch_add(hot, Relaxed);
