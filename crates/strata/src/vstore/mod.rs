@@ -174,6 +174,35 @@ impl ValueFile {
     }
 }
 
+/// Appends a store's file record: `tag`, `f`'s number and path id, then `fields` as
+/// varint64s (each store chooses which of its file's counts it records).
+pub(crate) fn put_file_record(dst: &mut Vec<u8>, tag: u32, f: &ValueFile, fields: &[u64]) {
+    put_varint32(dst, tag);
+    put_varint64(dst, f.number);
+    dst.push(f.path_id.0);
+    for &v in fields {
+        put_varint64(dst, v);
+    }
+}
+
+/// Reads a file record [`put_file_record`] wrote for `store`: its number and path id,
+/// then one varint64 into each of `fields(&mut file)`, in order. `None` if they do not
+/// decode.
+pub(crate) fn get_file_record(
+    src: &mut &[u8],
+    store: StoreId,
+    fields: impl FnOnce(&mut ValueFile) -> Vec<&mut u64>,
+) -> Option<ValueFile> {
+    let number = get_varint64(src)?;
+    let (&path_id, rest) = src.split_first()?;
+    *src = rest;
+    let mut f = ValueFile::new(store, number, PathId(path_id));
+    for x in fields(&mut f) {
+        *x = get_varint64(src)?;
+    }
+    Some(f)
+}
+
 /// The path of file `n` of `store` in directory `id`: `NNNNNN.<extension>`.
 pub(crate) fn file_path(
     store: &dyn Store,

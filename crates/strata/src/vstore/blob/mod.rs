@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use crate::coding::{get_varint64, put_varint32, put_varint64};
 use crate::error::Result;
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
@@ -205,35 +204,26 @@ impl Store for BlobFiles {
     }
 
     fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        put_varint32(dst, TAG_NEW_BLOB_FILE);
-        put_varint64(dst, f.number);
-        dst.push(f.path_id.0);
-        for v in [
+        let fields = [
             f.size,
             f.records,
             f.record_bytes,
             f.garbage_records,
             f.garbage_bytes,
-        ] {
-            put_varint64(dst, v);
-        }
+        ];
+        crate::vstore::put_file_record(dst, TAG_NEW_BLOB_FILE, f, &fields);
     }
 
     fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        let number = get_varint64(src)?;
-        let (&path_id, rest) = src.split_first()?;
-        *src = rest;
-        let mut f = ValueFile::new(ID, number, PathId(path_id));
-        for x in [
-            &mut f.size,
-            &mut f.records,
-            &mut f.record_bytes,
-            &mut f.garbage_records,
-            &mut f.garbage_bytes,
-        ] {
-            *x = get_varint64(src)?;
-        }
-        Some(f)
+        crate::vstore::get_file_record(src, ID, |f| {
+            vec![
+                &mut f.size,
+                &mut f.records,
+                &mut f.record_bytes,
+                &mut f.garbage_records,
+                &mut f.garbage_bytes,
+            ]
+        })
     }
 
     /// While configured.

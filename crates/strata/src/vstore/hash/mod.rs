@@ -31,7 +31,6 @@ mod gc;
 pub(crate) mod record;
 mod separator;
 
-use crate::coding::{get_varint64, put_varint32, put_varint64};
 use crate::error::Result;
 use crate::options::{Options, ValueStoreKind};
 use crate::placement::{PathId, Placement};
@@ -307,37 +306,28 @@ impl Store for HashStore {
     }
 
     fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        put_varint32(dst, TAG_NEW_SEGMENT);
-        put_varint64(dst, f.number);
-        dst.push(f.path_id.0);
-        for v in [
+        let fields = [
             f.meta,
             f.size,
             f.records,
             f.record_bytes,
             f.garbage_records,
             f.garbage_bytes,
-        ] {
-            put_varint64(dst, v);
-        }
+        ];
+        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
     }
 
     fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        let number = get_varint64(src)?;
-        let (&path_id, rest) = src.split_first()?;
-        *src = rest;
-        let mut f = ValueFile::new(ID, number, PathId(path_id));
-        for x in [
-            &mut f.meta,
-            &mut f.size,
-            &mut f.records,
-            &mut f.record_bytes,
-            &mut f.garbage_records,
-            &mut f.garbage_bytes,
-        ] {
-            *x = get_varint64(src)?;
-        }
-        Some(f)
+        crate::vstore::get_file_record(src, ID, |f| {
+            vec![
+                &mut f.meta,
+                &mut f.size,
+                &mut f.records,
+                &mut f.record_bytes,
+                &mut f.garbage_records,
+                &mut f.garbage_bytes,
+            ]
+        })
     }
 
     /// While configured (taking values), and while `v` holds its files whatever is

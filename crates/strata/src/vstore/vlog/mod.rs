@@ -21,7 +21,6 @@ mod gc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::batch::WriteBatch;
-use crate::coding::{get_varint64, put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::{Fs, ReadAccess, WritableFile};
@@ -149,23 +148,16 @@ impl Store for ValueLog {
         &[TAG_NEW_SEGMENT]
     }
 
+    /// Garbage counted so far (a manifest's snapshot); a segment's records are not counted.
     fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        put_varint32(dst, TAG_NEW_SEGMENT);
-        put_varint64(dst, f.number);
-        dst.push(f.path_id.0);
-        // Garbage counted so far (a manifest's snapshot).
-        put_varint64(dst, f.garbage_records);
-        put_varint64(dst, f.garbage_bytes);
+        let fields = [f.garbage_records, f.garbage_bytes];
+        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
     }
 
     fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        let number = get_varint64(src)?;
-        let (&path_id, rest) = src.split_first()?;
-        *src = rest;
-        let mut f = ValueFile::new(ID, number, PathId(path_id));
-        f.garbage_records = get_varint64(src)?;
-        f.garbage_bytes = get_varint64(src)?;
-        Some(f)
+        crate::vstore::get_file_record(src, ID, |f| {
+            vec![&mut f.garbage_records, &mut f.garbage_bytes]
+        })
     }
 
     fn write_separator(&self, env: &StoreEnv) -> Option<Box<dyn WriteSeparator>> {
