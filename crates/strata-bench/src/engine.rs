@@ -266,6 +266,17 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(n) = flags.hash_gc_candidates {
         o.hash_gc_candidates = n;
     }
+    if let Some(w) = &flags.hash_when_full {
+        o.hash_when_full = match w.as_str() {
+            "refuse" => strata::HashWhenFull::Refuse,
+            "grow" => strata::HashWhenFull::Grow,
+            other => {
+                return Err(format!(
+                    "--hash_when_full: expected refuse|grow, got {other:?}"
+                ))
+            }
+        };
+    }
     if let Some(n) = flags.value_read_ahead {
         o.value_read_ahead = n;
     }

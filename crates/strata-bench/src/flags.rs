@@ -132,6 +132,8 @@ pub struct Flags {
     pub hash_gc_policy: Option<String>,
     /// Candidates of the greedy-random policy (strata only).
     pub hash_gc_candidates: Option<u32>,
+    /// `--hash_when_full=refuse|grow`.
+    pub hash_when_full: Option<String>,
     /// Garbage fraction that starts value GC (strata only).
     pub blob_gc_garbage_ratio: Option<f64>,
     /// Separated values a forward scan reads ahead (strata only).
@@ -243,6 +245,7 @@ impl Default for Flags {
             hash_cold_takes_main: None,
             hash_gc_policy: None,
             hash_gc_candidates: None,
+            hash_when_full: None,
             blob_gc_garbage_ratio: None,
             value_read_ahead: None,
             memtable_filter_ratio: None,
@@ -420,6 +423,7 @@ impl Flags {
                 "hash_cold_takes_main" => f.hash_cold_takes_main = Some(parse_bool(&name, v)?),
                 "hash_gc_policy" => f.hash_gc_policy = Some(v.to_string()),
                 "hash_gc_candidates" => f.hash_gc_candidates = Some(num(&name, v)?),
+                "hash_when_full" => f.hash_when_full = Some(v.to_string()),
                 "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
                 "memtable_filter_ratio" => f.memtable_filter_ratio = Some(num(&name, v)?),
@@ -550,6 +554,7 @@ strata-only flags:
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1
   --hash_gc_policy=greedy|cost-benefit|greedy-random|random --hash_gc_candidates=N  (preset hashkv)
+  --hash_when_full=refuse|grow           (preset hashkv; refuse: a full store fails new values)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
   --l0_layout=flat|buckets (default: the preset's)

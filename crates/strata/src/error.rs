@@ -28,6 +28,11 @@ pub enum ErrorKind {
     /// A write waited longer than `Options::write_stall_limit` while writes were stopped and
     /// no background work ran: a scheduling bug. The message gives the tree's shape.
     Stalled,
+    /// A value store's live values take all the space its options give it and its GC can
+    /// free none (the hash store with `HashWhenFull::Refuse`): writes that would add values
+    /// are refused; reads, deletes and small writes go on. The message names the options
+    /// that size the store.
+    NoSpace,
 }
 
 /// An error: a kind plus a human-readable message.

@@ -42,9 +42,9 @@ pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{
-    BucketBoundaries, CompactionPicker, CompactionPriority, HashGcPolicy, InfoLog, L0Layout,
-    LevelSizing, Options, ReadCharging, ReadOptions, SeekCharging, TableCut, ValueStoreKind,
-    WriteOptions, WriteSlowdown,
+    BucketBoundaries, CompactionPicker, CompactionPriority, HashGcPolicy, HashWhenFull, InfoLog,
+    L0Layout, LevelSizing, Options, ReadCharging, ReadOptions, SeekCharging, TableCut,
+    ValueStoreKind, WriteOptions, WriteSlowdown,
 };
 pub use repair::{destroy, repair, RepairReport};
 pub use sst::Compression;

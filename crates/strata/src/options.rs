@@ -221,6 +221,20 @@ pub enum HashGcPolicy {
     Random,
 }
 
+/// What the hash store does once its live values fill the space it is given (the main
+/// space plus the reserve) and its GC can free none of it (`ValueStoreKind::Hash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashWhenFull {
+    /// Writes that would add a value to the store fail with `ErrorKind::NoSpace` until
+    /// deletes (or values written small) let GC free space; reads, deletes and small
+    /// writes go on. The paper's store has a fixed space.
+    #[default]
+    Refuse,
+    /// The store grows past its space: writes are accepted and GC collects the groups
+    /// that have log segments as they get them.
+    Grow,
+}
+
 /// Options fixed when a database is opened.
 #[derive(Clone)]
 pub struct Options {
@@ -489,6 +503,10 @@ pub struct Options {
     pub hash_gc_policy: HashGcPolicy,
     /// The candidates `HashGcPolicy::GreedyRandom` picks among. At least 1. Defaults to 8.
     pub hash_gc_candidates: u32,
+    /// What the hash store does once its live values take its whole space (main space
+    /// plus reserve) and GC can free nothing: refuse writes that would add values (with
+    /// `ErrorKind::NoSpace`, naming the options to raise) or grow. Defaults to `Refuse`.
+    pub hash_when_full: HashWhenFull,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -553,6 +571,7 @@ impl std::fmt::Debug for Options {
             .field("hash_cold_takes_main", &self.hash_cold_takes_main)
             .field("hash_gc_policy", &self.hash_gc_policy)
             .field("hash_gc_candidates", &self.hash_gc_candidates)
+            .field("hash_when_full", &self.hash_when_full)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
             .field("fs", &self.fs)
@@ -770,6 +789,9 @@ impl Options {
                 "hash_gc_candidates" => {
                     o.hash_gc_candidates = u32::try_from(num(value)?).map_err(|_| bad())?
                 }
+                "hash_when_full" => {
+                    o.hash_when_full = pick!(value, HashWhenFull::Refuse, HashWhenFull::Grow)
+                }
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
@@ -849,6 +871,7 @@ impl Options {
             hash_cold_takes_main,
             hash_gc_policy,
             hash_gc_candidates,
+            hash_when_full,
             value_read_ahead,
             memtable_filter_ratio,
             max_manifest_file_size,
@@ -912,7 +935,7 @@ impl Options {
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
         plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio hash_cold_takes_main
-            hash_gc_policy hash_gc_candidates);
+            hash_gc_policy hash_gc_candidates hash_when_full);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         out
     }
@@ -984,6 +1007,7 @@ impl Default for Options {
             hash_cold_takes_main: false,
             hash_gc_policy: HashGcPolicy::Greedy,
             hash_gc_candidates: 8,
+            hash_when_full: HashWhenFull::Refuse,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
             max_manifest_file_size: 64 * MIB as u64,
@@ -1549,7 +1573,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 66, "every field but fs");
+        assert_eq!(names.len(), 67, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

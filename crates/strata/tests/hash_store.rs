@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs};
-use strata::{Db, Options, ReadOptions, ValueStoreKind};
+use strata::{Db, ErrorKind, HashWhenFull, Options, ReadOptions, ValueStoreKind};
 
 fn opts(fs: Arc<dyn Fs>) -> Options {
     Options {
@@ -17,6 +17,9 @@ fn opts(fs: Arc<dyn Fs>) -> Options {
         hash_groups: 4,
         hash_main_segment_size: 4 << 10,
         hash_reserve_ratio: 1.0,
+        // The tests' live values outgrow this tiny store (so that GC runs at every
+        // flush): it grows rather than refuse them (`a_full_store_*` tests refusing).
+        hash_when_full: strata::HashWhenFull::Grow,
         write_buffer_size: 64 << 10,
         // Idle compactions would make every wait for background work last their delay.
         idle_compaction_delay: None,
@@ -458,4 +461,98 @@ fn crashes_while_groups_are_collected_lose_nothing_synced() {
             }
         }
     }
+}
+
+/// Puts values under new keys, flushing every 10, until the store refuses one; returns
+/// how many it took (the model holds them).
+fn fill_until_refused(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> u32 {
+    for i in 0..2000u32 {
+        let k = format!("f{i:05}").into_bytes();
+        match db.put(&k, big(i, 0)) {
+            Ok(()) => {
+                model.insert(k, big(i, 0));
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::NoSpace, "{e}");
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("hash store is full") && msg.contains("hash_main_segment_size"),
+                    "{msg}"
+                );
+                return i;
+            }
+        }
+        if i % 10 == 9 {
+            db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
+        }
+    }
+    panic!("2000 values of about 175 B never filled a 32 KiB store");
+}
+
+#[test]
+fn a_full_store_refuses_new_values_and_takes_them_again_once_deletes_free_space() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        hash_when_full: HashWhenFull::Refuse,
+        ..opts(fs.clone())
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let taken = fill_until_refused(&db, &mut model);
+    // Full: 4 groups x 4 KiB of main space and a 16 KiB reserve hold about 32 KiB.
+    assert!((100..400).contains(&taken), "took {taken} values");
+    // Refused values are not written; everything acknowledged reads back; deletes and
+    // small values are accepted.
+    let k = format!("f{taken:05}").into_bytes();
+    assert_eq!(db.get(&k).unwrap(), None);
+    assert_eq!(
+        db.put(b"another", big(1, 1)).unwrap_err().kind(),
+        ErrorKind::NoSpace
+    );
+    db.put(b"small", b"fits in the LSM").unwrap();
+    model.insert(b"small".to_vec(), b"fits in the LSM".to_vec());
+    for i in (0..taken).step_by(2) {
+        let k = format!("f{i:05}").into_bytes();
+        db.delete(&k).unwrap();
+        model.remove(&k);
+    }
+    // The deletes reach the groups at flush; GC then frees what they superseded.
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db.put(b"another", big(1, 1)).unwrap();
+    model.insert(b"another".to_vec(), big(1, 1));
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all, model);
+}
+
+#[test]
+fn a_store_that_may_grow_takes_every_value() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..600u32 {
+        let k = format!("f{i:05}").into_bytes();
+        db.put(&k, big(i, 0)).unwrap();
+        model.insert(k, big(i, 0));
+        if i % 10 == 9 {
+            db.flush().unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all, model);
+    // Flushes outran GC: writes waited for it (a flush-time store's GC paces writes too).
+    assert!(db.stats().stalls > 0);
 }

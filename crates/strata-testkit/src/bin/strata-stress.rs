@@ -221,6 +221,9 @@ fn options(a: &Args) -> Result<Options, String> {
     o.hash_groups = a.get("hash_groups", 4)?;
     o.hash_main_segment_size = a.get("hash_main_segment_size", 16 << 10)?;
     o.hash_reserve_ratio = a.get("hash_reserve_ratio", 1.0)?;
+    // The run's live values outgrow so small a store: it grows (a refused write would
+    // end the run).
+    o.hash_when_full = strata::HashWhenFull::Grow;
     // The write-path watchdog: a stall fails the run (the kill loop reports the early exit)
     // instead of waiting until the kill.
     o.write_stall_limit = match a.get("write_stall_limit_ms", 1000u64)? {

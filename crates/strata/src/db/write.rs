@@ -66,6 +66,12 @@ pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Res
     if batch.is_empty() {
         return Ok(());
     }
+    if let Some(why) = db
+        .values
+        .refuses(&batch, || db.super_version().version.clone())
+    {
+        return Err(Error::new(ErrorKind::NoSpace, why));
+    }
     commit(
         db,
         Writer {
@@ -258,10 +264,12 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     } else {
         batch.payload_bytes() as u64
     };
+    if relocating.is_none() {
+        // Any store's GC may pace writes: the value log's at write time, the hash store's
+        // for the values its flushes will take.
+        super::value_gc::wait_for_value_space(db);
+    }
     if let Some(w) = db.values.write_separator() {
-        if relocating.is_none() {
-            super::value_gc::wait_for_value_space(db);
-        }
         // Values to the value log (and the OS) before the WAL record that points to them.
         if let Some(separated) = w.separate(&batch, db)? {
             batch = separated;

@@ -514,6 +514,12 @@ pub(crate) trait ValueGc: Send + Sync {
     fn pace_writes(&self, _v: &Version) -> bool {
         false
     }
+    /// Why writes that add values to the store are refused in `v`, if they are: its live
+    /// values take all its space and no step can free any (the hash store with
+    /// `HashWhenFull::Refuse`). Asked only when `may_pace`.
+    fn refuses(&self, _v: &Version) -> Option<String> {
+        None
+    }
 }
 
 /// Every store of one database: reads through any of them, the configured one's
@@ -634,6 +640,29 @@ impl Stores {
         }
         let v = version();
         self.gcs.iter().any(|g| g.pace_writes(&v))
+    }
+
+    /// Why `batch` is refused, if a store whose GC can free nothing would take one of its
+    /// values (`ValueGc::refuses`); `version` is asked only if a job may pace writes.
+    /// Deletes, small values and batches without values are never refused: they are how
+    /// space is freed.
+    pub fn refuses(
+        &self,
+        batch: &crate::batch::WriteBatch,
+        version: impl FnOnce() -> Arc<Version>,
+    ) -> Option<String> {
+        if !self.gcs.iter().any(|g| g.may_pace()) {
+            return None;
+        }
+        let min = self.env.opts.min_blob_size;
+        let adds = batch
+            .iter()
+            .any(|e| e.is_ok_and(|e| e.kind == crate::key::ValueKind::Put && e.value.len() >= min));
+        if !adds {
+            return None;
+        }
+        let v = version();
+        self.gcs.iter().find_map(|g| g.refuses(&v))
     }
 
     /// What a compaction on `v` relocates: the files of the first store (in registration

@@ -42,7 +42,7 @@ use crate::filename::FileNumber;
 use crate::fs::Fs;
 use crate::key::SeqNo;
 use crate::memtable::Lookup;
-use crate::options::HashGcPolicy;
+use crate::options::{HashGcPolicy, HashWhenFull};
 use crate::placement::Placement;
 use crate::stats::Stats;
 use crate::version::{Version, VersionEdit};
@@ -75,6 +75,22 @@ pub(super) struct HashGc {
     last_gc: Mutex<HashMap<u32, std::time::Instant>>,
     opened: std::time::Instant,
     rng: Mutex<u64>,
+    /// The space the last set of files seen gives (writes ask per write group; the set
+    /// changes only with a flush, compaction or GC).
+    space: Mutex<Option<(FileSet, Space)>>,
+}
+
+/// A version's value files (shared by versions that differ only in tables).
+type FileSet = Arc<std::collections::BTreeMap<u64, ValueFile>>;
+
+/// The store's space in one set of files.
+#[derive(Debug, Clone, Copy)]
+struct Space {
+    /// The reserve in use ([`reserve_used`]).
+    used: u64,
+    /// Whether a step can lower it: a group past its room has log segments, or (with
+    /// `hash_cold_takes_main`, where the cold log takes room) the cold log's GC is due.
+    can_free: bool,
 }
 
 /// What the job did since open (`strata.value-stores`).
@@ -234,7 +250,28 @@ impl HashGc {
                     .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
                     | 1,
             ),
+            space: Mutex::new(None),
         }
+    }
+
+    /// The space `v`'s files give (cached per set of files).
+    fn space(&self, v: &Version) -> Space {
+        let mut cached = lock(&self.space);
+        if let Some((values, s)) = cached.as_ref() {
+            if Arc::ptr_eq(values, &v.values) {
+                return *s;
+            }
+        }
+        let room = super::room(v, &self.opts);
+        let groups = super::group_bytes(v)
+            .values()
+            .any(|&(all, logs)| all > room && logs > 0);
+        let s = Space {
+            used: reserve_used(v, &self.opts),
+            can_free: groups || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
+        };
+        *cached = Some((v.values.clone(), s));
+        s
     }
 
     /// The group to collect in `v`: configured, among the groups past their room with
@@ -642,9 +679,97 @@ impl ValueGc for HashGc {
         self.configured
     }
 
-    /// While the reserve in use passes the reserve, unless replaced files wait for a
-    /// snapshot (GC can free nothing until it is released).
+    /// While the reserve in use passes the reserve and a step can lower it, unless
+    /// replaced files wait for a snapshot (GC can free nothing until it is released).
     fn pace_writes(&self, v: &Version) -> bool {
-        reserve_used(v, &self.opts) > self.reserve && lock(&self.collected).is_none()
+        let s = self.space(v);
+        s.used > self.reserve && s.can_free && lock(&self.collected).is_none()
+    }
+
+    /// With `HashWhenFull::Refuse`: while the reserve in use passes the reserve and no
+    /// step can lower it (every group past its room holds only what its last GC kept), and
+    /// no replaced files wait for a snapshot.
+    fn refuses(&self, v: &Version) -> Option<String> {
+        if self.opts.hash_when_full != HashWhenFull::Refuse {
+            return None;
+        }
+        let s = self.space(v);
+        if s.used <= self.reserve || s.can_free || lock(&self.collected).is_some() {
+            return None;
+        }
+        let o = &self.opts;
+        Some(format!(
+            "the hash store is full: its live values take its main space ({} groups x {} B) \
+             and {} B of its {} B reserve, and GC can free none; delete keys or write \
+             smaller values (under min_blob_size) to free space, or reopen with a larger \
+             hash_main_segment_size, hash_groups or hash_reserve_ratio (or hash_when_full \
+             = Grow)",
+            groups_in(v, o),
+            o.hash_main_segment_size,
+            s.used,
+            self.reserve
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::PathId;
+    use crate::vstore::hash::meta;
+
+    fn file(number: u64, group: u32, kind: SegmentKind, size: u64) -> ValueFile {
+        let mut f = ValueFile::new(ID, number, PathId(0));
+        f.size = size;
+        f.meta = meta(group, 4, kind);
+        f
+    }
+
+    fn version(files: &[ValueFile]) -> Version {
+        let mut v = Version::new(7);
+        v.values = Arc::new(files.iter().map(|f| (f.number, f.clone())).collect());
+        v
+    }
+
+    #[test]
+    fn writes_wait_while_a_step_can_free_space_and_are_refused_when_none_can() {
+        let opts = crate::Options {
+            value_store: crate::ValueStoreKind::Hash,
+            hash_groups: 4,
+            hash_main_segment_size: 1000,
+            hash_reserve_ratio: 0.5,
+            ..crate::Options::default()
+        };
+        let env = StoreEnv {
+            fs: Arc::new(crate::fs::MemFs::new()),
+            placement: Placement::new(std::path::Path::new("/db"), None, None),
+            opts: opts.clone(),
+        };
+        let gc = HashGc::new(&env);
+        // Reserve 2000 B. Group 0 holds 3500 B of what its last GC kept: 2500 B past its
+        // room, and no step can lower that.
+        let full = version(&[file(1, 0, SegmentKind::Main, 3500)]);
+        assert!(!gc.pace_writes(&full));
+        let why = gc.refuses(&full).expect("refused");
+        assert!(why.contains("hash_reserve_ratio"), "{why}");
+        // A flush adds log segments to a group past its room: GC can free, writes wait.
+        let logs = version(&[
+            file(1, 0, SegmentKind::Main, 3500),
+            file(2, 0, SegmentKind::Log, 100),
+        ]);
+        assert!(gc.pace_writes(&logs));
+        assert!(gc.refuses(&logs).is_none());
+        // Within the reserve: neither.
+        let fits = version(&[file(1, 0, SegmentKind::Main, 2500)]);
+        assert!(!gc.pace_writes(&fits) && gc.refuses(&fits).is_none());
+        // Growing instead: never refused.
+        let grow = HashGc::new(&StoreEnv {
+            opts: crate::Options {
+                hash_when_full: HashWhenFull::Grow,
+                ..opts
+            },
+            ..env
+        });
+        assert!(grow.refuses(&full).is_none() && !grow.pace_writes(&full));
     }
 }
