@@ -529,7 +529,7 @@ impl Runner {
         kind: &'static str,
         t0: Option<Instant>,
     ) -> Result<(), String> {
-        let len = self.sizes.next(rng);
+        let len = self.sizes.for_key(key, rng);
         let v = values.next(len);
         let t0 = t0.unwrap_or_else(Instant::now);
         e.write(&[(key, Some(v))])?;
@@ -558,6 +558,7 @@ impl Runner {
                 ValueSizes::Fixed(n) => *n,
                 ValueSizes::Uniform(_, b) => *b,
                 ValueSizes::Zipf(min, _) => min + 1_000_000,
+                ValueSizes::Mix { small, large, .. } => *small.max(large),
             };
             let mut values = ValueSource::new(self.seed(t), max_value.min(64 << 20));
             let mut kbufs: Vec<Vec<u8>> = vec![Vec::new(); f.batch_size];
@@ -571,7 +572,11 @@ impl Runner {
                     let id = keys.next(&mut rng, 0);
                     ids.push(id);
                     make_key(id, f.key_size, kb);
-                    vlens.push(if delete { 0 } else { self.sizes.next(&mut rng) });
+                    vlens.push(if delete {
+                        0
+                    } else {
+                        self.sizes.for_key(kb, &mut rng)
+                    });
                 }
                 let vals: Vec<Vec<u8>> = vlens.iter().map(|&l| values.next(l).to_vec()).collect();
                 let batch: Vec<(&[u8], Option<&[u8]>)> = kbufs
@@ -623,6 +628,8 @@ impl Runner {
             ValueSizes::Fixed(n) => *n as u64,
             ValueSizes::Uniform(a, b) => (*a as u64 + *b as u64) / 2,
             ValueSizes::Zipf(..) => return None,
+            // A key's size is fixed by its hash: the mean is near for many keys.
+            ValueSizes::Mix { .. } => self.sizes.mean() as u64,
         };
         (keys > 0).then(|| keys * (self.flags.key_size as u64 + value))
     }

@@ -569,7 +569,7 @@ strata-only flags:
   --l0_skips_l1_wait=0|1  buckets merge into L1 without waiting for it to drain (not OHDB's)
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
-  --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX
+  --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX|mix:SMALL:LARGE:SMALL_PCT (mix: a key's size by its hash)
   --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)
   --phases=N (hashkv_phases update rounds, default 3)
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none

@@ -151,6 +151,13 @@ pub enum ValueSizes {
     Uniform(usize, usize),
     /// Zipfian over the sizes, `min` most frequent.
     Zipf(usize, Zipf),
+    /// Two sizes, small and large, `small_pct` % of the keys small: a key's size is fixed
+    /// by its hash (HashKV's Experiment 7: ratios of small to large pairs).
+    Mix {
+        small: usize,
+        large: usize,
+        small_pct: u64,
+    },
 }
 
 impl ValueSizes {
@@ -164,8 +171,21 @@ impl ValueSizes {
         }
         let parts: Vec<&str> = spec.split(':').collect();
         let bad = || {
-            format!("--value_size_dist: expected fixed|uniform:MIN:MAX|zipf:MIN:MAX, got {spec:?}")
+            format!(
+                "--value_size_dist: expected fixed|uniform:MIN:MAX|zipf:MIN:MAX|mix:SMALL:LARGE:SMALL_PCT, got {spec:?}"
+            )
         };
+        if parts[0] == "mix" {
+            let n = |i: usize| parts.get(i).and_then(|p| p.parse::<usize>().ok());
+            return match (parts.len(), n(1), n(2), n(3)) {
+                (4, Some(small), Some(large), Some(pct)) if pct <= 100 => Ok(ValueSizes::Mix {
+                    small,
+                    large,
+                    small_pct: pct as u64,
+                }),
+                _ => Err(bad()),
+            };
+        }
         if parts.len() != 3 {
             return Err(bad());
         }
@@ -192,6 +212,39 @@ impl ValueSizes {
             ValueSizes::Fixed(n) => *n,
             ValueSizes::Uniform(a, b) => a + rng.below((b - a + 1) as u64) as usize,
             ValueSizes::Zipf(min, z) => min + z.sample(rng) as usize,
+            ValueSizes::Mix {
+                small,
+                large,
+                small_pct,
+            } => {
+                if rng.below(100) < *small_pct {
+                    *small
+                } else {
+                    *large
+                }
+            }
+        }
+    }
+
+    /// The size of `key`'s next value: [`Self::next`], except that a `mix` key always
+    /// gets the size its hash picks.
+    pub fn for_key(&self, key: &[u8], rng: &mut Rng) -> usize {
+        match self {
+            ValueSizes::Mix {
+                small,
+                large,
+                small_pct,
+            } => {
+                let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                });
+                if h % 100 < *small_pct {
+                    *small
+                } else {
+                    *large
+                }
+            }
+            _ => self.next(rng),
         }
     }
 
@@ -203,6 +256,14 @@ impl ValueSizes {
             ValueSizes::Zipf(min, z) => {
                 let mut rng = Rng::new(1);
                 *min as f64 + (0..10_000).map(|_| z.sample(&mut rng) as f64).sum::<f64>() / 10_000.0
+            }
+            ValueSizes::Mix {
+                small,
+                large,
+                small_pct,
+            } => {
+                (*small as f64 * *small_pct as f64 + *large as f64 * (100 - small_pct) as f64)
+                    / 100.0
             }
         }
     }
@@ -340,5 +401,18 @@ mod tests {
         assert!(z.mean() < 400.0);
         assert!(ValueSizes::parse("uniform:5", 0).is_err());
         assert!(ValueSizes::parse("zipf:9:1", 0).is_err());
+        let m = ValueSizes::parse("mix:16:1000:50", 0).unwrap();
+        assert!((m.mean() - 508.0).abs() < 1e-9);
+        let small = (0..1000u32)
+            .filter(|i| m.for_key(format!("key{i}").as_bytes(), &mut rng) == 16)
+            .count();
+        assert!((400..600).contains(&small), "{small} small of 1000");
+        assert_eq!(
+            m.for_key(b"same", &mut rng),
+            m.for_key(b"same", &mut rng),
+            "a key keeps its size"
+        );
+        assert!(ValueSizes::parse("mix:16:1000", 0).is_err());
+        assert!(ValueSizes::parse("mix:16:1000:101", 0).is_err());
     }
 }

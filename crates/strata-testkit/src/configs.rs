@@ -137,16 +137,17 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::wisckey(), fs)
             },
         },
-        // HashKV's store: values of 100 bytes and more go to 4 groups at flush; main segments
-        // of 4 KiB and a reserve of 4 x 4 KiB x 1.0, so every few flushes a group is
-        // collected.
+        // HashKV's store: values of 100 bytes and more go to 16 groups at flush (enough that
+        // a flush finishes its group files on several threads); main segments of 4 KiB (the
+        // least allowed) and a reserve of 16 x 4 KiB x 0.25, so every few flushes a group
+        // is collected.
         Config {
             name: "hashkv",
             build: |dir, fs| Options {
                 min_blob_size: 100,
-                hash_groups: 4,
+                hash_groups: 16,
                 hash_main_segment_size: 4 << 10,
-                hash_reserve_ratio: 1.0,
+                hash_reserve_ratio: 0.25,
                 // The tests' live values outgrow it: it grows rather than refuse them
                 // (refusing is tested in strata's tests/hash_store.rs).
                 hash_when_full: strata::HashWhenFull::Grow,

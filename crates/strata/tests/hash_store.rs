@@ -401,10 +401,14 @@ fn cold_values_move_to_the_cold_log_and_hot_ones_stay() {
 fn crashes_while_groups_are_collected_lose_nothing_synced() {
     use strata::fs::CrashMode;
     use strata::{WriteBatch, WriteOptions};
-    for hot_cold in [false, true] {
+    // 32 groups: a flush's group files are finished on several threads.
+    for (hot_cold, groups) in [(false, 4u32), (true, 4), (false, 32)] {
         let fs = Arc::new(MemFs::new());
+        // A 16 KiB reserve whatever the group count (main segments are 4 KiB at least).
         let o = Options {
             hash_hot_cold: hot_cold,
+            hash_groups: groups,
+            hash_reserve_ratio: 4.0 / f64::from(groups),
             ..opts(fs.clone())
         };
         let db = Db::open("/db", o.clone()).unwrap();
@@ -455,7 +459,7 @@ fn crashes_while_groups_are_collected_lose_nothing_synced() {
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
-            assert_eq!(all, m, "image {n} (hot/cold {hot_cold})");
+            assert_eq!(all, m, "image {n} (hot/cold {hot_cold}, {groups} groups)");
             for (k, v) in m.iter().step_by(17) {
                 assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "image {n}");
             }

@@ -216,10 +216,11 @@ fn options(a: &Args) -> Result<Options, String> {
     o.min_blob_size = a.get("min_blob_size", 64)?;
     // The value log (preset wisckey) in 256 KiB segments: the head moves often.
     o.vlog_segment_size = a.get("vlog_segment_size", 256 << 10)?;
-    // HashKV's store (preset hashkv) tiny: 4 groups of 16 KiB main segments and a reserve
-    // as large, so group GCs run all the time (and drain it under the other presets).
-    o.hash_groups = a.get("hash_groups", 4)?;
-    o.hash_main_segment_size = a.get("hash_main_segment_size", 16 << 10)?;
+    // HashKV's store (preset hashkv) tiny: 16 groups (a flush finishes their files on
+    // several threads) of 4 KiB main segments and a reserve as large, so group GCs run all
+    // the time (and drain it under the other presets).
+    o.hash_groups = a.get("hash_groups", 16)?;
+    o.hash_main_segment_size = a.get("hash_main_segment_size", 4 << 10)?;
     o.hash_reserve_ratio = a.get("hash_reserve_ratio", 1.0)?;
     // The run's live values outgrow so small a store: it grows (a refused write would
     // end the run).

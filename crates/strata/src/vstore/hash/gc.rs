@@ -682,6 +682,10 @@ impl ValueGc for HashGc {
     /// While the reserve in use passes the reserve and a step can lower it, unless
     /// replaced files wait for a snapshot (GC can free nothing until it is released).
     fn pace_writes(&self, v: &Version) -> bool {
+        if !self.configured {
+            // Draining: the writes go to another store.
+            return false;
+        }
         let s = self.space(v);
         s.used > self.reserve && s.can_free && lock(&self.collected).is_none()
     }
@@ -690,7 +694,8 @@ impl ValueGc for HashGc {
     /// step can lower it (every group past its room holds only what its last GC kept), and
     /// no replaced files wait for a snapshot.
     fn refuses(&self, v: &Version) -> Option<String> {
-        if self.opts.hash_when_full != HashWhenFull::Refuse {
+        if !self.configured || self.opts.hash_when_full != HashWhenFull::Refuse {
+            // Draining (the writes go to another store), or growing.
             return None;
         }
         let s = self.space(v);
@@ -763,13 +768,24 @@ mod tests {
         let fits = version(&[file(1, 0, SegmentKind::Main, 2500)]);
         assert!(!gc.pace_writes(&fits) && gc.refuses(&fits).is_none());
         // Growing instead: never refused.
-        let grow = HashGc::new(&StoreEnv {
-            opts: crate::Options {
-                hash_when_full: HashWhenFull::Grow,
-                ..opts
-            },
-            ..env
+        let with = |opts: crate::Options| {
+            HashGc::new(&StoreEnv {
+                fs: env.fs.clone(),
+                placement: env.placement.clone(),
+                opts,
+            })
+        };
+        let grow = with(crate::Options {
+            hash_when_full: HashWhenFull::Grow,
+            ..opts.clone()
         });
         assert!(grow.refuses(&full).is_none() && !grow.pace_writes(&full));
+        // Draining under another store (which may pace writes itself): the hash store
+        // neither refuses nor holds back the writes, which go elsewhere.
+        let draining = with(crate::Options {
+            value_store: crate::ValueStoreKind::VLog,
+            ..opts
+        });
+        assert!(draining.refuses(&full).is_none() && !draining.pace_writes(&logs));
     }
 }
