@@ -61,16 +61,20 @@ fn churn(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, keys: u32, round: u32)
     }
 }
 
+/// Every key and value a forward scan of `db` returns.
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.iter(ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u32) {
     for i in 0..keys {
         let k = format!("k{i:04}").into_bytes();
         assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "key {i}");
     }
-    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .iter(ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let all = contents(db);
     assert_eq!(&all, model);
 }
 
@@ -454,11 +458,7 @@ fn crashes_while_groups_are_collected_lose_nothing_synced() {
                 },
             )
             .unwrap_or_else(|e| panic!("image {n}: {e}"));
-            let all: BTreeMap<Vec<u8>, Vec<u8>> = db
-                .iter(ReadOptions::default())
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let all = contents(&db);
             assert_eq!(all, m, "image {n} (hot/cold {hot_cold}, {groups} groups)");
             for (k, v) in m.iter().step_by(17) {
                 assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "image {n}");
@@ -529,11 +529,7 @@ fn a_full_store_refuses_new_values_and_takes_them_again_once_deletes_free_space(
     db.close().unwrap();
     drop(db);
     let db = Db::open("/db", o).unwrap();
-    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .iter(ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let all = contents(&db);
     assert_eq!(all, model);
 }
 
@@ -551,11 +547,7 @@ fn a_store_that_may_grow_takes_every_value() {
         }
     }
     db.wait_for_compactions().unwrap();
-    let all: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .iter(ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let all = contents(&db);
     assert_eq!(all, model);
     // Flushes outran GC: writes waited for it (a flush-time store's GC paces writes too).
     assert!(db.stats().stalls > 0);

@@ -89,8 +89,9 @@ impl GcView for Arc<super::SuperVersion> {
 }
 
 /// Paces writes to the value stores' GC: while a store's GC asks for it (the value log
-/// larger than `vlog_capacity`, the hash store's reserve used up), the write-queue leader waits for the GC to finish a step
-/// (or anything else in the background to progress, at most 100 ms per write group), so
+/// larger than `vlog_capacity`, the hash store's reserve used up), the write-queue leader
+/// waits for the GC to finish a step (or anything else in the background to progress, at
+/// most 100 ms per write group), so
 /// the store's size stays near its capacity instead of outrunning its collection. Counted
 /// as a stall. Never waits for ever: if the live values alone exceed the capacity, GC
 /// moves whole files and writes go at its pace; and not at all while GC can free nothing

@@ -516,7 +516,8 @@ pub(crate) trait ValueGc: Send + Sync {
     }
     /// Why writes that add values to the store are refused in `v`, if they are: its live
     /// values take all its space and no step can free any (the hash store with
-    /// `HashWhenFull::Refuse`). Asked only when `may_pace`.
+    /// `HashWhenFull::Refuse`). Asked of every job once any `may_pace`: a job whose store
+    /// is not the configured one says no.
     fn refuses(&self, _v: &Version) -> Option<String> {
         None
     }

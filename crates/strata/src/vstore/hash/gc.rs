@@ -262,16 +262,25 @@ impl HashGc {
                 return *s;
             }
         }
-        let room = super::room(v, &self.opts);
-        let groups = super::group_bytes(v)
-            .values()
-            .any(|&(all, logs)| all > room && logs > 0);
         let s = Space {
             used: reserve_used(v, &self.opts),
-            can_free: groups || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
+            can_free: !self.collectable(v).is_empty()
+                || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
         };
         *cached = Some((v.values.clone(), s));
         s
+    }
+
+    /// The groups a step can free reserve from in `v`, as (group, bytes of its files,
+    /// bytes of its log segments): those past their room with writes since their last GC
+    /// (collecting a group of main segments alone frees nothing).
+    fn collectable(&self, v: &Version) -> Vec<(u32, u64, u64)> {
+        let room = super::room(v, &self.opts);
+        super::group_bytes(v)
+            .into_iter()
+            .filter(|&(_, (all, logs))| all > room && logs > 0)
+            .map(|(g, (all, logs))| (g, all, logs))
+            .collect()
     }
 
     /// The group to collect in `v`: configured, among the groups past their room with
@@ -280,19 +289,13 @@ impl HashGc {
     /// writes); otherwise the largest group (the store drains). Never the cold log (its
     /// GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
-        let groups = super::group_bytes(v);
         if !self.configured {
-            return groups
+            return super::group_bytes(v)
                 .into_iter()
                 .max_by_key(|&(g, (all, _))| (all.max(1), std::cmp::Reverse(g)))
                 .map(|(g, _)| g);
         }
-        let room = super::room(v, &self.opts);
-        let mut eligible: Vec<(u32, u64, u64)> = groups
-            .into_iter()
-            .filter(|&(_, (all, logs))| all > room && logs > 0)
-            .map(|(g, (all, logs))| (g, all, logs))
-            .collect();
+        let mut eligible = self.collectable(v);
         // Most writes first (ties: the lower group), the order every policy starts from.
         eligible.sort_unstable_by_key(|&(g, _, logs)| (std::cmp::Reverse(logs), g));
         let pick = |n: usize| (self.random() % n.max(1) as u64) as usize;
