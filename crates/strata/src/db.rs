@@ -145,6 +145,8 @@ pub(crate) struct DbInner {
     pub done_cv: Condvar,
     pub wal: Mutex<WalState>,
     pub writers: Mutex<write::WriteQueue>,
+    /// Chunks of flushed memtables, faulted in, for the next memtables' arenas.
+    pub arena_pool: Arc<crate::memtable::ChunkPool>,
     /// The newest sequence visible to readers.
     pub last_sequence: AtomicU64,
     /// The file-number counter, shared with the `VersionSet`.

@@ -113,7 +113,17 @@ impl DbInner {
         drop(st);
         drop(versions);
         // WALs older than `next_wal` are obsolete: nothing needs them synced any more.
-        lock(&self.wal).unsynced.retain(|(n, _)| n.0 >= next_wal);
+        // Dropped (unmapped and truncated, which takes milliseconds for a large log) after
+        // the lock is released: writers append to the current WAL under it.
+        let obsolete: Vec<_> = {
+            let mut wal = lock(&self.wal);
+            let (old, keep) = std::mem::take(&mut wal.unsynced)
+                .into_iter()
+                .partition(|(n, _)| n.0 < next_wal);
+            wal.unsynced = keep;
+            old
+        };
+        drop(obsolete);
         Stats::add(&self.stats.flushes, 1);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();

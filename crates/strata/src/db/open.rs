@@ -13,7 +13,7 @@ use crate::filename::{self, FileNumber, FileType};
 use crate::fs;
 use crate::key::{SeqNo, ValueKind};
 use crate::l0::Ingest;
-use crate::memtable::MemTable;
+use crate::memtable::{ChunkPool, MemTable};
 use crate::options::Options;
 use crate::placement::Placement;
 use crate::sst::BlockCache;
@@ -105,9 +105,13 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let version = versions.log_and_apply(edit)?;
     tables.set_live_bytes(version.total_bytes());
     let migrate = switch && version.l0.kind() != configured.kind();
-    let mem = Arc::new(MemTable::with_filter(
+    // One memtable's worth of chunks: with the memtable being filled and the one being
+    // flushed, arenas hold at most the write buffers' budget.
+    let arena_pool = Arc::new(ChunkPool::new(opts.write_buffer_size));
+    let mem = Arc::new(MemTable::for_writes(
         wal_number.0,
         opts.memtable_filter_bytes(),
+        arena_pool.clone(),
     ));
     let wal = WalState {
         writer: Some(wal_writer),
@@ -122,6 +126,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         versions,
         mem,
         imms: Vec::new(),
+        arena_pool,
         version,
         wal,
         last_seq,
@@ -201,6 +206,7 @@ struct Parts {
     mem: Arc<MemTable>,
     /// Older memtables, oldest first (only a read-only open has any at open).
     imms: Vec<Arc<MemTable>>,
+    arena_pool: Arc<ChunkPool>,
     version: Arc<crate::version::Version>,
     wal: WalState,
     last_seq: SeqNo,
@@ -224,6 +230,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         imms: p.imms.iter().rev().cloned().collect(),
         version: p.version,
     });
+    let arena_pool = p.arena_pool;
     Arc::new(DbInner {
         values: Arc::new(values),
         watch_writes,
@@ -247,6 +254,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         done_cv: Condvar::new(),
         wal: Mutex::new(p.wal),
         writers: Mutex::default(),
+        arena_pool,
         last_sequence: AtomicU64::new(p.last_seq.0),
         next_file,
         snapshots: Arc::new(SnapshotList::default()),
@@ -305,6 +313,7 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
         versions,
         mem,
         imms: kept,
+        arena_pool: Arc::new(ChunkPool::new(0)),
         version,
         wal: WalState {
             writer: None,

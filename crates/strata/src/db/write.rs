@@ -440,7 +440,11 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Err(e);
         }
         st = lock(&db.state);
-        let fresh = MemTable::with_filter(number.0, db.opts.memtable_filter_bytes());
+        let fresh = MemTable::for_writes(
+            number.0,
+            db.opts.memtable_filter_bytes(),
+            db.arena_pool.clone(),
+        );
         let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
         st.imms.push_back(old);
         let v = st.super_version.version.clone();

@@ -116,127 +116,211 @@ impl WritableFile for RealWritable {
     }
 }
 
-/// Logs grow in preallocated chunks of this size (a multiple of every page size in use).
-const LOG_CHUNK: usize = 1 << 20;
+/// Logs grow in preallocated chunks: the first of `LOG_CHUNK` bytes, then each as large as
+/// the log so far, up to `LOG_MAX_CHUNK` (multiples of every page size in use).
+const LOG_CHUNK: u64 = 1 << 20;
+const LOG_MAX_CHUNK: u64 = 8 << 20;
+/// A log is mapped this many bytes at a time (a multiple of `LOG_CHUNK`): address space
+/// only, so large enough that a log is mapped once (unmapping a window of written pages mid-log
+/// would hold up one write for as long as it takes).
+const LOG_WINDOW: u64 = 256 << 20;
+/// Groups of appends of at least this many bytes are written with `pwrite`, smaller ones
+/// copied through the map.
+const LOG_DIRECT: usize = 2048;
+/// Appends are held until `flush` up to this many bytes.
+const LOG_BUFFER: usize = 256 << 10;
 
-/// A log written through a shared, writable memory map of preallocated space
-/// (docs/design/core-engine.md, "WAL through a memory map"). An append is a copy into the
-/// page cache with no system call, and survives the process being killed exactly as a
-/// `write(2)` would (the pages belong to the kernel); `sync` is `fdatasync`, which writes back
-/// pages dirtied through the map like any others. Space is reserved with `fallocate` one chunk
-/// at a time, so a full disk is an error from `append`, never a SIGBUS from a page fault.
-/// Dropping the writer truncates the file to what was appended; after a crash the
-/// preallocated tail stays zero-filled, which the log reader takes as the end.
+/// A log reserved with `fallocate` and written through a shared, writable memory map
+/// (docs/design/core-engine.md, "WAL through a memory map"). Appends are held until `flush`
+/// (the WAL flushes once per commit group); a small group is then a copy into the page cache
+/// with no system call, and survives the process being killed exactly as a `write(2)` would
+/// (the pages belong to the kernel); `sync` is `fdatasync`, which writes back pages dirtied
+/// through the map like any others. Space is reserved in chunks, so a full disk is an error
+/// from `flush`, never a SIGBUS from a page fault. Dropping the writer truncates the file to
+/// what was written; after a crash the preallocated tail stays zero-filled, which the log
+/// reader takes as the end.
+///
+/// A group of `LOG_DIRECT` bytes or more is written with `pwrite` instead, into the same
+/// reserved space (a map and `pwrite` share the page cache): through the map, each of its
+/// pages costs a page fault, and page faults were where the put latency's tail came from
+/// (docs/design/core-engine.md, "Tail latency of a put"). For the same reason the map is
+/// advised `MADV_RANDOM`: a fault on a page missing from the page cache otherwise reads
+/// around it, up to the device's read-ahead (8 MiB where measured), which filled a whole
+/// chunk inside one write.
 #[cfg(target_os = "linux")]
 struct MappedLog {
     path: PathBuf,
     file: File,
-    /// The chunk being filled: file bytes `map_start..map_start + LOG_CHUNK`.
+    /// The window being filled: file bytes `map_start..map_start + LOG_WINDOW`, of which
+    /// those below `reserved` may be touched.
     map: Option<memmap2::MmapMut>,
     map_start: u64,
-    len: u64,
+    /// Bytes in the page cache (the file's length, less the zero tail).
+    written: u64,
+    /// Appends not yet written out (`flush`).
+    buf: Vec<u8>,
+    /// File bytes below this offset are allocated (`fallocate`).
+    reserved: u64,
 }
 
 #[cfg(target_os = "linux")]
 impl MappedLog {
-    /// Reserves and maps the chunk starting at `len` (REQUIRES: `len` is a chunk boundary).
-    fn next_chunk(&mut self) -> Result<()> {
-        use std::os::fd::AsRawFd;
-        self.map = None;
-        let start = self.len;
-        // No early writeback of finished chunks: a WAL that is never synced is usually
-        // deleted (its memtable flushed) before the kernel writes it back, and then it
-        // costs the device nothing (docs/design/core-engine.md, "Closed WALs are synced
-        // lazily").
-        let (Ok(off), Ok(n)) = (
-            libc::off_t::try_from(start),
-            libc::off_t::try_from(LOG_CHUNK),
-        ) else {
-            return Err(Error::io(
-                "fallocate",
-                &self.path,
-                std::io::Error::other("log too large"),
-            ));
+    fn create(path: &Path, file: File) -> Result<MappedLog> {
+        let mut log = MappedLog {
+            path: path.to_path_buf(),
+            file,
+            map: None,
+            map_start: 0,
+            written: 0,
+            buf: Vec::with_capacity(LOG_BUFFER),
+            reserved: 0,
         };
-        // SAFETY: plain system call on a descriptor we own; no memory is passed.
-        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, off, n) };
-        if rc != 0 {
-            return Err(Error::io(
-                "fallocate",
-                &self.path,
-                std::io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: the range was just allocated in a file only this writer changes; nothing
-        // truncates it while mapped (the engine never truncates a live log, and `Drop`
-        // unmaps before truncating).
+        log.next_window()?;
+        log.reserve(1)?;
+        Ok(log)
+    }
+
+    /// Maps the window starting at `written` (REQUIRES: `written` is a window boundary).
+    fn next_window(&mut self) -> Result<()> {
+        self.map = None;
+        let start = self.written;
+        // SAFETY: the file is only changed by this writer; bytes of the window past
+        // `reserved` are never touched before `reserve` allocates them (touching them first
+        // would be a SIGBUS), and nothing truncates the file while it is mapped (the engine
+        // never truncates a live log, and `Drop` unmaps before truncating).
         let map = unsafe {
             memmap2::MmapOptions::new()
                 .offset(start)
-                .len(LOG_CHUNK)
+                .len(LOG_WINDOW as usize)
                 .map_mut(&self.file)
         }
         .map_err(|e| Error::io("mmap", &self.path, e))?;
-        // Fault the whole chunk in, writable, with one call rather than two page faults per
-        // 4 KiB page as appends reach it (a read fault that zero-fills, then a write fault):
-        // at 1 KiB values those faults were a quarter of the writer thread's time. Best
-        // effort: kernels before 5.14 refuse the advice and fault page by page.
-        // SAFETY: the range is exactly the mapping just created, which we own.
+        // Best effort: without it, faults read around.
+        // SAFETY: the range is exactly the mapping just created, which we own; the advice
+        // changes no bytes.
         unsafe {
-            libc::madvise(
-                map.as_ptr().cast_mut().cast(),
-                map.len(),
-                libc::MADV_POPULATE_WRITE,
-            );
+            libc::madvise(map.as_ptr().cast_mut().cast(), map.len(), libc::MADV_RANDOM);
         }
         self.map = Some(map);
         self.map_start = start;
+        Ok(())
+    }
+
+    /// Allocates file bytes below `end`, a chunk at a time.
+    fn reserve(&mut self, end: u64) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        while self.reserved < end {
+            // No early writeback of finished chunks: a WAL that is never synced is usually
+            // deleted (its memtable flushed) before the kernel writes it back, and then it
+            // costs the device nothing (docs/design/core-engine.md, "Closed WALs are synced
+            // lazily").
+            let chunk = self.reserved.clamp(LOG_CHUNK, LOG_MAX_CHUNK);
+            let (Ok(off), Ok(n)) = (
+                libc::off_t::try_from(self.reserved),
+                libc::off_t::try_from(chunk),
+            ) else {
+                return Err(Error::io(
+                    "fallocate",
+                    &self.path,
+                    std::io::Error::other("log too large"),
+                ));
+            };
+            // SAFETY: plain system call on a descriptor we own; no memory is passed.
+            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, off, n) };
+            if rc != 0 {
+                return Err(Error::io(
+                    "fallocate",
+                    &self.path,
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            self.reserved += chunk;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl MappedLog {
+    /// Writes the buffered appends to the page cache: a small group of bytes as a copy
+    /// through the map, a large one with `pwrite`.
+    fn write_out(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let data = std::mem::take(&mut self.buf);
+        let res = self.write_at_end(&data);
+        self.buf = data;
+        self.buf.clear();
+        res
+    }
+
+    fn write_at_end(&mut self, mut data: &[u8]) -> Result<()> {
+        self.reserve(self.written + data.len() as u64)?;
+        if data.len() >= LOG_DIRECT {
+            self.file
+                .write_all_at(data, self.written)
+                .map_err(|e| Error::io("write", &self.path, e))?;
+            self.written += data.len() as u64;
+            return Ok(());
+        }
+        while !data.is_empty() {
+            if self.map.is_none() || self.written - self.map_start >= LOG_WINDOW {
+                self.next_window()?;
+            }
+            let pos = (self.written - self.map_start) as usize;
+            let n = data.len().min(LOG_WINDOW as usize - pos);
+            let Some(map) = self.map.as_mut() else {
+                unreachable!("a window is mapped above");
+            };
+            map[pos..pos + n].copy_from_slice(&data[..n]);
+            self.written += n as u64;
+            data = &data[n..];
+        }
         Ok(())
     }
 }
 
 #[cfg(target_os = "linux")]
 impl WritableFile for MappedLog {
-    fn append(&mut self, mut data: &[u8]) -> Result<()> {
-        while !data.is_empty() {
-            let pos = (self.len - self.map_start) as usize;
-            let map = match self.map.as_mut() {
-                Some(m) if pos < m.len() => m,
-                _ => {
-                    self.next_chunk()?;
-                    continue;
-                }
-            };
-            let n = data.len().min(map.len() - pos);
-            map[pos..pos + n].copy_from_slice(&data[..n]);
-            self.len += n as u64;
-            data = &data[n..];
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        // Held until `flush` (which the WAL calls once per commit group), so that a record's
+        // header and payload, and a group's records, reach the page cache in one piece.
+        if self.buf.len() + data.len() > LOG_BUFFER {
+            self.write_out()?;
+        }
+        if data.len() > LOG_BUFFER {
+            self.write_at_end(data)?;
+        } else {
+            self.buf.extend_from_slice(data);
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
-        // The bytes are in the page cache already.
-        Ok(())
+        self.write_out()
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.write_out()?;
         self.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &self.path, e))
     }
 
     fn len(&self) -> u64 {
-        self.len
+        self.written + self.buf.len() as u64
     }
 }
 
 #[cfg(target_os = "linux")]
 impl Drop for MappedLog {
     fn drop(&mut self) {
+        // Best effort, as a `write(2)` that was never made.
+        let _ = self.write_out();
         self.map = None;
         // Best effort: a log that keeps its zero tail reads the same.
-        let _ = self.file.set_len(self.len);
+        let _ = self.file.set_len(self.written);
     }
 }
 
@@ -395,16 +479,9 @@ impl Fs for RealFs {
                 .truncate(true)
                 .open(path)
                 .map_err(|e| Error::io("create", path, e))?;
-            let mut log = MappedLog {
-                path: path.to_path_buf(),
-                file,
-                map: None,
-                map_start: 0,
-                len: 0,
-            };
             // A file system without fallocate or shared maps (or with no room for a first
             // chunk) gets plain writes, which report their own errors.
-            if log.next_chunk().is_ok() {
+            if let Ok(log) = MappedLog::create(path, file) {
                 return Ok(Box::new(log));
             }
         }
@@ -618,8 +695,17 @@ mod tests {
     fn mapped_log_spans_chunks_and_truncates_on_close() {
         let dir = temp_dir("log");
         let path = dir.join("000001.log");
-        let want: Vec<Vec<u8>> = (0..600u32)
-            .map(|i| vec![(i % 251) as u8 + 1; 1000 + (i as usize * 37) % 9000])
+        // Records from 10 B to 9 KiB: groups copied through the map and groups written with
+        // `pwrite`, interleaved on the same pages.
+        let want: Vec<Vec<u8>> = (0..900u32)
+            .map(|i| {
+                let len = if i % 3 == 0 {
+                    10 + (i as usize * 7) % 1500
+                } else {
+                    1000 + (i as usize * 37) % 9000
+                };
+                vec![(i % 251) as u8 + 1; len]
+            })
             .collect();
         let total = {
             let mut w = LogWriter::new(RealFs.create_log(&path).unwrap());
@@ -630,7 +716,7 @@ mod tests {
             w.sync().unwrap();
             w.len()
         };
-        assert!(total > 2 * LOG_CHUNK as u64, "the test must cross chunks");
+        assert!(total > 3 * LOG_CHUNK, "the test must cross reserved chunks");
         assert_eq!(fs::metadata(&path).unwrap().len(), total);
         let (got, end) = records(&path);
         assert_eq!(end, LogEvent::End);
@@ -648,7 +734,7 @@ mod tests {
         w.add_record(b"two").unwrap();
         w.flush().unwrap();
         let (got, end) = records(&path);
-        assert_eq!(fs::metadata(&path).unwrap().len(), LOG_CHUNK as u64);
+        assert_eq!(fs::metadata(&path).unwrap().len(), LOG_CHUNK);
         assert_eq!(end, LogEvent::End);
         assert_eq!(got, vec![b"one".to_vec(), b"two".to_vec()]);
         drop(w);

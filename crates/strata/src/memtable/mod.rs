@@ -10,6 +10,7 @@ mod skiplist;
 
 use std::sync::Arc;
 
+pub use arena::ChunkPool;
 use skiplist::Node;
 pub use skiplist::SkipList;
 
@@ -49,11 +50,13 @@ impl MemTable {
         }
     }
 
-    /// An empty memtable with a key filter of about `filter_bytes` bytes (none if 0).
-    pub fn with_filter(wal_number: u64, filter_bytes: usize) -> Self {
+    /// An empty memtable for a database's writes: a key filter of about `filter_bytes`
+    /// bytes (none if 0), memory from the database's `pool` of faulted-in chunks.
+    pub fn for_writes(wal_number: u64, filter_bytes: usize, pool: Arc<ChunkPool>) -> Self {
         MemTable {
+            list: SkipList::with_pool(pool),
             filter: (filter_bytes > 0).then(|| filter::KeyFilter::new(filter_bytes)),
-            ..MemTable::new(wal_number)
+            wal_number,
         }
     }
 

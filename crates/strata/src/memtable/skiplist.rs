@@ -126,7 +126,15 @@ fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
 impl SkipList {
     /// An empty list.
     pub fn new() -> Self {
-        let mut arena = Arena::new();
+        Self::with_arena(Arena::new())
+    }
+
+    /// An empty list whose memory comes from (and returns to) `pool`.
+    pub fn with_pool(pool: std::sync::Arc<super::arena::ChunkPool>) -> Self {
+        Self::with_arena(Arena::with_pool(pool))
+    }
+
+    fn with_arena(mut arena: Arena) -> Self {
         let head = Self::alloc_node(&mut arena, MAX_HEIGHT, &[], None, &[]);
         SkipList {
             head,
