@@ -465,6 +465,8 @@ impl Runner {
                     ops: n,
                     ops_per_sec: n as f64 / (t - idx as f64 * iv),
                     p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
+                    p999_us: h.value_at_quantile(0.999) as f64 / 1000.0,
+                    max_us: h.max() as f64 / 1000.0,
                 }
             })
             .collect();

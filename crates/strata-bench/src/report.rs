@@ -23,6 +23,10 @@ pub struct Interval {
     pub ops_per_sec: f64,
     /// 99th percentile latency in the interval, microseconds.
     pub p99_us: f64,
+    /// 99.9th percentile latency in the interval, microseconds.
+    pub p999_us: f64,
+    /// Slowest op of the interval, microseconds (a stall shows here).
+    pub max_us: f64,
 }
 
 /// Everything measured for one benchmark.
@@ -318,10 +322,12 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
             .iter()
             .map(|iv| {
                 format!(
-                    "[{}, {}, {}]",
+                    "[{}, {}, {}, {}, {}]",
                     json_num(iv.t),
                     json_num(iv.ops_per_sec),
-                    json_num(iv.p99_us)
+                    json_num(iv.p99_us),
+                    json_num(iv.p999_us),
+                    json_num(iv.max_us)
                 )
             })
             .collect();
@@ -333,15 +339,15 @@ pub fn to_json(engine: &str, args: &[String], results: &[BenchResult]) -> String
     s
 }
 
-/// The timeline as CSV: benchmark, time, ops/s and p99 per interval.
+/// The timeline as CSV: benchmark, time, ops/s, p99, p99.9 and max latency per interval.
 pub fn to_csv(results: &[BenchResult]) -> String {
-    let mut s = String::from("benchmark,time_s,ops,ops_per_sec,p99_us\n");
+    let mut s = String::from("benchmark,time_s,ops,ops_per_sec,p99_us,p999_us,max_us\n");
     for r in results {
         for iv in &r.timeline {
             let _ = writeln!(
                 s,
-                "{},{:.3},{},{:.1},{:.2}",
-                r.name, iv.t, iv.ops, iv.ops_per_sec, iv.p99_us
+                "{},{:.3},{},{:.1},{:.2},{:.2},{:.2}",
+                r.name, iv.t, iv.ops, iv.ops_per_sec, iv.p99_us, iv.p999_us, iv.max_us
             );
         }
     }

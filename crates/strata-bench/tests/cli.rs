@@ -105,7 +105,10 @@ fn every_workload_runs_and_prints_db_bench_lines() {
     let j = std::fs::read_to_string(&json).unwrap();
     assert!(j.contains("\"name\": \"ycsb_e\"") && j.contains("\"p99\""));
     let c = std::fs::read_to_string(&csv).unwrap();
-    assert!(c.starts_with("benchmark,time_s,ops,ops_per_sec,p99_us\n") && c.lines().count() > 5);
+    assert!(
+        c.starts_with("benchmark,time_s,ops,ops_per_sec,p99_us,p999_us,max_us\n")
+            && c.lines().count() > 5
+    );
     assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
     if let Ok(py) = Command::new("python3")
         .args([

@@ -105,11 +105,20 @@ pub(crate) struct WalState {
     /// The last sequence of the last batch appended to any WAL: the link record that starts
     /// the next WAL.
     pub last_logged: SeqNo,
+    /// A WAL was created since the WAL directory was last synced: its entry may not
+    /// survive a power cut yet. The next synced write syncs the directory first; until then
+    /// the WAL holds only unsynced writes, which a power cut may lose anyway.
+    pub dir_unsynced: bool,
 }
 
 impl WalState {
-    /// Syncs every unsynced earlier WAL, then the current one.
-    pub fn sync_all(&mut self, stats: &Stats) -> Result<()> {
+    /// Syncs the WAL directory if a WAL was created since it was last synced, then every
+    /// unsynced earlier WAL, then the current one.
+    pub fn sync_all(&mut self, stats: &Stats, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        if self.dir_unsynced {
+            fs.sync_dir(dir)?;
+            self.dir_unsynced = false;
+        }
         let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
         for w in earlier.chain(self.writer.as_mut()) {
             w.sync()?;

@@ -118,6 +118,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         number: wal_number,
         unsynced: Vec::new(),
         last_logged: last_seq,
+        dir_unsynced: false,
     };
     let parts = Parts {
         fs,
@@ -320,6 +321,7 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
             number: r.log_number,
             unsynced: Vec::new(),
             last_logged: last_seq,
+            dir_unsynced: false,
         },
         last_seq,
         lock: None,
@@ -742,7 +744,7 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     }
     let result = db
         .sync_values()
-        .and_then(|()| lock(&db.wal).sync_all(&db.stats));
+        .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()));
     lock(&db._lock).take();
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
 }
