@@ -232,6 +232,7 @@ impl Runner {
             self.flags.wal_dir.clone().map(PathBuf::from),
             self.flags.level_dir.clone().map(PathBuf::from),
             self.flags.value_dir.clone().map(PathBuf::from),
+            self.flags.pmem_dir.clone().map(PathBuf::from),
         ]
         .into_iter()
         .flatten()
@@ -267,6 +268,7 @@ impl Runner {
             &self.flags.wal_dir,
             &self.flags.level_dir,
             &self.flags.value_dir,
+            &self.flags.pmem_dir,
         ]
         .into_iter()
         .flatten()

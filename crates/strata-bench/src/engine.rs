@@ -220,6 +220,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     };
     o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
     o.level_dir = flags.level_dir.as_ref().map(Into::into);
+    if let Some(d) = &flags.pmem_dir {
+        o.pmem_dir = Some(d.into());
+    }
     o.value_dir = flags.value_dir.as_ref().map(Into::into);
     match flags.enable_blob_files {
         Some(true) => o.value_store = strata::ValueStoreKind::BlobFiles,
@@ -294,6 +297,13 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             "--preset={}: give the second directory with --level_dir=DIR",
             flags.preset
         ));
+    }
+    if flags.preset == "rocksdb-l0-nvm" && o.pmem_dir.is_none() {
+        return Err(
+            "--preset=rocksdb-l0-nvm: give its persistent memory with --pmem_dir=DIR \
+             (a tmpfs such as /dev/shm/NAME emulates it)"
+                .to_string(),
+        );
     }
     if let Some(r) = &flags.table_reads {
         use strata::fs::ReadAccess as A;

@@ -89,6 +89,8 @@ pub struct Flags {
     pub wal_dir: Option<String>,
     /// Directory for levels >= 1 (strata only).
     pub level_dir: Option<String>,
+    /// Persistent-memory directory: L0 tables of `rocksdb-l0-nvm` (strata only).
+    pub pmem_dir: Option<String>,
     /// `DIR:MBps[:latency_us],...`: a device per directory (strata only; see `device.rs`).
     pub device_model: Option<String>,
     /// L0 layout: flat or buckets (strata only; default: the preset's).
@@ -218,6 +220,7 @@ impl Default for Flags {
             compaction_priority: None,
             wal_dir: None,
             level_dir: None,
+            pmem_dir: None,
             device_model: None,
             l0_buckets: None,
             bucket_compaction_trigger: None,
@@ -410,6 +413,7 @@ impl Flags {
                 "compaction_priority" => f.compaction_priority = Some(v.to_string()),
                 "wal_dir" => f.wal_dir = Some(v.to_string()),
                 "level_dir" => f.level_dir = Some(v.to_string()),
+                "pmem_dir" => f.pmem_dir = Some(v.to_string()),
                 "value_dir" => f.value_dir = Some(v.to_string()),
                 "enable_blob_files" => f.enable_blob_files = Some(parse_bool(&name, v)?),
                 "min_blob_size" => f.min_blob_size = Some(num(&name, v)?),
@@ -547,9 +551,10 @@ db_bench flags (same meaning and defaults):
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
   --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
-                         ohdb-2dc, ohdb-c, blob, wisckey (ohdb-2dc and ohdb-c need --level_dir)
+                         ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm
+                         (ohdb-2dc and ohdb-c need --level_dir, rocksdb-l0-nvm --pmem_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
-  --wal_dir=DIR --level_dir=DIR --value_dir=DIR
+  --wal_dir=DIR --level_dir=DIR --value_dir=DIR --pmem_dir=DIR (a tmpfs such as /dev/shm emulates persistent memory)
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1

@@ -83,6 +83,14 @@ fn db_args(c: Command) -> Command {
             .help("Where the database keeps separated values, if not in PATH"),
     )
     .arg(
+        Arg::new("pmem-dir")
+            .long("pmem-dir")
+            .value_name("DIR")
+            .help(
+                "Where the database keeps L0 in persistent memory (rocksdb-l0-nvm), if not in PATH",
+            ),
+    )
+    .arg(
         Arg::new("hex")
             .long("hex")
             .action(ArgAction::SetTrue)
@@ -365,6 +373,7 @@ fn options(m: &ArgMatches) -> Result<Options, Failure> {
     opts.wal_dir = dir("wal-dir").or(opts.wal_dir);
     opts.level_dir = dir("level-dir").or(opts.level_dir);
     opts.value_dir = dir("value-dir").or(opts.value_dir);
+    opts.pmem_dir = dir("pmem-dir").or(opts.pmem_dir);
     opts.info_log = Some(std::sync::Arc::new(|line: &str| {
         eprintln!("strata: note: {line}")
     }));

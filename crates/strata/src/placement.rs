@@ -8,7 +8,9 @@
 //! its path id in the manifest, so a table is found where it was written even if the options
 //! change later. Later techniques add kinds (value-store segments, journals, the persistent
 //! memory region) and path ids here, and nowhere else. Value-store files go to `value_dir`
-//! (default: the database directory).
+//! (default: the database directory). With a `pmem_dir` (persistent memory, or a tmpfs
+//! emulating it), L0 tables go there instead of the database directory (MatrixKV's
+//! RocksDB-L0-NVM baseline).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,8 @@ impl PathId {
     pub const WAL: PathId = PathId(2);
     /// The value store's directory (`Options::value_dir`).
     pub const VALUES: PathId = PathId(3);
+    /// The persistent-memory directory (`Options::pmem_dir`).
+    pub const PMEM: PathId = PathId(4);
 }
 
 impl fmt::Display for PathId {
@@ -69,6 +73,7 @@ pub struct Placement {
     wal_dir: PathBuf,
     level_dir: PathBuf,
     value_dir: PathBuf,
+    pmem_dir: PathBuf,
 }
 
 impl Placement {
@@ -79,6 +84,7 @@ impl Placement {
             wal_dir: wal_dir.unwrap_or(db_dir).to_path_buf(),
             level_dir: level_dir.unwrap_or(db_dir).to_path_buf(),
             value_dir: db_dir.to_path_buf(),
+            pmem_dir: db_dir.to_path_buf(),
         }
     }
 
@@ -87,6 +93,15 @@ impl Placement {
     pub fn of(db_dir: &Path, opts: &crate::Options) -> Self {
         Placement::new(db_dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
             .with_value_dir(opts.value_dir.as_deref())
+            .with_pmem_dir(opts.pmem_dir.as_deref())
+    }
+
+    /// The same, with L0 tables (and persistent-memory regions) in `pmem_dir` (default: the
+    /// database directory).
+    #[must_use]
+    pub fn with_pmem_dir(mut self, pmem_dir: Option<&Path>) -> Self {
+        self.pmem_dir = pmem_dir.unwrap_or(&self.db_dir).to_path_buf();
+        self
     }
 
     /// The same, with value-store files in `value_dir` (default: the database directory).
@@ -101,7 +116,8 @@ impl Placement {
     /// separate directory was configured but happened to be the same.
     pub fn path_id(&self, kind: FileKind) -> PathId {
         let id = match kind {
-            FileKind::Manifest | FileKind::L0Table => PathId::DB,
+            FileKind::Manifest => PathId::DB,
+            FileKind::L0Table => PathId::PMEM,
             FileKind::Wal => PathId::WAL,
             FileKind::LevelTable => PathId::LEVELS,
             FileKind::Value => PathId::VALUES,
@@ -119,6 +135,7 @@ impl Placement {
             PathId::LEVELS => &self.level_dir,
             PathId::WAL => &self.wal_dir,
             PathId::VALUES => &self.value_dir,
+            PathId::PMEM => &self.pmem_dir,
             _ => &self.db_dir,
         }
     }
@@ -141,7 +158,12 @@ impl Placement {
     /// Every distinct directory in use.
     pub fn dirs(&self) -> Vec<&Path> {
         let mut v = vec![self.db_dir.as_path()];
-        for d in [&self.wal_dir, &self.level_dir, &self.value_dir] {
+        for d in [
+            &self.wal_dir,
+            &self.level_dir,
+            &self.value_dir,
+            &self.pmem_dir,
+        ] {
             if !v.contains(&d.as_path()) {
                 v.push(d);
             }
@@ -196,5 +218,12 @@ mod tests {
         // A table written under id 1 is looked for in level_dir even when reopened without
         // one (which then is the database directory).
         assert_eq!(one.dir(PathId::LEVELS), Path::new("/a"));
+        // Persistent memory takes L0 tables, and only those.
+        let pm = Placement::new(Path::new("/a"), None, None).with_pmem_dir(Some(Path::new("/pm")));
+        assert_eq!(pm.path_id(FileKind::L0Table), PathId::PMEM);
+        assert_eq!(pm.dir_of(FileKind::L0Table), Path::new("/pm"));
+        assert_eq!(pm.path_id(FileKind::table(1)), PathId::DB);
+        assert_eq!(pm.dir_of(FileKind::Wal), Path::new("/a"));
+        assert_eq!(pm.dirs(), vec![Path::new("/a"), Path::new("/pm")]);
     }
 }

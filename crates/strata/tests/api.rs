@@ -485,6 +485,48 @@ fn wal_and_level_directories_are_used() {
 }
 
 #[test]
+fn pmem_directory_holds_l0_tables_only() {
+    // rocksdb-l0-nvm: L0 tables in the persistent-memory directory, everything else beside
+    // the database; L0 -> L1 rewrites tables across the directories (no trivial move), and
+    // a reopen finds each table where it was written.
+    let dir = TempDir::new("pmem");
+    let (db_dir, pmem_dir) = (dir.path().join("db"), dir.path().join("pmem"));
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        target_file_size_base: 32 << 10,
+        level0_file_num_compaction_trigger: 4,
+        ..Options::rocksdb_l0_nvm(&pmem_dir)
+    };
+    let db = Db::open(&db_dir, opts.clone()).unwrap();
+    let fs = RealFs::new();
+    let list = |d: &Path| fs.list(d).unwrap();
+    let tables = |d: &Path| list(d).iter().filter(|n| n.ends_with(".sst")).count();
+    for i in 0..400u32 {
+        db.put(format!("key{i:06}"), vec![b'x'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(tables(&pmem_dir), 1, "a flush writes its table to pmem_dir");
+    assert_eq!(tables(&db_dir), 0, "nothing below L0 yet");
+    for i in 400..2000u32 {
+        db.put(format!("key{i:06}"), vec![b'x'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(tables(&pmem_dir), 0, "L0 compacted away");
+    assert!(tables(&db_dir) > 0, "levels >= 1 beside the database");
+    for i in 0..500u32 {
+        db.put(format!("key{i:06}"), vec![b'y'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(tables(&pmem_dir) > 0);
+    assert!(list(&db_dir).iter().any(|n| n.ends_with(".log")));
+    drop(db);
+    let db = Db::open(&db_dir, opts).unwrap();
+    assert_eq!(db.get(b"key000001").unwrap(), Some(vec![b'y'; 100]));
+    assert_eq!(db.get(b"key001999").unwrap(), Some(vec![b'x'; 100]));
+}
+
+#[test]
 fn stats_report_amplification_and_levels() {
     let (_fs, mut o) = mem_opts();
     o.write_buffer_size = 64 << 10;

@@ -8,7 +8,7 @@
 //!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
 //!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number --num_levels
 //!   --max_background_compactions --block_size --separate_flush_thread=0|1
-//!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir
+//!   --compression_type=none|lz4 --compaction_priority=round-robin|min-overlap --wal_dir --level_dir --pmem_dir
 //!   --tables_in_memory=BYTES (memory_limit leaving that much for tables: pread beyond it)
 //!   --write_stall_limit_ms=1000 (a write stopped that long with no background job running
 //!   fails the run with the tree's shape: Options::write_stall_limit; 0 waits for ever)
@@ -245,6 +245,17 @@ fn options(a: &Args) -> Result<Options, String> {
             let levels = PathBuf::from(format!("{db}-levels"));
             if preset == "ohdb-2dc" || preset == "ohdb-c" || levels.exists() {
                 o.level_dir = Some(levels);
+            }
+        }
+    }
+    o.pmem_dir = a.0.get("pmem_dir").map(PathBuf::from);
+    if o.pmem_dir.is_none() {
+        // The persistent-memory directory of rocksdb-l0-nvm, beside the database, kept
+        // for every later run once it was used (as the levels' directory above).
+        if let Some(db) = a.0.get("db") {
+            let pmem = PathBuf::from(format!("{db}-pmem"));
+            if preset == "rocksdb-l0-nvm" || pmem.exists() {
+                o.pmem_dir = Some(pmem);
             }
         }
     }
@@ -577,6 +588,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "compaction_priority",
         "wal_dir",
         "level_dir",
+        "pmem_dir",
         "tables_in_memory",
         "write_stall_limit_ms",
     ]
