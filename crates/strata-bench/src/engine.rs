@@ -159,6 +159,20 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.max_bytes_for_level_multiplier {
         o.max_bytes_for_level_multiplier = v;
     }
+    if let Some(v) = &flags.level_sizing {
+        use strata::LevelSizing as L;
+        o.level_sizing = choice(
+            "level_sizing",
+            v,
+            &[
+                ("classic", L::Classic),
+                ("dynamic", L::Dynamic),
+                ("flattened", L::Flattened),
+                ("hyperleveldb", L::HyperLevelDb),
+                ("hyperleveldb-1.0", L::HyperLevelDb10),
+            ],
+        )?;
+    }
     match flags.level_compaction_dynamic_level_bytes {
         Some(true) => o.level_sizing = strata::LevelSizing::Dynamic,
         Some(false) if o.level_sizing == strata::LevelSizing::Dynamic => {

@@ -68,6 +68,8 @@ pub struct Flags {
     /// RocksDB's dynamic level sizing (db_bench's flag); unset keeps each engine's default.
     /// strata and LevelDB size levels statically, so only `0` applies to them.
     pub level_compaction_dynamic_level_bytes: Option<bool>,
+    /// strata's level sizing (classic, dynamic, flattened, hyperleveldb, hyperleveldb-1.0).
+    pub level_sizing: Option<String>,
     /// Memtables allowed.
     pub max_write_buffer_number: Option<usize>,
     /// Compaction threads.
@@ -210,6 +212,7 @@ impl Default for Flags {
             level0_stop_writes_trigger: None,
             max_bytes_for_level_multiplier: None,
             level_compaction_dynamic_level_bytes: None,
+            level_sizing: None,
             max_write_buffer_number: None,
             max_background_compactions: None,
             open_files: None,
@@ -400,6 +403,7 @@ impl Flags {
                 "max_bytes_for_level_multiplier" => {
                     f.max_bytes_for_level_multiplier = Some(num(&name, v)?)
                 }
+                "level_sizing" => f.level_sizing = Some(v.to_string()),
                 "level_compaction_dynamic_level_bytes" => {
                     f.level_compaction_dynamic_level_bytes = Some(parse_bool(&name, v)?)
                 }
@@ -554,6 +558,7 @@ strata-only flags:
                          ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm
                          (ohdb-2dc and ohdb-c need --level_dir, rocksdb-l0-nvm --pmem_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
+  --level_sizing=classic|dynamic|flattened|hyperleveldb|hyperleveldb-1.0 (default: the preset's)
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR --pmem_dir=DIR (a tmpfs such as /dev/shm emulates persistent memory)
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)

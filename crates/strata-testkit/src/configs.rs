@@ -196,6 +196,17 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::default(), fs)
             },
         },
+        // MatrixKV's flattened levels: L1 as large as L0 may grow (6 memtables here).
+        Config {
+            name: "flattened-levels",
+            build: |_, fs| Options {
+                level_sizing: strata::LevelSizing::Flattened,
+                level0_file_num_compaction_trigger: 6,
+                level0_slowdown_writes_trigger: 8,
+                level0_stop_writes_trigger: 12,
+                ..small(Options::default(), fs)
+            },
+        },
         Config {
             name: "dynamic-levels",
             build: |_, fs| Options {

@@ -56,6 +56,13 @@ pub enum LevelSizing {
     /// level) take at most about that much more space; with `Classic` targets a tree whose
     /// last level is under its target can hold more stale bytes than live ones.
     Dynamic,
+    /// MatrixKV's flattened levels: L1 holds as much as L0 may (the L0 layout's capacity:
+    /// for a flat L0, `level0_file_num_compaction_trigger` memtables; for a matrix, its
+    /// container), or `max_bytes_for_level_base` if that is more, and each deeper level
+    /// `max_bytes_for_level_multiplier` times the one above. With a large L0, fewer, larger
+    /// levels: the paper's 8 GB L0 and L1 take a tree of 5 levels down to 3. A level's score
+    /// is its bytes over its target.
+    Flattened,
 }
 
 /// Where a compaction cuts its output into tables. Tables are never cut inside one user key.
@@ -679,7 +686,8 @@ impl Options {
                         LevelSizing::Classic,
                         LevelSizing::HyperLevelDb,
                         LevelSizing::HyperLevelDb10,
-                        LevelSizing::Dynamic
+                        LevelSizing::Dynamic,
+                        LevelSizing::Flattened
                     )
                 }
                 "table_cut" => {
@@ -1293,13 +1301,16 @@ impl Options {
 
     /// Target total bytes of level `level` (>= 1), as `level_sizing` sets it.
     ///
-    /// With [`LevelSizing::Dynamic`] the targets depend on the tree
-    /// (`compaction::sizing::level_target`); this is then the static table they start from.
+    /// With [`LevelSizing::Dynamic`] and [`LevelSizing::Flattened`] the targets depend on the
+    /// tree and its L0 layout (`compaction::sizing::level_target`); this is then the static
+    /// table they start from.
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut b = self.max_bytes_for_level_base as f64;
         for l in 1..level {
             b *= match self.level_sizing {
-                LevelSizing::Classic | LevelSizing::Dynamic => self.max_bytes_for_level_multiplier,
+                LevelSizing::Classic | LevelSizing::Dynamic | LevelSizing::Flattened => {
+                    self.max_bytes_for_level_multiplier
+                }
                 LevelSizing::HyperLevelDb if l == 1 => 4.0,
                 LevelSizing::HyperLevelDb => 8.0,
                 LevelSizing::HyperLevelDb10 if l == 1 => 1.0,

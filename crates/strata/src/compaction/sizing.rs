@@ -75,6 +75,14 @@ pub fn level_target(v: &Version, opts: &Options, level: usize) -> u64 {
             }
             t as u64
         }
+        LevelSizing::Flattened => {
+            let l1 = v.l0.capacity(opts).max(opts.max_bytes_for_level_base);
+            let mut t = l1 as f64;
+            for _ in 1..level {
+                t *= opts.max_bytes_for_level_multiplier;
+            }
+            t as u64
+        }
         _ => opts.max_bytes_for_level(level),
     }
 }
@@ -114,10 +122,13 @@ pub fn level_score(v: &Version, opts: &Options, level: usize) -> f64 {
             (t, b) => b as f64 / t as f64,
         };
     }
-    let target = opts.max_bytes_for_level(level).max(1);
+    let target = level_target(v, opts, level).max(1);
     let by_bytes = bytes as f64 / target as f64;
     match opts.level_sizing {
-        LevelSizing::Classic | LevelSizing::Dynamic | LevelSizing::HyperLevelDb10 => by_bytes,
+        LevelSizing::Classic
+        | LevelSizing::Dynamic
+        | LevelSizing::HyperLevelDb10
+        | LevelSizing::Flattened => by_bytes,
         LevelSizing::HyperLevelDb => {
             // Tables the level holds at its mean table size, rounded down as HyperLevelDB's
             // integer division does (3 for its L1: 128 MiB / 32.5 MiB).

@@ -288,6 +288,11 @@ impl Level0 for Buckets {
         false
     }
 
+    fn capacity(&self, opts: &Options) -> u64 {
+        // Each flush spreads a memtable over the buckets; a bucket is due at its trigger.
+        (opts.bucket_compaction_trigger as u64).saturating_mul(opts.write_buffer_size as u64)
+    }
+
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64 {
         self.groups(files)
             .map(|(_, g)| bucket_score(g, opts))

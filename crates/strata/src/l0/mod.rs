@@ -152,6 +152,13 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Compaction urgency of L0; >= 1 means compact now.
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
 
+    /// Bytes L0 holds when it is due for compaction (`LevelSizing::Flattened` sizes L1 by
+    /// it): by default `level0_file_num_compaction_trigger` memtables.
+    fn capacity(&self, opts: &Options) -> u64 {
+        (opts.level0_file_num_compaction_trigger as u64)
+            .saturating_mul(opts.write_buffer_size as u64)
+    }
+
     /// The L0 files to move into L1 now, if any can move (`busy` files are inputs of
     /// running compactions). The compaction picker adds the L1 side.
     fn pick(

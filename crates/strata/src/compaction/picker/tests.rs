@@ -494,6 +494,48 @@ fn read_triggered_compactions_wait_for_straight_reads() {
     assert_eq!(picker::pick(&c).unwrap().reason, CompactionReason::Reads);
 }
 
+/// `LevelSizing::Flattened`: L1 holds what L0 may hold (its trigger's memtables), not less
+/// than `max_bytes_for_level_base`; deeper levels grow by the multiplier; scores follow.
+#[test]
+fn flattened_sizing_sizes_l1_by_l0() {
+    use crate::compaction::sizing;
+    use crate::options::LevelSizing;
+    let o = Options {
+        level_sizing: LevelSizing::Flattened,
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 16,
+        max_bytes_for_level_base: 256 << 10,
+        max_bytes_for_level_multiplier: 10.0,
+        ..opts()
+    };
+    let mut v = Version::new(4);
+    assert_eq!(
+        sizing::level_target(&v, &o, 1),
+        1 << 20,
+        "16 memtables of 64 KiB"
+    );
+    assert_eq!(sizing::level_target(&v, &o, 2), 10 << 20);
+    v.levels[1] = vec![file(1, "a", "z", 900 << 10, 0)].into();
+    assert!(
+        sizing::level_score(&v, &o, 1) < 1.0,
+        "under the flattened L1"
+    );
+    let classic = Options {
+        level_sizing: LevelSizing::Classic,
+        ..o.clone()
+    };
+    assert!(
+        sizing::level_score(&v, &classic, 1) > 1.0,
+        "over the classic L1"
+    );
+    // A base larger than L0's capacity wins.
+    let big = Options {
+        max_bytes_for_level_base: 4 << 20,
+        ..o
+    };
+    assert_eq!(sizing::level_target(&v, &big, 1), 4 << 20);
+}
+
 /// `LevelSizing::Dynamic`: L0 compacts into the base level (the last level while the tree
 /// is smaller than `max_bytes_for_level_base`), the levels above it stay empty, and the
 /// targets are set from the largest level up.
@@ -568,7 +610,8 @@ fn random_case(
             LevelSizing::Dynamic,
             LevelSizing::HyperLevelDb,
             LevelSizing::HyperLevelDb10,
-        ][rng.below(4) as usize];
+            LevelSizing::Flattened,
+        ][rng.below(5) as usize];
     }
     if rng.chance(0.3) {
         o.l0_layout = [L0Layout::Flat, L0Layout::Buckets][rng.below(2) as usize];
