@@ -9,21 +9,23 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::{CrashMode, FileLock, Fs, MemFs, RandomAccessFile, SequentialFile, WritableFile};
+use super::{
+    CrashMode, FileLock, Fs, MemFs, PmemRegion, RandomAccessFile, SequentialFile, WritableFile,
+};
 use crate::error::{Error, Result};
 
 /// The kinds of operation a rule can target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FsOp {
-    /// `Fs::create`.
+    /// `Fs::create`, `Fs::create_log`, `Fs::open_region`.
     Create,
     /// `Fs::open` and `Fs::open_sequential`.
     Open,
     /// Reads through an open file.
     Read,
-    /// `WritableFile::append` and `flush`.
+    /// `WritableFile::append` and `flush`; `PmemRegion::write_at`.
     Append,
-    /// `WritableFile::sync`.
+    /// `WritableFile::sync`; `PmemRegion::persist`.
     Sync,
     /// `Fs::sync_dir`.
     SyncDir,
@@ -359,12 +361,73 @@ impl Fs for FaultFs {
         self.shared.check(FsOp::Meta, path)?;
         self.shared.inner.lock(path)
     }
+
+    fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
+        self.shared.check(FsOp::Create, path)?;
+        let inner = self.shared.inner.open_region(path, len)?;
+        Ok(Arc::new(FaultRegion {
+            shared: self.shared.clone(),
+            path: path.to_path_buf(),
+            inner,
+        }))
+    }
+}
+
+/// A region whose writes and persists can fail (a failed persist persists nothing; a
+/// failed write writes nothing).
+struct FaultRegion {
+    shared: Arc<Shared>,
+    path: std::path::PathBuf,
+    inner: Arc<dyn PmemRegion>,
+}
+
+impl PmemRegion for FaultRegion {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.shared.check(FsOp::Append, &self.path)?;
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.inner.write_at(offset, data) }
+    }
+
+    fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        self.shared.check(FsOp::Read, &self.path)?;
+        self.inner.read_at(offset, len)
+    }
+
+    fn persist(&self, offset: usize, len: usize) -> Result<()> {
+        self.shared.check(FsOp::Sync, &self.path)?;
+        self.inner.persist(offset, len)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn region_persists_and_writes_fail_as_injected() {
+        let fs = FaultFs::new(MemFs::new());
+        fs.create_dir_all(Path::new("/pm")).unwrap();
+        super::super::check_region_contract(&fs, Path::new("/pm"));
+        let r = fs.open_region(Path::new("/pm/1.pmem"), 128).unwrap();
+        fs.inject(FaultRule::nth(FsOp::Sync, 0, std::io::ErrorKind::Other).on_paths(".pmem"));
+        // SAFETY: no other thread uses the region.
+        unsafe { r.write_at(0, b"x").unwrap() };
+        assert_eq!(r.persist(0, 1).unwrap_err().kind(), ErrorKind::Io);
+        r.persist(0, 1).unwrap();
+        fs.inject(FaultRule::always(FsOp::Append));
+        // SAFETY: as above.
+        assert!(unsafe { r.write_at(1, b"y") }.is_err());
+        assert_eq!(
+            r.read_at(0, 2).unwrap(),
+            b"x\0",
+            "a failed write writes nothing"
+        );
+    }
 
     #[test]
     fn nth_rule_fails_once() {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{FileLock, Fs, RandomAccessFile, SequentialFile, WritableFile};
+use super::{FileLock, Fs, PmemRegion, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How [`MemFs::crash_clone`] treats bytes that were appended but not synced.
@@ -36,7 +36,14 @@ struct Inode {
     /// beyond `data`, as RealFs leaves a log it writes through a memory map. A crash keeps
     /// the zeros; closing the writer truncates them away.
     prealloc: usize,
+    /// A persistent-memory region (`Fs::open_region`): the bytes persisted so far, as long
+    /// as `data`, which holds the bytes written. A crash keeps these (and, torn, some
+    /// cache lines of `data` written since).
+    persisted: Option<Vec<u8>>,
 }
+
+/// The unit a torn crash keeps or loses of a region's unpersisted bytes: a cache line.
+const CACHE_LINE: usize = 64;
 
 /// Preallocation step of [`Fs::create_log`] logs (smaller than RealFs's, same behaviour).
 const LOG_CHUNK: usize = 64 * 1024;
@@ -120,6 +127,27 @@ impl MemFs {
                 .entry(key)
                 .or_insert_with(|| {
                     let ino = &held[&key];
+                    if let Some(persisted) = &ino.persisted {
+                        // Each cache line written since it was persisted: kept or lost.
+                        let mut data = persisted.clone();
+                        if rng != 0 {
+                            for (i, line) in ino.data.chunks(CACHE_LINE).enumerate() {
+                                rng ^= rng << 13;
+                                rng ^= rng >> 7;
+                                rng ^= rng << 17;
+                                if rng & 1 == 1 {
+                                    let at = i * CACHE_LINE;
+                                    data[at..at + line.len()].copy_from_slice(line);
+                                }
+                            }
+                        }
+                        return Arc::new(Mutex::new(Inode {
+                            synced: data.len(),
+                            persisted: Some(data.clone()),
+                            data,
+                            prealloc: 0,
+                        }));
+                    }
                     let mut keep = ino.synced.min(ino.data.len());
                     let tail = ino.data.len() - keep;
                     if rng != 0 && tail > 0 {
@@ -137,6 +165,7 @@ impl MemFs {
                         data,
                         synced,
                         prealloc: 0,
+                        persisted: None,
                     }))
                 })
                 .clone();
@@ -354,6 +383,43 @@ impl MemFs {
     }
 }
 
+/// A region of a [`MemFs`]: writes change the inode's bytes, `persist` copies them to its
+/// persisted image, which is what a crash keeps.
+struct MemRegion {
+    path: PathBuf,
+    inode: InodeRef,
+    len: usize,
+}
+
+impl PmemRegion for MemRegion {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
+        let r = super::region_range(&self.path, offset, data.len(), self.len)?;
+        lock(&self.inode).data[r].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let r = super::region_range(&self.path, offset, len, self.len)?;
+        Ok(lock(&self.inode).data[r].to_vec())
+    }
+
+    fn persist(&self, offset: usize, len: usize) -> Result<()> {
+        let r = super::region_range(&self.path, offset, len, self.len)?;
+        let mut ino = lock(&self.inode);
+        let Inode {
+            data, persisted, ..
+        } = &mut *ino;
+        if let Some(p) = persisted.as_mut() {
+            p[r.clone()].copy_from_slice(&data[r]);
+        }
+        Ok(())
+    }
+}
+
 impl Fs for MemFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create_file(path, false)
@@ -458,7 +524,48 @@ impl Fs for MemFs {
         let ino = self.inode("fsync", path)?;
         let mut ino = lock(&ino);
         ino.synced = ino.data.len();
+        if ino.persisted.is_some() {
+            ino.persisted = Some(ino.data.clone());
+        }
         Ok(())
+    }
+
+    fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
+        let mut st = lock(&self.state);
+        let inode = match st.live.get(path) {
+            Some(inode) => {
+                let mut ino = lock(inode);
+                if ino.data.len() != len {
+                    return Err(Error::invalid(format!(
+                        "{}: a region of {} bytes, opened as {len}",
+                        path.display(),
+                        ino.data.len()
+                    )));
+                }
+                if ino.persisted.is_none() {
+                    // A file found after a crash or written otherwise: all of it is durable.
+                    ino.persisted = Some(ino.data.clone());
+                }
+                drop(ino);
+                inode.clone()
+            }
+            None => {
+                Self::check_parent(&st, path)?;
+                let inode = Arc::new(Mutex::new(Inode {
+                    data: vec![0; len],
+                    synced: len,
+                    prealloc: 0,
+                    persisted: Some(vec![0; len]),
+                }));
+                st.live.insert(path.to_path_buf(), inode.clone());
+                inode
+            }
+        };
+        Ok(Arc::new(MemRegion {
+            path: path.to_path_buf(),
+            inode,
+            len,
+        }))
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
@@ -705,5 +812,64 @@ mod tests {
     fn growing_files_keep_the_fs_contract() {
         let (fs, dir) = setup();
         super::super::check_growing_file_contract(&fs, &dir);
+    }
+
+    #[test]
+    fn regions_keep_the_fs_contract() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/pm");
+        fs.create_dir_all(&dir).unwrap();
+        super::super::check_region_contract(&fs, &dir);
+    }
+
+    #[test]
+    fn a_crash_keeps_persisted_region_bytes_and_tears_the_rest_by_cache_line() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/pm");
+        fs.create_dir_all(&dir).unwrap();
+        fs.sync_dir(Path::new("/")).unwrap();
+        let path = dir.join("000002.pmem");
+        let r = fs.open_region(&path, 64 * 64).unwrap();
+        fs.sync_dir(&dir).unwrap();
+        // SAFETY: no other thread uses the region.
+        unsafe { r.write_at(0, &[1u8; 64 * 64]).unwrap() };
+        r.persist(0, 64 * 8).unwrap();
+        // A persisted line written again and not persisted: its old bytes or its new ones.
+        // SAFETY: as above.
+        unsafe { r.write_at(0, &[2u8; 64]).unwrap() };
+        let lost = fs.crash_clone(CrashMode::DropUnsynced);
+        let after = lost.open_region(&path, 64 * 64).unwrap();
+        let bytes = after.read_at(0, 64 * 64).unwrap();
+        assert_eq!(
+            &bytes[..64 * 8],
+            &[1u8; 64 * 8][..],
+            "persisted lines survive"
+        );
+        assert_eq!(
+            &bytes[64 * 8..],
+            &[0u8; 64 * 56][..],
+            "unpersisted lines are lost"
+        );
+        let torn = fs.crash_clone(CrashMode::TornTail { seed: 7 });
+        let bytes = torn
+            .open_region(&path, 64 * 64)
+            .unwrap()
+            .read_at(0, 64 * 64)
+            .unwrap();
+        let lines: Vec<u8> = bytes.chunks(64).map(|l| l[0]).collect();
+        for (i, l) in bytes.chunks(64).enumerate() {
+            assert!(l.iter().all(|&b| b == l[0]), "line {i} torn inside itself");
+        }
+        assert!(lines[..8].iter().skip(1).all(|&b| b == 1));
+        assert!(lines[0] == 1 || lines[0] == 2);
+        assert!(lines[8..].iter().all(|&b| b == 0 || b == 1));
+        assert!(
+            lines[8..].contains(&0) && lines[8..].contains(&1),
+            "{lines:?}"
+        );
+        // The region's entry itself is durable only once its directory was synced.
+        let other = dir.join("000003.pmem");
+        fs.open_region(&other, 64).unwrap();
+        assert!(!fs.crash_clone(CrashMode::DropUnsynced).exists(&other));
     }
 }

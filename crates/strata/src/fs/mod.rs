@@ -35,7 +35,7 @@ pub use mem::{CrashMode, MemFs};
 pub(crate) use real::memory_limit;
 pub use real::RealFs;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 /// A file system as the engine sees it.
 pub trait Fs: Send + Sync + Debug + 'static {
@@ -79,6 +79,24 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive advisory lock on `path` (created if missing); dropped = released.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Opens the persistent-memory region `path` of `len` bytes, creating it zero-filled
+    /// (and durable as zeros) if it does not exist; its directory entry is durable after
+    /// `sync_dir`, as any file's. An existing region keeps its bytes and must be `len`
+    /// bytes long. Default: `NotSupported`.
+    ///
+    /// # Errors
+    /// `NotSupported` where the file system has no regions; `InvalidArgument` for an
+    /// existing file of another size; I/O errors.
+    fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
+        let _ = len;
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "{}: this file system has no persistent-memory regions",
+                path.display()
+            ),
+        ))
+    }
 }
 
 /// How the engine will read a file it opens with [`Fs::open_with`]. [`RealFs`] maps table
@@ -100,6 +118,54 @@ pub enum ReadAccess {
     /// contract). No map, no advice. Not a way to read tables (`Options::table_reads`
     /// refuses it): a table is complete before it is opened.
     Growing,
+}
+
+/// A region of persistent memory, or a file standing in for one (`Fs::open_region`): a
+/// fixed number of bytes written in place. Written bytes are visible to reads at once and
+/// durable only once persisted: a power cut keeps each unpersisted byte or loses it, cache
+/// line by cache line (docs/design/matrixkv.md, "Persistent memory through `Fs`").
+pub trait PmemRegion: Send + Sync {
+    /// The region's size in bytes.
+    fn len(&self) -> usize;
+    /// Whether the region has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `data` into the region at `offset` (not durable yet).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a range past the end; I/O errors of the implementation.
+    ///
+    /// # Safety
+    /// No other thread reads or writes `offset..offset + data.len()` while this runs (the
+    /// caller writes only bytes no reader can reach yet, such as free pages).
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) -> Result<()>;
+    /// A copy of bytes `offset..offset + len`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a range past the end; I/O errors of the implementation.
+    fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>>;
+    /// Makes bytes `offset..offset + len` durable: a power cut from now on keeps them.
+    ///
+    /// # Errors
+    /// I/O errors: the bytes may or may not be durable.
+    fn persist(&self, offset: usize, len: usize) -> Result<()>;
+}
+
+/// `offset..offset + len` of a region of `size` bytes, or `InvalidArgument`.
+pub(crate) fn region_range(
+    path: &Path,
+    offset: usize,
+    len: usize,
+    size: usize,
+) -> Result<std::ops::Range<usize>> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(offset..end),
+        _ => Err(Error::invalid(format!(
+            "{}: bytes {offset}..+{len} are past the region's end ({size} bytes)",
+            path.display()
+        ))),
+    }
 }
 
 /// A file being appended to.
@@ -355,4 +421,51 @@ pub(crate) fn check_growing_file_contract(fs: &dyn Fs, dir: &Path) {
         11,
         "dropped unflushed bytes are lost"
     );
+}
+
+/// The contract of a persistent-memory region (`Fs::open_region`, `PmemRegion`), checked the
+/// same way against every implementation (`real` and `mem` tests call it).
+#[cfg(test)]
+pub(crate) fn check_region_contract(fs: &dyn Fs, dir: &Path) {
+    use crate::error::ErrorKind;
+    let path = dir.join("000001.pmem");
+    let r = fs.open_region(&path, 8192).unwrap();
+    assert_eq!(r.len(), 8192);
+    assert_eq!(
+        r.read_at(0, 8192).unwrap(),
+        vec![0; 8192],
+        "a new region is zeros"
+    );
+    // SAFETY: no other thread uses the region.
+    unsafe { r.write_at(100, b"hello").unwrap() };
+    assert_eq!(
+        r.read_at(98, 9).unwrap(),
+        b"\0\0hello\0\0",
+        "writes are read at once"
+    );
+    r.persist(100, 5).unwrap();
+    r.persist(0, 0).unwrap();
+    // Out of range: refused, never a partial write or a crash.
+    // SAFETY: as above.
+    let e = unsafe { r.write_at(8190, b"abc") }.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        r.read_at(8192, 1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        r.persist(usize::MAX, 2).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    drop(r);
+    // Reopened: its bytes kept, its size fixed.
+    let r = fs.open_region(&path, 8192).unwrap();
+    assert_eq!(r.read_at(100, 5).unwrap(), b"hello");
+    assert_eq!(
+        fs.open_region(&path, 4096).err().unwrap().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(fs.file_size(&path).unwrap(), 8192);
+    drop(r);
+    fs.remove(&path).unwrap();
 }

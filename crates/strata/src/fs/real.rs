@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, Fs, RandomAccessFile, SequentialFile, WritableFile};
+use super::{FileLock, Fs, PmemRegion, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The real file system.
@@ -601,6 +601,118 @@ impl Fs for RealFs {
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
     }
+
+    fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open region", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        if size == 0 && len > 0 {
+            // Reserved, not just sized: a store into a hole of a full file system would be a
+            // SIGBUS rather than an error.
+            reserve(&file, path, len as u64)?;
+            file.sync_all().map_err(|e| Error::io("fsync", path, e))?;
+        } else if size != len as u64 {
+            return Err(Error::invalid(format!(
+                "{}: a region of {size} bytes, opened as {len}",
+                path.display()
+            )));
+        }
+        let map = memmap2::MmapOptions::new()
+            .len(len.max(1))
+            .map_raw(&file)
+            .map_err(|e| Error::io("mmap", path, e))?;
+        Ok(Arc::new(RealRegion {
+            path: path.to_path_buf(),
+            _file: file,
+            map,
+            len,
+        }))
+    }
+}
+
+/// Allocates the first `len` bytes of an empty `file` (zeros).
+fn reserve(file: &File, path: &Path, len: u64) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let n = libc::off_t::try_from(len)
+            .map_err(|_| Error::invalid(format!("{}: region too large", path.display())))?;
+        // SAFETY: plain system call on a descriptor we own; no memory is passed.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, n) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            return Err(Error::io("fallocate", path, e));
+        }
+    }
+    file.set_len(len)
+        .map_err(|e| Error::io("truncate", path, e))
+}
+
+/// A region as a shared, writable map of a file (docs/design/matrixkv.md, "Persistent
+/// memory through `Fs`"): a write is a copy into the mapped pages (on a DAX file system,
+/// into the persistent memory itself; on a tmpfs, into memory), and `persist` is `msync`
+/// of the pages the range touches.
+struct RealRegion {
+    path: PathBuf,
+    _file: File,
+    map: memmap2::MmapRaw,
+    len: usize,
+}
+
+impl PmemRegion for RealRegion {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
+        let r = super::region_range(&self.path, offset, data.len(), self.len)?;
+        // SAFETY: `r` lies inside the mapping (checked above), which lives as long as
+        // `self`; the caller guarantees no other thread touches these bytes meanwhile.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(r.start),
+                r.len(),
+            );
+        }
+        Ok(())
+    }
+
+    fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let r = super::region_range(&self.path, offset, len, self.len)?;
+        let mut out = vec![0u8; r.len()];
+        // SAFETY: `r` lies inside the mapping, which lives as long as `self`; writers never
+        // write bytes a reader may be reading (`write_at`'s contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.map.as_ptr().add(r.start),
+                out.as_mut_ptr(),
+                r.len(),
+            );
+        }
+        Ok(out)
+    }
+
+    fn persist(&self, offset: usize, len: usize) -> Result<()> {
+        let r = super::region_range(&self.path, offset, len, self.len)?;
+        if r.is_empty() {
+            return Ok(());
+        }
+        self.map
+            .flush_range(r.start, r.len())
+            .map_err(|e| Error::io("msync", &self.path, e))
+    }
 }
 
 /// The memory this process may use, as the kernel reports it: the smallest limit of its
@@ -759,6 +871,13 @@ mod tests {
     fn growing_files_keep_the_fs_contract() {
         let dir = temp_dir("growing");
         super::super::check_growing_file_contract(&RealFs::new(), &dir);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn regions_keep_the_fs_contract() {
+        let dir = temp_dir("region");
+        super::super::check_region_contract(&RealFs::new(), &dir);
         let _ = fs::remove_dir_all(&dir);
     }
 
