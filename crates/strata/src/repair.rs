@@ -340,7 +340,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let log_number = FileNumber(next_number + 1);
     let edit = VersionEdit {
         features,
-        l0_layout: Some(crate::l0::configured(opts).record()),
+        l0_layout: Some(
+            crate::l0::configured(opts, &crate::l0::L0Context::new(opts, &placement))?.record(),
+        ),
         format_version: Some(crate::version::MANIFEST_FORMAT_VERSION),
         log_number: Some(log_number),
         next_file_number: Some(FileNumber(next_number + 2)),

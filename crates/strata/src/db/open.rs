@@ -92,12 +92,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // migrated below, before anything else runs. (Opening with other options never changes
     // the database's structure silently: the `strata.l0-layout` property says which
     // layout it kept.)
-    let configured = crate::l0::configured(&opts);
+    let configured = crate::l0::configured(&opts, &crate::l0::L0Context::new(&opts, &placement))?;
     let current = versions.current();
     let switch = !exists || opts.migrate_l0_layout;
     if switch
         && current.l0.kind() != configured.kind()
-        && current.files(0).is_empty()
+        && current.l0_is_empty()
         && edit.new_files.is_empty()
     {
         edit.l0_layout = Some(configured.record());
@@ -157,7 +157,7 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
         placement.clone(),
         opts.num_levels,
         opts.max_manifest_file_size,
-        crate::l0::L0Config::from(opts),
+        crate::l0::L0Context::new(opts, placement),
     );
     let block_cache =
         (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
@@ -426,12 +426,15 @@ fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
 /// threads start, so nothing adds to L0 meanwhile. A crash in between leaves either the old
 /// layout (with or without its L0) or the new one: the next open resumes.
 fn migrate_l0(db: &DbInner) -> Result<()> {
-    let configured = crate::l0::configured(&db.opts);
+    let configured = crate::l0::configured(
+        &db.opts,
+        &crate::l0::L0Context::new(&db.opts, &db.placement),
+    )?;
     let from = lock(&db.versions).current().l0.kind();
     super::compact::compact_level(db, 0, None, None)
         .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
     let mut versions = lock(&db.versions);
-    if !versions.current().files(0).is_empty() {
+    if !versions.current().l0_is_empty() {
         return Err(Error::invalid(format!(
             "cannot open a database whose L0 layout is {from:?} with l0_layout = {:?}: \
              L0 still holds tables after compacting it",
@@ -678,7 +681,7 @@ fn flush_recovered(
     // The layout an earlier recovered flush of this edit chose, else the recovered one; L0
     // as it will be with this edit's tables.
     let layout = match &edit.l0_layout {
-        Some(rec) => crate::l0::from_record(rec, crate::l0::L0Config::from(opts))?,
+        Some(rec) => crate::l0::from_record(rec, &crate::l0::L0Context::new(opts, placement))?,
         None => versions.current().l0.clone(),
     };
     let mut files: Vec<Arc<crate::file_meta::FileMeta>> = versions.current().files(0).to_vec();

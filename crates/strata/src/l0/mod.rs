@@ -152,6 +152,18 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Compaction urgency of L0; >= 1 means compact now.
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
 
+    /// Whether L0 holds no data (migration and layout changes wait for it). By default:
+    /// no tables. A layout that keeps data outside tables answers for it too.
+    fn is_empty(&self, files: &[Arc<FileMeta>]) -> bool {
+        files.is_empty()
+    }
+
+    /// Bytes L0 holds (stats, space, the table cache's live bytes). By default: its
+    /// tables' sizes.
+    fn bytes(&self, files: &[Arc<FileMeta>]) -> u64 {
+        files.iter().map(|f| f.size).sum()
+    }
+
     /// Bytes L0 holds when it is due for compaction (`LevelSizing::Flattened` sizes L1 by
     /// it): by default `level0_file_num_compaction_trigger` memtables.
     fn capacity(&self, opts: &Options) -> u64 {
@@ -244,12 +256,47 @@ pub(crate) fn flat() -> Arc<dyn Level0> {
     Arc::new(Flat)
 }
 
-/// The layout the options ask for, in its initial state.
-pub(crate) fn configured(opts: &Options) -> Arc<dyn Level0> {
-    match opts.l0_layout {
-        L0Layout::Flat => flat(),
-        L0Layout::Buckets => Arc::new(Buckets::initial(L0Config::from(opts))),
+/// What a layout is built with: the options it takes that are not persisted with it, and
+/// where it may keep data that is not in tables (a matrix's region in `pmem_dir`). One per
+/// `VersionSet`, cloned into each layout that needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct L0Context {
+    /// The options the layout takes.
+    pub config: L0Config,
+    /// The database's file system.
+    #[expect(
+        dead_code,
+        reason = "read by the matrix layout (issue 32), whose region it opens"
+    )]
+    pub fs: Arc<dyn Fs>,
+    /// Where each kind of file lives.
+    #[expect(
+        dead_code,
+        reason = "read by the matrix layout (issue 32): its region's path"
+    )]
+    pub placement: Placement,
+}
+
+impl L0Context {
+    /// The context of a database at `placement` opened with `opts`.
+    pub fn new(opts: &Options, placement: &Placement) -> Self {
+        L0Context {
+            config: L0Config::from(opts),
+            fs: opts.fs.clone(),
+            placement: placement.clone(),
+        }
     }
+}
+
+/// The layout the options ask for, in its initial state.
+///
+/// # Errors
+/// Errors of a layout that keeps data outside tables and cannot set it up.
+pub(crate) fn configured(opts: &Options, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
+    Ok(match opts.l0_layout {
+        L0Layout::Flat => flat(),
+        L0Layout::Buckets => Arc::new(Buckets::initial(ctx.config)),
+    })
 }
 
 /// The layout a manifest record describes.
@@ -257,11 +304,11 @@ pub(crate) fn configured(opts: &Options) -> Arc<dyn Level0> {
 /// # Errors
 /// `NotSupported` naming the layout id when this build does not know it; `Corruption` when
 /// its state does not decode.
-pub(crate) fn from_record(rec: &L0Record, cfg: L0Config) -> Result<Arc<dyn Level0>> {
+pub(crate) fn from_record(rec: &L0Record, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
     match rec.layout {
         0 if rec.state.is_empty() => Ok(flat()),
         0 => Err(Error::corrupt("flat L0 layout record carries state")),
-        1 => Ok(Arc::new(Buckets::decode(&rec.state, cfg)?)),
+        1 => Ok(Arc::new(Buckets::decode(&rec.state, ctx.config)?)),
         id => Err(Error::new(
             ErrorKind::NotSupported,
             format!("the database's L0 layout (id {id}) is not known to this build"),

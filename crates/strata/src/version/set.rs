@@ -32,8 +32,8 @@ pub struct VersionSet {
     placement: Placement,
     num_levels: usize,
     max_manifest_size: u64,
-    /// How layouts recorded in the manifest choose their state from here on.
-    l0_config: l0::L0Config,
+    /// What layouts recorded in the manifest are built with.
+    l0: l0::L0Context,
     current: Arc<Version>,
     /// Every version handed out that may still be in use (for obsolete-file detection).
     versions: Vec<Weak<Version>>,
@@ -65,7 +65,7 @@ fn apply(
     base: &Version,
     edit: &VersionEdit,
     num_levels: usize,
-    cfg: l0::L0Config,
+    ctx: &l0::L0Context,
 ) -> Result<Version> {
     let mut v = base.clone();
     for &(level, n) in &edit.deleted_files {
@@ -90,8 +90,8 @@ fn apply(
     // were cut for the layout it records.
     if let Some(rec) = &edit.l0_layout {
         if rec != &v.l0.record() {
-            let layout = l0::from_record(rec, cfg)?;
-            if !v.files(0).is_empty() && layout.kind() != v.l0.kind() {
+            let layout = l0::from_record(rec, ctx)?;
+            if !v.l0_is_empty() && layout.kind() != v.l0.kind() {
                 return Err(Error::corrupt(
                     "edit changes the L0 layout while level 0 holds tables",
                 ));
@@ -173,14 +173,14 @@ impl VersionSet {
         placement: Placement,
         num_levels: usize,
         max_manifest_size: u64,
-        l0_config: l0::L0Config,
+        l0: l0::L0Context,
     ) -> Self {
         VersionSet {
             fs,
             placement,
             num_levels,
             max_manifest_size,
-            l0_config,
+            l0,
             current: Arc::new(Version::new(num_levels)),
             versions: Vec::new(),
             next_file_number: Arc::new(AtomicU64::new(2)),
@@ -252,7 +252,7 @@ impl VersionSet {
                             ));
                         }
                     }
-                    v = apply(&v, &edit, self.num_levels, self.l0_config).map_err(|e| {
+                    v = apply(&v, &edit, self.num_levels, &self.l0).map_err(|e| {
                         match e.kind() {
                             ErrorKind::NotSupported => {
                                 Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
@@ -361,7 +361,7 @@ impl VersionSet {
     /// I/O errors writing the manifest (the caller must poison the database: the manifest's
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        let v = apply(&self.current, &edit, self.num_levels, self.l0_config)?;
+        let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
         if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() || edit.kept.is_some() {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v);

@@ -59,9 +59,17 @@ impl Version {
         self.levels.get(level).map_or(&[], |v| v.as_slice())
     }
 
-    /// Total bytes of `level`.
+    /// Total bytes of `level` (for L0, as its layout counts them: data outside tables too).
     pub fn level_bytes(&self, level: usize) -> u64 {
+        if level == 0 {
+            return self.l0.bytes(self.files(0));
+        }
         self.files(level).iter().map(|f| f.size).sum()
+    }
+
+    /// Whether L0 holds no data (tables, or whatever else its layout keeps).
+    pub fn l0_is_empty(&self) -> bool {
+        self.l0.is_empty(self.files(0))
     }
 
     /// Total bytes of every live table.

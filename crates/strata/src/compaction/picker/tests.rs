@@ -288,7 +288,11 @@ fn buckets_wait_for_l1_unless_told_not_to() {
         ..hyper_opts()
     };
     let mut v = Version::new(4);
-    v.l0 = crate::l0::configured(&o);
+    v.l0 = crate::l0::configured(
+        &o,
+        &crate::l0::L0Context::new(&o, &Placement::new(Path::new("/db"), None, None)),
+    )
+    .unwrap();
     // A full bucket (two tables of keys starting with 'a'), and L1 over its limit.
     let mut l0 = vec![file(10, "a1", "a5", 50, 1), file(11, "a2", "a6", 50, 2)];
     v.l0.arrange(&mut l0).unwrap();
@@ -634,7 +638,11 @@ fn random_case(
     }
 
     let mut v = Version::new(o.num_levels);
-    v.l0 = crate::l0::configured(&o);
+    v.l0 = crate::l0::configured(
+        &o,
+        &crate::l0::L0Context::new(&o, &Placement::new(Path::new("/db"), None, None)),
+    )
+    .unwrap();
     let mut number = 1;
     let mut next = || {
         number += 1;
