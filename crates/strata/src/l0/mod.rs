@@ -361,6 +361,46 @@ pub(crate) struct Ingested {
     pub layout: Option<Arc<dyn Level0>>,
 }
 
+/// What [`Ingest::entries`] gives a flush's entries to.
+pub(crate) trait EntrySink {
+    /// Called once, before the first entry, with the flush's source of file numbers.
+    ///
+    /// # Errors
+    /// The sink's own (creating its file).
+    fn begin(&mut self, new_file_number: &mut dyn FnMut() -> FileNumber) -> Result<()>;
+    /// One entry, in internal-key order.
+    ///
+    /// # Errors
+    /// The sink's own (writing it).
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+}
+
+/// [`Ingest::write_table`]'s sink: one table, created when the first entry comes.
+struct TableSink<'a> {
+    fs: &'a dyn Fs,
+    placement: &'a Placement,
+    path_id: PathId,
+    table_opts: TableOptions,
+    out: Option<(TableBuilder, FileNumber)>,
+}
+
+impl EntrySink for TableSink<'_> {
+    fn begin(&mut self, new_file_number: &mut dyn FnMut() -> FileNumber) -> Result<()> {
+        let number = new_file_number();
+        let path = self.placement.table_path(number, self.path_id);
+        let file = self.fs.create(&path)?;
+        self.out = Some((TableBuilder::new(file, path, self.table_opts), number));
+        Ok(())
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        match self.out.as_mut() {
+            Some((b, _)) => b.add(ikey, value),
+            None => Err(Error::corrupt("a flush entry came before its table was begun")),
+        }
+    }
+}
+
 /// What a layout's ingest writes with: the file system, where tables go, their shape, the
 /// live snapshots, and a source of file numbers (registered as pending outputs).
 pub(crate) struct Ingest<'a> {
@@ -382,9 +422,9 @@ pub(crate) struct Ingest<'a> {
 
 impl Ingest<'_> {
     /// Writes the entries of `mem` from user key `from` (inclusive; `None` = the start) up
-    /// to `to` (exclusive; `None` = the end) as one L0 table, dropping versions no snapshot
-    /// needs (tombstones are kept: older versions may live below). `None` if nothing is left.
-    /// The table is synced; its directory is not (see [`Ingest::sync_dir`]).
+    /// to `to` (exclusive; `None` = the end) as one L0 table, as [`Ingest::entries`] gives
+    /// them. `None` if nothing is left. The table is synced; its directory is not (see
+    /// [`Ingest::sync_dir`]).
     ///
     /// # Errors
     /// I/O errors; `Corruption` for a malformed memtable key.
@@ -395,13 +435,50 @@ impl Ingest<'_> {
         to: Option<&[u8]>,
     ) -> Result<Option<FileMeta>> {
         let path_id = self.path_id;
+        let mut sink = TableSink {
+            fs: self.fs,
+            placement: self.placement,
+            path_id,
+            table_opts: self.table_opts,
+            out: None,
+        };
+        let oldest = self.entries(mem, from, to, &mut sink)?;
+        let Some((b, number)) = sink.out else {
+            return Ok(None);
+        };
+        let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
+        let props = b.finish()?;
+        let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
+        meta.oldest_value_file = oldest.0;
+        Ok(Some(meta))
+    }
+
+    /// Gives `sink` the entries of `mem` from user key `from` (inclusive; `None` = the
+    /// start) up to `to` (exclusive; `None` = the end) as a flush writes them, in key order:
+    /// versions no snapshot needs are dropped (tombstones are kept: older versions may live
+    /// below; a dropped value pointer is counted as the value store's garbage), and a value
+    /// the flush separates is replaced by its pointer. `sink` begins before the first entry
+    /// kept, with the flush's source of file numbers (so a table is numbered before the
+    /// value files its entries go to). Returns the oldest value file the entries point
+    /// into. A layout that writes something other than tables (the matrix's RowTables)
+    /// writes what this gives.
+    ///
+    /// # Errors
+    /// `sink`'s errors; the value store's; `Corruption` for a malformed memtable key.
+    pub fn entries(
+        &mut self,
+        mem: &Arc<MemTable>,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        sink: &mut dyn EntrySink,
+    ) -> Result<OldestValueFile> {
+        let mut begun = false;
         let mut filter = VersionFilter::new(self.snapshots.clone());
         let mut it = mem.iter();
         match from {
             Some(k) => it.seek(&key::seek_key(k, SeqNo::MAX)),
             None => it.seek_to_first(),
         }
-        let mut out: Option<(TableBuilder, FileNumber)> = None;
         let mut pointer_key = Vec::new();
         let mut pointer = Vec::new();
         let mut oldest = OldestValueFile::default();
@@ -416,11 +493,9 @@ impl Ingest<'_> {
                     self.dropped_values.add(it.value());
                 }
             } else {
-                if out.is_none() {
-                    let number = (self.new_file_number)();
-                    let path = self.placement.table_path(number, path_id);
-                    let file = self.fs.create(&path)?;
-                    out = Some((TableBuilder::new(file, path, self.table_opts), number));
+                if !begun {
+                    sink.begin(&mut *self.new_file_number)?;
+                    begun = true;
                 }
                 let separated = match self.values.as_mut() {
                     Some(v) => v.separate(
@@ -434,38 +509,29 @@ impl Ingest<'_> {
                     )?,
                     None => None,
                 };
-                if let Some((b, _)) = out.as_mut() {
-                    match separated {
-                        Some(p_to) => {
-                            oldest.note(p_to.file);
-                            pointer.clear();
-                            p_to.encode_to(&mut pointer);
-                            pointer_key.clear();
-                            key::append_internal_key(
-                                &mut pointer_key,
-                                p.user_key,
-                                p.seq,
-                                ValueKind::Pointer,
-                            );
-                            b.add(&pointer_key, &pointer)?;
-                        }
-                        None => {
-                            oldest.note_entry(p.kind, it.value());
-                            b.add(it.key(), it.value())?;
-                        }
+                match separated {
+                    Some(p_to) => {
+                        oldest.note(p_to.file);
+                        pointer.clear();
+                        p_to.encode_to(&mut pointer);
+                        pointer_key.clear();
+                        key::append_internal_key(
+                            &mut pointer_key,
+                            p.user_key,
+                            p.seq,
+                            ValueKind::Pointer,
+                        );
+                        sink.add(&pointer_key, &pointer)?;
+                    }
+                    None => {
+                        oldest.note_entry(p.kind, it.value());
+                        sink.add(it.key(), it.value())?;
                     }
                 }
             }
             it.next();
         }
-        let Some((b, number)) = out else {
-            return Ok(None);
-        };
-        let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
-        let props = b.finish()?;
-        let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
-        meta.oldest_value_file = oldest.0;
-        Ok(Some(meta))
+        Ok(oldest)
     }
 
     /// The value files the flush wrote, durable.
