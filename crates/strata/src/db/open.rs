@@ -260,7 +260,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         next_file,
         snapshots: Arc::new(SnapshotList::default()),
         stats: Stats::default(),
-        delay_debt_nanos: AtomicU64::new(0),
+        pacer: Mutex::new(crate::db::Pacer::default()),
         straight_reads: AtomicU64::new(0),
         read_seen: AtomicBool::new(false),
         last_write_nanos: AtomicU64::new(0),

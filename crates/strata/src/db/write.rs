@@ -360,9 +360,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         let l0 = pressure.l0;
         if allow_delay && pressure.slows(&db.opts) {
             // Give compaction room, once per write: pace writes to `delayed_write_rate`
-            // (sleeping once a millisecond of debt has built up), or with a rate of 0 sleep
-            // 1 ms per write as LevelDB does; or sleep a microsecond per L0 run above the
-            // slowdown point as HyperLevelDB does.
+            // (`Pacer`: a write waits for what the rate's credit lacks), or with a rate of 0
+            // sleep 1 ms per write as LevelDB does; or sleep a microsecond per L0 run above
+            // the slowdown point as HyperLevelDB does.
             drop(st);
             let rate = db.opts.delayed_write_rate;
             let sleep = match db.opts.write_slowdown {
@@ -371,14 +371,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
                     (excess > 0).then(|| Duration::from_micros(excess))
                 }
                 WriteSlowdown::Paced if rate == 0 => Some(Duration::from_millis(1)),
-                WriteSlowdown::Paced => {
-                    let nanos = (bytes as u128 * 1_000_000_000 / u128::from(rate)) as u64;
-                    let debt = db.delay_debt_nanos.fetch_add(nanos, Ordering::Relaxed) + nanos;
-                    (debt >= 1_000_000).then(|| {
-                        db.delay_debt_nanos.store(0, Ordering::Relaxed);
-                        Duration::from_nanos(debt)
-                    })
-                }
+                WriteSlowdown::Paced => lock(&db.pacer).delay(bytes, rate, Instant::now()),
             };
             if sleep.is_some() || db.opts.write_slowdown == WriteSlowdown::Paced {
                 Stats::add(&db.stats.slowdowns, 1);

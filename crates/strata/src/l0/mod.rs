@@ -396,7 +396,9 @@ impl EntrySink for TableSink<'_> {
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         match self.out.as_mut() {
             Some((b, _)) => b.add(ikey, value),
-            None => Err(Error::corrupt("a flush entry came before its table was begun")),
+            None => Err(Error::corrupt(
+                "a flush entry came before its table was begun",
+            )),
         }
     }
 }
