@@ -585,13 +585,7 @@ impl Fs for RealFs {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io("open lock", path, e))?;
+        let file = open_or_create(path, "open lock")?;
         match file.try_lock() {
             Ok(()) => Ok(Box::new(RealLock { _file: file })),
             Err(fs::TryLockError::WouldBlock) => Err(Error::new(
@@ -603,13 +597,7 @@ impl Fs for RealFs {
     }
 
     fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io("open region", path, e))?;
+        let file = open_or_create(path, "open region")?;
         let size = file
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
@@ -636,6 +624,17 @@ impl Fs for RealFs {
             len,
         }))
     }
+}
+
+/// `path` opened for reading and writing, created empty if missing, never truncated.
+fn open_or_create(path: &Path, op: &str) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io(op, path, e))
 }
 
 /// Allocates the first `len` bytes of an empty `file` (zeros).
