@@ -152,10 +152,12 @@ const LOG_BUFFER: usize = 256 << 10;
 struct MappedLog {
     path: PathBuf,
     file: File,
-    /// The window being filled: file bytes `map_start..map_start + LOG_WINDOW`, of which
-    /// those below `reserved` may be touched.
+    /// The window being filled: file bytes `map_start..map_start + window`, of which
+    /// those below `reserved` may be touched. Windows start at multiples of `window`.
     map: Option<memmap2::MmapMut>,
     map_start: u64,
+    /// `LOG_WINDOW` (tests: smaller).
+    window: u64,
     /// Bytes in the page cache (the file's length, less the zero tail).
     written: u64,
     /// Appends not yet written out (`flush`).
@@ -166,25 +168,25 @@ struct MappedLog {
 
 #[cfg(target_os = "linux")]
 impl MappedLog {
-    fn create(path: &Path, file: File) -> Result<MappedLog> {
+    fn create(path: &Path, file: File, window: u64) -> Result<MappedLog> {
         let mut log = MappedLog {
             path: path.to_path_buf(),
             file,
             map: None,
             map_start: 0,
+            window,
             written: 0,
             buf: Vec::with_capacity(LOG_BUFFER),
             reserved: 0,
         };
-        log.next_window()?;
+        log.map_window(0)?;
         log.reserve(1)?;
         Ok(log)
     }
 
-    /// Maps the window starting at `written` (REQUIRES: `written` is a window boundary).
-    fn next_window(&mut self) -> Result<()> {
+    /// Maps the window starting at `start` (a multiple of `window`).
+    fn map_window(&mut self, start: u64) -> Result<()> {
         self.map = None;
-        let start = self.written;
         // SAFETY: the file is only changed by this writer; bytes of the window past
         // `reserved` are never touched before `reserve` allocates them (touching them first
         // would be a SIGBUS), and nothing truncates the file while it is mapped (the engine
@@ -192,7 +194,7 @@ impl MappedLog {
         let map = unsafe {
             memmap2::MmapOptions::new()
                 .offset(start)
-                .len(LOG_WINDOW as usize)
+                .len(self.window as usize)
                 .map_mut(&self.file)
         }
         .map_err(|e| Error::io("mmap", &self.path, e))?;
@@ -259,11 +261,13 @@ impl MappedLog {
             return Ok(());
         }
         while !data.is_empty() {
-            if self.map.is_none() || self.written - self.map_start >= LOG_WINDOW {
-                self.next_window()?;
+            // `pwrite`s may have taken `written` past any number of windows.
+            let window = self.written / self.window * self.window;
+            if self.map.is_none() || self.map_start != window {
+                self.map_window(window)?;
             }
             let pos = (self.written - self.map_start) as usize;
-            let n = data.len().min(LOG_WINDOW as usize - pos);
+            let n = data.len().min(self.window as usize - pos);
             let Some(map) = self.map.as_mut() else {
                 unreachable!("a window is mapped above");
             };
@@ -475,7 +479,7 @@ impl Fs for RealFs {
                 .map_err(|e| Error::io("create", path, e))?;
             // A file system without fallocate or shared maps (or with no room for a first
             // chunk) gets plain writes, which report their own errors.
-            if let Ok(log) = MappedLog::create(path, file) {
+            if let Ok(log) = MappedLog::create(path, file, LOG_WINDOW) {
                 return Ok(Box::new(log));
             }
         }
@@ -823,6 +827,46 @@ mod tests {
         };
         assert!(total > 3 * LOG_CHUNK, "the test must cross reserved chunks");
         assert_eq!(fs::metadata(&path).unwrap().len(), total);
+        let (got, end) = records(&path);
+        assert_eq!(end, LogEvent::End);
+        assert_eq!(got, want);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn mapped_log_crosses_windows_whichever_way_groups_are_written() {
+        // Windows of 2 MiB: large groups (`pwrite`) leave the end anywhere, small ones
+        // (through the map) must then map the window holding it, not one starting there.
+        let dir = temp_dir("windows");
+        let path = dir.join("000003.log");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let want: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| {
+                vec![
+                    (i % 251) as u8 + 1;
+                    if i % 4 == 0 {
+                        9000
+                    } else {
+                        100 + (i as usize % 300)
+                    }
+                ]
+            })
+            .collect();
+        {
+            let log = MappedLog::create(&path, file, 2 << 20).unwrap();
+            let mut w = LogWriter::new(Box::new(log));
+            for r in &want {
+                w.add_record(r).unwrap();
+                w.flush().unwrap();
+            }
+            assert!(w.len() > 3 * (2 << 20), "the test must cross windows");
+        }
         let (got, end) = records(&path);
         assert_eq!(end, LogEvent::End);
         assert_eq!(got, want);
