@@ -22,11 +22,13 @@ pub struct ChunkPool {
 }
 
 impl ChunkPool {
-    /// A pool keeping at most `max_bytes` of chunks (rounded down to whole chunks).
+    /// A pool keeping at most `max_bytes` of chunks (rounded down to whole chunks), and
+    /// two chunks however small that is (a small memtable's arena is one chunk: recycled
+    /// too, so every test's memtables exercise recycling).
     pub fn new(max_bytes: usize) -> Self {
         ChunkPool {
             chunks: Mutex::new(Vec::new()),
-            max_chunks: max_bytes / CHUNK,
+            max_chunks: (max_bytes / CHUNK).max(2),
         }
     }
 
@@ -204,13 +206,22 @@ mod tests {
 
     #[test]
     fn the_pool_keeps_no_more_than_its_limit() {
-        let pool = Arc::new(ChunkPool::new(CHUNK));
+        let pool = Arc::new(ChunkPool::new(3 * CHUNK));
         {
             let mut a = Arena::with_pool(pool.clone());
-            for _ in 0..(3 * CHUNK / 1024) {
+            for _ in 0..(5 * CHUNK / 1024) {
                 a.alloc(1000);
             }
         }
-        assert_eq!(pool.bytes(), CHUNK);
+        assert_eq!(pool.bytes(), 3 * CHUNK);
+        let small = Arc::new(ChunkPool::new(64 << 10));
+        drop({
+            let mut a = Arena::with_pool(small.clone());
+            for _ in 0..(5 * CHUNK / 1024) {
+                a.alloc(1000);
+            }
+            a
+        });
+        assert_eq!(small.bytes(), 2 * CHUNK, "two chunks however small the limit");
     }
 }
