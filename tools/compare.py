@@ -9,7 +9,8 @@ Engines may be given twice with a #TAG (strata:ohdb-c#hdd) and extra flags each
 (--flags-for 'strata:ohdb-c#hdd=--level_dir={db}-levels --device_model={db}:150:5000').
 Each round runs every engine once, in order, each on a fresh database directory under --dir
 (default: a new temporary directory). Result lines (db_bench format) and the first P99 after
-each are parsed. The table shows, per benchmark, each engine's median ops/sec and median p99
+each are parsed (and a second table gives each histogram's p50, p99.9, p99.99 and max). The
+table shows, per benchmark, each engine's median ops/sec and median p99
 (microseconds), the median over rounds of strata / best peer (>1 = strata faster), and
 median write amplification: device bytes (WAL, tables, manifest) per user byte, with the
 table bytes the engine reports (flush + compaction) in parentheses.
@@ -31,6 +32,8 @@ import threading
 
 LINE = re.compile(r"^(\w[\w.-]*)\s*:\s*([\d.]+) micros/op\s+(\d+) ops/sec")
 P99 = re.compile(r"P99:\s*([\d.]+)")
+PCT = re.compile(r"P50:\s*([\d.]+).*P99\.9:\s*([\d.]+)\s+P99\.99:\s*([\d.]+)")
+MAX = re.compile(r"Max:\s*([\d.]+)")
 AMP = re.compile(r"write-amp ([\d.]+)(?: \(tables ([\d.]+)\))?")
 SPACE = re.compile(r"\| space ([\d.]+) MiB")
 GC = re.compile(r"\| gc ([\d.]+) MiB")
@@ -116,6 +119,15 @@ def parse_log(log):
             m = P99.search(line)
             if m and cur and cur not in p99:
                 p99[cur] = float(m.group(1))
+            # The tail of the first histogram after a result line: p50, p99.9, p99.99, max.
+            lat = res.setdefault("_lat", {})
+            m = MAX.search(line)
+            if m and cur and "max" not in lat.get(cur, {}):
+                lat.setdefault(cur, {})["max"] = float(m.group(1))
+            m = PCT.search(line)
+            if m and cur and "p50" not in lat.get(cur, {}):
+                lat.setdefault(cur, {}).update(
+                    p50=float(m.group(1)), p999=float(m.group(2)), p9999=float(m.group(3)))
     return res, p99, amp
 
 
@@ -246,6 +258,21 @@ def main():
             for n in names:
                 vals = {e: [res.get(key, {}).get(n, 0.0) for res, _, _ in per[e] if n in res] for e in engines}
                 print(f"| {n} | " + " | ".join(f"{med(vals[e]):.0f}" if vals[e] else "-" for e in engines) + " |")
+    if any(res.get("_lat") for e in engines for res, _, _ in per[e]):
+        print("\nLatency of each op (us; medians over rounds of each histogram's p50, p99, p99.9, "
+              "p99.99 and max):\n")
+        print("| benchmark | engine | p50 | p99 | p99.9 | p99.99 | max |")
+        print("|---|---|---|---|---|---|---|")
+        for n in names:
+            for e in engines:
+                lats = [res["_lat"][n] for res, _, _ in per[e] if n in res.get("_lat", {})]
+                p99s = [p[n] for _, p, _ in per[e] if n in p]
+                if not lats:
+                    continue
+                col = lambda k: med([x[k] for x in lats if k in x])
+                fmt = lambda v: "-" if v != v else f"{v:.1f}"
+                print(f"| {n} | {e} | {fmt(col('p50'))} | {fmt(med(p99s))} | {fmt(col('p999'))} | "
+                      f"{fmt(col('p9999'))} | {fmt(col('max'))} |")
     shapes = {e: [res["_shape"] for res, _, _ in per[e] if "_shape" in res] for e in engines}
     if any(shapes.values()):
         print("\nShape at the end of each run (level compactions C = merges + move operations, the OHDB "
