@@ -64,7 +64,37 @@ fn header(f: &flags::Flags) {
         if f.disable_wal { "disabled" } else { "enabled" },
         if f.sync { ", synced" } else { "" }
     );
+    if let Some(dir) = &f.pmem_dir {
+        let what = match mount_type(std::path::Path::new(dir)).as_deref() {
+            Some("tmpfs") => {
+                "tmpfs: persistent memory emulated in RAM, gone at a reboot".to_string()
+            }
+            Some(t) => format!("{t}: a file system standing in for persistent memory"),
+            None => "file system unknown".to_string(),
+        };
+        println!("PMEM:       {dir} ({what})");
+    }
     println!("------------------------------------------------");
+}
+
+/// The type of the file system `path` is on (the longest mount point in /proc/mounts that
+/// holds it), if it can be told.
+fn mount_type(path: &std::path::Path) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    // The directory may not exist yet: judge by its nearest existing ancestor.
+    let real = path
+        .ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (_, point, kind) = (it.next()?, it.next()?, it.next()?);
+            real.starts_with(point)
+                .then(|| (point.len(), kind.to_string()))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, kind)| kind)
 }
 
 fn run(args: Vec<String>) -> Result<(), String> {

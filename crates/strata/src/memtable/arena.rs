@@ -222,6 +222,10 @@ mod tests {
             }
             a
         });
-        assert_eq!(small.bytes(), 2 * CHUNK, "two chunks however small the limit");
+        assert_eq!(
+            small.bytes(),
+            2 * CHUNK,
+            "two chunks however small the limit"
+        );
     }
 }
