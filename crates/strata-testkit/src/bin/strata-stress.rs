@@ -235,32 +235,30 @@ fn options(a: &Args) -> Result<Options, String> {
     // layout (an open keeps the recorded layout unless asked), so migrations run under kills.
     o.migrate_l0_layout = true;
     o.wal_dir = a.0.get("wal_dir").map(PathBuf::from);
-    o.level_dir = a.0.get("level_dir").map(PathBuf::from);
     let preset = a.str("preset", "default");
-    if o.level_dir.is_none() {
-        // The second directory of ohdb-2dc and ohdb-c, beside the database. Once a run put
-        // tables there, every later run on the database (the kill loop rotates presets) must
-        // look there too: a table's directory is recorded, not the directory's path.
-        if let Some(db) = a.0.get("db") {
-            let levels = PathBuf::from(format!("{db}-levels"));
-            if preset == "ohdb-2dc" || preset == "ohdb-c" || levels.exists() {
-                o.level_dir = Some(levels);
-            }
-        }
-    }
-    o.pmem_dir = a.0.get("pmem_dir").map(PathBuf::from);
-    if o.pmem_dir.is_none() {
-        // The persistent-memory directory of rocksdb-l0-nvm, beside the database, kept
-        // for every later run once it was used (as the levels' directory above).
-        if let Some(db) = a.0.get("db") {
-            let pmem = PathBuf::from(format!("{db}-pmem"));
-            if preset == "rocksdb-l0-nvm" || pmem.exists() {
-                o.pmem_dir = Some(pmem);
-            }
-        }
-    }
+    // The second directory of ohdb-2dc and ohdb-c, and the persistent memory of
+    // rocksdb-l0-nvm, beside the database unless given.
+    o.level_dir = beside_db(
+        a,
+        "level_dir",
+        "levels",
+        ["ohdb-2dc", "ohdb-c"].contains(&preset.as_str()),
+    );
+    o.pmem_dir = beside_db(a, "pmem_dir", "pmem", preset == "rocksdb-l0-nvm");
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
+}
+
+/// The directory flag `flag` names, else `DB-suffix` when the preset needs one or an
+/// earlier run used it: once a run put tables there, every later run on the database (the
+/// kill loop rotates presets) must look there too, as a table's directory is recorded, not
+/// the directory's path.
+fn beside_db(a: &Args, flag: &str, suffix: &str, needed: bool) -> Option<PathBuf> {
+    if let Some(d) = a.0.get(flag) {
+        return Some(PathBuf::from(d));
+    }
+    let dir = PathBuf::from(format!("{}-{suffix}", a.0.get("db")?));
+    (needed || dir.exists()).then_some(dir)
 }
 
 struct Counters {

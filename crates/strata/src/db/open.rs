@@ -92,7 +92,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // migrated below, before anything else runs. (Opening with other options never changes
     // the database's structure silently: the `strata.l0-layout` property says which
     // layout it kept.)
-    let configured = crate::l0::configured(&opts, &crate::l0::L0Context::new(&opts, &placement))?;
+    let configured = crate::l0::configured(&opts, versions.l0_context())?;
     let current = versions.current();
     let switch = !exists || opts.migrate_l0_layout;
     if switch
@@ -231,7 +231,6 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         imms: p.imms.iter().rev().cloned().collect(),
         version: p.version,
     });
-    let arena_pool = p.arena_pool;
     Arc::new(DbInner {
         values: Arc::new(values),
         watch_writes,
@@ -255,7 +254,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         done_cv: Condvar::new(),
         wal: Mutex::new(p.wal),
         writers: Mutex::default(),
-        arena_pool,
+        arena_pool: p.arena_pool,
         last_sequence: AtomicU64::new(p.last_seq.0),
         next_file,
         snapshots: Arc::new(SnapshotList::default()),
@@ -426,10 +425,7 @@ fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
 /// threads start, so nothing adds to L0 meanwhile. A crash in between leaves either the old
 /// layout (with or without its L0) or the new one: the next open resumes.
 fn migrate_l0(db: &DbInner) -> Result<()> {
-    let configured = crate::l0::configured(
-        &db.opts,
-        &crate::l0::L0Context::new(&db.opts, &db.placement),
-    )?;
+    let configured = crate::l0::configured(&db.opts, lock(&db.versions).l0_context())?;
     let from = lock(&db.versions).current().l0.kind();
     super::compact::compact_level(db, 0, None, None)
         .map_err(|e| e.context(format!("migrating L0 from {from:?}")))?;
@@ -681,7 +677,7 @@ fn flush_recovered(
     // The layout an earlier recovered flush of this edit chose, else the recovered one; L0
     // as it will be with this edit's tables.
     let layout = match &edit.l0_layout {
-        Some(rec) => crate::l0::from_record(rec, &crate::l0::L0Context::new(opts, placement))?,
+        Some(rec) => crate::l0::from_record(rec, versions.l0_context())?,
         None => versions.current().l0.clone(),
     };
     let mut files: Vec<Arc<crate::file_meta::FileMeta>> = versions.current().files(0).to_vec();

@@ -42,6 +42,14 @@ struct Inode {
     persisted: Option<Vec<u8>>,
 }
 
+/// The next of a crash's pseudo-random choices (xorshift64; `rng` must not be 0).
+fn xorshift(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
 /// The unit a torn crash keeps or loses of a region's unpersisted bytes: a cache line.
 const CACHE_LINE: usize = 64;
 
@@ -132,10 +140,7 @@ impl MemFs {
                         let mut data = persisted.clone();
                         if rng != 0 {
                             for (i, line) in ino.data.chunks(CACHE_LINE).enumerate() {
-                                rng ^= rng << 13;
-                                rng ^= rng >> 7;
-                                rng ^= rng << 17;
-                                if rng & 1 == 1 {
+                                if xorshift(&mut rng) & 1 == 1 {
                                     let at = i * CACHE_LINE;
                                     data[at..at + line.len()].copy_from_slice(line);
                                 }
@@ -151,10 +156,7 @@ impl MemFs {
                     let mut keep = ino.synced.min(ino.data.len());
                     let tail = ino.data.len() - keep;
                     if rng != 0 && tail > 0 {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        keep += (rng % (tail as u64 + 1)) as usize;
+                        keep += (xorshift(&mut rng) % (tail as u64 + 1)) as usize;
                     }
                     let mut data = ino.data[..keep].to_vec();
                     if ino.prealloc > data.len() {
@@ -536,11 +538,7 @@ impl Fs for MemFs {
             Some(inode) => {
                 let mut ino = lock(inode);
                 if ino.data.len() != len {
-                    return Err(Error::invalid(format!(
-                        "{}: a region of {} bytes, opened as {len}",
-                        path.display(),
-                        ino.data.len()
-                    )));
+                    return Err(super::region_size_error(path, ino.data.len() as u64, len));
                 }
                 if ino.persisted.is_none() {
                     // A file found after a crash or written otherwise: all of it is durable.

@@ -152,6 +152,14 @@ pub trait PmemRegion: Send + Sync {
     fn persist(&self, offset: usize, len: usize) -> Result<()>;
 }
 
+/// The error for opening an existing region of `size` bytes as one of `len`.
+pub(crate) fn region_size_error(path: &Path, size: u64, len: usize) -> Error {
+    Error::invalid(format!(
+        "{}: a region of {size} bytes, opened as {len}",
+        path.display()
+    ))
+}
+
 /// `offset..offset + len` of a region of `size` bytes, or `InvalidArgument`.
 pub(crate) fn region_range(
     path: &Path,

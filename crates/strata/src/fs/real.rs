@@ -612,10 +612,7 @@ impl Fs for RealFs {
             reserve(&file, path, len as u64)?;
             file.sync_all().map_err(|e| Error::io("fsync", path, e))?;
         } else if size != len as u64 {
-            return Err(Error::invalid(format!(
-                "{}: a region of {size} bytes, opened as {len}",
-                path.display()
-            )));
+            return Err(super::region_size_error(path, size, len));
         }
         let map = memmap2::MmapOptions::new()
             .len(len.max(1))

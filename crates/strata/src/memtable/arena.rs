@@ -37,18 +37,13 @@ impl ChunkPool {
     }
 
     /// Keeps what fits, unmaps the rest (outside the lock).
-    fn give(&self, chunks: Vec<memmap2::MmapMut>) {
-        let mut rest = chunks;
+    fn give(&self, mut chunks: Vec<memmap2::MmapMut>) {
         {
             let mut pool = crate::db::lock(&self.chunks);
-            while pool.len() < self.max_chunks {
-                match rest.pop() {
-                    Some(c) => pool.push(c),
-                    None => break,
-                }
-            }
+            let keep = self.max_chunks.saturating_sub(pool.len()).min(chunks.len());
+            pool.extend(chunks.drain(..keep));
         }
-        drop(rest);
+        drop(chunks);
     }
 
     /// Bytes held for the next arenas.

@@ -194,6 +194,12 @@ impl VersionSet {
         }
     }
 
+    /// What this set builds L0 layouts with (for a layout built outside an edit: the
+    /// configured one at open).
+    pub fn l0_context(&self) -> &l0::L0Context {
+        &self.l0
+    }
+
     /// Loads the version named by CURRENT.
     ///
     /// # Errors
