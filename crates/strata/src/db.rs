@@ -72,6 +72,9 @@ impl State {
         for f in c.all_inputs() {
             self.busy.insert(f.number);
         }
+        if let Some(p) = &c.l0_part {
+            self.busy.insert(p.token);
+        }
         for l in [c.level, c.output_level] {
             if let Some(n) = self.busy_levels.get_mut(l) {
                 *n += 1;
@@ -84,6 +87,9 @@ impl State {
     pub fn end_compaction(&mut self, c: &crate::compaction::Compaction) {
         for f in c.all_inputs() {
             self.busy.remove(&f.number);
+        }
+        if let Some(p) = &c.l0_part {
+            self.busy.remove(&p.token);
         }
         for l in [c.level, c.output_level] {
             if let Some(n) = self.busy_levels.get_mut(l) {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::picker::{key_range, Compaction};
+use super::picker::Compaction;
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
@@ -107,7 +107,7 @@ impl CompactionJob<'_> {
         if c.level == 0 {
             self.version
                 .l0
-                .input_iterators(&c.inputs, self.tables, &mut children)?;
+                .input_iterators(&c.inputs, c.l0_part.as_ref(), self.tables, &mut children)?;
         } else {
             children.push(Box::new(level_iterator(
                 Arc::new(c.inputs.clone()),
@@ -133,7 +133,7 @@ impl CompactionJob<'_> {
         // Grandparent boundaries for `TableCut::GrandparentBoundaries`: the first and last user
         // key of each grandparent overlapping the upper level's inputs (HyperLevelDB's
         // `SetupOtherInputs`), in order; `bound_index` is the first not yet passed.
-        let upper = key_range(&c.inputs);
+        let upper = c.upper_range();
         let bounds: Vec<&[u8]> = match (self.cut, &upper) {
             (TableCut::GrandparentBoundaries, Some((lo, hi))) => c
                 .grandparents

@@ -12,6 +12,7 @@ use crate::compaction::sizing;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::key;
+use crate::l0::L0Part;
 use crate::options::{CompactionPicker, CompactionPriority, Options};
 use crate::placement::{FileKind, Placement};
 use crate::version::Version;
@@ -44,6 +45,8 @@ pub struct Compaction {
     pub output_level: usize,
     /// Input files from `level`.
     pub inputs: Vec<Arc<FileMeta>>,
+    /// From L0, a part of the layout's own data instead of files (a matrix's column).
+    pub l0_part: Option<L0Part>,
     /// Overlapping files from `output_level`.
     pub next_inputs: Vec<Arc<FileMeta>>,
     /// Files of `output_level + 1` overlapping the inputs (to bound output overlap).
@@ -62,7 +65,16 @@ impl Compaction {
 
     /// Total input bytes.
     pub fn input_bytes(&self) -> u64 {
-        self.all_inputs().map(|f| f.size).sum()
+        self.all_inputs().map(|f| f.size).sum::<u64>()
+            + self.l0_part.as_ref().map_or(0, |p| p.bytes)
+    }
+
+    /// The user-key range of what the input level gives (files or an L0 part).
+    pub fn upper_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        match &self.l0_part {
+            Some(p) => Some((p.smallest.clone(), p.largest.clone())),
+            None => key_range(&self.inputs),
+        }
     }
 }
 
@@ -105,15 +117,40 @@ impl PickContext<'_> {
         inputs: Vec<Arc<FileMeta>>,
         reason: CompactionReason,
     ) -> Option<Compaction> {
+        self.finish_with(level, inputs, None, reason)
+    }
+
+    /// [`PickContext::finish`] of an L0 part (`Level0::pick_part`) and the L1 files it
+    /// overlaps. `None` if one of them is busy.
+    pub fn finish_part(&self, part: L0Part, reason: CompactionReason) -> Option<Compaction> {
+        if self.busy.contains(&part.token) {
+            return None;
+        }
+        self.finish_with(0, Vec::new(), Some(part), reason)
+    }
+
+    fn finish_with(
+        &self,
+        level: usize,
+        inputs: Vec<Arc<FileMeta>>,
+        l0_part: Option<L0Part>,
+        reason: CompactionReason,
+    ) -> Option<Compaction> {
         let output_level = sizing::output_level(self.version, self.opts, level);
-        let (lo, hi) = key_range(&inputs)?;
+        let (lo, hi) = match &l0_part {
+            Some(p) => (p.smallest.clone(), p.largest.clone()),
+            None => key_range(&inputs)?,
+        };
         let next_inputs = self.version.overlapping(output_level, Some(&lo), Some(&hi));
         if self.any_busy(&inputs) || self.any_busy(&next_inputs) {
             return None;
         }
         let mut all = inputs.clone();
         all.extend(next_inputs.iter().cloned());
-        let (alo, ahi) = key_range(&all)?;
+        let (alo, ahi) = match key_range(&all) {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        };
         let grandparents = if output_level + 1 < self.version.num_levels() {
             self.version
                 .overlapping(output_level + 1, Some(&alo), Some(&ahi))
@@ -122,6 +159,7 @@ impl PickContext<'_> {
         };
         let gp_bytes: u64 = grandparents.iter().map(|f| f.size).sum();
         let trivial_move = inputs.len() == 1
+            && l0_part.is_none()
             && next_inputs.is_empty()
             && gp_bytes <= self.max_grandparent_overlap()
             && self.placement.path_id(FileKind::table(output_level)) == inputs[0].path_id;
@@ -129,6 +167,7 @@ impl PickContext<'_> {
             level,
             output_level,
             inputs,
+            l0_part,
             next_inputs,
             grandparents,
             trivial_move,
@@ -260,6 +299,7 @@ pub fn pick_value_gc(ctx: &PickContext<'_>) -> Option<Compaction> {
                     level,
                     output_level: level,
                     inputs: vec![t.clone()],
+                    l0_part: None,
                     next_inputs: Vec::new(),
                     grandparents: Vec::new(),
                     trivial_move: false,
@@ -357,8 +397,14 @@ fn pick_leveled(ctx: &PickContext<'_>) -> Option<Compaction> {
 }
 
 /// The L0 -> L1 compaction the L0 layout picks, with the L1 files it overlaps.
+/// A layout that keeps data outside tables is asked for a part first
+/// (`Level0::pick_part`, given the output level's files).
 pub fn pick_l0(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compaction> {
     let v = ctx.version;
+    let below = v.files(sizing::output_level(v, ctx.opts, 0));
+    if let Some(part) = v.l0.pick_part(below, ctx.busy) {
+        return ctx.finish_part(part, reason);
+    }
     let inputs = v.l0.pick(v.files(0), ctx.busy, ctx.opts)?;
     ctx.finish(0, inputs, reason)
 }
@@ -446,6 +492,11 @@ pub fn pick_manual(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Option<Compaction> {
+    if level == 0 {
+        if let Some(part) = ctx.version.l0.manual_part(lo, hi, ctx.busy) {
+            return ctx.finish_part(part, CompactionReason::Manual);
+        }
+    }
     let inputs = ctx.version.manual_inputs(level, lo, hi);
     if inputs.is_empty() {
         return None;

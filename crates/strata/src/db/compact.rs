@@ -197,6 +197,17 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
         let mut versions = lock(&db.versions);
+        if let Some(p) = &c.l0_part {
+            // The part leaves L0 by the layout's change, applied to the layout current now
+            // (flushes may have changed it meanwhile).
+            match p.column.change().apply(&*versions.current().l0) {
+                Ok(l) => edit.l0_layout = Some(l.record()),
+                Err(e) => {
+                    versions.release_outputs(&outputs);
+                    return Err(e);
+                }
+            }
+        }
         if c.level > 0 {
             if let Some(last) = c.inputs.last() {
                 edit.compact_pointers.push((c.level, last.largest.clone()));
@@ -261,7 +272,9 @@ pub(crate) fn compact_level(
                 return Err(Error::new(ErrorKind::Closed, "database is closing"));
             }
             let v = versions.current();
-            if v.manual_inputs(level, lo, hi).is_empty() {
+            if v.manual_inputs(level, lo, hi).is_empty()
+                && (level > 0 || v.l0.manual_part(lo, hi, &Default::default()).is_none())
+            {
                 return Ok(());
             }
             let ctx = PickContext {

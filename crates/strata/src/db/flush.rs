@@ -50,6 +50,7 @@ impl DbInner {
             .ingest(&mut job, &mem, base.files(0))
             .and_then(|ingested| Ok((ingested, job.finish_values()?, job.dropped_values.take())))
             .and_then(|(ingested, value_files, dropped)| {
+                Stats::add(&self.stats.flush_bytes, ingested.other_bytes);
                 for m in &ingested.tables {
                     Stats::add(&self.stats.flush_bytes, m.size);
                     self.tables.table(m)?.verify_new()?;
@@ -69,13 +70,15 @@ impl DbInner {
         };
         let mut edit = VersionEdit::default();
         let v = versions.current();
-        // NB: only flushes (one at a time) and open change the layout, so the version's
-        // layout is still the one the tables were cut for.
-        if !Arc::ptr_eq(&v.l0, &layout) {
-            versions.release_outputs(&outputs);
-            return Err(Error::corrupt("the L0 layout changed during a flush"));
+        // The layout's change applies to the layout current now: a compaction of part of
+        // L0 (a matrix's column) may have changed it since the flush began.
+        match ingested.change.as_ref().map(|c| c.apply(&*v.l0)).transpose() {
+            Ok(l) => edit.l0_layout = l.map(|l| l.record()),
+            Err(e) => {
+                versions.release_outputs(&outputs);
+                return Err(e);
+            }
         }
-        edit.l0_layout = ingested.layout.as_ref().map(|l| l.record());
         edit.new_value_files = value_files;
         edit.value_garbage = dropped.into_records();
         let tables = ingested.tables;

@@ -708,8 +708,8 @@ fn flush_recovered(
     // lead to, as a live flush counts them (entries add up when the edit is applied).
     edit.value_garbage
         .extend(job.dropped_values.take().into_records());
-    if let Some(l) = ingested.layout {
-        edit.l0_layout = Some(l.record());
+    if let Some(c) = ingested.change {
+        edit.l0_layout = Some(c.apply(&*layout)?.record());
     }
     edit.new_files
         .extend(ingested.tables.into_iter().map(|m| (0, m)));

@@ -188,6 +188,10 @@ impl Level0 for Buckets {
         L0Layout::Buckets
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn record(&self) -> super::L0Record {
         super::L0Record {
             layout: super::layout_id(L0Layout::Buckets),
@@ -246,7 +250,13 @@ impl Level0 for Buckets {
         }
         Ok(Ingested {
             tables,
-            layout: fresh.map(|b| Arc::new(b) as Arc<dyn Level0>),
+            change: fresh.map(|b| {
+                Arc::new(super::Replace {
+                    from: self.record(),
+                    to: Arc::new(b),
+                }) as Arc<dyn super::L0Change>
+            }),
+            other_bytes: 0,
         })
     }
 

@@ -21,6 +21,10 @@ impl Level0 for Flat {
         L0Layout::Flat
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn arrange(&self, files: &mut Vec<Arc<FileMeta>>) -> Result<()> {
         // Newest first: a table's newest entry decides its place; numbers break ties
         // (a later flush gets a higher number).
@@ -44,7 +48,8 @@ impl Level0 for Flat {
         job.sync_dir()?;
         Ok(Ingested {
             tables: vec![table],
-            layout: None,
+            change: None,
+            other_bytes: 0,
         })
     }
 

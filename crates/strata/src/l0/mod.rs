@@ -21,9 +21,10 @@
 mod buckets;
 mod flat;
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use buckets::{Buckets, BUCKETS_FEATURE};
 pub use flat::Flat;
@@ -48,6 +49,14 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Which layout this is.
     fn kind(&self) -> L0Layout;
 
+    /// The layout as `Any`, so that a change it made ([`L0Change`]) can read the current
+    /// layout's state when it is applied.
+    #[expect(
+        dead_code,
+        reason = "read by the matrix layout's changes (issue 32)"
+    )]
+    fn as_any(&self) -> &dyn Any;
+
     /// The layout and its persistent state, as the manifest records it.
     fn record(&self) -> L0Record {
         L0Record {
@@ -71,8 +80,10 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Writes the immutable memtable `mem` as L0 tables, synced with their directory, given
     /// L0's current `files`. Returns the tables written (none if nothing survived the
     /// snapshots) and, if the layout changed its state for them (bucket boundaries chosen
-    /// while L0 was empty), the new layout: the caller records it in the same edit as the
-    /// tables, which it then arranges.
+    /// while L0 was empty; a matrix's new row), the change: the caller applies it to the
+    /// layout current when the flush lands (a column compaction may have changed it
+    /// meanwhile) and records the result in the same edit as the tables, which it then
+    /// arranges.
     ///
     /// # Errors
     /// I/O errors; tables written before the error are left for obsolete-file cleanup.
@@ -114,16 +125,22 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         }
     }
 
-    /// Appends iterators over `inputs`, L0 files a compaction takes; by default one per table.
+    /// Appends iterators over what a compaction takes from L0: `inputs`, L0 files (by
+    /// default one iterator per table), and `part`, the layout's own part when it picked
+    /// one ([`L0Part::iterators`]).
     ///
     /// # Errors
-    /// I/O errors and `Corruption` opening the tables.
+    /// I/O errors and `Corruption` opening the tables or reading the part.
     fn input_iterators(
         &self,
         inputs: &[Arc<FileMeta>],
+        part: Option<&L0Part>,
         tables: &Arc<TableCache>,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) -> Result<()> {
+        if let Some(p) = part {
+            p.column.iterators(out)?;
+        }
         for f in inputs {
             out.push(Box::new(tables.table(f)?.iter()));
         }
@@ -188,6 +205,88 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Vec<Arc<FileMeta>>;
+
+    /// A part of the layout's own data (not tables) to move into L1 now, if any is due and
+    /// none is moving (a matrix's column). `below` is the output level's files: a part may
+    /// be cut at their bounds. Asked before [`Level0::pick`]; by default none.
+    fn pick_part(&self, below: &[Arc<FileMeta>], busy: &HashSet<FileNumber>) -> Option<L0Part> {
+        let _ = (below, busy);
+        None
+    }
+
+    /// The part of the layout's own data a manual compaction of [`lo`, `hi`] must move, if
+    /// any (besides [`Level0::manual_inputs`]); by default none.
+    fn manual_part(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        busy: &HashSet<FileNumber>,
+    ) -> Option<L0Part> {
+        let _ = (lo, hi, busy);
+        None
+    }
+}
+
+/// A change of a layout's state made by a flush or a compaction against the layout it
+/// started from, applied under the versions lock to the layout current when the job
+/// lands: a flush and a compaction that change the same layout concurrently both land,
+/// in either order. The result is recorded whole in the job's manifest edit.
+pub(crate) trait L0Change: Send + Sync + fmt::Debug {
+    /// The layout `current` with this change made.
+    ///
+    /// # Errors
+    /// `Corruption` when `current` cannot take the change (a layout of another kind, or a
+    /// state the change cannot follow from).
+    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>>;
+}
+
+/// A change that replaces the layout it was made against by `to`, and refuses any other
+/// (bucket boundaries chosen by a flush: only flushes, one at a time, change them).
+#[derive(Debug)]
+pub(crate) struct Replace {
+    /// The record of the layout the change was made against.
+    pub from: L0Record,
+    /// The layout after it.
+    pub to: Arc<dyn Level0>,
+}
+
+impl L0Change for Replace {
+    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
+        if current.record() != self.from {
+            return Err(Error::corrupt("the L0 layout changed during a flush"));
+        }
+        Ok(self.to.clone())
+    }
+}
+
+/// What a compaction takes from a layout that is not whole tables (a matrix's column): the
+/// entries' data and what the layout becomes once they are in L1.
+pub(crate) trait L0Column: Send + Sync + fmt::Debug {
+    /// Appends iterators over the part's entries (only those the part takes), in
+    /// internal-key order each.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` reading the layout's data.
+    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()>;
+
+    /// The change that removes the part from L0 once its entries are in L1.
+    fn change(&self) -> Arc<dyn L0Change>;
+}
+
+/// A part of L0 a compaction takes that is not whole tables ([`Level0::pick_part`]).
+#[derive(Debug, Clone)]
+pub(crate) struct L0Part {
+    /// The smallest user key among the part's entries.
+    pub smallest: Vec<u8>,
+    /// The largest user key among them.
+    pub largest: Vec<u8>,
+    /// The bytes of its entries (compaction statistics).
+    pub bytes: u64,
+    /// Marked busy while the compaction runs, so that the layout picks no second part
+    /// meanwhile (the number of the layout's region).
+    pub token: FileNumber,
+    /// The entries and the layout's change.
+    pub column: Arc<dyn L0Column>,
 }
 
 /// Write pressure from L0 in a layout's own unit (for `Flat`, sorted runs; for a matrix,
@@ -275,6 +374,14 @@ pub(crate) struct L0Context {
         reason = "read by the matrix layout (issue 32): its region's path"
     )]
     pub placement: Placement,
+    /// What the layout keeps open for the database's life and shares between the
+    /// layouts of successive versions (a matrix's region and page table); set by the
+    /// layout on first use.
+    #[expect(
+        dead_code,
+        reason = "read by the matrix layout (issue 32): its region and page table"
+    )]
+    pub shared: Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl L0Context {
@@ -284,6 +391,7 @@ impl L0Context {
             config: L0Config::from(opts),
             fs: opts.fs.clone(),
             placement: placement.clone(),
+            shared: Arc::default(),
         }
     }
 }
@@ -357,8 +465,10 @@ pub(crate) fn refuse_duplicates(files: &[Arc<FileMeta>]) -> Result<()> {
 pub(crate) struct Ingested {
     /// The tables written, in key order.
     pub tables: Vec<FileMeta>,
-    /// The layout with its new state, if the ingest changed it.
-    pub layout: Option<Arc<dyn Level0>>,
+    /// The change of the layout's state, if the ingest made one.
+    pub change: Option<Arc<dyn L0Change>>,
+    /// Bytes written that are not in `tables` (a matrix's row): flush statistics.
+    pub other_bytes: u64,
 }
 
 /// What [`Ingest::entries`] gives a flush's entries to.

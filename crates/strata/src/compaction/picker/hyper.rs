@@ -177,6 +177,7 @@ fn pick_level(
             level,
             output_level: level + 1,
             inputs: movable,
+            l0_part: None,
             next_inputs: Vec::new(),
             grandparents: Vec::new(),
             trivial_move: true,
