@@ -259,6 +259,10 @@ impl Fs for DeviceFs {
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }
+    // Persistent memory is not a modelled device: regions pass through.
+    fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn strata::fs::PmemRegion>> {
+        self.inner.open_region(path, len)
+    }
 }
 
 #[cfg(test)]

@@ -312,12 +312,12 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    if flags.preset == "rocksdb-l0-nvm" && o.pmem_dir.is_none() {
-        return Err(
-            "--preset=rocksdb-l0-nvm: give its persistent memory with --pmem_dir=DIR \
-             (a tmpfs such as /dev/shm/NAME emulates it)"
-                .to_string(),
-        );
+    if ["rocksdb-l0-nvm", "matrixkv"].contains(&flags.preset.as_str()) && o.pmem_dir.is_none() {
+        return Err(format!(
+            "--preset={}: give its persistent memory with --pmem_dir=DIR \
+             (a tmpfs such as /dev/shm/NAME emulates it)",
+            flags.preset
+        ));
     }
     if let Some(r) = &flags.table_reads {
         use strata::fs::ReadAccess as A;
@@ -377,8 +377,24 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         o.l0_layout = choice(
             "l0_layout",
             l,
-            &[("flat", L::Flat), ("buckets", L::Buckets)],
+            &[
+                ("flat", L::Flat),
+                ("buckets", L::Buckets),
+                ("matrix", L::Matrix),
+            ],
         )?;
+    }
+    if let Some(v) = flags.matrix_container_size {
+        o.matrix_container_size = v;
+    }
+    if let Some(v) = flags.matrix_receiver_percent {
+        o.matrix_receiver_percent = v;
+    }
+    if let Some(v) = flags.matrix_column_tables {
+        o.matrix_column_tables = v;
+    }
+    if let Some(v) = flags.matrix_hints {
+        o.matrix_hints = v;
     }
     if let Some(v) = flags.l0_buckets {
         o.l0_buckets = v;

@@ -91,12 +91,21 @@ pub struct Flags {
     pub wal_dir: Option<String>,
     /// Directory for levels >= 1 (strata only).
     pub level_dir: Option<String>,
-    /// Persistent-memory directory: L0 tables of `rocksdb-l0-nvm` (strata only).
+    /// Persistent-memory directory: L0 tables of `rocksdb-l0-nvm`, the matrix region of
+    /// `matrixkv` (strata only).
     pub pmem_dir: Option<String>,
     /// `DIR:MBps[:latency_us],...`: a device per directory (strata only; see `device.rs`).
     pub device_model: Option<String>,
-    /// L0 layout: flat or buckets (strata only; default: the preset's).
+    /// L0 layout: flat, buckets or matrix (strata only; default: the preset's).
     pub l0_layout: Option<String>,
+    /// The matrix container's bytes (strata only; default: the preset's).
+    pub matrix_container_size: Option<u64>,
+    /// Receiver percent of the container (strata only).
+    pub matrix_receiver_percent: Option<u32>,
+    /// A column's size in tables (strata only).
+    pub matrix_column_tables: Option<u32>,
+    /// Cross-row hints in the matrix (strata only).
+    pub matrix_hints: Option<bool>,
     /// How tables are read: auto, mapped, mapped-random, pread (strata only).
     pub table_reads: Option<String>,
     /// Memory the database may count on, in bytes (strata only; default: detected).
@@ -231,6 +240,10 @@ impl Default for Flags {
             l0_skips_l1_wait: None,
             bucket_boundaries: None,
             l0_layout: None,
+            matrix_container_size: None,
+            matrix_receiver_percent: None,
+            matrix_column_tables: None,
+            matrix_hints: None,
             table_reads: None,
             memory_limit: None,
             idle_compaction_delay: None,
@@ -442,6 +455,10 @@ impl Flags {
                 "l0_skips_l1_wait" => f.l0_skips_l1_wait = Some(num::<u8>(&name, v)? != 0),
                 "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
                 "l0_layout" => f.l0_layout = Some(v.to_string()),
+                "matrix_container_size" => f.matrix_container_size = Some(num(&name, v)?),
+                "matrix_receiver_percent" => f.matrix_receiver_percent = Some(num(&name, v)?),
+                "matrix_column_tables" => f.matrix_column_tables = Some(num(&name, v)?),
+                "matrix_hints" => f.matrix_hints = Some(num::<u8>(&name, v)? != 0),
                 "table_reads" => f.table_reads = Some(v.to_string()),
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
@@ -567,7 +584,10 @@ strata-only flags:
   --hash_when_full=refuse|grow           (preset hashkv; refuse: a full store fails new values)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
-  --l0_layout=flat|buckets (default: the preset's)
+  --l0_layout=flat|buckets|matrix (default: the preset's)
+  --matrix_container_size=BYTES --matrix_receiver_percent=N --matrix_column_tables=N --matrix_hints=0|1
+                         (preset matrixkv: the container in --pmem_dir, its receiver share, a
+                          column's size in tables, cross-row hint search)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)

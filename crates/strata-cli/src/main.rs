@@ -87,7 +87,7 @@ fn db_args(c: Command) -> Command {
             .long("pmem-dir")
             .value_name("DIR")
             .help(
-                "Where the database keeps L0 in persistent memory (rocksdb-l0-nvm), if not in PATH",
+                "Where the database keeps L0 in persistent memory (rocksdb-l0-nvm, matrixkv), if not in PATH",
             ),
     )
     .arg(

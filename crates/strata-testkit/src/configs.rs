@@ -179,6 +179,16 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::rocksdb_l0_nvm(dir.join("pmem")), fs)
             },
         },
+        // MatrixKV: a 1 MiB container (256 pages) in a directory of its own, the receiver
+        // turning into the compactor at 60 % (about 8 rows of 64 KiB memtables), columns of
+        // 120-240 KiB: column compactions run all the time.
+        Config {
+            name: "matrixkv",
+            build: |dir, fs| Options {
+                matrix_container_size: 1 << 20,
+                ..small(Options::matrixkv(dir.join("pmem")), fs)
+            },
+        },
         Config {
             name: "lz4-roundrobin",
             build: |_, fs| Options {

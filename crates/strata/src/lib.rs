@@ -29,6 +29,7 @@ mod l0;
 mod memtable;
 mod options;
 mod placement;
+mod pmem;
 mod repair;
 mod sst;
 mod stats;

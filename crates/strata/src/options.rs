@@ -162,7 +162,7 @@ pub enum SeekCharging {
     Always,
 }
 
-/// The layout of level 0. A later issue adds MatrixKV's matrix.
+/// The layout of level 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum L0Layout {
     /// Each flush adds one table; tables may overlap (LevelDB, RocksDB).
@@ -174,6 +174,11 @@ pub enum L0Layout {
     /// the tables of one bucket. Boundaries per `bucket_boundaries`, recorded in the
     /// manifest.
     Buckets,
+    /// MatrixKV's matrix container: L0 is a region of `matrix_container_size` bytes in
+    /// `pmem_dir` (persistent memory; without it, the database directory), each flush one
+    /// RowTable in it, merged into L1 one column (key range) at a time; point reads use
+    /// cross-row hints (docs/design/matrixkv.md).
+    Matrix,
 }
 
 /// Where values live (key-value separation; docs/design/kv-separation.md).
@@ -437,6 +442,22 @@ pub struct Options {
     /// Tables a bucket holds before it is compacted into L1 (`L0Layout::Buckets`).
     /// Defaults to 4.
     pub bucket_compaction_trigger: usize,
+    /// Bytes of the matrix container's region (`L0Layout::Matrix`), a whole number of 4 KiB
+    /// pages, at least 16 memtables' worth; fixed when the region is created (a database
+    /// keeps its region's size). Defaults to 1 GiB (the paper's 8 GB at this machine's
+    /// scale).
+    pub matrix_container_size: u64,
+    /// Percent of the container the receiver holds before it becomes the compactor
+    /// (`L0Layout::Matrix`; 10..=90). Defaults to 60, the paper's.
+    pub matrix_receiver_percent: u32,
+    /// A column compaction's size in tables of `target_file_size_base`: each column holds
+    /// between half of and this many tables' bytes of L0 data (`L0Layout::Matrix`; the
+    /// paper's AF). Defaults to 10.
+    pub matrix_column_tables: u32,
+    /// Cross-row hint search in the matrix (`L0Layout::Matrix`): each row's search is
+    /// narrowed by the forward pointers of the row searched before it. `false` searches
+    /// each row whole (for measuring the hints). Defaults to `true`.
+    pub matrix_hints: bool,
     /// Bytes a bucket holds before it is compacted into L1, beside the table count
     /// (`L0Layout::Buckets`; whichever is reached first). 0 (the default): the table count
     /// alone, as OHDB's paper describes. With skewed keys a hot bucket's tables are large
@@ -635,6 +656,7 @@ impl Options {
             let (name, value) = line.split_once(" = ").ok_or_else(bad)?;
             let num = |v: &str| v.parse::<u64>().map_err(|_| bad());
             let size = |v: &str| v.parse::<usize>().map_err(|_| bad());
+            let num32 = |v: &str| v.parse::<u32>().map_err(|_| bad());
             let float = |v: &str| v.parse::<f64>().map_err(|_| bad());
             let flag = |v: &str| v.parse::<bool>().map_err(|_| bad());
             let opt = |v: &str| (v != "none").then(|| v.to_string());
@@ -762,7 +784,13 @@ impl Options {
                 "wal_dir" => o.wal_dir = path(value),
                 "level_dir" => o.level_dir = path(value),
                 "pmem_dir" => o.pmem_dir = path(value),
-                "l0_layout" => o.l0_layout = pick!(value, L0Layout::Flat, L0Layout::Buckets),
+                "l0_layout" => {
+                    o.l0_layout = pick!(value, L0Layout::Flat, L0Layout::Buckets, L0Layout::Matrix)
+                }
+                "matrix_container_size" => o.matrix_container_size = num(value)?,
+                "matrix_receiver_percent" => o.matrix_receiver_percent = num32(value)?,
+                "matrix_column_tables" => o.matrix_column_tables = num32(value)?,
+                "matrix_hints" => o.matrix_hints = flag(value)?,
                 "l0_buckets" => o.l0_buckets = size(value)?,
                 "bucket_compaction_trigger" => o.bucket_compaction_trigger = size(value)?,
                 "bucket_compaction_bytes" => o.bucket_compaction_bytes = num(value)?,
@@ -872,6 +900,10 @@ impl Options {
             l0_layout,
             l0_buckets,
             bucket_compaction_trigger,
+            matrix_container_size,
+            matrix_receiver_percent,
+            matrix_column_tables,
+            matrix_hints,
             bucket_compaction_bytes,
             l0_skips_l1_wait,
             bucket_boundaries,
@@ -949,6 +981,7 @@ impl Options {
             bucket_boundaries value_store
             min_blob_size
         );
+        plain!(matrix_container_size matrix_receiver_percent matrix_column_tables matrix_hints);
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
@@ -1009,6 +1042,10 @@ impl Default for Options {
             l0_layout: L0Layout::Flat,
             l0_buckets: 10,
             bucket_compaction_trigger: 4,
+            matrix_container_size: 1 << 30,
+            matrix_receiver_percent: 60,
+            matrix_column_tables: 10,
+            matrix_hints: true,
             bucket_compaction_bytes: 0,
             l0_skips_l1_wait: false,
             bucket_boundaries: BucketBoundaries::Sampled,
@@ -1197,6 +1234,31 @@ impl Options {
         }
     }
 
+    /// MatrixKV (seeds/matrixkv-matrix-l0.txt) at this machine's scale, every size of the
+    /// paper's setup divided by 8: `rocksdb` with L0 as a matrix container of 1 GiB in
+    /// `pmem_dir` (the paper's 8 GB), 8 MiB memtables and tables (64 MB), column compactions
+    /// of 5 to 10 tables' bytes (AF = 10), and flattened levels (L1 as large as the
+    /// container; docs/design/matrixkv.md).
+    pub fn matrixkv(pmem_dir: impl Into<PathBuf>) -> Self {
+        Options {
+            pmem_dir: Some(pmem_dir.into()),
+            ..Options::matrixkv_base()
+        }
+    }
+
+    /// `matrixkv` without its directory (the caller gives `pmem_dir`).
+    fn matrixkv_base() -> Self {
+        Options {
+            l0_layout: L0Layout::Matrix,
+            level_sizing: LevelSizing::Flattened,
+            matrix_container_size: 1 << 30,
+            write_buffer_size: 8 * MIB,
+            target_file_size_base: 8 * MIB as u64,
+            matrix_column_tables: 10,
+            ..Options::rocksdb()
+        }
+    }
+
     /// `rocksdb_l0_nvm` without its directory (the caller gives `pmem_dir`).
     fn rocksdb_l0_nvm_base() -> Self {
         Options {
@@ -1250,6 +1312,7 @@ impl Options {
         "wisckey",
         "hashkv",
         "rocksdb-l0-nvm",
+        "matrixkv",
     ];
 
     /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
@@ -1276,15 +1339,11 @@ impl Options {
             // Persistent memory is the caller's to give (`pmem_dir`); without it, the
             // enlarged L0 lives in the database directory.
             "rocksdb-l0-nvm" => Ok(Options::rocksdb_l0_nvm_base()),
-            "cleveldb" | "matrixkv" => {
-                let technique = match name {
-                    "cleveldb" => "CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
-                    _ => "MatrixKV's matrix L0 in persistent memory (seeds/matrixkv-matrix-l0.txt)",
-                };
-                Err(Error::invalid(format!(
-                    "preset {name:?} is not built yet: it comes with the issue that implements {technique}"
-                )))
-            }
+            "matrixkv" => Ok(Options::matrixkv_base()),
+            "cleveldb" => Err(Error::invalid(
+                "preset \"cleveldb\" is not built yet: it comes with the issue that implements \
+                 CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
+            )),
             _ => Err(Error::invalid(format!(
                 "unknown preset {name:?} (the presets: {})",
                 Self::PRESETS.join(", ")
@@ -1454,6 +1513,36 @@ impl Options {
                 "must be <= level0_stop_writes_trigger (a bucket that full stops writes)",
             );
         }
+        if self.l0_layout == L0Layout::Matrix {
+            let pages = crate::pmem::PAGE as u64;
+            let row = crate::l0::matrix_row_bytes(self.write_buffer_size);
+            let least = 4 * self.max_write_buffer_number.max(1) as u64 * row;
+            if !self.matrix_container_size.is_multiple_of(pages)
+                || self.matrix_container_size < least
+                || usize::try_from(self.matrix_container_size).is_err()
+            {
+                return bad(
+                    "matrix_container_size",
+                    &format!(
+                        "must be a whole number of 4 KiB pages and at least {least} bytes \
+                         (4 x max_write_buffer_number memtables of write_buffer_size)"
+                    ),
+                );
+            }
+            if !(10..=90).contains(&self.matrix_receiver_percent) {
+                return bad("matrix_receiver_percent", "must be between 10 and 90");
+            }
+            if self.matrix_column_tables == 0 {
+                return bad("matrix_column_tables", "must be at least 1");
+            }
+            if self.max_mem_compaction_level > 0 {
+                return bad(
+                    "max_mem_compaction_level",
+                    "must be 0 with l0_layout = Matrix (a flush writes a RowTable into the \
+                     matrix, never a table below L0)",
+                );
+            }
+        }
         if self.max_mem_compaction_level >= self.num_levels {
             return bad(
                 "max_mem_compaction_level",
@@ -1528,7 +1617,7 @@ mod tests {
         for &name in Options::PRESETS {
             Options::preset(name).unwrap().validate().unwrap();
         }
-        assert!(Options::preset("matrixkv")
+        assert!(Options::preset("cleveldb")
             .unwrap_err()
             .message()
             .contains("not built yet"));
@@ -1620,7 +1709,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 68, "every field but fs");
+        assert_eq!(names.len(), 72, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -138,6 +138,13 @@ impl Fs for SlowTables {
     fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
         RealFs.sync_dir(dir)
     }
+    fn open_region(
+        &self,
+        path: &Path,
+        len: usize,
+    ) -> strata::Result<Arc<dyn strata::fs::PmemRegion>> {
+        RealFs.open_region(path, len)
+    }
     fn sync_file(&self, path: &Path) -> strata::Result<()> {
         RealFs.sync_file(path)
     }
@@ -225,6 +232,10 @@ fn options(a: &Args) -> Result<Options, String> {
     // The run's live values outgrow so small a store: it grows (a refused write would
     // end the run).
     o.hash_when_full = strata::HashWhenFull::Grow;
+    // MatrixKV's container (preset matrixkv) tiny: 4 MiB (16 memtables), so the receiver
+    // turns into the compactor every few flushes and column compactions run all the time
+    // (a database keeps the size its region was created with).
+    o.matrix_container_size = a.get("matrix_container_size", 4 << 20)?;
     // The write-path watchdog: a stall fails the run (the kill loop reports the early exit)
     // instead of waiting until the kill.
     o.write_stall_limit = match a.get("write_stall_limit_ms", 1000u64)? {
@@ -244,7 +255,12 @@ fn options(a: &Args) -> Result<Options, String> {
         "levels",
         ["ohdb-2dc", "ohdb-c"].contains(&preset.as_str()),
     );
-    o.pmem_dir = beside_db(a, "pmem_dir", "pmem", preset == "rocksdb-l0-nvm");
+    o.pmem_dir = beside_db(
+        a,
+        "pmem_dir",
+        "pmem",
+        ["rocksdb-l0-nvm", "matrixkv"].contains(&preset.as_str()),
+    );
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }

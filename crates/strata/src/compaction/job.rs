@@ -105,9 +105,12 @@ impl CompactionJob<'_> {
         let c = self.compaction;
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
-            self.version
-                .l0
-                .input_iterators(&c.inputs, c.l0_part.as_ref(), self.tables, &mut children)?;
+            self.version.l0.input_iterators(
+                &c.inputs,
+                c.l0_part.as_ref(),
+                self.tables,
+                &mut children,
+            )?;
         } else {
             children.push(Box::new(level_iterator(
                 Arc::new(c.inputs.clone()),

@@ -72,7 +72,12 @@ impl DbInner {
         let v = versions.current();
         // The layout's change applies to the layout current now: a compaction of part of
         // L0 (a matrix's column) may have changed it since the flush began.
-        match ingested.change.as_ref().map(|c| c.apply(&*v.l0)).transpose() {
+        match ingested
+            .change
+            .as_ref()
+            .map(|c| c.apply(&*v.l0))
+            .transpose()
+        {
             Ok(l) => edit.l0_layout = l.map(|l| l.record()),
             Err(e) => {
                 versions.release_outputs(&outputs);

@@ -367,6 +367,7 @@ mod tests {
         L0Config {
             buckets,
             boundaries,
+            ..L0Config::from(&Options::default())
         }
     }
 

@@ -20,6 +20,7 @@
 
 mod buckets;
 mod flat;
+mod matrix;
 
 use std::any::Any;
 use std::collections::HashSet;
@@ -28,6 +29,8 @@ use std::sync::{Arc, Mutex};
 
 pub use buckets::{Buckets, BUCKETS_FEATURE};
 pub use flat::Flat;
+pub(crate) use matrix::row_bytes as matrix_row_bytes;
+pub use matrix::{Matrix, MATRIX_FEATURE};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
@@ -51,10 +54,6 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
 
     /// The layout as `Any`, so that a change it made ([`L0Change`]) can read the current
     /// layout's state when it is applied.
-    #[expect(
-        dead_code,
-        reason = "read by the matrix layout's changes (issue 32)"
-    )]
     fn as_any(&self) -> &dyn Any;
 
     /// The layout and its persistent state, as the manifest records it.
@@ -328,6 +327,7 @@ pub(crate) fn layout_id(layout: L0Layout) -> u32 {
     match layout {
         L0Layout::Flat => 0,
         L0Layout::Buckets => 1,
+        L0Layout::Matrix => 2,
     }
 }
 
@@ -339,6 +339,15 @@ pub(crate) struct L0Config {
     pub buckets: usize,
     /// `Options::bucket_boundaries`.
     pub boundaries: BucketBoundaries,
+    /// `Options::matrix_container_size` (a new matrix's region).
+    pub matrix_container: u64,
+    /// `Options::matrix_receiver_percent`.
+    pub matrix_receiver_percent: u32,
+    /// `Options::matrix_column_tables` x `Options::target_file_size_base`: a column's upper
+    /// bound in bytes (its lower bound is half).
+    pub matrix_column_bytes: u64,
+    /// `Options::matrix_hints`.
+    pub matrix_hints: bool,
 }
 
 impl From<&Options> for L0Config {
@@ -346,6 +355,11 @@ impl From<&Options> for L0Config {
         L0Config {
             buckets: o.l0_buckets,
             boundaries: o.bucket_boundaries,
+            matrix_container: o.matrix_container_size,
+            matrix_receiver_percent: o.matrix_receiver_percent,
+            matrix_column_bytes: u64::from(o.matrix_column_tables)
+                .saturating_mul(o.target_file_size_base),
+            matrix_hints: o.matrix_hints,
         }
     }
 }
@@ -363,24 +377,12 @@ pub(crate) struct L0Context {
     /// The options the layout takes.
     pub config: L0Config,
     /// The database's file system.
-    #[expect(
-        dead_code,
-        reason = "read by the matrix layout (issue 32), whose region it opens"
-    )]
     pub fs: Arc<dyn Fs>,
     /// Where each kind of file lives.
-    #[expect(
-        dead_code,
-        reason = "read by the matrix layout (issue 32): its region's path"
-    )]
     pub placement: Placement,
     /// What the layout keeps open for the database's life and shares between the
     /// layouts of successive versions (a matrix's region and page table); set by the
     /// layout on first use.
-    #[expect(
-        dead_code,
-        reason = "read by the matrix layout (issue 32): its region and page table"
-    )]
     pub shared: Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>,
 }
 
@@ -404,6 +406,7 @@ pub(crate) fn configured(opts: &Options, ctx: &L0Context) -> Result<Arc<dyn Leve
     Ok(match opts.l0_layout {
         L0Layout::Flat => flat(),
         L0Layout::Buckets => Arc::new(Buckets::initial(ctx.config)),
+        L0Layout::Matrix => Arc::new(Matrix::initial(ctx)?),
     })
 }
 
@@ -417,6 +420,7 @@ pub(crate) fn from_record(rec: &L0Record, ctx: &L0Context) -> Result<Arc<dyn Lev
         0 if rec.state.is_empty() => Ok(flat()),
         0 => Err(Error::corrupt("flat L0 layout record carries state")),
         1 => Ok(Arc::new(Buckets::decode(&rec.state, ctx.config)?)),
+        2 => Ok(Arc::new(Matrix::decode(&rec.state, ctx)?)),
         id => Err(Error::new(
             ErrorKind::NotSupported,
             format!("the database's L0 layout (id {id}) is not known to this build"),

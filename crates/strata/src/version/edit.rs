@@ -45,7 +45,11 @@ const TAG_SAFE_TO_IGNORE: u32 = 64;
 /// naming its own). A manifest names every feature its database uses (in the first edit of
 /// each manifest, and in the edit that starts using one); a build that meets a feature it
 /// does not support refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[crate::l0::BUCKETS_FEATURE, KEPT_FILES_FEATURE];
+pub const SUPPORTED_FEATURES: &[&str] = &[
+    crate::l0::BUCKETS_FEATURE,
+    crate::l0::MATRIX_FEATURE,
+    KEPT_FILES_FEATURE,
+];
 
 /// Whether this build reads format feature `f`.
 fn supported(f: &str) -> bool {

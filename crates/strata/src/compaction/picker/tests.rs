@@ -652,7 +652,14 @@ fn random_case(
     // with higher sequence numbers.
     let stop = o.level0_stop_writes_trigger.min(24);
     let mut l0 = Vec::new();
-    for seq in 0..rng.below(stop as u64 + 4) {
+    // A matrix keeps no L0 tables (its pressure is its region's pages, which a tree of
+    // tables cannot build: tests/matrix.rs covers it).
+    let l0_tables = if o.l0_layout == L0Layout::Matrix {
+        0
+    } else {
+        rng.below(stop as u64 + 4)
+    };
+    for seq in 0..l0_tables {
         let b = rng.below(256) as u8;
         let (x, y) = (rng.below(256) as u8, rng.below(256) as u8);
         let size = 1 + rng.below(2 * o.target_file_size_base);

@@ -1,0 +1,938 @@
+//! MatrixKV's matrix container (seeds/matrixkv-matrix-l0.txt, section 3) as an L0 layout.
+//!
+//! L0 lives in a persistent-memory region (`pmem/`), not in tables: each flush writes its
+//! memtable as one RowTable (`row.rs`) into free pages of the region. Rows go to the
+//! *receiver*; once the receiver holds `matrix_receiver_percent` of the container and the
+//! *compactor* is empty, the receiver becomes the compactor (a record change; no data
+//! moves). The compactor is merged into L1 one *column* at a time: the compactor's entries
+//! in a key range cut at L1's table bounds, sized between half and all of
+//! `matrix_column_tables` x `target_file_size_base` bytes, starting where the last column
+//! ended (the compactor's cursor). Pages wholly below the cursor are freed once no version
+//! names them. Point reads search rows newest first with the forward pointers as hints.
+//!
+//! The layout's state (the rows, their pages and first live entries, the compactor and its
+//! cursor) is its manifest record (docs/format/row_table.md): a flush's new row and a
+//! column's progress are changes applied to the layout current when the job lands, so a
+//! flush and a column compaction running together both land. Free pages are the pages no
+//! live version's layout and no writer holds (the page table in `pmem/`), derived from the
+//! record at open. Design: docs/design/matrixkv.md, "The matrix layout".
+
+mod row;
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use self::row::{Row, RowIter, RowWriter};
+use super::{Ingest, Ingested, L0Change, L0Column, L0Config, L0Context, L0Part, Level0, Pressure};
+use crate::coding::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed};
+use crate::coding::{put_varint32, put_varint64};
+use crate::error::{Error, Result};
+use crate::file_meta::FileMeta;
+use crate::filename::FileNumber;
+use crate::fs::PmemRegion;
+use crate::iter::{EmptyIterator, InternalIterator};
+use crate::key::{self, SeqNo, ValueKind};
+use crate::memtable::{Lookup, MemTable};
+use crate::options::{L0Layout, Options};
+use crate::placement::PathId;
+use crate::pmem::{Held, Pages, PAGE};
+use crate::table_cache::TableCache;
+
+/// The manifest format feature of a database whose L0 is a matrix.
+pub const MATRIX_FEATURE: &str = "l0-matrix";
+
+/// The region's file name in `pmem_dir` (one region per database).
+pub const REGION_NAME: &str = "matrix.pmem";
+
+/// The busy mark of a running column compaction (no file has this number).
+const TOKEN: FileNumber = FileNumber(u64::MAX);
+
+/// The record's version byte.
+const RECORD_VERSION: u8 = 1;
+
+/// The region, its page table and the rows decoded so far, shared by every layout of one
+/// database (kept in the `L0Context`).
+#[derive(Debug)]
+struct Shared {
+    pages: Arc<Pages>,
+    /// Rows by id, so successive layouts share one `Row` (and its checked flag).
+    rows: Mutex<HashMap<u64, Weak<CheckedRow>>>,
+}
+
+/// A row and whether its checksums were verified in this process.
+#[derive(Debug)]
+struct CheckedRow {
+    row: Arc<Row>,
+    checked: AtomicBool,
+}
+
+impl CheckedRow {
+    /// Verifies the row's checksums on first read (a row written by this process is
+    /// checked already). Not at decode: a manifest's older records name rows whose pages
+    /// were reused since.
+    fn check(&self, region: &dyn PmemRegion) -> Result<()> {
+        if !self.checked.load(Ordering::Acquire) {
+            self.row.verify(region)?;
+            self.checked.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+/// A row of the matrix and how much of it is still in L0.
+#[derive(Debug, Clone)]
+struct LiveRow {
+    row: Arc<CheckedRow>,
+    /// The first entry still in L0 (0 unless a column compaction took some).
+    live_from: u32,
+    /// The first page still held: the page of entry `live_from`.
+    first_page: u32,
+}
+
+impl LiveRow {
+    fn r(&self) -> &Row {
+        &self.row.row
+    }
+}
+
+/// The matrix container: rows oldest first, the oldest `compactor` of them the compactor.
+#[derive(Debug)]
+struct State {
+    shared: Arc<Shared>,
+    cfg: L0Config,
+    rows: Vec<LiveRow>,
+    compactor: usize,
+    /// The compactor's first user key still in L0.
+    cursor: Vec<u8>,
+    /// The pages this state names.
+    _hold: Held,
+}
+
+/// The matrix layout (`L0Layout::Matrix`).
+#[derive(Debug, Clone)]
+pub struct Matrix(Arc<State>);
+
+/// The `Shared` of the database `ctx` belongs to, created on first use with a region of
+/// `container` bytes.
+fn shared(ctx: &L0Context, container: u64) -> Result<Arc<Shared>> {
+    let mut slot = ctx
+        .shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(s) = slot
+        .as_ref()
+        .and_then(|s| s.clone().downcast::<Shared>().ok())
+    {
+        if s.pages.len() as u64 != container {
+            return Err(Error::corrupt(format!(
+                "the matrix region is {} bytes, a record says {container}",
+                s.pages.len()
+            )));
+        }
+        return Ok(s);
+    }
+    let len = usize::try_from(container)
+        .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
+    let path = ctx.placement.dir(PathId::PMEM).join(REGION_NAME);
+    let s = Arc::new(Shared {
+        pages: Arc::new(Pages::new(ctx.fs.clone(), path, len)),
+        rows: Mutex::default(),
+    });
+    *slot = Some(s.clone());
+    Ok(s)
+}
+
+impl Matrix {
+    /// An empty matrix for a database opened with `ctx`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a container that does not fit in memory.
+    pub(crate) fn initial(ctx: &L0Context) -> Result<Self> {
+        let s = {
+            let existing = ctx
+                .shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            match existing.and_then(|s| s.downcast::<Shared>().ok()) {
+                // A database whose record named a matrix keeps its region's size.
+                Some(s) => s,
+                None => shared(ctx, ctx.config.matrix_container)?,
+            }
+        };
+        Self::build(s, ctx.config, Vec::new(), 0, Vec::new())
+    }
+
+    fn build(
+        shared: Arc<Shared>,
+        cfg: L0Config,
+        rows: Vec<LiveRow>,
+        compactor: usize,
+        cursor: Vec<u8>,
+    ) -> Result<Self> {
+        let runs = rows
+            .iter()
+            .flat_map(|r| r.r().runs_from(r.first_page))
+            .collect();
+        let hold = shared.pages.hold(runs)?;
+        Ok(Matrix(Arc::new(State {
+            shared,
+            cfg,
+            rows,
+            compactor,
+            cursor,
+            _hold: hold,
+        })))
+    }
+
+    /// Rows as a change leaves them, with the receiver turned into the compactor if it is
+    /// due (the compactor empty, the receiver at its share of the container).
+    fn rebuilt(
+        &self,
+        rows: Vec<LiveRow>,
+        mut compactor: usize,
+        mut cursor: Vec<u8>,
+    ) -> Result<Arc<dyn Level0>> {
+        let st = &self.0;
+        if compactor == 0 {
+            let receiver: u64 = rows.iter().map(|r| r.r().len()).sum();
+            if receiver >= switch_bytes(&st.cfg) {
+                compactor = rows.len();
+                cursor = Vec::new();
+            }
+        }
+        Ok(Arc::new(Self::build(
+            st.shared.clone(),
+            st.cfg,
+            rows,
+            compactor,
+            cursor,
+        )?))
+    }
+
+    /// The layout a manifest record's state describes.
+    ///
+    /// # Errors
+    /// `Corruption` when the state does not decode or names pages past the region.
+    pub(crate) fn decode(state: &[u8], ctx: &L0Context) -> Result<Self> {
+        let bad = |what: &str| Error::corrupt(format!("L0 matrix layout record: {what}"));
+        let mut s = state;
+        let (&version, rest) = s.split_first().ok_or_else(|| bad("empty"))?;
+        if version != RECORD_VERSION {
+            return Err(bad(&format!("version {version} is not known")));
+        }
+        s = rest;
+        let container = get_varint64(&mut s).ok_or_else(|| bad("container size"))?;
+        if container == 0 || !container.is_multiple_of(PAGE as u64) {
+            return Err(bad("container size is not a whole number of pages"));
+        }
+        let compactor = get_varint32(&mut s).ok_or_else(|| bad("compactor"))? as usize;
+        let cursor = get_length_prefixed(&mut s)
+            .ok_or_else(|| bad("cursor"))?
+            .to_vec();
+        let n = get_varint32(&mut s).ok_or_else(|| bad("row count"))? as usize;
+        if compactor > n {
+            return Err(bad("more compactor rows than rows"));
+        }
+        let shared = shared(ctx, container)?;
+        let mut rows = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let id = get_varint64(&mut s).ok_or_else(|| bad("row id"))?;
+            let prev = get_varint64(&mut s).ok_or_else(|| bad("row prev"))?;
+            let entries = get_varint32(&mut s).ok_or_else(|| bad("row entries"))?;
+            let data_len = get_varint32(&mut s).ok_or_else(|| bad("row data length"))?;
+            let smallest = get_length_prefixed(&mut s).ok_or_else(|| bad("row smallest"))?;
+            let largest = get_length_prefixed(&mut s).ok_or_else(|| bad("row largest"))?;
+            let live_from = get_varint32(&mut s).ok_or_else(|| bad("row live entry"))?;
+            let first_page = get_varint32(&mut s).ok_or_else(|| bad("row live page"))?;
+            let nruns = get_varint32(&mut s).ok_or_else(|| bad("row runs"))? as usize;
+            let mut runs = Vec::with_capacity(nruns.min(1 << 16));
+            for _ in 0..nruns {
+                let start = get_varint32(&mut s).ok_or_else(|| bad("run start"))?;
+                let len = get_varint32(&mut s).ok_or_else(|| bad("run length"))?;
+                runs.push((start, len));
+            }
+            if entries == 0 || live_from > entries || smallest > largest {
+                return Err(bad(&format!("row {id} is malformed")));
+            }
+            let row = Row::new(
+                id,
+                prev,
+                entries,
+                data_len,
+                (smallest.to_vec(), largest.to_vec()),
+                runs,
+            )?;
+            if first_page > row.page_count() {
+                return Err(bad(&format!("row {id}'s live page is past its pages")));
+            }
+            rows.push(LiveRow {
+                row: intern(&shared, row, false),
+                live_from,
+                first_page,
+            });
+        }
+        if !s.is_empty() {
+            return Err(bad("trailing bytes"));
+        }
+        Self::build(shared, ctx.config, rows, compactor, cursor)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let st = &self.0;
+        let mut b = vec![RECORD_VERSION];
+        put_varint64(&mut b, st.shared.pages.len() as u64);
+        put_varint32(&mut b, st.compactor as u32);
+        put_length_prefixed(&mut b, &st.cursor);
+        put_varint32(&mut b, st.rows.len() as u32);
+        for lr in &st.rows {
+            let r = lr.r();
+            put_varint64(&mut b, r.id);
+            put_varint64(&mut b, r.prev);
+            put_varint32(&mut b, r.entries);
+            put_varint32(&mut b, r.data_len);
+            put_length_prefixed(&mut b, &r.smallest);
+            put_length_prefixed(&mut b, &r.largest);
+            put_varint32(&mut b, lr.live_from);
+            put_varint32(&mut b, lr.first_page);
+            put_varint32(&mut b, r.runs.len() as u32);
+            for &(start, len) in &r.runs {
+                put_varint32(&mut b, start);
+                put_varint32(&mut b, len);
+            }
+        }
+        b
+    }
+
+    fn region(&self) -> Result<&Arc<dyn PmemRegion>> {
+        self.0.shared.pages.region(!self.0.rows.is_empty())
+    }
+
+    fn receiver(&self) -> &[LiveRow] {
+        &self.0.rows[self.0.compactor..]
+    }
+
+    fn compactor(&self) -> &[LiveRow] {
+        &self.0.rows[..self.0.compactor]
+    }
+
+    /// Bytes of a row still in L0 (its pages from the first live one).
+    fn live_bytes(r: &LiveRow) -> u64 {
+        u64::from(r.r().page_count() - r.first_page) * PAGE as u64
+    }
+
+    /// The newest entry of `user_key` visible at `target` (an internal seek key), searching
+    /// rows newest first; with `hints`, each row's search is narrowed by the forward
+    /// pointers of the row searched before it.
+    fn search(&self, target: &[u8], user_key: &[u8], hints: bool) -> Result<Option<Lookup>> {
+        let st = &self.0;
+        if st.rows.is_empty() {
+            return Ok(None);
+        }
+        let region = &**self.region()?;
+        // (row id, first index, last index) the forward pointers allow in that row.
+        let mut hint: Option<(u64, u32, u32)> = None;
+        for (i, lr) in st.rows.iter().enumerate().rev() {
+            if i < st.compactor && user_key < st.cursor.as_slice() {
+                // The compactor holds no key below its cursor: those are in L1 now.
+                break;
+            }
+            let r = lr.r();
+            lr.row.check(region)?;
+            let n = r.entries;
+            let p = if user_key < r.smallest.as_slice() {
+                0
+            } else if user_key > r.largest.as_slice() {
+                n
+            } else {
+                let (mut lo, mut hi) = (lr.live_from, n);
+                if let Some((_, a, b)) = hint.filter(|h| hints && h.0 == r.id) {
+                    lo = lo.max(a).min(n);
+                    hi = hi.min(b).max(lo);
+                }
+                let p = r.lower_bound(region, target, lo, hi)?;
+                if p < n {
+                    let (k, v) = r.entry(region, p, true)?;
+                    let parsed = key::parse(&k)
+                        .ok_or_else(|| Error::corrupt(format!("RowTable {}: bad key", r.id)))?;
+                    if parsed.user_key == user_key {
+                        return Ok(Some(match parsed.kind {
+                            ValueKind::Put => Lookup::Value(v),
+                            ValueKind::Delete => Lookup::Deleted,
+                            ValueKind::Pointer => Lookup::Pointer(v),
+                        }));
+                    }
+                }
+                p
+            };
+            if hints && r.prev != 0 {
+                let lo = if p > 0 { r.meta(region, p - 1)?.1 } else { 0 };
+                let hi = if p < n {
+                    r.meta(region, p)?.1
+                } else {
+                    u32::MAX
+                };
+                hint = Some((r.prev, lo, hi));
+            } else {
+                hint = None;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Entries of `lr` with user keys below `end` (`None`: all) from its first live one:
+    /// the index past the last.
+    fn end_index(region: &dyn PmemRegion, lr: &LiveRow, end: Option<&[u8]>) -> Result<u32> {
+        let r = lr.r();
+        match end {
+            None => Ok(r.entries),
+            Some(e) if e > r.largest.as_slice() => Ok(r.entries),
+            Some(e) => r.lower_bound(
+                region,
+                &key::seek_key(e, SeqNo::MAX),
+                lr.live_from,
+                r.entries,
+            ),
+        }
+    }
+
+    /// Bytes of the compactor's entries from the cursor up to `end`.
+    fn column_bytes(&self, region: &dyn PmemRegion, end: Option<&[u8]>) -> Result<u64> {
+        let mut total = 0u64;
+        for lr in self.compactor() {
+            let r = lr.r();
+            let to = Self::end_index(region, lr, end)?;
+            total += u64::from(r.offset(region, to)? - r.offset(region, lr.live_from)?);
+        }
+        Ok(total)
+    }
+
+    /// The end (exclusive user key; `None`: the compactor's end) of the next column: L1's
+    /// table bounds from the cursor on are added until the column holds at least half of
+    /// `matrix_column_tables` tables' bytes; a range that alone would take it past all of
+    /// them is cut at a key of the compactor's largest row instead.
+    fn column_end(
+        &self,
+        region: &dyn PmemRegion,
+        below: &[Arc<FileMeta>],
+    ) -> Result<Option<Vec<u8>>> {
+        let st = &self.0;
+        let upper = st.cfg.matrix_column_bytes.max(1);
+        let lower = upper / 2;
+        let cuts = below
+            .iter()
+            .map(|f| f.smallest_user_key())
+            .filter(|k| *k > st.cursor.as_slice());
+        let mut start: Option<Vec<u8>> = None;
+        let mut before = 0u64;
+        for end in cuts.map(Some).chain(std::iter::once(None)) {
+            let bytes = self.column_bytes(region, end)?;
+            if bytes < lower && end.is_some() {
+                start = end.map(<[u8]>::to_vec);
+                before = bytes;
+                continue;
+            }
+            if bytes <= upper || before >= lower {
+                return Ok(end.map(<[u8]>::to_vec));
+            }
+            // Too much between `start` and `end`: cut it at a key of the row with the most
+            // entries there, the first at which the column reaches the lower bound.
+            return Ok(self
+                .split(region, start.as_deref(), end, lower)?
+                .or_else(|| end.map(<[u8]>::to_vec)));
+        }
+        Ok(None)
+    }
+
+    /// A user key in (`start`, `end`) at which the column from the cursor holds at least
+    /// `lower` bytes, chosen among the keys of the compactor row with the most entries
+    /// there; `None` if no key there is usable.
+    fn split(
+        &self,
+        region: &dyn PmemRegion,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        lower: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut best: Option<(u32, &LiveRow, u32, u32)> = None;
+        for lr in self.compactor() {
+            let a = match start {
+                Some(s) => Self::end_index(region, lr, Some(s))?,
+                None => lr.live_from,
+            };
+            let b = Self::end_index(region, lr, end)?;
+            if best.is_none_or(|(n, ..)| b - a > n) {
+                best = Some((b - a, lr, a, b));
+            }
+        }
+        let Some((_, lr, mut lo, mut hi)) = best else {
+            return Ok(None);
+        };
+        let r = lr.r();
+        let floor = start.unwrap_or(self.0.cursor.as_slice()).to_vec();
+        // The first index whose user key, as the column's end, reaches `lower`.
+        let key_at = |i: u32| -> Result<Vec<u8>> {
+            Ok(key::user_key(&r.entry(region, i, false)?.0).to_vec())
+        };
+        lo += 1;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let k = key_at(mid)?;
+            if k.as_slice() > floor.as_slice() && self.column_bytes(region, Some(&k))? >= lower {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if lo >= r.entries {
+            return Ok(None);
+        }
+        let k = key_at(lo)?;
+        Ok((k.as_slice() > floor.as_slice() && end.is_none_or(|e| k.as_slice() < e)).then_some(k))
+    }
+
+    /// A part taking `ranges` (row index, first entry, end entry) of the rows, with `change`.
+    fn part(
+        &self,
+        region: &dyn PmemRegion,
+        ranges: Vec<(usize, u32, u32)>,
+        change: Arc<dyn L0Change>,
+    ) -> Result<Option<L0Part>> {
+        let mut smallest: Option<Vec<u8>> = None;
+        let mut largest: Option<Vec<u8>> = None;
+        let mut bytes = 0;
+        for &(i, lo, hi) in &ranges {
+            if lo >= hi {
+                continue;
+            }
+            let lr = &self.0.rows[i];
+            lr.row.check(region)?;
+            let r = lr.r();
+            let first = key::user_key(&r.entry(region, lo, false)?.0).to_vec();
+            let last = key::user_key(&r.entry(region, hi - 1, false)?.0).to_vec();
+            bytes += u64::from(r.offset(region, hi)? - r.offset(region, lo)?);
+            if smallest.as_ref().is_none_or(|s| first < *s) {
+                smallest = Some(first);
+            }
+            if largest.as_ref().is_none_or(|l| last > *l) {
+                largest = Some(last);
+            }
+        }
+        let (Some(smallest), Some(largest)) = (smallest, largest) else {
+            return Ok(None);
+        };
+        Ok(Some(L0Part {
+            smallest,
+            largest,
+            bytes,
+            token: TOKEN,
+            column: Arc::new(Column {
+                source: self.clone(),
+                ranges,
+                change,
+            }),
+        }))
+    }
+
+    fn pick_column(&self, below: &[Arc<FileMeta>]) -> Result<Option<L0Part>> {
+        let region = &**self.region()?;
+        let end = self.column_end(region, below)?;
+        let mut ranges = Vec::new();
+        let mut after = Vec::new();
+        let mut expect = Vec::new();
+        let mut done = true;
+        for (i, lr) in self.compactor().iter().enumerate() {
+            let r = lr.r();
+            let to = Self::end_index(region, lr, end.as_deref())?;
+            ranges.push((i, lr.live_from, to));
+            expect.push((r.id, lr.live_from));
+            let off = r.offset(region, to)?;
+            after.push((to, off / PAGE as u32));
+            done &= to == r.entries;
+        }
+        let change = Arc::new(ColumnDone {
+            expect,
+            after,
+            cursor: if done { None } else { end },
+        });
+        match self.part(region, ranges, change.clone())? {
+            Some(p) => Ok(Some(p)),
+            // Nothing of the compactor left at or past the cursor: a column compaction of
+            // nothing would still end it; `apply` does that at the next change instead.
+            None => Ok(None),
+        }
+    }
+}
+
+/// Bytes of receiver at which it becomes the compactor.
+fn switch_bytes(cfg: &L0Config) -> u64 {
+    (cfg.matrix_container / 100).saturating_mul(u64::from(cfg.matrix_receiver_percent))
+}
+
+/// The shared `CheckedRow` for `row` (one per id while any layout names it).
+fn intern(shared: &Shared, row: Row, checked: bool) -> Arc<CheckedRow> {
+    let mut rows = shared
+        .rows
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(r) = rows.get(&row.id).and_then(Weak::upgrade) {
+        return r;
+    }
+    rows.retain(|_, w| w.strong_count() > 0);
+    let id = row.id;
+    let r = Arc::new(CheckedRow {
+        row: Arc::new(row),
+        checked: AtomicBool::new(checked),
+    });
+    rows.insert(id, Arc::downgrade(&r));
+    r
+}
+
+fn as_matrix(current: &dyn Level0) -> Result<&Matrix> {
+    current
+        .as_any()
+        .downcast_ref::<Matrix>()
+        .ok_or_else(|| Error::corrupt("a matrix change met an L0 layout that is not a matrix"))
+}
+
+/// A flush's row, added to the receiver.
+#[derive(Debug)]
+struct AddRow {
+    row: LiveRow,
+    /// The row's pages, held until a version's layout names them.
+    _pages: Held,
+}
+
+impl L0Change for AddRow {
+    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
+        let m = as_matrix(current)?;
+        let mut rows = m.0.rows.clone();
+        rows.push(self.row.clone());
+        m.rebuilt(rows, m.0.compactor, m.0.cursor.clone())
+    }
+}
+
+/// A column compaction's end: the compactor's rows keep their entries from `after` on
+/// (or, with no cursor left, leave L0).
+#[derive(Debug)]
+struct ColumnDone {
+    /// The compactor as the column was cut from it: row ids and first live entries.
+    expect: Vec<(u64, u32)>,
+    /// Per compactor row: its new first live entry and page.
+    after: Vec<(u32, u32)>,
+    /// The compactor's new cursor; `None` when the column took the rest of it.
+    cursor: Option<Vec<u8>>,
+}
+
+impl L0Change for ColumnDone {
+    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
+        let m = as_matrix(current)?;
+        let st = &m.0;
+        let same = st.compactor == self.expect.len()
+            && st
+                .rows
+                .iter()
+                .zip(&self.expect)
+                .all(|(r, &(id, from))| r.r().id == id && r.live_from == from);
+        if !same {
+            return Err(Error::corrupt(
+                "the matrix's compactor changed during a column compaction",
+            ));
+        }
+        match &self.cursor {
+            None => m.rebuilt(st.rows[st.compactor..].to_vec(), 0, Vec::new()),
+            Some(c) => {
+                let mut rows = st.rows.clone();
+                for (r, &(from, page)) in rows.iter_mut().zip(&self.after) {
+                    r.live_from = from;
+                    r.first_page = page;
+                }
+                m.rebuilt(rows, st.compactor, c.clone())
+            }
+        }
+    }
+}
+
+/// A manual compaction's end: the rows it took leave L0.
+#[derive(Debug)]
+struct RemoveRows {
+    /// The rows taken, with the first live entry each had.
+    taken: Vec<(u64, u32)>,
+}
+
+impl L0Change for RemoveRows {
+    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
+        let m = as_matrix(current)?;
+        let st = &m.0;
+        let taken: HashMap<u64, u32> = self.taken.iter().copied().collect();
+        for r in &st.rows {
+            if taken.get(&r.r().id).is_some_and(|&f| f != r.live_from) {
+                return Err(Error::corrupt(
+                    "a matrix row changed during a manual compaction",
+                ));
+            }
+        }
+        let compactor = st.rows[..st.compactor]
+            .iter()
+            .filter(|r| !taken.contains_key(&r.r().id))
+            .count();
+        let rows = st
+            .rows
+            .iter()
+            .filter(|r| !taken.contains_key(&r.r().id))
+            .cloned()
+            .collect();
+        let cursor = if compactor == 0 {
+            Vec::new()
+        } else {
+            st.cursor.clone()
+        };
+        m.rebuilt(rows, compactor, cursor)
+    }
+}
+
+/// What a column compaction takes: entry ranges of the rows of the layout it was cut from
+/// (which keeps their pages held while the compaction runs).
+#[derive(Debug)]
+struct Column {
+    source: Matrix,
+    ranges: Vec<(usize, u32, u32)>,
+    change: Arc<dyn L0Change>,
+}
+
+impl L0Column for Column {
+    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+        let region = self.source.region()?;
+        let keep: Arc<dyn Any + Send + Sync> = self.source.0.clone();
+        for &(i, lo, hi) in &self.ranges {
+            if lo < hi {
+                let lr = &self.source.0.rows[i];
+                out.push(Box::new(RowIter::new(
+                    region.clone(),
+                    lr.row.row.clone(),
+                    keep.clone(),
+                    lo,
+                    hi,
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn change(&self) -> Arc<dyn L0Change> {
+        self.change.clone()
+    }
+}
+
+impl Level0 for Matrix {
+    fn kind(&self) -> L0Layout {
+        L0Layout::Matrix
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn record(&self) -> super::L0Record {
+        super::L0Record {
+            layout: super::layout_id(L0Layout::Matrix),
+            state: self.encode(),
+        }
+    }
+
+    fn feature(&self) -> Option<&'static str> {
+        Some(MATRIX_FEATURE)
+    }
+
+    fn arrange(&self, files: &mut Vec<Arc<FileMeta>>) -> Result<()> {
+        if let Some(f) = files.first() {
+            return Err(Error::corrupt(format!(
+                "table {} is in level 0, whose layout (the matrix) keeps no tables",
+                f.number
+            )));
+        }
+        Ok(())
+    }
+
+    fn ingest(
+        &self,
+        job: &mut Ingest<'_>,
+        mem: &Arc<MemTable>,
+        _files: &[Arc<FileMeta>],
+    ) -> Result<Ingested> {
+        let st = &self.0;
+        let region = st.shared.pages.region(!st.rows.is_empty())?.clone();
+        let prev = st.rows.last().map(|r| (r.row.row.clone(), r.live_from));
+        let mut writer = RowWriter::new(st.shared.pages.clone(), region, prev);
+        job.entries(mem, None, None, &mut writer)?;
+        let Some((row, held)) = writer.finish()? else {
+            return Ok(Ingested::default());
+        };
+        let row = LiveRow {
+            row: intern(&st.shared, row, true),
+            live_from: 0,
+            first_page: 0,
+        };
+        Ok(Ingested {
+            tables: Vec::new(),
+            other_bytes: row.r().len(),
+            change: Some(Arc::new(AddRow { row, _pages: held })),
+        })
+    }
+
+    fn get<'a>(
+        &self,
+        _files: &'a [Arc<FileMeta>],
+        _tables: &TableCache,
+        target: &[u8],
+        user_key: &[u8],
+        _searched: &mut dyn FnMut(&'a Arc<FileMeta>),
+    ) -> Result<Option<Lookup>> {
+        self.search(target, user_key, self.0.cfg.matrix_hints)
+    }
+
+    fn iterators(
+        &self,
+        _files: &[Arc<FileMeta>],
+        _tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) {
+        let st = &self.0;
+        if st.rows.is_empty() {
+            return;
+        }
+        let region = match self.region() {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                out.push(Box::new(EmptyIterator(Err(e))));
+                return;
+            }
+        };
+        let keep: Arc<dyn Any + Send + Sync> = st.clone();
+        for lr in st.rows.iter().rev() {
+            if let Err(e) = lr.row.check(&*region) {
+                out.push(Box::new(EmptyIterator(Err(e))));
+                continue;
+            }
+            out.push(Box::new(RowIter::new(
+                region.clone(),
+                lr.row.row.clone(),
+                keep.clone(),
+                lr.live_from,
+                lr.r().entries,
+            )));
+        }
+    }
+
+    fn seek_sources<'a>(
+        &self,
+        _files: &'a [Arc<FileMeta>],
+        _user_key: &[u8],
+        _visit: &mut dyn FnMut(&'a Arc<FileMeta>),
+    ) {
+    }
+
+    fn pressure(&self, _files: &[Arc<FileMeta>], opts: &Options) -> Pressure {
+        let pages = &self.0.shared.pages;
+        let total = pages.pages();
+        // Room kept for every memtable that may be waiting to flush when writes stop.
+        let reserve = opts.max_write_buffer_number * row_pages(opts.write_buffer_size);
+        let stop = total.saturating_sub(reserve).max(1);
+        Pressure {
+            level: total - pages.free(),
+            slowdown: stop - stop / 10,
+            stop,
+        }
+    }
+
+    fn compacts_all_of_l0(&self) -> bool {
+        false
+    }
+
+    fn score(&self, _files: &[Arc<FileMeta>], _opts: &Options) -> f64 {
+        let st = &self.0;
+        if st.compactor > 0 {
+            let left: u64 = self.compactor().iter().map(Self::live_bytes).sum();
+            1.0 + left as f64 / st.cfg.matrix_column_bytes.max(1) as f64
+        } else {
+            let receiver: u64 = self.receiver().iter().map(|r| r.r().len()).sum();
+            receiver as f64 / switch_bytes(&st.cfg).max(1) as f64
+        }
+    }
+
+    fn is_empty(&self, _files: &[Arc<FileMeta>]) -> bool {
+        self.0.rows.is_empty()
+    }
+
+    fn bytes(&self, _files: &[Arc<FileMeta>]) -> u64 {
+        self.0.rows.iter().map(Self::live_bytes).sum()
+    }
+
+    fn capacity(&self, _opts: &Options) -> u64 {
+        self.0.shared.pages.len() as u64
+    }
+
+    fn pick(
+        &self,
+        _files: &[Arc<FileMeta>],
+        _busy: &HashSet<FileNumber>,
+        _opts: &Options,
+    ) -> Option<Vec<Arc<FileMeta>>> {
+        None
+    }
+
+    fn manual_inputs(
+        &self,
+        _files: &[Arc<FileMeta>],
+        _lo: Option<&[u8]>,
+        _hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        Vec::new()
+    }
+
+    fn pick_part(&self, below: &[Arc<FileMeta>], busy: &HashSet<FileNumber>) -> Option<L0Part> {
+        if self.0.compactor == 0 || busy.contains(&TOKEN) {
+            return None;
+        }
+        // An error reading the region leaves the column for the read paths to report.
+        self.pick_column(below).ok().flatten()
+    }
+
+    fn manual_part(
+        &self,
+        _lo: Option<&[u8]>,
+        _hi: Option<&[u8]>,
+        busy: &HashSet<FileNumber>,
+    ) -> Option<L0Part> {
+        let st = &self.0;
+        if st.rows.is_empty() || busy.contains(&TOKEN) {
+            return None;
+        }
+        // The whole matrix: its rows cannot leave L0 by key range but through the
+        // compactor's cursor, and a manual compaction must move every key it covers.
+        let region = self.region().ok()?;
+        let ranges = st
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.live_from, r.r().entries))
+            .collect();
+        let change = Arc::new(RemoveRows {
+            taken: st.rows.iter().map(|r| (r.r().id, r.live_from)).collect(),
+        });
+        self.part(&**region, ranges, change).ok().flatten()
+    }
+}
+
+/// Pages a row of a memtable of `write_buffer_size` bytes may take (its entries, metadata
+/// and footer are no larger than the memtable's arena, with slack).
+fn row_pages(write_buffer_size: usize) -> usize {
+    (write_buffer_size + write_buffer_size / 4) / PAGE + 2
+}
+
+/// Bytes a row of a memtable of `write_buffer_size` bytes may take.
+pub(crate) fn row_bytes(write_buffer_size: usize) -> u64 {
+    (row_pages(write_buffer_size) * PAGE) as u64
+}

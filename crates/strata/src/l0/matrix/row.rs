@@ -1,0 +1,538 @@
+//! RowTables: one flushed memtable in the matrix's pages (docs/format/row_table.md).
+//!
+//! A row is a byte stream laid over its pages in order: the entries (internal key and value,
+//! each readable from its offset), the metadata array (per entry: its offset and its forward
+//! pointer into the row it was written after), and a footer with both checksums. Reads go
+//! through the metadata array in the region, as MatrixKV's do; nothing of a row is kept in
+//! DRAM but its bounds and its page list.
+
+use std::any::Any;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::coding::{get_varint32, put_varint32};
+use crate::error::{Error, Result};
+use crate::fs::PmemRegion;
+use crate::iter::InternalIterator;
+use crate::key;
+use crate::l0::EntrySink;
+use crate::pmem::{Held, Pages, Run, PAGE};
+
+/// `MXRT`: the footer's magic number.
+const MAGIC: u32 = 0x4D58_5254;
+/// Bytes of the footer: magic, entries, data length, entries' CRC, metadata's CRC.
+pub(crate) const FOOTER: usize = 20;
+/// Bytes of a metadata element: the entry's offset and its forward pointer.
+const META: usize = 8;
+/// Most bytes of an entry's header (two 32-bit varints).
+const MAX_HEADER: usize = 10;
+
+/// A RowTable as its layout records it.
+#[derive(Debug)]
+pub(crate) struct Row {
+    /// Unique in the database (a file number).
+    pub id: u64,
+    /// The row whose indexes the forward pointers hold (0: none).
+    pub prev: u64,
+    /// Entries in the row.
+    pub entries: u32,
+    /// Bytes of the entries (the metadata array starts here).
+    pub data_len: u32,
+    /// The smallest user key.
+    pub smallest: Vec<u8>,
+    /// The largest user key.
+    pub largest: Vec<u8>,
+    /// The pages the row was written in, in order, as runs.
+    pub runs: Vec<Run>,
+    /// The same, one entry per page.
+    pages: Vec<u32>,
+}
+
+/// The runs of `pages` (in order).
+fn runs_of(pages: &[u32]) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for &p in pages {
+        match runs.last_mut() {
+            Some((s, l)) if *s + *l == p => *l += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs
+}
+
+impl Row {
+    /// A row as recorded: `runs` must cover its bytes.
+    ///
+    /// # Errors
+    /// `Corruption` when the runs hold fewer bytes than the row.
+    pub fn new(
+        id: u64,
+        prev: u64,
+        entries: u32,
+        data_len: u32,
+        bounds: (Vec<u8>, Vec<u8>),
+        runs: Vec<Run>,
+    ) -> Result<Self> {
+        let pages: Vec<u32> = runs
+            .iter()
+            .flat_map(|&(s, l)| s..s.saturating_add(l))
+            .collect();
+        let row = Row {
+            id,
+            prev,
+            entries,
+            data_len,
+            smallest: bounds.0,
+            largest: bounds.1,
+            runs,
+            pages,
+        };
+        if (row.pages.len() as u64) * (PAGE as u64) < row.len() {
+            return Err(Error::corrupt(format!(
+                "RowTable {id}: {} pages cannot hold its {} bytes",
+                row.pages.len(),
+                row.len()
+            )));
+        }
+        Ok(row)
+    }
+
+    /// Bytes of the whole row.
+    pub fn len(&self) -> u64 {
+        u64::from(self.data_len) + u64::from(self.entries) * META as u64 + FOOTER as u64
+    }
+
+    /// The runs of pages from logical page `first` on (what a layout holds of the row).
+    pub fn runs_from(&self, first: u32) -> Vec<Run> {
+        runs_of(self.pages.get(first as usize..).unwrap_or(&[]))
+    }
+
+    /// Pages of the row.
+    pub fn page_count(&self) -> u32 {
+        self.pages.len() as u32
+    }
+
+    /// Bytes `off..off + len` of the row's stream.
+    fn read(&self, region: &dyn PmemRegion, off: u64, len: usize) -> Result<Vec<u8>> {
+        if off + len as u64 > self.len() {
+            return Err(Error::corrupt(format!(
+                "RowTable {}: a read of bytes {off}..+{len} past its end ({})",
+                self.id,
+                self.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(len);
+        let mut at = off;
+        while out.len() < len {
+            let page = self.pages[(at / PAGE as u64) as usize] as usize;
+            let in_page = (at % PAGE as u64) as usize;
+            let n = (PAGE - in_page).min(len - out.len());
+            if n == len {
+                return region.read_at(page * PAGE + in_page, n);
+            }
+            out.extend_from_slice(&region.read_at(page * PAGE + in_page, n)?);
+            at += n as u64;
+        }
+        Ok(out)
+    }
+
+    /// Entry `i`'s offset and forward pointer.
+    pub fn meta(&self, region: &dyn PmemRegion, i: u32) -> Result<(u32, u32)> {
+        let b = self.read(
+            region,
+            u64::from(self.data_len) + u64::from(i) * META as u64,
+            META,
+        )?;
+        Ok((
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        ))
+    }
+
+    /// The offset of entry `i`; the entries' end for `i == entries`.
+    pub fn offset(&self, region: &dyn PmemRegion, i: u32) -> Result<u32> {
+        if i >= self.entries {
+            return Ok(self.data_len);
+        }
+        let (off, _) = self.meta(region, i)?;
+        if off >= self.data_len {
+            return Err(self.bad(format!("entry {i} at {off}, past the entries' end")));
+        }
+        Ok(off)
+    }
+
+    fn bad(&self, what: String) -> Error {
+        Error::corrupt(format!("RowTable {}: {what}", self.id))
+    }
+
+    /// Entry `i`: its internal key and, if `with_value`, its value.
+    pub fn entry(
+        &self,
+        region: &dyn PmemRegion,
+        i: u32,
+        with_value: bool,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let off = self.offset(region, i)?;
+        let avail = (self.data_len - off) as usize;
+        let head = self.read(region, u64::from(off), avail.min(MAX_HEADER + 48))?;
+        let mut s = &head[..];
+        let (Some(klen), Some(vlen)) = (get_varint32(&mut s), get_varint32(&mut s)) else {
+            return Err(self.bad(format!("entry {i} has a malformed header")));
+        };
+        let hlen = head.len() - s.len();
+        let (klen, vlen) = (klen as usize, vlen as usize);
+        if hlen + klen + vlen > avail || klen < 8 {
+            return Err(self.bad(format!("entry {i} runs past the entries' end")));
+        }
+        let want = if with_value { klen + vlen } else { klen };
+        let body = if hlen + want <= head.len() {
+            head[hlen..hlen + want].to_vec()
+        } else {
+            self.read(region, u64::from(off) + hlen as u64, want)?
+        };
+        let mut key = body;
+        let value = if with_value {
+            key.split_off(klen)
+        } else {
+            Vec::new()
+        };
+        Ok((key, value))
+    }
+
+    /// The first index in `lo..hi` whose internal key is >= `target` (`hi` if none).
+    pub fn lower_bound(
+        &self,
+        region: &dyn PmemRegion,
+        target: &[u8],
+        mut lo: u32,
+        mut hi: u32,
+    ) -> Result<u32> {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (k, _) = self.entry(region, mid, false)?;
+            if key::compare(&k, target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Checks the footer and both checksums against the record.
+    ///
+    /// # Errors
+    /// `Corruption` naming what does not match.
+    pub fn verify(&self, region: &dyn PmemRegion) -> Result<()> {
+        let meta_at = u64::from(self.data_len);
+        let meta_len = self.entries as usize * META;
+        let f = self.read(region, meta_at + meta_len as u64, FOOTER)?;
+        let word = |i: usize| u32::from_le_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
+        if word(0) != MAGIC || word(4) != self.entries || word(8) != self.data_len {
+            return Err(self.bad("its footer does not match the manifest's record".into()));
+        }
+        let meta = self.read(region, meta_at, meta_len)?;
+        if crc32c::crc32c(&meta) != word(16) {
+            return Err(self.bad("its metadata array fails its checksum".into()));
+        }
+        let mut crc = 0u32;
+        let mut at = 0u64;
+        while at < meta_at {
+            let n = (meta_at - at).min(64 * PAGE as u64) as usize;
+            crc = crc32c::crc32c_append(crc, &self.read(region, at, n)?);
+            at += n as u64;
+        }
+        if crc != word(12) {
+            return Err(self.bad("its entries fail their checksum".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Writes one row into free pages as a flush gives its entries ([`EntrySink`]).
+pub(crate) struct RowWriter {
+    pages: Arc<Pages>,
+    region: Arc<dyn PmemRegion>,
+    /// The row written before this one, and its first live entry: the forward pointers'
+    /// target.
+    prev: Option<(Arc<Row>, u32)>,
+    prev_pos: u32,
+    prev_key: Option<Vec<u8>>,
+    id: u64,
+    held: Held,
+    page_pages: Vec<u32>,
+    buf: Vec<u8>,
+    written: u64,
+    meta: Vec<u8>,
+    entries: u32,
+    crc: u32,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    header: Vec<u8>,
+}
+
+impl RowWriter {
+    /// A writer of a row after `prev` (with its first live entry).
+    pub fn new(
+        pages: Arc<Pages>,
+        region: Arc<dyn PmemRegion>,
+        prev: Option<(Arc<Row>, u32)>,
+    ) -> Self {
+        let prev_pos = prev.as_ref().map_or(0, |p| p.1);
+        RowWriter {
+            held: Held::empty(&pages),
+            pages,
+            region,
+            prev,
+            prev_pos,
+            prev_key: None,
+            id: 0,
+            page_pages: Vec::new(),
+            buf: Vec::with_capacity(2 * PAGE),
+            written: 0,
+            meta: Vec::new(),
+            entries: 0,
+            crc: 0,
+            smallest: Vec::new(),
+            largest: Vec::new(),
+            header: Vec::with_capacity(MAX_HEADER),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(bytes);
+        self.written += bytes.len() as u64;
+        while self.buf.len() >= PAGE {
+            self.write_page()?;
+        }
+        Ok(())
+    }
+
+    fn write_page(&mut self) -> Result<()> {
+        let page = self.pages.allocate(&mut self.held)?;
+        let n = self.buf.len().min(PAGE);
+        let mut data = [0u8; PAGE];
+        data[..n].copy_from_slice(&self.buf[..n]);
+        // SAFETY: the page was free until `allocate` gave it to this writer's `Held`: no
+        // layout names it, so no reader reaches it, and no other writer holds it.
+        unsafe { self.region.write_at(page as usize * PAGE, &data)? };
+        self.page_pages.push(page);
+        self.buf.drain(..n);
+        Ok(())
+    }
+
+    /// The forward pointer of `ikey`: the first index of the previous row, from its first
+    /// live entry on, whose key is >= `ikey`.
+    fn forward(&mut self, ikey: &[u8]) -> Result<u32> {
+        let Some((prev, _)) = self.prev.clone() else {
+            return Ok(0);
+        };
+        while self.prev_pos < prev.entries {
+            if self.prev_key.is_none() {
+                self.prev_key = Some(prev.entry(&*self.region, self.prev_pos, false)?.0);
+            }
+            let k = self.prev_key.as_deref().unwrap_or_default();
+            if key::compare(k, ikey) != Ordering::Less {
+                break;
+            }
+            self.prev_pos += 1;
+            self.prev_key = None;
+        }
+        Ok(self.prev_pos)
+    }
+
+    /// Writes the metadata array and footer, persists the pages, and returns the row with
+    /// the guard holding its pages (`None` if no entry came).
+    ///
+    /// # Errors
+    /// I/O errors of the region; `NoSpace` when the pages ran out.
+    pub fn finish(mut self) -> Result<Option<(Row, Held)>> {
+        if self.entries == 0 {
+            return Ok(None);
+        }
+        let data_len = self.written as u32;
+        let meta = std::mem::take(&mut self.meta);
+        let mut footer = Vec::with_capacity(FOOTER);
+        for w in [
+            MAGIC,
+            self.entries,
+            data_len,
+            self.crc,
+            crc32c::crc32c(&meta),
+        ] {
+            footer.extend_from_slice(&w.to_le_bytes());
+        }
+        self.push(&meta)?;
+        self.push(&footer)?;
+        if !self.buf.is_empty() {
+            self.write_page()?;
+        }
+        for &(start, len) in self.held.runs() {
+            self.region
+                .persist(start as usize * PAGE, len as usize * PAGE)?;
+        }
+        let row = Row::new(
+            self.id,
+            self.prev.as_ref().map_or(0, |p| p.0.id),
+            self.entries,
+            data_len,
+            (
+                std::mem::take(&mut self.smallest),
+                std::mem::take(&mut self.largest),
+            ),
+            runs_of(&self.page_pages),
+        )?;
+        Ok(Some((row, self.held)))
+    }
+}
+
+impl EntrySink for RowWriter {
+    fn begin(
+        &mut self,
+        new_file_number: &mut dyn FnMut() -> crate::filename::FileNumber,
+    ) -> Result<()> {
+        self.id = new_file_number().0;
+        Ok(())
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let user_key = key::user_key(ikey);
+        if self.entries == 0 {
+            self.smallest = user_key.to_vec();
+        }
+        if self.largest.as_slice() != user_key || self.entries == 0 {
+            self.largest = user_key.to_vec();
+        }
+        let offset = u32::try_from(self.written)
+            .ok()
+            .filter(|o| {
+                o.checked_add((MAX_HEADER + ikey.len() + value.len()) as u32)
+                    .is_some()
+            })
+            .ok_or_else(|| Error::invalid("a memtable too large for one RowTable (4 GiB)"))?;
+        let fwd = self.forward(ikey)?;
+        self.meta.extend_from_slice(&offset.to_le_bytes());
+        self.meta.extend_from_slice(&fwd.to_le_bytes());
+        let mut header = std::mem::take(&mut self.header);
+        header.clear();
+        put_varint32(&mut header, ikey.len() as u32);
+        put_varint32(&mut header, value.len() as u32);
+        for part in [&header[..], ikey, value] {
+            self.crc = crc32c::crc32c_append(self.crc, part);
+            self.push(part)?;
+        }
+        self.header = header;
+        self.entries += 1;
+        Ok(())
+    }
+}
+
+/// Entries `lo..hi` of a row, in order.
+pub(crate) struct RowIter {
+    region: Arc<dyn PmemRegion>,
+    row: Arc<Row>,
+    /// Keeps the row's pages from being reused while the iterator lives.
+    _keep: Arc<dyn Any + Send + Sync>,
+    lo: u32,
+    hi: u32,
+    pos: u32,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    err: Option<Error>,
+}
+
+impl RowIter {
+    pub fn new(
+        region: Arc<dyn PmemRegion>,
+        row: Arc<Row>,
+        keep: Arc<dyn Any + Send + Sync>,
+        lo: u32,
+        hi: u32,
+    ) -> Self {
+        RowIter {
+            region,
+            row,
+            _keep: keep,
+            lo,
+            hi,
+            pos: hi,
+            key: Vec::new(),
+            value: Vec::new(),
+            err: None,
+        }
+    }
+
+    fn load(&mut self) {
+        if self.pos < self.lo || self.pos >= self.hi {
+            self.pos = self.hi;
+            return;
+        }
+        match self.row.entry(&*self.region, self.pos, true) {
+            Ok((k, v)) => {
+                self.key = k;
+                self.value = v;
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.pos = self.hi;
+            }
+        }
+    }
+}
+
+impl InternalIterator for RowIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.pos >= self.lo && self.pos < self.hi
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = self.lo;
+        self.load();
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = if self.hi > self.lo {
+            self.hi - 1
+        } else {
+            self.hi
+        };
+        self.load();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        match self
+            .row
+            .lower_bound(&*self.region, target, self.lo, self.hi)
+        {
+            Ok(p) => {
+                self.pos = p;
+                self.load();
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.pos = self.hi;
+            }
+        }
+    }
+    fn next(&mut self) {
+        self.pos += 1;
+        self.load();
+    }
+    fn prev(&mut self) {
+        if self.pos == self.lo {
+            self.pos = self.hi;
+        } else {
+            self.pos -= 1;
+            self.load();
+        }
+    }
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

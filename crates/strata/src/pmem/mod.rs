@@ -1,0 +1,264 @@
+//! Persistent memory as a layout uses it: one region (`Fs::open_region`) cut into pages of
+//! [`PAGE`] bytes, handed out by a page table that counts, for each page, the holders that
+//! may still read it (docs/design/matrixkv.md, "The matrix layout").
+//!
+//! A page is free when nothing holds it: no layout of a live version names it and no writer
+//! has reserved it. A page that an edit stopped naming stays held while older versions
+//! (readers, iterators, a running compaction) keep the layout that names it: MatrixKV's
+//! lazy deletion, with the versions as the reference counts. Nothing of the table is
+//! persisted: the manifest's layout record names every page in use, and the table is
+//! rebuilt from it at open.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::fs::{Fs, PmemRegion};
+
+/// Bytes of a page: the unit rows are written in and freed by.
+pub(crate) const PAGE: usize = 4096;
+
+/// A run of consecutive pages: `(first page, pages)`.
+pub(crate) type Run = (u32, u32);
+
+/// How many holders each page has.
+#[derive(Debug)]
+pub(crate) struct PageTable {
+    refs: Vec<u32>,
+    free: usize,
+    /// Where the next allocation starts looking (first fit from here, wrapping).
+    hint: usize,
+}
+
+impl PageTable {
+    fn new(pages: usize) -> Self {
+        PageTable {
+            refs: vec![0; pages],
+            free: pages,
+            hint: 0,
+        }
+    }
+
+    fn hold(&mut self, runs: &[Run]) -> Result<()> {
+        for &(start, len) in runs {
+            let end = start as usize + len as usize;
+            if end > self.refs.len() {
+                return Err(Error::corrupt(format!(
+                    "pages {start}..{end} are past the region's {} pages",
+                    self.refs.len()
+                )));
+            }
+        }
+        for &(start, len) in runs {
+            for r in &mut self.refs[start as usize..(start + len) as usize] {
+                if *r == 0 {
+                    self.free -= 1;
+                }
+                *r += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, runs: &[Run]) {
+        for &(start, len) in runs {
+            for r in &mut self.refs[start as usize..(start + len) as usize] {
+                debug_assert!(*r > 0, "page released more often than held");
+                *r = r.saturating_sub(1);
+                if *r == 0 {
+                    self.free += 1;
+                }
+            }
+        }
+    }
+
+    /// One free page, now held once; `None` if every page is held.
+    fn allocate(&mut self) -> Option<u32> {
+        if self.free == 0 {
+            return None;
+        }
+        let n = self.refs.len();
+        let at = (0..n)
+            .map(|i| (self.hint + i) % n)
+            .find(|&i| self.refs[i] == 0)?;
+        self.refs[at] = 1;
+        self.free -= 1;
+        self.hint = (at + 1) % n;
+        Some(at as u32)
+    }
+}
+
+/// A region and its page table, shared by every layout of one database.
+pub(crate) struct Pages {
+    fs: Arc<dyn Fs>,
+    path: PathBuf,
+    len: usize,
+    region: OnceLock<Arc<dyn PmemRegion>>,
+    table: Mutex<PageTable>,
+}
+
+impl std::fmt::Debug for Pages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pages")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pages {
+    /// The pages of a region of `len` bytes (a whole number of pages) at `path`, opened
+    /// when first read or written.
+    pub fn new(fs: Arc<dyn Fs>, path: PathBuf, len: usize) -> Self {
+        Pages {
+            fs,
+            path,
+            len,
+            region: OnceLock::new(),
+            table: Mutex::new(PageTable::new(len / PAGE)),
+        }
+    }
+
+    /// The region's size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Pages of the region.
+    pub fn pages(&self) -> usize {
+        self.len / PAGE
+    }
+
+    /// Pages nothing holds.
+    pub fn free(&self) -> usize {
+        self.lock().free
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PageTable> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The region, opened (or created, zero-filled, with its directory synced) on first use.
+    /// `must_exist`: its pages hold recorded data, so a missing region is corruption.
+    ///
+    /// # Errors
+    /// I/O errors; `Corruption` when `must_exist` and the region is missing.
+    pub fn region(&self, must_exist: bool) -> Result<&Arc<dyn PmemRegion>> {
+        if let Some(r) = self.region.get() {
+            return Ok(r);
+        }
+        let existed = self.fs.exists(&self.path);
+        if must_exist && !existed {
+            return Err(Error::corrupt(format!(
+                "{}: the persistent-memory region the manifest's L0 layout names is missing \
+                 (open with the pmem_dir the database was created with)",
+                self.path.display()
+            )));
+        }
+        let r = self.fs.open_region(&self.path, self.len)?;
+        if !existed {
+            if let Some(dir) = self.path.parent() {
+                self.fs.sync_dir(dir)?;
+            }
+        }
+        Ok(self.region.get_or_init(|| r))
+    }
+
+    /// Holds `runs` for as long as the returned guard lives.
+    ///
+    /// # Errors
+    /// `Corruption` for pages past the region's end.
+    pub fn hold(self: &Arc<Self>, runs: Vec<Run>) -> Result<Held> {
+        self.lock().hold(&runs)?;
+        Ok(Held {
+            pages: self.clone(),
+            runs,
+        })
+    }
+
+    /// One free page, held by `into` from now on.
+    ///
+    /// # Errors
+    /// `NoSpace` when every page is held.
+    pub fn allocate(&self, into: &mut Held) -> Result<u32> {
+        let page = self.lock().allocate().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoSpace,
+                format!(
+                    "{}: every page of the persistent-memory region is in use",
+                    self.path.display()
+                ),
+            )
+        })?;
+        match into.runs.last_mut() {
+            Some((start, len)) if *start + *len == page => *len += 1,
+            _ => into.runs.push((page, 1)),
+        }
+        Ok(page)
+    }
+}
+
+/// Pages held while this lives (a layout's, a writer's reservation).
+#[derive(Debug)]
+pub(crate) struct Held {
+    pages: Arc<Pages>,
+    runs: Vec<Run>,
+}
+
+impl Held {
+    /// A guard holding nothing yet (a writer's, before it allocates).
+    pub fn empty(pages: &Arc<Pages>) -> Self {
+        Held {
+            pages: pages.clone(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// The runs held.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.pages.lock().release(&self.runs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFs;
+
+    #[test]
+    fn pages_are_free_once_no_holder_is_left() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let pages = Arc::new(Pages::new(fs, PathBuf::from("/r"), 8 * PAGE));
+        let mut w = Held::empty(&pages);
+        for _ in 0..3 {
+            pages.allocate(&mut w).unwrap();
+        }
+        assert_eq!(w.runs(), &[(0, 3)]);
+        assert_eq!(pages.free(), 5);
+        // A second holder of the same pages (a newer version's layout) keeps them after
+        // the first lets go.
+        let layout = pages.hold(w.runs().to_vec()).unwrap();
+        drop(w);
+        assert_eq!(pages.free(), 5);
+        let mut w2 = Held::empty(&pages);
+        for _ in 0..5 {
+            pages.allocate(&mut w2).unwrap();
+        }
+        assert_eq!(w2.runs(), &[(3, 5)]);
+        assert_eq!(
+            pages.allocate(&mut w2).unwrap_err().kind(),
+            ErrorKind::NoSpace
+        );
+        drop(layout);
+        assert_eq!(pages.free(), 3);
+        assert!(pages.hold(vec![(7, 2)]).is_err(), "past the end");
+    }
+}
