@@ -11,17 +11,14 @@ use strata::fs::{Fs, MemFs};
 use strata::{Db, ErrorKind, L0Layout, Options, ReadOptions};
 use strata_testkit::model::assert_db_matches;
 
+/// The testkit's `matrixkv` configuration (a 1 MiB container of 64 KiB rows in
+/// `/db/pmem`), as the model suites run it.
 fn opts(fs: &Arc<dyn Fs>) -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 24 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        block_size: 1024,
-        matrix_container_size: 1 << 20,
-        fs: fs.clone(),
-        ..Options::matrixkv("/pmem")
-    }
+    let config = strata_testkit::configs::configs()
+        .into_iter()
+        .find(|c| c.name == "matrixkv")
+        .expect("the testkit names a matrixkv configuration");
+    (config.build)(Path::new("/db"), fs.clone())
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -166,7 +163,7 @@ fn a_damaged_row_is_corruption() {
     db.flush().unwrap();
     db.close().unwrap();
     // Page 0 is the row's first page: flip a byte in its entries.
-    mem.corrupt(Path::new("/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
+    mem.corrupt(Path::new("/db/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
         .unwrap();
     let db = Db::open("/db", o).unwrap();
     let err = (0..500u64)
