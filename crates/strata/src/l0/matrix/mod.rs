@@ -115,8 +115,9 @@ struct State {
 pub struct Matrix(Arc<State>);
 
 /// The `Shared` of the database `ctx` belongs to, created on first use with a region of
-/// `container` bytes.
-fn shared(ctx: &L0Context, container: u64) -> Result<Arc<Shared>> {
+/// `container` bytes (`None`: as `matrix_container_size` says; an existing one keeps its
+/// size, which a record's `Some` must match).
+fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shared>> {
     let mut slot = ctx
         .shared
         .lock()
@@ -125,15 +126,15 @@ fn shared(ctx: &L0Context, container: u64) -> Result<Arc<Shared>> {
         .as_ref()
         .and_then(|s| s.clone().downcast::<Shared>().ok())
     {
-        if s.pages.len() as u64 != container {
+        if let Some(c) = container.filter(|&c| c != s.pages.len() as u64) {
             return Err(Error::corrupt(format!(
-                "the matrix region is {} bytes, a record says {container}",
+                "the matrix region is {} bytes, a record says {c}",
                 s.pages.len()
             )));
         }
         return Ok(s);
     }
-    let len = usize::try_from(container)
+    let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
         .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
     let path = ctx.placement.dir(PathId::PMEM).join(REGION_NAME);
     let s = Arc::new(Shared {
@@ -150,19 +151,8 @@ impl Matrix {
     /// # Errors
     /// `InvalidArgument` for a container that does not fit in memory.
     pub(crate) fn initial(ctx: &L0Context) -> Result<Self> {
-        let s = {
-            let existing = ctx
-                .shared
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone();
-            match existing.and_then(|s| s.downcast::<Shared>().ok()) {
-                // A database whose record named a matrix keeps its region's size.
-                Some(s) => s,
-                None => shared(ctx, ctx.config.matrix_container)?,
-            }
-        };
-        Self::build(s, ctx.config, Vec::new(), 0, Vec::new())
+        // A database whose record named a matrix keeps its region's size.
+        Self::build(shared(ctx, None)?, ctx.config, Vec::new(), 0, Vec::new())
     }
 
     fn build(
@@ -236,7 +226,7 @@ impl Matrix {
         if compactor > n {
             return Err(bad("more compactor rows than rows"));
         }
-        let shared = shared(ctx, container)?;
+        let shared = shared(ctx, Some(container))?;
         let mut rows = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {
             let id = get_varint64(&mut s).ok_or_else(|| bad("row id"))?;
@@ -297,8 +287,9 @@ impl Matrix {
             put_length_prefixed(&mut b, &r.largest);
             put_varint32(&mut b, lr.live_from);
             put_varint32(&mut b, lr.first_page);
-            put_varint32(&mut b, r.runs.len() as u32);
-            for &(start, len) in &r.runs {
+            let runs = r.runs();
+            put_varint32(&mut b, runs.len() as u32);
+            for &(start, len) in &runs {
                 put_varint32(&mut b, start);
                 put_varint32(&mut b, len);
             }
@@ -557,12 +548,7 @@ impl Matrix {
             after,
             cursor: if done { None } else { end },
         });
-        match self.part(region, ranges, change.clone())? {
-            Some(p) => Ok(Some(p)),
-            // Nothing of the compactor left at or past the cursor: a column compaction of
-            // nothing would still end it; `apply` does that at the next change instead.
-            None => Ok(None),
-        }
+        self.part(region, ranges, change)
     }
 }
 
@@ -763,7 +749,7 @@ impl Level0 for Matrix {
         _files: &[Arc<FileMeta>],
     ) -> Result<Ingested> {
         let st = &self.0;
-        let region = st.shared.pages.region(!st.rows.is_empty())?.clone();
+        let region = self.region()?.clone();
         let prev = st.rows.last().map(|r| (r.row.row.clone(), r.live_from));
         let mut writer = RowWriter::new(st.shared.pages.clone(), region, prev);
         job.entries(mem, None, None, &mut writer)?;

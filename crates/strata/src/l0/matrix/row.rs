@@ -42,9 +42,7 @@ pub(crate) struct Row {
     pub smallest: Vec<u8>,
     /// The largest user key.
     pub largest: Vec<u8>,
-    /// The pages the row was written in, in order, as runs.
-    pub runs: Vec<Run>,
-    /// The same, one entry per page.
+    /// The pages the row was written in, in order.
     pages: Vec<u32>,
 }
 
@@ -61,7 +59,7 @@ fn runs_of(pages: &[u32]) -> Vec<Run> {
 }
 
 impl Row {
-    /// A row as recorded: `runs` must cover its bytes.
+    /// A row as recorded: `runs` (its pages, in order) must cover its bytes.
     ///
     /// # Errors
     /// `Corruption` when the runs hold fewer bytes than the row.
@@ -84,7 +82,6 @@ impl Row {
             data_len,
             smallest: bounds.0,
             largest: bounds.1,
-            runs,
             pages,
         };
         if (row.pages.len() as u64) * (PAGE as u64) < row.len() {
@@ -100,6 +97,11 @@ impl Row {
     /// Bytes of the whole row.
     pub fn len(&self) -> u64 {
         u64::from(self.data_len) + u64::from(self.entries) * META as u64 + FOOTER as u64
+    }
+
+    /// The runs of the row's pages (what the layout record names).
+    pub fn runs(&self) -> Vec<Run> {
+        runs_of(&self.pages)
     }
 
     /// The runs of pages from logical page `first` on (what a layout holds of the row).
@@ -259,8 +261,8 @@ pub(crate) struct RowWriter {
     prev_pos: u32,
     prev_key: Option<Vec<u8>>,
     id: u64,
+    /// The pages written so far, in order.
     held: Held,
-    page_pages: Vec<u32>,
     buf: Vec<u8>,
     written: u64,
     meta: Vec<u8>,
@@ -287,7 +289,6 @@ impl RowWriter {
             prev_pos,
             prev_key: None,
             id: 0,
-            page_pages: Vec::new(),
             buf: Vec::with_capacity(2 * PAGE),
             written: 0,
             meta: Vec::new(),
@@ -308,23 +309,24 @@ impl RowWriter {
         Ok(())
     }
 
+    /// Writes the buffer's first page (the last one zero-padded).
     fn write_page(&mut self) -> Result<()> {
         let page = self.pages.allocate(&mut self.held)?;
-        let n = self.buf.len().min(PAGE);
-        let mut data = [0u8; PAGE];
-        data[..n].copy_from_slice(&self.buf[..n]);
+        self.buf.resize(self.buf.len().max(PAGE), 0);
         // SAFETY: the page was free until `allocate` gave it to this writer's `Held`: no
         // layout names it, so no reader reaches it, and no other writer holds it.
-        unsafe { self.region.write_at(page as usize * PAGE, &data)? };
-        self.page_pages.push(page);
-        self.buf.drain(..n);
+        unsafe {
+            self.region
+                .write_at(page as usize * PAGE, &self.buf[..PAGE])?
+        };
+        self.buf.drain(..PAGE);
         Ok(())
     }
 
     /// The forward pointer of `ikey`: the first index of the previous row, from its first
     /// live entry on, whose key is >= `ikey`.
     fn forward(&mut self, ikey: &[u8]) -> Result<u32> {
-        let Some((prev, _)) = self.prev.clone() else {
+        let Some((prev, _)) = &self.prev else {
             return Ok(0);
         };
         while self.prev_pos < prev.entries {
@@ -380,7 +382,7 @@ impl RowWriter {
                 std::mem::take(&mut self.smallest),
                 std::mem::take(&mut self.largest),
             ),
-            runs_of(&self.page_pages),
+            self.held.runs().to_vec(),
         )?;
         Ok(Some((row, self.held)))
     }
