@@ -312,7 +312,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    if ["rocksdb-l0-nvm", "matrixkv"].contains(&flags.preset.as_str()) && o.pmem_dir.is_none() {
+    if ["rocksdb-l0-nvm", "matrixkv", "matrixkv-bloom"].contains(&flags.preset.as_str())
+        && o.pmem_dir.is_none()
+    {
         return Err(format!(
             "--preset={}: give its persistent memory with --pmem_dir=DIR \
              (a tmpfs such as /dev/shm/NAME emulates it)",
@@ -392,6 +394,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     }
     if let Some(v) = flags.matrix_column_tables {
         o.matrix_column_tables = v;
+    }
+    if let Some(v) = flags.matrix_row_bloom_bits {
+        o.matrix_row_bloom_bits = v;
     }
     if let Some(v) = flags.matrix_hints {
         o.matrix_hints = v;

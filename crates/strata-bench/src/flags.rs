@@ -106,6 +106,8 @@ pub struct Flags {
     pub matrix_column_tables: Option<u32>,
     /// Cross-row hints in the matrix (strata only).
     pub matrix_hints: Option<bool>,
+    /// `Options::matrix_row_bloom_bits`.
+    pub matrix_row_bloom_bits: Option<u32>,
     /// How tables are read: auto, mapped, mapped-random, pread (strata only).
     pub table_reads: Option<String>,
     /// Memory the database may count on, in bytes (strata only; default: detected).
@@ -244,6 +246,7 @@ impl Default for Flags {
             matrix_receiver_percent: None,
             matrix_column_tables: None,
             matrix_hints: None,
+            matrix_row_bloom_bits: None,
             table_reads: None,
             memory_limit: None,
             idle_compaction_delay: None,
@@ -459,6 +462,7 @@ impl Flags {
                 "matrix_receiver_percent" => f.matrix_receiver_percent = Some(num(&name, v)?),
                 "matrix_column_tables" => f.matrix_column_tables = Some(num(&name, v)?),
                 "matrix_hints" => f.matrix_hints = Some(num::<u8>(&name, v)? != 0),
+                "matrix_row_bloom_bits" => f.matrix_row_bloom_bits = Some(num(&name, v)?),
                 "table_reads" => f.table_reads = Some(v.to_string()),
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
@@ -572,8 +576,9 @@ db_bench flags (same meaning and defaults):
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
   --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
-                         ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm
-                         (ohdb-2dc and ohdb-c need --level_dir, rocksdb-l0-nvm --pmem_dir)
+                         ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm, matrixkv,
+                         matrixkv-bloom (ohdb-2dc and ohdb-c need --level_dir; rocksdb-l0-nvm,
+                         matrixkv and matrixkv-bloom --pmem_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --level_sizing=classic|dynamic|flattened|hyperleveldb|hyperleveldb-1.0 (default: the preset's)
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR --pmem_dir=DIR (a tmpfs such as /dev/shm emulates persistent memory)
@@ -588,6 +593,8 @@ strata-only flags:
   --matrix_container_size=BYTES --matrix_receiver_percent=N --matrix_column_tables=N --matrix_hints=0|1
                          (preset matrixkv: the container in --pmem_dir, its receiver share, a
                           column's size in tables, cross-row hint search)
+  --matrix_row_bloom_bits=N  a Bloom filter per RowTable, N bits per key (0: none, the paper's;
+                         preset matrixkv-bloom: 10)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)

@@ -189,6 +189,16 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::matrixkv(dir.join("pmem")), fs)
             },
         },
+        // The same with a Bloom filter per row (preset matrixkv-bloom): gets skip rows, and
+        // a row skipped leaves the next one without a hint.
+        Config {
+            name: "matrixkv-bloom",
+            build: |dir, fs| Options {
+                matrix_container_size: 1 << 20,
+                matrix_row_bloom_bits: 10,
+                ..small(Options::matrixkv(dir.join("pmem")), fs)
+            },
+        },
         Config {
             name: "lz4-roundrobin",
             build: |_, fs| Options {

@@ -458,6 +458,12 @@ pub struct Options {
     /// narrowed by the forward pointers of the row searched before it. `false` searches
     /// each row whole (for measuring the hints). Defaults to `true`.
     pub matrix_hints: bool,
+    /// Bits per key of a Bloom filter over each RowTable's user keys, kept in DRAM beside
+    /// the row (`L0Layout::Matrix`; 0 = none, the paper's). A get skips the rows whose
+    /// filter rules its key out instead of probing their metadata in the region; a row
+    /// skipped leaves the next one without a hint. Built by the flush that writes a row,
+    /// or on a row's first read after a reopen. Defaults to 0 (`matrixkv-bloom`: 10).
+    pub matrix_row_bloom_bits: u32,
     /// Bytes a bucket holds before it is compacted into L1, beside the table count
     /// (`L0Layout::Buckets`; whichever is reached first). 0 (the default): the table count
     /// alone, as OHDB's paper describes. With skewed keys a hot bucket's tables are large
@@ -791,6 +797,7 @@ impl Options {
                 "matrix_receiver_percent" => o.matrix_receiver_percent = num32(value)?,
                 "matrix_column_tables" => o.matrix_column_tables = num32(value)?,
                 "matrix_hints" => o.matrix_hints = flag(value)?,
+                "matrix_row_bloom_bits" => o.matrix_row_bloom_bits = num32(value)?,
                 "l0_buckets" => o.l0_buckets = size(value)?,
                 "bucket_compaction_trigger" => o.bucket_compaction_trigger = size(value)?,
                 "bucket_compaction_bytes" => o.bucket_compaction_bytes = num(value)?,
@@ -904,6 +911,7 @@ impl Options {
             matrix_receiver_percent,
             matrix_column_tables,
             matrix_hints,
+            matrix_row_bloom_bits,
             bucket_compaction_bytes,
             l0_skips_l1_wait,
             bucket_boundaries,
@@ -982,6 +990,7 @@ impl Options {
             min_blob_size
         );
         plain!(matrix_container_size matrix_receiver_percent matrix_column_tables matrix_hints);
+        plain!(matrix_row_bloom_bits);
         path!(value_dir);
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
@@ -1046,6 +1055,7 @@ impl Default for Options {
             matrix_receiver_percent: 60,
             matrix_column_tables: 10,
             matrix_hints: true,
+            matrix_row_bloom_bits: 0,
             bucket_compaction_bytes: 0,
             l0_skips_l1_wait: false,
             bucket_boundaries: BucketBoundaries::Sampled,
@@ -1223,10 +1233,12 @@ impl Options {
     }
 
     /// MatrixKV's baseline RocksDB-L0-NVM (seeds/matrixkv-matrix-l0.txt: "simply enlarges L0
-    /// into 8 GB and stores it in NVM"): `rocksdb` with L0 tables in `pmem_dir` and L0
-    /// compacted into L1 once it holds 16 tables (1 GiB of 64 MiB memtables, the 8 GB of
-    /// the paper at this machine's scale); RocksDB's slowdown and stop triggers (20, 36)
-    /// are kept (docs/design/matrixkv.md, "RocksDB-L0-NVM").
+    /// into 8 GB and stores it in NVM") at the scale of [`Options::matrixkv`], every size of
+    /// the paper's setup divided by 8: `rocksdb` with L0 tables in `pmem_dir`, 8 MiB
+    /// memtables and tables (64 MB), L1 32 MiB (256 MB), and L0 compacted into L1 once it
+    /// holds 128 tables (1 GiB, the paper's 8 GB); writes slow at 160 tables and stop at 288
+    /// (RocksDB's 20 and 36 tables of 64 MiB, in bytes; docs/design/matrixkv.md,
+    /// "RocksDB-L0-NVM").
     pub fn rocksdb_l0_nvm(pmem_dir: impl Into<PathBuf>) -> Self {
         Options {
             pmem_dir: Some(pmem_dir.into()),
@@ -1262,7 +1274,12 @@ impl Options {
     /// `rocksdb_l0_nvm` without its directory (the caller gives `pmem_dir`).
     fn rocksdb_l0_nvm_base() -> Self {
         Options {
-            level0_file_num_compaction_trigger: 16,
+            write_buffer_size: 8 * MIB,
+            target_file_size_base: 8 * MIB as u64,
+            max_bytes_for_level_base: 32 * MIB as u64,
+            level0_file_num_compaction_trigger: 128,
+            level0_slowdown_writes_trigger: 160,
+            level0_stop_writes_trigger: 288,
             ..Options::rocksdb()
         }
     }
@@ -1313,6 +1330,7 @@ impl Options {
         "hashkv",
         "rocksdb-l0-nvm",
         "matrixkv",
+        "matrixkv-bloom",
     ];
 
     /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
@@ -1340,6 +1358,10 @@ impl Options {
             // enlarged L0 lives in the database directory.
             "rocksdb-l0-nvm" => Ok(Options::rocksdb_l0_nvm_base()),
             "matrixkv" => Ok(Options::matrixkv_base()),
+            "matrixkv-bloom" => Ok(Options {
+                matrix_row_bloom_bits: 10,
+                ..Options::matrixkv_base()
+            }),
             "cleveldb" => Err(Error::invalid(
                 "preset \"cleveldb\" is not built yet: it comes with the issue that implements \
                  CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
@@ -1535,6 +1557,9 @@ impl Options {
             if self.matrix_column_tables == 0 {
                 return bad("matrix_column_tables", "must be at least 1");
             }
+            if self.matrix_row_bloom_bits > 64 {
+                return bad("matrix_row_bloom_bits", "must be at most 64");
+            }
             if self.max_mem_compaction_level > 0 {
                 return bad(
                     "max_mem_compaction_level",
@@ -1709,7 +1734,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 72, "every field but fs");
+        assert_eq!(names.len(), 73, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

@@ -14,10 +14,15 @@ use strata_testkit::model::assert_db_matches;
 /// The testkit's `matrixkv` configuration (a 1 MiB container of 64 KiB rows in
 /// `/db/pmem`), as the model suites run it.
 fn opts(fs: &Arc<dyn Fs>) -> Options {
+    named("matrixkv", fs)
+}
+
+/// The testkit's configuration `name`.
+fn named(name: &str, fs: &Arc<dyn Fs>) -> Options {
     let config = strata_testkit::configs::configs()
         .into_iter()
-        .find(|c| c.name == "matrixkv")
-        .expect("the testkit names a matrixkv configuration");
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("the testkit names a {name} configuration"));
     (config.build)(Path::new("/db"), fs.clone())
 }
 
@@ -47,7 +52,19 @@ fn stat(db: &Db, name: &str) -> String {
 /// and the matrix was really used (rows written, columns compacted, pages reused).
 #[test]
 fn matrix_matches_a_model_through_column_compactions_and_snapshots() {
+    model_through_column_compactions("matrixkv");
+}
+
+/// The same with a Bloom filter per row: filters built by the flushes, then (reopened)
+/// from the rows in the region.
+#[test]
+fn matrix_with_row_filters_matches_the_model() {
+    model_through_column_compactions("matrixkv-bloom");
+}
+
+fn model_through_column_compactions(config: &str) {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let opts = |fs: &Arc<dyn Fs>| named(config, fs);
     let db = Db::open("/db", opts(&fs)).unwrap();
     assert_eq!(stat(&db, "strata.l0-layout"), "Matrix");
     let mut model = BTreeMap::new();
@@ -209,6 +226,13 @@ fn matrix_options_are_validated() {
             ..opts(&fs)
         },
         "max_mem_compaction_level",
+    );
+    refused(
+        Options {
+            matrix_row_bloom_bits: 65,
+            ..opts(&fs)
+        },
+        "matrix_row_bloom_bits",
     );
     assert_eq!(opts(&fs).l0_layout, L0Layout::Matrix);
 }

@@ -259,7 +259,7 @@ fn options(a: &Args) -> Result<Options, String> {
         a,
         "pmem_dir",
         "pmem",
-        ["rocksdb-l0-nvm", "matrixkv"].contains(&preset.as_str()),
+        ["rocksdb-l0-nvm", "matrixkv", "matrixkv-bloom"].contains(&preset.as_str()),
     );
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)

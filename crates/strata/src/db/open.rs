@@ -139,6 +139,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if migrate {
         migrate_l0(&db)?;
     }
+    lock(&db.versions)
+        .current()
+        .l0
+        .prepare()
+        .map_err(|e| e.context("opening the L0 layout"))?;
     db.delete_obsolete_files();
     fs::write_file_atomic(
         &*db.fs,

@@ -397,6 +397,11 @@ impl PmemRegion for FaultRegion {
         self.inner.read_at(offset, len)
     }
 
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.shared.check(FsOp::Read, &self.path)?;
+        self.inner.read_into(offset, out)
+    }
+
     fn persist(&self, offset: usize, len: usize) -> Result<()> {
         self.shared.check(FsOp::Sync, &self.path)?;
         self.inner.persist(offset, len)

@@ -409,6 +409,12 @@ impl PmemRegion for MemRegion {
         Ok(lock(&self.inode).data[r].to_vec())
     }
 
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let r = super::region_range(&self.path, offset, out.len(), self.len)?;
+        out.copy_from_slice(&lock(&self.inode).data[r]);
+        Ok(())
+    }
+
     fn persist(&self, offset: usize, len: usize) -> Result<()> {
         let r = super::region_range(&self.path, offset, len, self.len)?;
         let mut ino = lock(&self.inode);
@@ -744,7 +750,11 @@ mod tests {
         loop {
             let done = rounds.load(Ordering::Relaxed);
             let elapsed = started.elapsed();
-            if (done >= 20_000 || elapsed >= secs(5)) && (done > 0 || elapsed >= secs(60)) {
+            // And until one clone was taken: the writer once did its 20,000 rounds first.
+            if (done >= 20_000 || elapsed >= secs(5))
+                && (done > 0 || elapsed >= secs(60))
+                && clones > 0
+            {
                 break;
             }
             let c = fs.crash_clone(CrashMode::DropUnsynced);

@@ -145,6 +145,16 @@ pub trait PmemRegion: Send + Sync {
     /// # Errors
     /// `InvalidArgument` for a range past the end; I/O errors of the implementation.
     fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>>;
+    /// Copies bytes `offset..offset + out.len()` into `out`: `read_at` without allocating
+    /// (reads that probe a few bytes at a time, such as a RowTable's binary search). By
+    /// default through `read_at`.
+    ///
+    /// # Errors
+    /// As `read_at`.
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        out.copy_from_slice(&self.read_at(offset, out.len())?);
+        Ok(())
+    }
     /// Makes bytes `offset..offset + len` durable: a power cut from now on keeps them.
     ///
     /// # Errors

@@ -690,10 +690,16 @@ impl PmemRegion for RealRegion {
     }
 
     fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
-        let r = super::region_range(&self.path, offset, len, self.len)?;
-        let mut out = vec![0u8; r.len()];
-        // SAFETY: `r` lies inside the mapping, which lives as long as `self`; writers never
-        // write bytes a reader may be reading (`write_at`'s contract).
+        let mut out = vec![0u8; len];
+        self.read_into(offset, &mut out)?;
+        Ok(out)
+    }
+
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let r = super::region_range(&self.path, offset, out.len(), self.len)?;
+        // SAFETY: `r` lies inside the mapping, which lives as long as `self`, and `out` is
+        // `r.len()` bytes of the caller's memory, which the mapping cannot overlap; writers
+        // never write bytes a reader may be reading (`write_at`'s contract).
         unsafe {
             std::ptr::copy_nonoverlapping(
                 self.map.as_ptr().add(r.start),
@@ -701,7 +707,7 @@ impl PmemRegion for RealRegion {
                 r.len(),
             );
         }
-        Ok(out)
+        Ok(())
     }
 
     fn persist(&self, offset: usize, len: usize) -> Result<()> {

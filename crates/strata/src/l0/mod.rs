@@ -180,6 +180,17 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         files.iter().map(|f| f.size).sum()
     }
 
+    /// Acquires what the layout keeps open (the matrix's region) when a database opens
+    /// with it, so the first flush does not pay for it with writers waiting, and a
+    /// directory that cannot hold it fails the open with a clear error instead of that
+    /// flush. By default nothing.
+    ///
+    /// # Errors
+    /// What acquiring it returns.
+    fn prepare(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Bytes L0 holds when it is due for compaction (`LevelSizing::Flattened` sizes L1 by
     /// it): by default `level0_file_num_compaction_trigger` memtables.
     fn capacity(&self, opts: &Options) -> u64 {
@@ -348,6 +359,8 @@ pub(crate) struct L0Config {
     pub matrix_column_bytes: u64,
     /// `Options::matrix_hints`.
     pub matrix_hints: bool,
+    /// `Options::matrix_row_bloom_bits`.
+    pub matrix_row_bloom_bits: u32,
 }
 
 impl From<&Options> for L0Config {
@@ -360,6 +373,7 @@ impl From<&Options> for L0Config {
             matrix_column_bytes: u64::from(o.matrix_column_tables)
                 .saturating_mul(o.target_file_size_base),
             matrix_hints: o.matrix_hints,
+            matrix_row_bloom_bits: o.matrix_row_bloom_bits,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::coding::{get_varint32, put_varint32};
 use crate::error::{Error, Result};
 use crate::fs::PmemRegion;
 use crate::iter::InternalIterator;
-use crate::key;
+use crate::key::{self, ValueKind};
 use crate::l0::EntrySink;
 use crate::pmem::{Held, Pages, Run, PAGE};
 
@@ -26,6 +26,8 @@ pub(crate) const FOOTER: usize = 20;
 const META: usize = 8;
 /// Most bytes of an entry's header (two 32-bit varints).
 const MAX_HEADER: usize = 10;
+/// Bytes a key probe reads at once: the header and a key of up to 54 bytes.
+const HEAD: usize = 64;
 
 /// A RowTable as its layout records it.
 #[derive(Debug)]
@@ -116,6 +118,14 @@ impl Row {
 
     /// Bytes `off..off + len` of the row's stream.
     fn read(&self, region: &dyn PmemRegion, off: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        self.read_into(region, off, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes `off..off + out.len()` of the row's stream, into `out`.
+    fn read_into(&self, region: &dyn PmemRegion, off: u64, out: &mut [u8]) -> Result<()> {
+        let len = out.len();
         if off + len as u64 > self.len() {
             return Err(Error::corrupt(format!(
                 "RowTable {}: a read of bytes {off}..+{len} past its end ({})",
@@ -123,27 +133,25 @@ impl Row {
                 self.len()
             )));
         }
-        let mut out = Vec::with_capacity(len);
-        let mut at = off;
-        while out.len() < len {
+        let mut done = 0;
+        while done < len {
+            let at = off + done as u64;
             let page = self.pages[(at / PAGE as u64) as usize] as usize;
             let in_page = (at % PAGE as u64) as usize;
-            let n = (PAGE - in_page).min(len - out.len());
-            if n == len {
-                return region.read_at(page * PAGE + in_page, n);
-            }
-            out.extend_from_slice(&region.read_at(page * PAGE + in_page, n)?);
-            at += n as u64;
+            let n = (PAGE - in_page).min(len - done);
+            region.read_into(page * PAGE + in_page, &mut out[done..done + n])?;
+            done += n;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Entry `i`'s offset and forward pointer.
     pub fn meta(&self, region: &dyn PmemRegion, i: u32) -> Result<(u32, u32)> {
-        let b = self.read(
+        let mut b = [0u8; META];
+        self.read_into(
             region,
             u64::from(self.data_len) + u64::from(i) * META as u64,
-            META,
+            &mut b,
         )?;
         Ok((
             u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
@@ -167,6 +175,38 @@ impl Row {
         Error::corrupt(format!("RowTable {}: {what}", self.id))
     }
 
+    /// Entry `i`'s internal key, in `head` when it fits there with the header (one read of
+    /// the region for short keys) or else in `long`, and where its value lies (offset in the
+    /// stream, length).
+    fn key_in<'b>(
+        &self,
+        region: &dyn PmemRegion,
+        i: u32,
+        head: &'b mut [u8; HEAD],
+        long: &'b mut Vec<u8>,
+    ) -> Result<(&'b [u8], u64, usize)> {
+        let off = self.offset(region, i)?;
+        let avail = (self.data_len - off) as usize;
+        let got = avail.min(HEAD);
+        self.read_into(region, u64::from(off), &mut head[..got])?;
+        let mut s = &head[..got];
+        let (Some(klen), Some(vlen)) = (get_varint32(&mut s), get_varint32(&mut s)) else {
+            return Err(self.bad(format!("entry {i} has a malformed header")));
+        };
+        let hlen = got - s.len();
+        let (klen, vlen) = (klen as usize, vlen as usize);
+        if hlen + klen + vlen > avail || klen < 8 {
+            return Err(self.bad(format!("entry {i} runs past the entries' end")));
+        }
+        let value_at = u64::from(off) + (hlen + klen) as u64;
+        if hlen + klen <= got {
+            return Ok((&head[hlen..hlen + klen], value_at, vlen));
+        }
+        long.resize(klen, 0);
+        self.read_into(region, u64::from(off) + hlen as u64, long)?;
+        Ok((&long[..], value_at, vlen))
+    }
+
     /// Entry `i`: its internal key and, if `with_value`, its value.
     pub fn entry(
         &self,
@@ -174,31 +214,52 @@ impl Row {
         i: u32,
         with_value: bool,
     ) -> Result<(Vec<u8>, Vec<u8>)> {
-        let off = self.offset(region, i)?;
-        let avail = (self.data_len - off) as usize;
-        let head = self.read(region, u64::from(off), avail.min(MAX_HEADER + 48))?;
-        let mut s = &head[..];
-        let (Some(klen), Some(vlen)) = (get_varint32(&mut s), get_varint32(&mut s)) else {
-            return Err(self.bad(format!("entry {i} has a malformed header")));
-        };
-        let hlen = head.len() - s.len();
-        let (klen, vlen) = (klen as usize, vlen as usize);
-        if hlen + klen + vlen > avail || klen < 8 {
-            return Err(self.bad(format!("entry {i} runs past the entries' end")));
-        }
-        let want = if with_value { klen + vlen } else { klen };
-        let body = if hlen + want <= head.len() {
-            head[hlen..hlen + want].to_vec()
-        } else {
-            self.read(region, u64::from(off) + hlen as u64, want)?
-        };
-        let mut key = body;
+        let (mut head, mut long) = ([0u8; HEAD], Vec::new());
+        let (k, value_at, vlen) = self.key_in(region, i, &mut head, &mut long)?;
+        let key = k.to_vec();
         let value = if with_value {
-            key.split_off(klen)
+            self.read(region, value_at, vlen)?
         } else {
             Vec::new()
         };
         Ok((key, value))
+    }
+
+    /// Entry `i`'s value when its user key is `user_key`, with the entry's kind.
+    pub fn value_if(
+        &self,
+        region: &dyn PmemRegion,
+        i: u32,
+        user_key: &[u8],
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let (mut head, mut long) = ([0u8; HEAD], Vec::new());
+        let (k, value_at, vlen) = self.key_in(region, i, &mut head, &mut long)?;
+        let parsed = key::parse(k).ok_or_else(|| self.bad(format!("entry {i} has a bad key")))?;
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        let kind = parsed.kind;
+        Ok(Some((kind, self.read(region, value_at, vlen)?)))
+    }
+
+    /// Filter hashes of the row's user keys, read from the region (a row's filter after a
+    /// reopen; a flush collects them as it writes).
+    ///
+    /// # Errors
+    /// `Corruption` for a malformed entry; region errors.
+    pub fn key_hashes(&self, region: &dyn PmemRegion) -> Result<Vec<u64>> {
+        let (mut head, mut long) = ([0u8; HEAD], Vec::new());
+        let mut out = Vec::with_capacity(self.entries as usize);
+        let mut last: Option<u64> = None;
+        for i in 0..self.entries {
+            let (k, _, _) = self.key_in(region, i, &mut head, &mut long)?;
+            let h = crate::sst::filter::filter_hash(key::user_key(k));
+            if last != Some(h) {
+                out.push(h);
+                last = Some(h);
+            }
+        }
+        Ok(out)
     }
 
     /// The first index in `lo..hi` whose internal key is >= `target` (`hi` if none).
@@ -209,10 +270,11 @@ impl Row {
         mut lo: u32,
         mut hi: u32,
     ) -> Result<u32> {
+        let (mut head, mut long) = ([0u8; HEAD], Vec::new());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let (k, _) = self.entry(region, mid, false)?;
-            if key::compare(&k, target) == Ordering::Less {
+            let (k, _, _) = self.key_in(region, mid, &mut head, &mut long)?;
+            if key::compare(k, target) == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -271,6 +333,8 @@ pub(crate) struct RowWriter {
     smallest: Vec<u8>,
     largest: Vec<u8>,
     header: Vec<u8>,
+    /// Filter hashes of the row's user keys, when its filter is wanted.
+    key_hashes: Option<Vec<u64>>,
 }
 
 impl RowWriter {
@@ -297,7 +361,14 @@ impl RowWriter {
             smallest: Vec::new(),
             largest: Vec::new(),
             header: Vec::with_capacity(MAX_HEADER),
+            key_hashes: None,
         }
+    }
+
+    /// Collects what a Bloom filter over the row's user keys needs (`finish` gives it).
+    pub fn with_key_hashes(mut self) -> Self {
+        self.key_hashes = Some(Vec::new());
+        self
     }
 
     fn push(&mut self, bytes: &[u8]) -> Result<()> {
@@ -344,11 +415,12 @@ impl RowWriter {
     }
 
     /// Writes the metadata array and footer, persists the pages, and returns the row with
-    /// the guard holding its pages (`None` if no entry came).
+    /// the guard holding its pages and its user keys' filter hashes (empty unless
+    /// `with_key_hashes`); `None` if no entry came.
     ///
     /// # Errors
     /// I/O errors of the region; `NoSpace` when the pages ran out.
-    pub fn finish(mut self) -> Result<Option<(Row, Held)>> {
+    pub fn finish(mut self) -> Result<Option<(Row, Held, Vec<u64>)>> {
         if self.entries == 0 {
             return Ok(None);
         }
@@ -384,7 +456,8 @@ impl RowWriter {
             ),
             self.held.runs().to_vec(),
         )?;
-        Ok(Some((row, self.held)))
+        let hashes = self.key_hashes.take().unwrap_or_default();
+        Ok(Some((row, self.held, hashes)))
     }
 }
 
@@ -404,6 +477,9 @@ impl EntrySink for RowWriter {
         }
         if self.largest.as_slice() != user_key || self.entries == 0 {
             self.largest = user_key.to_vec();
+            if let Some(h) = self.key_hashes.as_mut() {
+                h.push(crate::sst::filter::filter_hash(user_key));
+            }
         }
         let offset = u32::try_from(self.written)
             .ok()
