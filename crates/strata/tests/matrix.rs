@@ -236,3 +236,38 @@ fn matrix_options_are_validated() {
     );
     assert_eq!(opts(&fs).l0_layout, L0Layout::Matrix);
 }
+
+/// A damaged row in the compactor stops the database with the corruption: the column
+/// cannot be cut, and writes must not wait for a container that never drains.
+#[test]
+fn a_damaged_compactor_row_stops_writes_with_the_corruption() {
+    let mem = Arc::new(MemFs::new());
+    let fs: Arc<dyn Fs> = mem.clone();
+    let o = Options {
+        // Rows pile up in the receiver (never switched at 90 %) ...
+        matrix_receiver_percent: 90,
+        write_stall_limit: Some(std::time::Duration::from_secs(5)),
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..4000u64 {
+        db.put(format!("k{i:06}"), vec![b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    mem.corrupt(Path::new("/db/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
+        .unwrap();
+    // ... until, reopened at 60 %, the next flush turns them into the compactor.
+    let db = Db::open(
+        "/db",
+        Options {
+            matrix_receiver_percent: 60,
+            ..o
+        },
+    )
+    .unwrap();
+    let err = (0..200_000u64)
+        .find_map(|i| db.put(format!("n{i:06}"), vec![b'w'; 100]).err())
+        .expect("writes fail once the damaged row is to be compacted");
+    assert!(err.to_string().contains("RowTable"), "{err}");
+}

@@ -735,6 +735,26 @@ impl L0Column for Column {
     }
 }
 
+/// A column that could not be cut: reading it, or applying it, returns the error.
+#[derive(Debug)]
+struct Unreadable(Error);
+
+impl L0Column for Unreadable {
+    fn iterators(&self, _out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+        Err(self.0.clone().context("cutting a column of the matrix"))
+    }
+
+    fn change(&self) -> Arc<dyn L0Change> {
+        Arc::new(Unreadable(self.0.clone()))
+    }
+}
+
+impl L0Change for Unreadable {
+    fn apply(&self, _current: &dyn Level0) -> Result<Arc<dyn Level0>> {
+        Err(self.0.clone().context("cutting a column of the matrix"))
+    }
+}
+
 impl Level0 for Matrix {
     fn kind(&self) -> L0Layout {
         L0Layout::Matrix
@@ -915,8 +935,19 @@ impl Level0 for Matrix {
         if self.0.compactor == 0 || busy.contains(&TOKEN) {
             return None;
         }
-        // An error reading the region leaves the column for the read paths to report.
-        self.pick_column(below).ok().flatten()
+        match self.pick_column(below) {
+            Ok(part) => part,
+            // Without the column the compactor never drains and writes would wait for
+            // the container forever: the error becomes the compaction's (which stops the
+            // database with it), through a part that fails when it is read.
+            Err(e) => Some(L0Part {
+                smallest: self.0.cursor.clone(),
+                largest: self.0.cursor.clone(),
+                bytes: 0,
+                token: TOKEN,
+                column: Arc::new(Unreadable(e)),
+            }),
+        }
     }
 
     fn manual_part(
