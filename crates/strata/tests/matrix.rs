@@ -162,6 +162,23 @@ fn an_iterator_reads_its_rows_while_columns_free_pages_and_new_rows_reuse_them()
     assert_eq!(seen, expected);
 }
 
+/// Writes `entries` into a database opened with `o` and flushes them, closes it, and flips a
+/// byte in the entries of page 0 (the first row's first page).
+fn write_then_damage_first_row(
+    mem: &MemFs,
+    o: &Options,
+    entries: impl Iterator<Item = (Vec<u8>, Vec<u8>)>,
+) {
+    let db = Db::open("/db", o.clone()).unwrap();
+    for (k, v) in entries {
+        db.put(k, v).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    mem.corrupt(Path::new("/db/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
+        .unwrap();
+}
+
 /// A damaged byte in a row is reported as corruption naming the row, never a panic or a
 /// wrong answer.
 #[test]
@@ -173,15 +190,11 @@ fn a_damaged_row_is_corruption() {
         matrix_receiver_percent: 90,
         ..opts(&fs)
     };
-    let db = Db::open("/db", o.clone()).unwrap();
-    for i in 0..500u64 {
-        db.put(key(i), format!("value-{i}")).unwrap();
-    }
-    db.flush().unwrap();
-    db.close().unwrap();
-    // Page 0 is the row's first page: flip a byte in its entries.
-    mem.corrupt(Path::new("/db/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
-        .unwrap();
+    write_then_damage_first_row(
+        &mem,
+        &o,
+        (0..500u64).map(|i| (key(i), format!("value-{i}").into_bytes())),
+    );
     let db = Db::open("/db", o).unwrap();
     let err = (0..500u64)
         .find_map(|i| db.get(key(i)).err())
@@ -249,14 +262,11 @@ fn a_damaged_compactor_row_stops_writes_with_the_corruption() {
         write_stall_limit: Some(std::time::Duration::from_secs(5)),
         ..opts(&fs)
     };
-    let db = Db::open("/db", o.clone()).unwrap();
-    for i in 0..4000u64 {
-        db.put(format!("k{i:06}"), vec![b'v'; 100]).unwrap();
-    }
-    db.flush().unwrap();
-    db.close().unwrap();
-    mem.corrupt(Path::new("/db/pmem/matrix.pmem"), 100, |b| b[0] ^= 0x40)
-        .unwrap();
+    write_then_damage_first_row(
+        &mem,
+        &o,
+        (0..4000u64).map(|i| (format!("k{i:06}").into_bytes(), vec![b'v'; 100])),
+    );
     // ... until, reopened at 60 %, the next flush turns them into the compactor.
     let db = Db::open(
         "/db",

@@ -794,16 +794,12 @@ impl Level0 for Matrix {
         let st = &self.0;
         let region = self.region()?.clone();
         let prev = st.rows.last().map(|r| (r.row.row.clone(), r.live_from));
-        let bits = st.cfg.matrix_row_bloom_bits;
-        let mut writer = RowWriter::new(st.shared.pages.clone(), region, prev);
-        if bits > 0 {
-            writer = writer.with_key_hashes();
-        }
+        let mut writer = RowWriter::new(st.shared.pages.clone(), region, prev)
+            .with_filter(st.cfg.matrix_row_bloom_bits);
         job.entries(mem, None, None, &mut writer)?;
-        let Some((row, held, hashes)) = writer.finish()? else {
+        let Some(row::Written { row, held, filter }) = writer.finish()? else {
             return Ok(Ingested::default());
         };
-        let filter = (bits > 0).then(|| filter::build(&hashes, bits));
         let row = LiveRow {
             row: intern(&st.shared, row, true, filter),
             live_from: 0,

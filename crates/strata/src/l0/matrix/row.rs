@@ -17,6 +17,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind};
 use crate::l0::EntrySink;
 use crate::pmem::{Held, Pages, Run, PAGE};
+use crate::sst::filter;
 
 /// `MXRT`: the footer's magic number.
 const MAGIC: u32 = 0x4D58_5254;
@@ -253,7 +254,7 @@ impl Row {
         let mut last: Option<u64> = None;
         for i in 0..self.entries {
             let (k, _, _) = self.key_in(region, i, &mut head, &mut long)?;
-            let h = crate::sst::filter::filter_hash(key::user_key(k));
+            let h = filter::filter_hash(key::user_key(k));
             if last != Some(h) {
                 out.push(h);
                 last = Some(h);
@@ -313,6 +314,15 @@ impl Row {
     }
 }
 
+/// What [`RowWriter::finish`] gives.
+pub(crate) struct Written {
+    pub row: Row,
+    /// Holds the row's pages until a version's layout names them.
+    pub held: Held,
+    /// The row's Bloom filter (`RowWriter::with_filter`).
+    pub filter: Option<Vec<u8>>,
+}
+
 /// Writes one row into free pages as a flush gives its entries ([`EntrySink`]).
 pub(crate) struct RowWriter {
     pages: Arc<Pages>,
@@ -333,8 +343,9 @@ pub(crate) struct RowWriter {
     smallest: Vec<u8>,
     largest: Vec<u8>,
     header: Vec<u8>,
-    /// Filter hashes of the row's user keys, when its filter is wanted.
-    key_hashes: Option<Vec<u64>>,
+    /// Bits per key of the row's Bloom filter, and its user keys' filter hashes so far
+    /// (`with_filter`).
+    filter: Option<(u32, Vec<u64>)>,
 }
 
 impl RowWriter {
@@ -361,13 +372,14 @@ impl RowWriter {
             smallest: Vec::new(),
             largest: Vec::new(),
             header: Vec::with_capacity(MAX_HEADER),
-            key_hashes: None,
+            filter: None,
         }
     }
 
-    /// Collects what a Bloom filter over the row's user keys needs (`finish` gives it).
-    pub fn with_key_hashes(mut self) -> Self {
-        self.key_hashes = Some(Vec::new());
+    /// Builds a Bloom filter of `bits` bits per key over the row's user keys (`finish`
+    /// gives it); 0: none.
+    pub fn with_filter(mut self, bits: u32) -> Self {
+        self.filter = (bits > 0).then(|| (bits, Vec::new()));
         self
     }
 
@@ -415,12 +427,11 @@ impl RowWriter {
     }
 
     /// Writes the metadata array and footer, persists the pages, and returns the row with
-    /// the guard holding its pages and its user keys' filter hashes (empty unless
-    /// `with_key_hashes`); `None` if no entry came.
+    /// the guard holding its pages and its filter (`with_filter`); `None` if no entry came.
     ///
     /// # Errors
     /// I/O errors of the region; `NoSpace` when the pages ran out.
-    pub fn finish(mut self) -> Result<Option<(Row, Held, Vec<u64>)>> {
+    pub fn finish(mut self) -> Result<Option<Written>> {
         if self.entries == 0 {
             return Ok(None);
         }
@@ -456,8 +467,15 @@ impl RowWriter {
             ),
             self.held.runs().to_vec(),
         )?;
-        let hashes = self.key_hashes.take().unwrap_or_default();
-        Ok(Some((row, self.held, hashes)))
+        let filter = self
+            .filter
+            .take()
+            .map(|(bits, hashes)| filter::build(&hashes, bits));
+        Ok(Some(Written {
+            row,
+            held: self.held,
+            filter,
+        }))
     }
 }
 
@@ -477,8 +495,8 @@ impl EntrySink for RowWriter {
         }
         if self.largest.as_slice() != user_key || self.entries == 0 {
             self.largest = user_key.to_vec();
-            if let Some(h) = self.key_hashes.as_mut() {
-                h.push(crate::sst::filter::filter_hash(user_key));
+            if let Some((_, hashes)) = self.filter.as_mut() {
+                hashes.push(filter::filter_hash(user_key));
             }
         }
         let offset = u32::try_from(self.written)
