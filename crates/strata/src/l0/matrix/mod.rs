@@ -72,12 +72,12 @@ struct CheckedRow {
 }
 
 impl CheckedRow {
-    /// Verifies the row's checksums on first read (a row written by this process is
-    /// checked already). Not at decode: a manifest's older records name rows whose pages
-    /// were reused since.
-    fn check(&self, region: &dyn PmemRegion) -> Result<()> {
+    /// Verifies the row's checksums on first read, its entries from page `first_page` on
+    /// (the pages still held; a row written by this process is checked already). Not at
+    /// decode: a manifest's older records name rows whose pages were reused since.
+    fn check(&self, region: &dyn PmemRegion, first_page: u32) -> Result<()> {
         if !self.checked.load(Ordering::Acquire) {
-            self.row.verify(region)?;
+            self.row.verify(region, first_page)?;
             self.checked.store(true, Ordering::Release);
         }
         Ok(())
@@ -349,7 +349,7 @@ impl Matrix {
                 break;
             }
             let r = lr.r();
-            lr.row.check(region)?;
+            lr.row.check(region, lr.first_page)?;
             if let Some(h) = h {
                 if !lr.row.may_contain(region, bits, h)? {
                     // Skipped: the next row is searched without a hint.
@@ -521,7 +521,7 @@ impl Matrix {
                 continue;
             }
             let lr = &self.0.rows[i];
-            lr.row.check(region)?;
+            lr.row.check(region, lr.first_page)?;
             let r = lr.r();
             let first = key::user_key(&r.entry(region, lo, false)?.0).to_vec();
             let last = key::user_key(&r.entry(region, hi - 1, false)?.0).to_vec();
@@ -842,7 +842,7 @@ impl Level0 for Matrix {
         };
         let keep: Arc<dyn Any + Send + Sync> = st.clone();
         for lr in st.rows.iter().rev() {
-            if let Err(e) = lr.row.check(&*region) {
+            if let Err(e) = lr.row.check(&*region, lr.first_page) {
                 out.push(Box::new(EmptyIterator(Err(e))));
                 continue;
             }

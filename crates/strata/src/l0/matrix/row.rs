@@ -21,7 +21,8 @@ use crate::sst::filter;
 
 /// `MXRT`: the footer's magic number.
 const MAGIC: u32 = 0x4D58_5254;
-/// Bytes of the footer: magic, entries, data length, entries' CRC, metadata's CRC.
+/// Bytes of the footer: magic, entries, data length, the page checksums' CRC, metadata's
+/// CRC.
 pub(crate) const FOOTER: usize = 20;
 /// Bytes of a metadata element: the entry's offset and its forward pointer.
 const META: usize = 8;
@@ -47,6 +48,11 @@ pub(crate) struct Row {
     pub largest: Vec<u8>,
     /// The pages the row was written in, in order.
     pages: Vec<u32>,
+}
+
+/// Pages the entries of a row with `data_len` bytes of them touch: one checksum each.
+fn data_pages(data_len: u32) -> u32 {
+    data_len.div_ceil(PAGE as u32)
 }
 
 /// The runs of `pages` (in order).
@@ -99,7 +105,10 @@ impl Row {
 
     /// Bytes of the whole row.
     pub fn len(&self) -> u64 {
-        u64::from(self.data_len) + u64::from(self.entries) * META as u64 + FOOTER as u64
+        u64::from(self.data_len)
+            + u64::from(self.entries) * META as u64
+            + 4 * u64::from(data_pages(self.data_len))
+            + FOOTER as u64
     }
 
     /// The runs of the row's pages (what the layout record names).
@@ -284,14 +293,18 @@ impl Row {
         Ok(lo)
     }
 
-    /// Checks the footer and both checksums against the record.
+    /// Checks the footer against the record, the metadata array and the page checksums
+    /// against their CRCs, and the entries on pages `first_page` on against theirs: the
+    /// pages before it hold entries a column compaction took, and may hold other rows now.
     ///
     /// # Errors
     /// `Corruption` naming what does not match.
-    pub fn verify(&self, region: &dyn PmemRegion) -> Result<()> {
+    pub fn verify(&self, region: &dyn PmemRegion, first_page: u32) -> Result<()> {
         let meta_at = u64::from(self.data_len);
         let meta_len = self.entries as usize * META;
-        let f = self.read(region, meta_at + meta_len as u64, FOOTER)?;
+        let sums_at = meta_at + meta_len as u64;
+        let pages = data_pages(self.data_len);
+        let f = self.read(region, sums_at + 4 * u64::from(pages), FOOTER)?;
         let word = |i: usize| u32::from_le_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
         if word(0) != MAGIC || word(4) != self.entries || word(8) != self.data_len {
             return Err(self.bad("its footer does not match the manifest's record".into()));
@@ -300,15 +313,20 @@ impl Row {
         if crc32c::crc32c(&meta) != word(16) {
             return Err(self.bad("its metadata array fails its checksum".into()));
         }
-        let mut crc = 0u32;
-        let mut at = 0u64;
-        while at < meta_at {
-            let n = (meta_at - at).min(64 * PAGE as u64) as usize;
-            crc = crc32c::crc32c_append(crc, &self.read(region, at, n)?);
-            at += n as u64;
+        let sums = self.read(region, sums_at, 4 * pages as usize)?;
+        if crc32c::crc32c(&sums) != word(12) {
+            return Err(self.bad("its page checksums fail their checksum".into()));
         }
-        if crc != word(12) {
-            return Err(self.bad("its entries fail their checksum".into()));
+        let mut page = vec![0u8; PAGE];
+        for p in first_page..pages {
+            let at = u64::from(p) * PAGE as u64;
+            let n = (meta_at - at).min(PAGE as u64) as usize;
+            self.read_into(region, at, &mut page[..n])?;
+            let i = 4 * p as usize;
+            let want = u32::from_le_bytes([sums[i], sums[i + 1], sums[i + 2], sums[i + 3]]);
+            if crc32c::crc32c(&page[..n]) != want {
+                return Err(self.bad(format!("the entries on its page {p} fail their checksum")));
+            }
         }
         Ok(())
     }
@@ -339,7 +357,10 @@ pub(crate) struct RowWriter {
     written: u64,
     meta: Vec<u8>,
     entries: u32,
-    crc: u32,
+    /// The checksum of each full page of entries written so far.
+    page_sums: Vec<u8>,
+    /// The entries are all written: pages from here on hold the metadata and footer.
+    entries_done: bool,
     smallest: Vec<u8>,
     largest: Vec<u8>,
     header: Vec<u8>,
@@ -368,7 +389,8 @@ impl RowWriter {
             written: 0,
             meta: Vec::new(),
             entries: 0,
-            crc: 0,
+            page_sums: Vec::new(),
+            entries_done: false,
             smallest: Vec::new(),
             largest: Vec::new(),
             header: Vec::with_capacity(MAX_HEADER),
@@ -395,6 +417,10 @@ impl RowWriter {
     /// Writes the buffer's first page (the last one zero-padded).
     fn write_page(&mut self) -> Result<()> {
         let page = self.pages.allocate(&mut self.held)?;
+        if !self.entries_done {
+            let sum = crc32c::crc32c(&self.buf[..PAGE]);
+            self.page_sums.extend_from_slice(&sum.to_le_bytes());
+        }
         self.buf.resize(self.buf.len().max(PAGE), 0);
         // SAFETY: the page was free until `allocate` gave it to this writer's `Held`: no
         // layout names it, so no reader reaches it, and no other writer holds it.
@@ -436,18 +462,27 @@ impl RowWriter {
             return Ok(None);
         }
         let data_len = self.written as u32;
+        if !self.buf.is_empty() {
+            // The last page of entries: its checksum covers the entries' bytes only.
+            let sum = crc32c::crc32c(&self.buf);
+            self.page_sums.extend_from_slice(&sum.to_le_bytes());
+        }
+        self.entries_done = true;
+        debug_assert_eq!(self.page_sums.len(), 4 * data_pages(data_len) as usize);
         let meta = std::mem::take(&mut self.meta);
+        let sums = std::mem::take(&mut self.page_sums);
         let mut footer = Vec::with_capacity(FOOTER);
         for w in [
             MAGIC,
             self.entries,
             data_len,
-            self.crc,
+            crc32c::crc32c(&sums),
             crc32c::crc32c(&meta),
         ] {
             footer.extend_from_slice(&w.to_le_bytes());
         }
         self.push(&meta)?;
+        self.push(&sums)?;
         self.push(&footer)?;
         if !self.buf.is_empty() {
             self.write_page()?;
@@ -514,7 +549,6 @@ impl EntrySink for RowWriter {
         put_varint32(&mut header, ikey.len() as u32);
         put_varint32(&mut header, value.len() as u32);
         for part in [&header[..], ikey, value] {
-            self.crc = crc32c::crc32c_append(self.crc, part);
             self.push(part)?;
         }
         self.header = header;
