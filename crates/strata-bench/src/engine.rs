@@ -398,6 +398,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(v) = flags.matrix_row_bloom_bits {
         o.matrix_row_bloom_bits = v;
     }
+    if let Some(v) = flags.coalesce_item_threshold {
+        o.coalesce_item_threshold = v;
+    }
     if let Some(v) = flags.matrix_hints {
         o.matrix_hints = v;
     }

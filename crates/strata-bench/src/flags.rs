@@ -108,6 +108,8 @@ pub struct Flags {
     pub matrix_hints: Option<bool>,
     /// `Options::matrix_row_bloom_bits`.
     pub matrix_row_bloom_bits: Option<u32>,
+    /// `Options::coalesce_item_threshold`.
+    pub coalesce_item_threshold: Option<usize>,
     /// How tables are read: auto, mapped, mapped-random, pread (strata only).
     pub table_reads: Option<String>,
     /// Memory the database may count on, in bytes (strata only; default: detected).
@@ -247,6 +249,7 @@ impl Default for Flags {
             matrix_column_tables: None,
             matrix_hints: None,
             matrix_row_bloom_bits: None,
+            coalesce_item_threshold: None,
             table_reads: None,
             memory_limit: None,
             idle_compaction_delay: None,
@@ -463,6 +466,7 @@ impl Flags {
                 "matrix_column_tables" => f.matrix_column_tables = Some(num(&name, v)?),
                 "matrix_hints" => f.matrix_hints = Some(num::<u8>(&name, v)? != 0),
                 "matrix_row_bloom_bits" => f.matrix_row_bloom_bits = Some(num(&name, v)?),
+                "coalesce_item_threshold" => f.coalesce_item_threshold = Some(num(&name, v)?),
                 "table_reads" => f.table_reads = Some(v.to_string()),
                 "memory_limit" => f.memory_limit = Some(num(&name, v)?),
                 "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
@@ -595,6 +599,8 @@ strata-only flags:
                           column's size in tables, cross-row hint search)
   --matrix_row_bloom_bits=N  a Bloom filter per RowTable, N bits per key (0: none, the paper's;
                          preset matrixkv-bloom: 10)
+  --coalesce_item_threshold=BYTES  puts of key + value under BYTES go to each memtable's
+                         coalescing buffer instead of its skiplist (0: off; default: the preset's)
   --table_reads=auto|mapped|mapped-random|pread --pin_table_metadata=0|1 (default: the preset's)
   --memory_limit=BYTES   memory strata may count on (default: the cgroup's limit or the RAM)
   --idle_compaction_delay=SECONDS  without writes before idle compaction, 0 = off (default: the preset's)

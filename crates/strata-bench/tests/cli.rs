@@ -147,7 +147,6 @@ fn bad_flags_are_refused_clearly() {
         (&["--sync=maybe"], "--sync: expected a boolean"),
         (&["--key_dist=pareto"], "--key_dist"),
         (&["--value_size_dist=zipf:9:1"], "--value_size_dist"),
-        (&["--preset=cleveldb", "--num=10"], "not built yet"),
         (&["--preset=matrixkv", "--num=10"], "--pmem_dir"),
         (&["--preset=nope", "--num=10"], "unknown preset"),
         (&["--plot=x.png"], "--plot needs --report_interval_seconds"),

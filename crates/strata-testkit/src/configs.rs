@@ -199,6 +199,42 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::matrixkv(dir.join("pmem")), fs)
             },
         },
+        // Puts of key + value under 64 bytes in each memtable's coalescing buffer (the
+        // tests' values straddle it: a key's versions move between buffer and skiplist);
+        // its index takes 1,024 items, so memtables also freeze by item count.
+        Config {
+            name: "coalesce",
+            build: |_, fs| Options {
+                coalesce_item_threshold: 64,
+                ..small(Options::default(), fs)
+            },
+        },
+        // CLeveldb (preset cleveldb): the same items packed by flushes into 256-byte groups
+        // in group files, collected once 30 % of a file's items are dropped, so group GC
+        // runs all the time.
+        Config {
+            name: "cleveldb",
+            build: |dir, fs| Options {
+                coalesce_item_threshold: 64,
+                coalesce_group_size: 256,
+                coalesce_gc_ratio: 0.3,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::cleveldb(), fs)
+            },
+        },
+        // Small puts coalesced into groups, large values (100 bytes and more) in blob files.
+        Config {
+            name: "cleveldb-blob",
+            build: |dir, fs| Options {
+                coalesce_item_threshold: 64,
+                coalesce_group_size: 256,
+                coalesce_gc_ratio: 0.3,
+                min_blob_size: 100,
+                value_store: strata::ValueStoreKind::BlobFiles,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::cleveldb(), fs)
+            },
+        },
         Config {
             name: "lz4-roundrobin",
             build: |_, fs| Options {

@@ -15,6 +15,7 @@
 mod batch;
 mod bg;
 mod cache;
+mod coalesce;
 mod coding;
 mod compaction;
 mod db;

@@ -561,6 +561,25 @@ pub struct Options {
     /// `write_buffer_size`. 0 turns it off. Defaults to 1/64 (0 in the `leveldb`,
     /// `hyperleveldb`, `ohdb-*` and `rocksdb` presets: the systems they reproduce have none).
     pub memtable_filter_ratio: f64,
+    /// Puts whose user key + value are shorter than this go into the memtable's coalescing
+    /// buffer instead of its skiplist (CLeveldb's coalescing buffer, coalesce/): appended in
+    /// arrival order and found through a hash index, sorted only when an iterator or the
+    /// flush asks, so a small put skips the skiplist's sorted insert (two thirds of a 50 B
+    /// put's cost; docs/design/cleveldb.md). Its index takes `write_buffer_size` / 64
+    /// items; a memtable whose index is full is frozen like a full one. 0 (the default)
+    /// turns it off. At most 64 KiB.
+    pub coalesce_item_threshold: usize,
+    /// Bytes of each group of coalesced items a flush writes (CLeveldb's group, preset
+    /// `cleveldb`: 4 KiB): the flush packs its puts of key + value under
+    /// `coalesce_item_threshold` into groups of this size in one group file, and its tables
+    /// hold, per item, a pointer to the item's group (CLeveldb's UMeta entry); a read loads
+    /// the group and finds the item in it (docs/design/cleveldb.md). 0 (the default) keeps
+    /// such items inline in the tables. 64 bytes to 1 MiB.
+    pub coalesce_group_size: usize,
+    /// The fraction of a group file's items whose pointers compactions must have dropped
+    /// before a compaction that meets the file's pointers moves its live items into new
+    /// groups (group GC). In (0, 1]; defaults to 0.5.
+    pub coalesce_gc_ratio: f64,
     /// A new manifest is started when the current one exceeds this many bytes.
     /// Defaults to 64 MiB.
     pub max_manifest_file_size: u64,
@@ -616,6 +635,9 @@ impl std::fmt::Debug for Options {
             .field("hash_when_full", &self.hash_when_full)
             .field("value_read_ahead", &self.value_read_ahead)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
+            .field("coalesce_item_threshold", &self.coalesce_item_threshold)
+            .field("coalesce_group_size", &self.coalesce_group_size)
+            .field("coalesce_gc_ratio", &self.coalesce_gc_ratio)
             .field("fs", &self.fs)
             .finish_non_exhaustive()
     }
@@ -846,6 +868,9 @@ impl Options {
                 }
                 "value_read_ahead" => o.value_read_ahead = size(value)?,
                 "memtable_filter_ratio" => o.memtable_filter_ratio = float(value)?,
+                "coalesce_item_threshold" => o.coalesce_item_threshold = size(value)?,
+                "coalesce_group_size" => o.coalesce_group_size = size(value)?,
+                "coalesce_gc_ratio" => o.coalesce_gc_ratio = float(value)?,
                 "max_manifest_file_size" => o.max_manifest_file_size = num(value)?,
                 _ => {} // a newer build's option
             }
@@ -932,6 +957,9 @@ impl Options {
             hash_when_full,
             value_read_ahead,
             memtable_filter_ratio,
+            coalesce_item_threshold,
+            coalesce_group_size,
+            coalesce_gc_ratio,
             max_manifest_file_size,
             fs: _,
             info_log: _,
@@ -997,6 +1025,7 @@ impl Options {
         plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio hash_cold_takes_main
             hash_gc_policy hash_gc_candidates hash_when_full);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
+        plain!(coalesce_item_threshold coalesce_group_size coalesce_gc_ratio);
         out
     }
 }
@@ -1076,6 +1105,9 @@ impl Default for Options {
             hash_when_full: HashWhenFull::Refuse,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
+            coalesce_item_threshold: 0,
+            coalesce_group_size: 0,
+            coalesce_gc_ratio: 0.5,
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
             info_log: None,
@@ -1194,6 +1226,19 @@ impl Options {
     pub fn blob() -> Self {
         Options {
             value_store: ValueStoreKind::BlobFiles,
+            ..Options::default()
+        }
+    }
+
+    /// CLeveldb on the default engine: puts of key + value under 4 KiB go to each memtable's
+    /// coalescing buffer (`coalesce_item_threshold`), and flushes pack them into 4 KiB
+    /// groups in group files (`coalesce_group_size`), the tables holding a pointer per
+    /// item (docs/design/cleveldb.md). Preset `cleveldb-inline` keeps the buffer and writes
+    /// the items inline instead (not the paper's: what the buffer alone gives).
+    pub fn cleveldb() -> Self {
+        Options {
+            coalesce_item_threshold: 4096,
+            coalesce_group_size: 4096,
             ..Options::default()
         }
     }
@@ -1332,6 +1377,8 @@ impl Options {
         "rocksdb-l0-nvm",
         "matrixkv",
         "matrixkv-bloom",
+        "cleveldb",
+        "cleveldb-inline",
     ];
 
     /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
@@ -1363,10 +1410,11 @@ impl Options {
                 matrix_row_bloom_bits: 10,
                 ..Options::matrixkv_base()
             }),
-            "cleveldb" => Err(Error::invalid(
-                "preset \"cleveldb\" is not built yet: it comes with the issue that implements \
-                 CLeveldb's coalescing buffer (seeds/cleveldb-coalescing.txt)",
-            )),
+            "cleveldb" => Ok(Options::cleveldb()),
+            "cleveldb-inline" => Ok(Options {
+                coalesce_group_size: 0,
+                ..Options::cleveldb()
+            }),
             _ => Err(Error::invalid(format!(
                 "unknown preset {name:?} (the presets: {})",
                 Self::PRESETS.join(", ")
@@ -1440,6 +1488,18 @@ impl Options {
         }
         if !(0.0..=0.25).contains(&self.memtable_filter_ratio) {
             return bad("memtable_filter_ratio", "must be in [0, 0.25]");
+        }
+        if self.coalesce_item_threshold > 64 * KIB {
+            return bad("coalesce_item_threshold", "must be at most 64 KiB");
+        }
+        if self.coalesce_group_size != 0 && !(64..=MIB).contains(&self.coalesce_group_size) {
+            return bad(
+                "coalesce_group_size",
+                "must be 0 (off) or 64 bytes to 1 MiB",
+            );
+        }
+        if !(self.coalesce_gc_ratio > 0.0 && self.coalesce_gc_ratio <= 1.0) {
+            return bad("coalesce_gc_ratio", "must be in (0, 1]");
         }
         if !(self.blob_gc_garbage_ratio > 0.0 && self.blob_gc_garbage_ratio <= 1.0) {
             return bad("blob_gc_garbage_ratio", "must be in (0, 1]");
@@ -1643,10 +1703,6 @@ mod tests {
         for &name in Options::PRESETS {
             Options::preset(name).unwrap().validate().unwrap();
         }
-        assert!(Options::preset("cleveldb")
-            .unwrap_err()
-            .message()
-            .contains("not built yet"));
         assert!(Options::preset("nope").is_err());
     }
 
@@ -1735,7 +1791,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 73, "every field but fs");
+        assert_eq!(names.len(), 76, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

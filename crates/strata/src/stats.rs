@@ -37,6 +37,7 @@ pub struct Stats {
     pub(crate) stalls: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
+    pub(crate) coalesced_items: AtomicU64,
 }
 
 /// A point-in-time copy of the counters.
@@ -106,6 +107,8 @@ pub struct StatsSnapshot {
     pub stall_micros: u64,
     /// Writes delayed by the slowdown trigger.
     pub slowdowns: u64,
+    /// Puts kept in a memtable's coalescing buffer (`Options::coalesce_item_threshold`).
+    pub coalesced_items: u64,
     /// Files per level at the time of the snapshot.
     pub files_per_level: Vec<usize>,
     /// Bytes per level at the time of the snapshot.
@@ -250,6 +253,9 @@ impl StatsSnapshot {
             self.slowdowns,
             self.stall_micros as f64 / 1e6
         );
+        if self.coalesced_items > 0 {
+            let _ = writeln!(s, "Coalescing: {} items", self.coalesced_items);
+        }
         s
     }
 }
@@ -295,6 +301,7 @@ impl Stats {
             stalls: l(&self.stalls),
             stall_micros: l(&self.stall_micros),
             slowdowns: l(&self.slowdowns),
+            coalesced_items: l(&self.coalesced_items),
             files_per_level: Vec::new(),
             // Filled in by `Db::stats` from the table cache.
             table_open_reads: 0,

@@ -236,6 +236,16 @@ fn options(a: &Args) -> Result<Options, String> {
     // turns into the compactor every few flushes and column compactions run all the time
     // (a database keeps the size its region was created with).
     o.matrix_container_size = a.get("matrix_container_size", 4 << 20)?;
+    // CLeveldb's coalescing (presets cleveldb, cleveldb-inline): the stress items straddle
+    // a 64-byte threshold, and 512-byte groups with GC at 30 % garbage keep group GC
+    // running.
+    if o.coalesce_item_threshold > 0 {
+        o.coalesce_item_threshold = a.get("coalesce_item_threshold", 64)?;
+        if o.coalesce_group_size > 0 {
+            o.coalesce_group_size = a.get("coalesce_group_size", 512)?;
+        }
+        o.coalesce_gc_ratio = 0.3;
+    }
     // The write-path watchdog: a stall fails the run (the kill loop reports the early exit)
     // instead of waiting until the kill.
     o.write_stall_limit = match a.get("write_stall_limit_ms", 1000u64)? {

@@ -319,10 +319,14 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         }
     }
     let mut seq = first;
+    let mut coalesced = 0;
     for e in batch.iter() {
         let e = e?;
-        mem.add(seq, e.kind, e.key, e.value);
+        coalesced += u64::from(mem.add(seq, e.kind, e.key, e.value));
         seq = seq.next();
+    }
+    if coalesced > 0 {
+        Stats::add(&db.stats.coalesced_items, coalesced);
     }
     db.last_sequence.store(seq.0 - 1, Ordering::Release);
     Stats::add(&db.stats.user_bytes, user_bytes);
@@ -386,7 +390,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             continue;
         }
         // NB: an empty memtable is never frozen, however large a single entry makes it.
-        let full = st.mem.memory_usage() >= db.opts.write_buffer_size && !st.mem.is_empty();
+        let full = st.mem.is_full(db.opts.write_buffer_size);
         if !force && !full {
             return Ok(st.mem.clone());
         }
@@ -439,7 +443,8 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             number.0,
             db.opts.memtable_filter_bytes(),
             db.arena_pool.clone(),
-        );
+        )
+        .with_side(crate::coalesce::side(&db.opts, &db.arena_pool));
         let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
         st.imms.push_back(old);
         let v = st.super_version.version.clone();

@@ -1,4 +1,6 @@
-//! [`MemTable`]: the in-memory write buffer, an arena skiplist of internal keys.
+//! [`MemTable`]: the in-memory write buffer, an arena skiplist of internal keys, and
+//! optionally a [`Side`] that keeps some entries outside the skiplist (coalesce/: small
+//! puts in a coalescing buffer).
 //!
 //! Write path: the group-commit leader inserts each batch entry (one writer at a time). Read
 //! path: `get` and iterators read concurrently without locks. A memtable is never changed after
@@ -10,12 +12,13 @@ mod skiplist;
 
 use std::sync::Arc;
 
+pub(crate) use arena::Arena;
 pub use arena::ChunkPool;
 use skiplist::Node;
 pub use skiplist::SkipList;
 
 use crate::error::Result;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 
 /// What a point lookup found in one source.
@@ -30,9 +33,31 @@ pub enum Lookup {
     Pointer(Vec<u8>),
 }
 
+/// Entries a memtable keeps outside its skiplist, in a structure of their own (the
+/// coalescing buffer, coalesce/). The memtable offers it every entry first; what it takes,
+/// it answers for in `get` and `iter`, and the memtable's own answers merge both by
+/// sequence, so a key's versions may be split between the two.
+pub(crate) trait Side: Send + Sync {
+    /// Takes the entry if it is one the side keeps. REQUIRES: one writer at a time.
+    fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool;
+    /// The newest version of `user_key` visible at `seq` that the side holds, with its
+    /// sequence.
+    fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)>;
+    /// Bytes of memory its entries use.
+    fn memory_usage(&self) -> usize;
+    /// Entries held.
+    fn len(&self) -> usize;
+    /// Whether it takes no more entries (the memtable then counts as full).
+    fn full(&self) -> bool;
+    /// Its entries as of now, sorted by internal key.
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator>;
+}
+
 /// An in-memory table of recent writes.
 pub struct MemTable {
     list: SkipList,
+    /// Entries kept outside the skiplist (`Side`), if the database keeps any.
+    side: Option<Arc<dyn Side>>,
     /// Lets point lookups of keys it does not hold skip the skiplist
     /// (`Options::memtable_filter_ratio`).
     filter: Option<filter::KeyFilter>,
@@ -45,6 +70,7 @@ impl MemTable {
     pub fn new(wal_number: u64) -> Self {
         MemTable {
             list: SkipList::new(),
+            side: None,
             filter: None,
             wal_number,
         }
@@ -55,9 +81,17 @@ impl MemTable {
     pub fn for_writes(wal_number: u64, filter_bytes: usize, pool: Arc<ChunkPool>) -> Self {
         MemTable {
             list: SkipList::with_pool(pool),
+            side: None,
             filter: (filter_bytes > 0).then(|| filter::KeyFilter::new(filter_bytes)),
             wal_number,
         }
+    }
+
+    /// This memtable, offering every entry to `side` first.
+    #[must_use]
+    pub(crate) fn with_side(mut self, side: Option<Arc<dyn Side>>) -> Self {
+        self.side = side;
+        self
     }
 
     /// The WAL that holds this memtable's writes.
@@ -65,18 +99,38 @@ impl MemTable {
         self.wal_number
     }
 
-    /// Adds an entry. REQUIRES: a single writer at a time (the skiplist serializes anyway),
-    /// and `seq` unique.
-    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+    /// Adds an entry; returns whether the side took it. REQUIRES: a single writer at a time
+    /// (the skiplist serializes anyway), and `seq` unique.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
+        if self
+            .side
+            .as_ref()
+            .is_some_and(|s| s.add(seq, kind, user_key, value))
+        {
+            return true;
+        }
         if let Some(f) = &self.filter {
             f.insert(user_key);
         }
         self.list
             .insert(user_key, key::pack_trailer(seq, kind), value);
+        false
     }
 
     /// The newest version of `user_key` visible at `seq`, if any.
     pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Lookup> {
+        let Some(side) = &self.side else {
+            return self.list_get(user_key, seq).map(|(_, found)| found);
+        };
+        match (side.get(user_key, seq), self.list_get(user_key, seq)) {
+            (Some((a, found)), Some((b, _))) if a > b => Some(found),
+            (_, Some((_, found))) | (Some((_, found)), None) => Some(found),
+            (None, None) => None,
+        }
+    }
+
+    /// The newest version of `user_key` visible at `seq` in the skiplist, with its sequence.
+    fn list_get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)> {
         if self
             .filter
             .as_ref()
@@ -95,26 +149,36 @@ impl MemTable {
         if p.user_key != user_key {
             return None;
         }
-        Some(match p.kind {
-            ValueKind::Put => Lookup::Value(v.to_vec()),
-            ValueKind::Delete => Lookup::Deleted,
-            ValueKind::Pointer => Lookup::Pointer(v.to_vec()),
-        })
+        Some((
+            p.seq,
+            match p.kind {
+                ValueKind::Put => Lookup::Value(v.to_vec()),
+                ValueKind::Delete => Lookup::Deleted,
+                ValueKind::Pointer => Lookup::Pointer(v.to_vec()),
+            },
+        ))
     }
 
     /// Bytes of memory used.
     pub fn memory_usage(&self) -> usize {
-        self.list.memory_usage()
+        self.list.memory_usage() + self.side.as_ref().map_or(0, |s| s.memory_usage())
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() + self.side.as_ref().map_or(0, |s| s.len())
     }
 
     /// Whether no entry was added.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the memtable should be frozen: it holds `budget` bytes, or its side takes
+    /// no more entries. An empty memtable is never full, however large one entry makes it.
+    pub fn is_full(&self, budget: usize) -> bool {
+        (self.memory_usage() >= budget || self.side.as_ref().is_some_and(|s| s.full()))
+            && !self.is_empty()
     }
 
     /// The smallest and largest user keys held, if any. For an immutable memtable this is
@@ -134,26 +198,89 @@ impl MemTable {
         Some((lo, hi))
     }
 
-    /// An iterator over the entries (sees entries added after its creation, too).
+    /// An iterator over the entries. The skiplist's part sees entries added after its
+    /// creation, too; a side's part is the side as of the call.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator {
+        let list = ListIterator {
             mem: self.clone(),
             node: std::ptr::null(),
-        }
+        };
+        MemTableIterator(match &self.side {
+            None => Cursor::List(list),
+            Some(side) => Cursor::Merged(MergingIterator::new(vec![
+                Box::new(list),
+                side.clone().iter(),
+            ])),
+        })
     }
 }
 
 /// Iterator over a memtable; keeps the memtable alive.
-pub struct MemTableIterator {
+pub struct MemTableIterator(Cursor);
+
+enum Cursor {
+    List(ListIterator),
+    /// The skiplist's entries merged with the side's.
+    Merged(MergingIterator),
+}
+
+impl MemTableIterator {
+    fn inner(&self) -> &dyn InternalIterator {
+        match &self.0 {
+            Cursor::List(l) => l,
+            Cursor::Merged(m) => m,
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn InternalIterator {
+        match &mut self.0 {
+            Cursor::List(l) => l,
+            Cursor::Merged(m) => m,
+        }
+    }
+}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        self.inner().valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner_mut().seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.inner_mut().seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner_mut().seek(target);
+    }
+    fn next(&mut self) {
+        self.inner_mut().next();
+    }
+    fn prev(&mut self) {
+        self.inner_mut().prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner().key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner().value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner().status()
+    }
+}
+
+/// Iterator over a memtable's skiplist; keeps the memtable alive.
+struct ListIterator {
     mem: Arc<MemTable>,
     node: *const Node,
 }
 
 // SAFETY: `node` points into `mem`'s arena, which this iterator keeps alive; published nodes
 // are immutable, so moving the cursor to another thread is sound.
-unsafe impl Send for MemTableIterator {}
+unsafe impl Send for ListIterator {}
 
-impl InternalIterator for MemTableIterator {
+impl InternalIterator for ListIterator {
     fn valid(&self) -> bool {
         !self.node.is_null()
     }

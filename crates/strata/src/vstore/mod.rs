@@ -27,7 +27,12 @@ pub(crate) mod record;
 pub(crate) mod vlog;
 
 /// Every value store this build knows: the one registration line a new store adds.
-pub(crate) static STORES: &[&dyn Store] = &[&blob::BlobFiles, &vlog::ValueLog, &hash::HashStore];
+pub(crate) static STORES: &[&dyn Store] = &[
+    &blob::BlobFiles,
+    &vlog::ValueLog,
+    &hash::HashStore,
+    &crate::coalesce::groups::Groups,
+];
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

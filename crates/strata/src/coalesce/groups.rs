@@ -1,0 +1,533 @@
+//! Group files (store [`ID`] 4, `Options::coalesce_group_size`, preset `cleveldb`): a flush
+//! packs the small puts it writes (key + value under `coalesce_item_threshold`) into groups
+//! of `coalesce_group_size` bytes, CLeveldb's coalesced groups, in one new group file, and
+//! its tables hold, per item, a pointer to the item's group: CLeveldb's UMeta entries, kept
+//! sorted in the LSM's own tables (docs/design/cleveldb.md). A read loads the group, checks
+//! it and finds the item in it. Compactions count the pointers they drop as the file's
+//! garbage and, past `coalesce_gc_ratio`, move the live items of a file into new groups.
+//!
+//! Format: docs/format/coalesce.md. A file: a 16-byte header (magic, version, group size),
+//! groups of exactly the group size (`masked crc32c | item count varint32 | items | zero
+//! padding`, an item `key length varint32 | value length varint32 | key | value`, the CRC
+//! over everything after it), and a 24-byte footer (group count, item count, magic).
+
+use std::sync::Arc;
+
+use crate::coding::{get_varint32, masked_crc, put_varint32};
+use crate::error::{Error, Result};
+use crate::filename::FileNumber;
+use crate::fs::{Fs, WritableFile};
+use crate::options::Options;
+use crate::placement::{FileKind, PathId, Placement};
+use crate::vstore::record::{Parsed, Walk};
+use crate::vstore::{
+    FlushEntry, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer,
+};
+
+/// The store's id: the tag of its pointers (docs/format/value-pointer.md).
+pub(crate) const ID: StoreId = StoreId(4);
+
+/// Manifest tag of the record naming a group file (docs/format/manifest.md).
+const TAG_NEW_GROUP_FILE: u32 = 17;
+
+/// First bytes of a group file.
+const MAGIC: &[u8; 8] = b"strgrp\x00\x01";
+/// Last bytes of a complete group file.
+const FOOTER_MAGIC: &[u8; 8] = b"strgrpE\x00";
+/// The format version in the header.
+const VERSION: u32 = 1;
+/// Header: magic + version u32 LE + group size u32 LE.
+const HEADER_LEN: u64 = 16;
+/// Footer: group count u64 LE + item count u64 LE + magic.
+const FOOTER_LEN: u64 = 24;
+/// Bytes of a group's frame before its items: the CRC and, at most, the item count.
+const GROUP_HEAD: usize = 4 + 5;
+
+/// The format feature a database with group files names in its manifest.
+const FEATURE: &str = "coalesced-groups";
+
+/// Whether an item of `key` and `value` fits in a group of `group_size` bytes by itself.
+fn fits(group_size: usize, key: &[u8], value: &[u8]) -> bool {
+    GROUP_HEAD + item_len(key, value) <= group_size
+}
+
+fn item_len(key: &[u8], value: &[u8]) -> usize {
+    varint_len(key.len()) + varint_len(value.len()) + key.len() + value.len()
+}
+
+fn varint_len(n: usize) -> usize {
+    let mut len = 1;
+    let mut n = n >> 7;
+    while n > 0 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+/// The items of the group `bytes` (a whole group as read at its pointer), checked against
+/// its CRC; errors say what is wrong.
+fn items(bytes: &[u8]) -> std::result::Result<Vec<Parsed<'_>>, &'static str> {
+    if bytes.len() < GROUP_HEAD {
+        return Err("shorter than a group's header");
+    }
+    let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if masked_crc(&bytes[4..]) != stored {
+        return Err("checksum mismatch");
+    }
+    let mut src = &bytes[4..];
+    let count = get_varint32(&mut src).ok_or("item count")?;
+    let mut out = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let klen = get_varint32(&mut src).ok_or("key length")? as usize;
+        let vlen = get_varint32(&mut src).ok_or("value length")? as usize;
+        if klen + vlen > src.len() {
+            return Err("an item runs past the group");
+        }
+        out.push(Parsed {
+            key: &src[..klen],
+            value: &src[klen..klen + vlen],
+            size: bytes.len(),
+        });
+        src = &src[klen + vlen..];
+    }
+    Ok(out)
+}
+
+/// Writes one group file: items are packed into the open group until the next does not
+/// fit; each group is written whole, zero-padded to the group size.
+pub(crate) struct GroupWriter {
+    file: Box<dyn WritableFile>,
+    number: FileNumber,
+    path_id: PathId,
+    group_size: usize,
+    /// The open group's offset in the file.
+    offset: u64,
+    /// The open group's items (after the frame, which `seal` writes).
+    open: Vec<u8>,
+    open_items: u32,
+    /// The open group's last user key: a group holds one version of a key at most, so a
+    /// read finds its item by key (a flush keeps older versions snapshots need, in a row).
+    open_last: Vec<u8>,
+    groups: u64,
+    items: u64,
+    frame: Vec<u8>,
+}
+
+impl GroupWriter {
+    /// Creates group file `number` in the value directory.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn create(
+        fs: &dyn Fs,
+        placement: &Placement,
+        number: FileNumber,
+        group_size: usize,
+    ) -> Result<GroupWriter> {
+        let path_id = placement.path_id(FileKind::Value);
+        let path = crate::vstore::file_path(&Groups, number, path_id, placement);
+        let mut file = fs.create(&path)?;
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&(group_size as u32).to_le_bytes());
+        file.append(&header)?;
+        Ok(GroupWriter {
+            file,
+            number,
+            path_id,
+            group_size,
+            offset: HEADER_LEN,
+            open: Vec::with_capacity(group_size),
+            open_items: 0,
+            open_last: Vec::new(),
+            groups: 0,
+            items: 0,
+            frame: Vec::with_capacity(group_size),
+        })
+    }
+
+    /// Adds `user_key`'s `value` to the open group (after sealing it if the item does not
+    /// fit, or if it holds a version of the key already); returns the pointer to its group.
+    /// REQUIRES: `fits`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
+        debug_assert!(fits(self.group_size, user_key, value));
+        if GROUP_HEAD + self.open.len() + item_len(user_key, value) > self.group_size
+            || (self.open_items > 0 && self.open_last == user_key)
+        {
+            self.seal()?;
+        }
+        self.open_last.clear();
+        self.open_last.extend_from_slice(user_key);
+        put_varint32(&mut self.open, user_key.len() as u32);
+        put_varint32(&mut self.open, value.len() as u32);
+        self.open.extend_from_slice(user_key);
+        self.open.extend_from_slice(value);
+        self.open_items += 1;
+        self.items += 1;
+        Ok(ValuePointer {
+            store: ID,
+            file: self.number.0,
+            offset: self.offset,
+            size: self.group_size as u32,
+        })
+    }
+
+    /// Writes the open group, if it holds an item.
+    fn seal(&mut self) -> Result<()> {
+        if self.open_items == 0 {
+            return Ok(());
+        }
+        self.frame.clear();
+        self.frame.extend_from_slice(&[0; 4]);
+        put_varint32(&mut self.frame, self.open_items);
+        self.frame.extend_from_slice(&self.open);
+        self.frame.resize(self.group_size, 0);
+        let crc = masked_crc(&self.frame[4..]);
+        self.frame[..4].copy_from_slice(&crc.to_le_bytes());
+        self.file.append(&self.frame)?;
+        self.offset += self.group_size as u64;
+        self.groups += 1;
+        self.open.clear();
+        self.open_items = 0;
+        Ok(())
+    }
+
+    /// Seals the open group, writes the footer and syncs the file (not its directory).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn finish(mut self) -> Result<ValueFile> {
+        self.seal()?;
+        let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
+        footer.extend_from_slice(&self.groups.to_le_bytes());
+        footer.extend_from_slice(&self.items.to_le_bytes());
+        footer.extend_from_slice(FOOTER_MAGIC);
+        self.file.append(&footer)?;
+        self.file.sync()?;
+        let mut f = ValueFile::new(ID, self.number.0, self.path_id);
+        f.size = self.offset + FOOTER_LEN;
+        // Counted in pointers: every item's pointer reaches its whole group.
+        f.records = self.items;
+        f.record_bytes = self.items * self.group_size as u64;
+        f.meta = self.group_size as u64;
+        Ok(f)
+    }
+}
+
+/// Group files, as the engine sees them (one static object, registered in
+/// `vstore::STORES`).
+pub(crate) struct Groups;
+
+/// Whether `opts` coalesce items into groups at flush.
+fn grouping(opts: &Options) -> bool {
+    opts.coalesce_item_threshold > 0 && opts.coalesce_group_size > 0
+}
+
+impl Store for Groups {
+    fn id(&self) -> StoreId {
+        ID
+    }
+
+    fn name(&self) -> &'static str {
+        "group files"
+    }
+
+    fn feature(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn extension(&self) -> &'static str {
+        "grp"
+    }
+
+    fn configured(&self, opts: &Options) -> bool {
+        grouping(opts)
+    }
+
+    fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
+        let size = f.meta;
+        size > 0
+            && u64::from(p.size) == size
+            && p.offset >= HEADER_LEN
+            && (p.offset - HEADER_LEN).is_multiple_of(size)
+            && p.offset + size + FOOTER_LEN <= f.size
+    }
+
+    fn value_of<'a>(
+        &self,
+        bytes: &'a [u8],
+        user_key: &[u8],
+        path: &std::path::Path,
+        p: &ValuePointer,
+    ) -> Result<&'a [u8]> {
+        let bad = |what: &str| Error::corruption(path, p.offset, format!("group: {what}"));
+        let found = items(bytes).map_err(bad)?;
+        found
+            .into_iter()
+            .find(|i| i.key == user_key)
+            .map(|i| i.value)
+            .ok_or_else(|| bad("the key's item is not in its group"))
+    }
+
+    fn all_garbage(&self, f: &ValueFile) -> bool {
+        f.garbage_records >= f.records
+    }
+
+    fn walk<'a>(&self, bytes: &'a [u8]) -> Walk<'a> {
+        let mut records = Vec::new();
+        let Some(size) = group_size_of(bytes).filter(|&s| s > 0) else {
+            return (records, Some((0, "not a group file header")));
+        };
+        let end = bytes.len().saturating_sub(FOOTER_LEN as usize);
+        let mut at = HEADER_LEN as usize;
+        while at + size <= end {
+            match items(&bytes[at..at + size]) {
+                Ok(found) => records.extend(found.into_iter().map(|i| (at, i))),
+                Err(what) => return (records, Some((at, what))),
+            }
+            at += size;
+        }
+        if at != end {
+            return (records, Some((at, "a partial group before the footer")));
+        }
+        (records, None)
+    }
+
+    fn describe(
+        &self,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> std::result::Result<String, String> {
+        let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
+        if bytes.len() < h + f || &bytes[..8] != MAGIC || &bytes[bytes.len() - 8..] != FOOTER_MAGIC
+        {
+            return Err("not a complete group file (header or footer)".into());
+        }
+        let foot = &bytes[bytes.len() - f..];
+        let groups = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
+        let items = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
+        Ok(format!(
+            "group file {}: {} B, groups of {} B, footer says {groups} groups, {items} items",
+            path.display(),
+            bytes.len(),
+            group_size_of(bytes).unwrap_or(0)
+        ))
+    }
+
+    fn rebuilt(
+        &self,
+        number: u64,
+        path_id: PathId,
+        read: &mut dyn FnMut() -> Result<Vec<u8>>,
+        (refs, ref_bytes): (u64, u64),
+    ) -> Result<ValueFile> {
+        let bytes = read()?;
+        let (found, _) = self.walk(&bytes);
+        let size = group_size_of(&bytes).unwrap_or(0) as u64;
+        let mut f = ValueFile::new(ID, number, path_id);
+        f.size = bytes.len() as u64;
+        f.meta = size;
+        f.records = (found.len() as u64).max(refs);
+        f.record_bytes = (f.records * size).max(ref_bytes);
+        f.garbage_records = f.records - refs;
+        f.garbage_bytes = f.record_bytes - ref_bytes;
+        Ok(f)
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_GROUP_FILE]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        let fields = [
+            f.size,
+            f.records,
+            f.record_bytes,
+            f.garbage_records,
+            f.garbage_bytes,
+            f.meta,
+        ];
+        crate::vstore::put_file_record(dst, TAG_NEW_GROUP_FILE, f, &fields);
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        crate::vstore::get_file_record(src, ID, |f| {
+            vec![
+                &mut f.size,
+                &mut f.records,
+                &mut f.record_bytes,
+                &mut f.garbage_records,
+                &mut f.garbage_bytes,
+                &mut f.meta,
+            ]
+        })
+    }
+
+    /// While configured.
+    fn flush_separator(
+        &self,
+        env: &StoreEnv,
+        _min: usize,
+        _v: &crate::version::Version,
+    ) -> Option<Box<dyn FlushSeparator>> {
+        grouping(&env.opts).then(|| {
+            Box::new(GroupSeparator::new(
+                env.fs.clone(),
+                env.placement.clone(),
+                env.opts.coalesce_item_threshold,
+                env.opts.coalesce_group_size,
+            )) as Box<dyn FlushSeparator>
+        })
+    }
+
+    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
+        f.garbage_bytes as f64 >= opts.coalesce_gc_ratio * f.record_bytes as f64
+    }
+
+    /// Live items of collected group files move into new groups, whatever is configured
+    /// now (a database reopened without coalescing still collects its group files).
+    fn relocation_writer(&self, env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
+        let size = match env.opts.coalesce_group_size {
+            0 => 4096,
+            n => n,
+        };
+        Some(Box::new(GroupSeparator::new(
+            env.fs.clone(),
+            env.placement.clone(),
+            usize::MAX,
+            size,
+        )))
+    }
+}
+
+/// The group size a group file's header names, if it has a header.
+fn group_size_of(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+        return None;
+    }
+    Some(u32::from_le_bytes(bytes[12..16].try_into().ok()?) as usize)
+}
+
+/// Packs the small puts of one flush (key + value under `threshold`) into one new group
+/// file's groups.
+pub(crate) struct GroupSeparator {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    threshold: usize,
+    group_size: usize,
+    writer: Option<GroupWriter>,
+}
+
+impl GroupSeparator {
+    pub fn new(fs: Arc<dyn Fs>, placement: Placement, threshold: usize, group_size: usize) -> Self {
+        GroupSeparator {
+            fs,
+            placement,
+            threshold,
+            group_size,
+            writer: None,
+        }
+    }
+}
+
+impl FlushSeparator for GroupSeparator {
+    fn separate(
+        &mut self,
+        new_file_number: &mut dyn FnMut() -> FileNumber,
+        e: FlushEntry<'_>,
+    ) -> Result<Option<ValuePointer>> {
+        let (user_key, value) = (e.user_key, e.value);
+        if e.kind != crate::key::ValueKind::Put
+            || user_key.len() + value.len() >= self.threshold
+            || !fits(self.group_size, user_key, value)
+        {
+            return Ok(None);
+        }
+        let w = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(GroupWriter::create(
+                &*self.fs,
+                &self.placement,
+                new_file_number(),
+                self.group_size,
+            )?),
+        };
+        Ok(Some(w.add(user_key, value)?))
+    }
+
+    fn finish(&mut self) -> Result<Vec<ValueFile>> {
+        let Some(w) = self.writer.take() else {
+            return Ok(Vec::new());
+        };
+        let f = w.finish()?;
+        self.fs.sync_dir(self.placement.dir(f.path_id))?;
+        Ok(vec![f])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fs::MemFs;
+
+    #[test]
+    fn items_read_back_from_their_groups_and_damage_is_corruption() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let placement = Placement::new(Path::new("/db"), None, None);
+        let mut w = GroupWriter::create(&*fs, &placement, FileNumber(9), 256).unwrap();
+        let mut ps = Vec::new();
+        for i in 0..40u32 {
+            let k = format!("key{i:03}");
+            let v = format!("value-{i}-{}", "x".repeat(i as usize % 17));
+            ps.push((
+                k.clone(),
+                v.clone(),
+                w.add(k.as_bytes(), v.as_bytes()).unwrap(),
+            ));
+        }
+        let f = w.finish().unwrap();
+        assert_eq!(f.records, 40);
+        assert!(ps.iter().all(|(_, _, p)| Groups.pointer_fits(p, &f)));
+        let groups: std::collections::BTreeSet<u64> = ps.iter().map(|p| p.2.offset).collect();
+        assert!(groups.len() >= 4, "{} groups", groups.len());
+        assert_eq!(f.size, HEADER_LEN + 256 * groups.len() as u64 + FOOTER_LEN);
+        let path = f.path(&placement);
+        let good = fs.open(&path).unwrap().read_at(0, f.size as usize).unwrap();
+        // What `ValueFiles::read` does: the pointer's bytes to the store.
+        let read = |file: &[u8], k: &[u8], p: &ValuePointer| {
+            let at = p.offset as usize;
+            Groups
+                .value_of(&file[at..at + p.size as usize], k, &path, p)
+                .map(<[u8]>::to_vec)
+        };
+        for (k, v, p) in &ps {
+            assert_eq!(read(&good, k.as_bytes(), p).unwrap(), v.as_bytes());
+        }
+        let e = read(&good, b"key999", &ps[0].2).unwrap_err();
+        assert!(e.to_string().contains("not in its group"), "{e}");
+        // Every record found by a walk, in order.
+        let (found, stop) = Groups.walk(&good);
+        assert_eq!((found.len(), stop), (40, None));
+        assert!(Groups.describe(&path, &good).unwrap().contains("40 items"));
+        // Flip every byte of the first group in turn: never a value, always an error.
+        let p = ps[0].2;
+        for i in p.offset..p.offset + u64::from(p.size) {
+            let mut bad = good.clone();
+            bad[i as usize] ^= 0x40;
+            let e = read(&bad, ps[0].0.as_bytes(), &p).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                crate::error::ErrorKind::Corruption,
+                "byte {i}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The coalescing buffer end to end (docs/design/cleveldb.md): small puts kept beside each
+//! memtable's skiplist, a key's versions split between the two, through gets at snapshots,
+//! scans, flushes and reopens.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{Fs, MemFs};
+use strata::{Db, ReadOptions};
+use strata_testkit::model::assert_db_matches;
+
+/// The testkit's configuration `name`: `coalesce` (puts of key + value under 64 bytes in
+/// each memtable's buffer, flushed inline, 64 KiB memtables) or `cleveldb` (the same,
+/// flushed into 256-byte groups, group GC at 30 % garbage).
+fn opts(name: &str, fs: &Arc<dyn Fs>) -> strata::Options {
+    let config = strata_testkit::configs::configs()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("the testkit names a {name} configuration"));
+    (config.build)(Path::new("/db"), fs.clone())
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:04}", (i * 7919) % 300).into_bytes()
+}
+
+/// A value for write `i`: mostly small (coalesced), every fifth large (the skiplist's).
+fn value(i: u64) -> Vec<u8> {
+    let pad = if i.is_multiple_of(5) {
+        100
+    } else {
+        (i % 13) as usize
+    };
+    format!("v{i}-{}", "z".repeat(pad)).into_bytes()
+}
+
+/// Small and large puts and deletes of 300 keys, so a key's versions alternate between
+/// the buffer and the skiplist of one memtable: every key read by `get` now and at an older
+/// snapshot after each step, then scanned, flushed and reopened.
+#[test]
+fn gets_take_the_newest_version_of_buffer_and_skiplist() {
+    versions_through_buffer_groups_and_reopens("coalesce");
+}
+
+/// The same with the items flushed into groups: gets and scans read them back through
+/// their pointers, overwrites and deletes make group garbage, and group GC moves the live
+/// items of the files it collects (a snapshot held across it keeps what it saw).
+#[test]
+fn coalesced_groups_read_back_and_are_collected() {
+    let (db, s) = versions_through_buffer_groups_and_reopens("cleveldb");
+    let files: u64 = db.property("strata.value-files").unwrap().parse().unwrap();
+    assert!(files > 0, "no group file is live");
+    assert!(
+        s.value_gc_compactions > 0 && s.value_bytes_relocated > 0,
+        "no group GC: {} compactions, {} B moved",
+        s.value_gc_compactions,
+        s.value_bytes_relocated
+    );
+}
+
+/// Returns the reopened database and the stats of the first open's run.
+fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::StatsSnapshot) {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let opts = |fs: &Arc<dyn Fs>| opts(config, fs);
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut snaps = Vec::new();
+    for i in 0..6000u64 {
+        let k = key(i);
+        if i % 11 == 4 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = value(i);
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        if i.is_multiple_of(97) {
+            snaps.push((db.snapshot(), model.clone()));
+        }
+        if i.is_multiple_of(50) {
+            for j in 0..300 {
+                let k = key(j);
+                assert_eq!(
+                    db.get(&k).unwrap().as_ref(),
+                    model.get(&k),
+                    "write {i}: get {k:?}"
+                );
+            }
+            let (snap, m) = &snaps[snaps.len() / 2];
+            let at = ReadOptions {
+                snapshot: Some(snap.clone()),
+                ..ReadOptions::default()
+            };
+            for j in 0..300 {
+                let k = key(j);
+                let got = db.get_opt(&at, &k).unwrap();
+                assert_eq!(got.as_ref(), m.get(&k), "write {i}: snapshot get {k:?}");
+            }
+        }
+    }
+    assert_db_matches(&db, &model);
+    let coalesced = db.stats().coalesced_items;
+    assert!(coalesced > 3000, "{coalesced} items coalesced");
+    db.compact_range(None, None).unwrap();
+    assert_db_matches(&db, &model);
+    let (snap, m) = &snaps[snaps.len() / 2];
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for j in 0..300 {
+        let k = key(j);
+        let got = db.get_opt(&at, &k).unwrap();
+        assert_eq!(
+            got.as_ref(),
+            m.get(&k),
+            "after compact_range: snapshot get {k:?}"
+        );
+    }
+    drop((snaps, at));
+    // Snapshots gone: overwrites make garbage compactions can count, and collect.
+    for i in 6000..9000u64 {
+        let k = key(i);
+        let v = value(i);
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.compact_range(None, None).unwrap();
+    assert_db_matches(&db, &model);
+    let stats = db.stats();
+    db.close().unwrap();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    assert_db_matches(&db, &model);
+    (db, stats)
+}
