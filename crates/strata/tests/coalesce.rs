@@ -135,3 +135,60 @@ fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::Stat
     assert_db_matches(&db, &model);
     (db, stats)
 }
+
+/// A group file damaged on disk (real files): every get of its items is either the right
+/// value or `Corruption` naming the group file, never another value, and `check` reports
+/// the file.
+#[test]
+fn a_damaged_group_is_corruption_never_a_wrong_value() {
+    let tmp = strata_testkit::TempDir::new("coalesce-damage");
+    let db_dir = tmp.path().join("db");
+    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
+    let config = strata_testkit::configs::configs()
+        .into_iter()
+        .find(|c| c.name == "cleveldb")
+        .unwrap();
+    let o = (config.build)(&db_dir, fs.clone());
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(&db_dir, o.clone()).unwrap();
+        for i in 0..300u64 {
+            let (k, v) = (key(i), format!("small-{i}").into_bytes());
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let values = db_dir.join("values");
+    let grp = fs
+        .list(&values)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".grp"))
+        .expect("the flush wrote a group file");
+    let path = values.join(&grp);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // A byte inside the first group's items (past the 16-byte header and the group's CRC).
+    bytes[16 + 40] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let db = Db::open(&db_dir, o.clone()).unwrap();
+    let mut corrupt = 0;
+    for (k, v) in &model {
+        match db.get(k) {
+            Ok(got) => assert_eq!(got.as_ref(), Some(v), "get {k:?}"),
+            Err(e) => {
+                assert_eq!(e.kind(), strata::ErrorKind::Corruption, "{e}");
+                assert!(e.to_string().contains(&grp), "{e}");
+                corrupt += 1;
+            }
+        }
+    }
+    assert!(corrupt > 0, "no get met the damaged group");
+    drop(db);
+    let problems = strata::inspect::check(&db_dir, &o, &mut std::io::sink()).unwrap();
+    assert!(
+        problems.iter().any(|p| p.file.ends_with(&grp)),
+        "{problems:?}"
+    );
+}

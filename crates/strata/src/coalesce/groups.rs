@@ -66,8 +66,11 @@ fn varint_len(n: usize) -> usize {
 }
 
 /// The items of the group `bytes` (a whole group as read at its pointer), checked against
-/// its CRC; errors say what is wrong.
-fn items(bytes: &[u8]) -> std::result::Result<Vec<Parsed<'_>>, &'static str> {
+/// its CRC, each given to `visit` until it returns `true`; errors say what is wrong.
+fn visit_items<'a>(
+    bytes: &'a [u8],
+    mut visit: impl FnMut(Parsed<'a>) -> bool,
+) -> std::result::Result<(), &'static str> {
     if bytes.len() < GROUP_HEAD {
         return Err("shorter than a group's header");
     }
@@ -77,21 +80,23 @@ fn items(bytes: &[u8]) -> std::result::Result<Vec<Parsed<'_>>, &'static str> {
     }
     let mut src = &bytes[4..];
     let count = get_varint32(&mut src).ok_or("item count")?;
-    let mut out = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let klen = get_varint32(&mut src).ok_or("key length")? as usize;
         let vlen = get_varint32(&mut src).ok_or("value length")? as usize;
         if klen + vlen > src.len() {
             return Err("an item runs past the group");
         }
-        out.push(Parsed {
+        let item = Parsed {
             key: &src[..klen],
             value: &src[klen..klen + vlen],
             size: bytes.len(),
-        });
+        };
+        if visit(item) {
+            return Ok(());
+        }
         src = &src[klen + vlen..];
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Writes one group file: items are packed into the open group until the next does not
@@ -266,12 +271,16 @@ impl Store for Groups {
         p: &ValuePointer,
     ) -> Result<&'a [u8]> {
         let bad = |what: &str| Error::corruption(path, p.offset, format!("group: {what}"));
-        let found = items(bytes).map_err(bad)?;
-        found
-            .into_iter()
-            .find(|i| i.key == user_key)
-            .map(|i| i.value)
-            .ok_or_else(|| bad("the key's item is not in its group"))
+        let mut found = None;
+        visit_items(bytes, |i| {
+            let hit = i.key == user_key;
+            if hit {
+                found = Some(i.value);
+            }
+            hit
+        })
+        .map_err(bad)?;
+        found.ok_or_else(|| bad("the key's item is not in its group"))
     }
 
     fn all_garbage(&self, f: &ValueFile) -> bool {
@@ -286,9 +295,11 @@ impl Store for Groups {
         let end = bytes.len().saturating_sub(FOOTER_LEN as usize);
         let mut at = HEADER_LEN as usize;
         while at + size <= end {
-            match items(&bytes[at..at + size]) {
-                Ok(found) => records.extend(found.into_iter().map(|i| (at, i))),
-                Err(what) => return (records, Some((at, what))),
+            if let Err(what) = visit_items(&bytes[at..at + size], |i| {
+                records.push((at, i));
+                false
+            }) {
+                return (records, Some((at, what)));
             }
             at += size;
         }
