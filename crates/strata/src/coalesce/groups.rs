@@ -1,25 +1,27 @@
 //! Group files (store [`ID`] 4, `Options::coalesce_group_size`, preset `cleveldb`): a flush
 //! packs the small puts it writes (key + value under `coalesce_item_threshold`) into groups
 //! of `coalesce_group_size` bytes, CLeveldb's coalesced groups, in one new group file, and
-//! its tables hold, per item, a pointer to the item's group: CLeveldb's UMeta entries, kept
-//! sorted in the LSM's own tables (docs/design/cleveldb.md). A read loads the group, checks
-//! it and finds the item in it. Compactions count the pointers they drop as the file's
-//! garbage and, past `coalesce_gc_ratio`, move the live items of a file into new groups.
+//! its tables hold, per item, a pointer to the item in its group (the group's place in the
+//! file, the item's offset in it and its size): CLeveldb's UMeta entry <key, group, index,
+//! size>, kept sorted in the LSM's own tables (docs/design/cleveldb.md). A read takes the
+//! item's bytes out of its group and checks them. Compactions count the pointers they drop
+//! as the file's garbage and, past `coalesce_gc_ratio`, move the live items of a file into
+//! new groups.
 //!
 //! Format: docs/format/coalesce.md. A file: a 16-byte header (magic, version, group size),
-//! groups of exactly the group size (`masked crc32c | item count varint32 | items | zero
-//! padding`, an item `key length varint32 | value length varint32 | key | value`, the CRC
-//! over everything after it), and a 24-byte footer (group count, item count, magic).
+//! groups of exactly the group size (`item count u32 | items | zero padding`, an item a
+//! value record: `masked crc32c | key length varint32 | value length varint32 | key |
+//! value`, the CRC over everything after it), and a 24-byte footer (group count, item
+//! count, magic).
 
 use std::sync::Arc;
 
-use crate::coding::{get_varint32, masked_crc, put_varint32};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::options::Options;
 use crate::placement::{FileKind, PathId, Placement};
-use crate::vstore::record::{Parsed, Walk};
+use crate::vstore::record::{self, Walk};
 use crate::vstore::{
     FlushEntry, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer,
 };
@@ -40,8 +42,8 @@ const VERSION: u32 = 1;
 const HEADER_LEN: u64 = 16;
 /// Footer: group count u64 LE + item count u64 LE + magic.
 const FOOTER_LEN: u64 = 24;
-/// Bytes of a group's frame before its items: the CRC and, at most, the item count.
-const GROUP_HEAD: usize = 4 + 5;
+/// Bytes of a group's frame before its items: the item count.
+const GROUP_HEAD: usize = 4;
 
 /// The format feature a database with group files names in its manifest.
 const FEATURE: &str = "coalesced-groups";
@@ -51,8 +53,9 @@ fn fits(group_size: usize, key: &[u8], value: &[u8]) -> bool {
     GROUP_HEAD + item_len(key, value) <= group_size
 }
 
+/// Bytes of an item's record.
 fn item_len(key: &[u8], value: &[u8]) -> usize {
-    varint_len(key.len()) + varint_len(value.len()) + key.len() + value.len()
+    4 + varint_len(key.len()) + varint_len(value.len()) + key.len() + value.len()
 }
 
 fn varint_len(n: usize) -> usize {
@@ -65,40 +68,6 @@ fn varint_len(n: usize) -> usize {
     len
 }
 
-/// The items of the group `bytes` (a whole group as read at its pointer), checked against
-/// its CRC, each given to `visit` until it returns `true`; errors say what is wrong.
-fn visit_items<'a>(
-    bytes: &'a [u8],
-    mut visit: impl FnMut(Parsed<'a>) -> bool,
-) -> std::result::Result<(), &'static str> {
-    if bytes.len() < GROUP_HEAD {
-        return Err("shorter than a group's header");
-    }
-    let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if masked_crc(&bytes[4..]) != stored {
-        return Err("checksum mismatch");
-    }
-    let mut src = &bytes[4..];
-    let count = get_varint32(&mut src).ok_or("item count")?;
-    for _ in 0..count {
-        let klen = get_varint32(&mut src).ok_or("key length")? as usize;
-        let vlen = get_varint32(&mut src).ok_or("value length")? as usize;
-        if klen + vlen > src.len() {
-            return Err("an item runs past the group");
-        }
-        let item = Parsed {
-            key: &src[..klen],
-            value: &src[klen..klen + vlen],
-            size: bytes.len(),
-        };
-        if visit(item) {
-            return Ok(());
-        }
-        src = &src[klen + vlen..];
-    }
-    Ok(())
-}
-
 /// Writes one group file: items are packed into the open group until the next does not
 /// fit; each group is written whole, zero-padded to the group size.
 pub(crate) struct GroupWriter {
@@ -108,15 +77,12 @@ pub(crate) struct GroupWriter {
     group_size: usize,
     /// The open group's offset in the file.
     offset: u64,
-    /// The open group's items (after the frame, which `seal` writes).
+    /// The open group: its item count (filled in by `seal`), then its items' records.
     open: Vec<u8>,
     open_items: u32,
-    /// The open group's last user key: a group holds one version of a key at most, so a
-    /// read finds its item by key (a flush keeps older versions snapshots need, in a row).
-    open_last: Vec<u8>,
     groups: u64,
     items: u64,
-    frame: Vec<u8>,
+    item_bytes: u64,
 }
 
 impl GroupWriter {
@@ -138,47 +104,42 @@ impl GroupWriter {
         header.extend_from_slice(&VERSION.to_le_bytes());
         header.extend_from_slice(&(group_size as u32).to_le_bytes());
         file.append(&header)?;
+        let mut open = Vec::with_capacity(group_size);
+        open.extend_from_slice(&[0; GROUP_HEAD]);
         Ok(GroupWriter {
             file,
             number,
             path_id,
             group_size,
             offset: HEADER_LEN,
-            open: Vec::with_capacity(group_size),
+            open,
             open_items: 0,
-            open_last: Vec::new(),
             groups: 0,
             items: 0,
-            frame: Vec::with_capacity(group_size),
+            item_bytes: 0,
         })
     }
 
     /// Adds `user_key`'s `value` to the open group (after sealing it if the item does not
-    /// fit, or if it holds a version of the key already); returns the pointer to its group.
-    /// REQUIRES: `fits`.
+    /// fit); returns the pointer to the item. REQUIRES: `fits`.
     ///
     /// # Errors
-    /// I/O errors.
+    /// I/O errors; `InvalidArgument` for an item of 4 GiB or more.
     pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
         debug_assert!(fits(self.group_size, user_key, value));
-        if GROUP_HEAD + self.open.len() + item_len(user_key, value) > self.group_size
-            || (self.open_items > 0 && self.open_last == user_key)
-        {
+        if self.open.len() + item_len(user_key, value) > self.group_size {
             self.seal()?;
         }
-        self.open_last.clear();
-        self.open_last.extend_from_slice(user_key);
-        put_varint32(&mut self.open, user_key.len() as u32);
-        put_varint32(&mut self.open, value.len() as u32);
-        self.open.extend_from_slice(user_key);
-        self.open.extend_from_slice(value);
+        let at = self.offset + self.open.len() as u64;
+        let size = record::encode(&mut self.open, user_key, value)?;
         self.open_items += 1;
         self.items += 1;
+        self.item_bytes += u64::from(size);
         Ok(ValuePointer {
             store: ID,
             file: self.number.0,
-            offset: self.offset,
-            size: self.group_size as u32,
+            offset: at,
+            size,
         })
     }
 
@@ -187,17 +148,13 @@ impl GroupWriter {
         if self.open_items == 0 {
             return Ok(());
         }
-        self.frame.clear();
-        self.frame.extend_from_slice(&[0; 4]);
-        put_varint32(&mut self.frame, self.open_items);
-        self.frame.extend_from_slice(&self.open);
-        self.frame.resize(self.group_size, 0);
-        let crc = masked_crc(&self.frame[4..]);
-        self.frame[..4].copy_from_slice(&crc.to_le_bytes());
-        self.file.append(&self.frame)?;
+        self.open[..GROUP_HEAD].copy_from_slice(&self.open_items.to_le_bytes());
+        self.open.resize(self.group_size, 0);
+        self.file.append(&self.open)?;
         self.offset += self.group_size as u64;
         self.groups += 1;
         self.open.clear();
+        self.open.extend_from_slice(&[0; GROUP_HEAD]);
         self.open_items = 0;
         Ok(())
     }
@@ -216,9 +173,8 @@ impl GroupWriter {
         self.file.sync()?;
         let mut f = ValueFile::new(ID, self.number.0, self.path_id);
         f.size = self.offset + FOOTER_LEN;
-        // Counted in pointers: every item's pointer reaches its whole group.
         f.records = self.items;
-        f.record_bytes = self.items * self.group_size as u64;
+        f.record_bytes = self.item_bytes;
         f.meta = self.group_size as u64;
         Ok(f)
     }
@@ -254,33 +210,19 @@ impl Store for Groups {
         grouping(opts)
     }
 
+    /// Inside one group's items (past its count), and inside the file's groups.
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
-        let size = f.meta;
-        size > 0
-            && u64::from(p.size) == size
-            && p.offset >= HEADER_LEN
-            && (p.offset - HEADER_LEN).is_multiple_of(size)
-            && p.offset + size + FOOTER_LEN <= f.size
-    }
-
-    fn value_of<'a>(
-        &self,
-        bytes: &'a [u8],
-        user_key: &[u8],
-        path: &std::path::Path,
-        p: &ValuePointer,
-    ) -> Result<&'a [u8]> {
-        let bad = |what: &str| Error::corruption(path, p.offset, format!("group: {what}"));
-        let mut found = None;
-        visit_items(bytes, |i| {
-            let hit = i.key == user_key;
-            if hit {
-                found = Some(i.value);
-            }
-            hit
-        })
-        .map_err(bad)?;
-        found.ok_or_else(|| bad("the key's item is not in its group"))
+        let group = f.meta;
+        if group == 0 || p.offset < HEADER_LEN || p.size == 0 {
+            return false;
+        }
+        let (at, end) = (
+            p.offset - HEADER_LEN,
+            p.offset - HEADER_LEN + u64::from(p.size),
+        );
+        at % group >= GROUP_HEAD as u64
+            && (end - 1) / group == at / group
+            && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
     }
 
     fn all_garbage(&self, f: &ValueFile) -> bool {
@@ -289,22 +231,35 @@ impl Store for Groups {
 
     fn walk<'a>(&self, bytes: &'a [u8]) -> Walk<'a> {
         let mut records = Vec::new();
-        let Some(size) = group_size_of(bytes).filter(|&s| s > 0) else {
+        let Some(size) = group_size_of(bytes).filter(|&s| s > GROUP_HEAD) else {
             return (records, Some((0, "not a group file header")));
         };
         let end = bytes.len().saturating_sub(FOOTER_LEN as usize);
-        let mut at = HEADER_LEN as usize;
-        while at + size <= end {
-            if let Err(what) = visit_items(&bytes[at..at + size], |i| {
-                records.push((at, i));
-                false
-            }) {
-                return (records, Some((at, what)));
+        let mut group = HEADER_LEN as usize;
+        while group + size <= end {
+            let g = &bytes[group..group + size];
+            let count = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
+            let mut at = GROUP_HEAD;
+            for _ in 0..count {
+                match record::parse(&g[at..]) {
+                    Ok(r) => {
+                        let n = r.size;
+                        records.push((group + at, r));
+                        at += n;
+                    }
+                    Err(what) => return (records, Some((group + at, what))),
+                }
             }
-            at += size;
+            if g[at..].iter().any(|&b| b != 0) {
+                return (
+                    records,
+                    Some((group + at, "bytes after a group's last item")),
+                );
+            }
+            group += size;
         }
-        if at != end {
-            return (records, Some((at, "a partial group before the footer")));
+        if group != end {
+            return (records, Some((group, "a partial group before the footer")));
         }
         (records, None)
     }
@@ -339,12 +294,15 @@ impl Store for Groups {
     ) -> Result<ValueFile> {
         let bytes = read()?;
         let (found, _) = self.walk(&bytes);
-        let size = group_size_of(&bytes).unwrap_or(0) as u64;
         let mut f = ValueFile::new(ID, number, path_id);
         f.size = bytes.len() as u64;
-        f.meta = size;
+        f.meta = group_size_of(&bytes).unwrap_or(0) as u64;
         f.records = (found.len() as u64).max(refs);
-        f.record_bytes = (f.records * size).max(ref_bytes);
+        f.record_bytes = found
+            .iter()
+            .map(|(_, r)| r.size as u64)
+            .sum::<u64>()
+            .max(ref_bytes);
         f.garbage_records = f.records - refs;
         f.garbage_bytes = f.record_bytes - ref_bytes;
         Ok(f)
@@ -496,7 +454,7 @@ mod tests {
         let mut w = GroupWriter::create(&*fs, &placement, FileNumber(9), 256).unwrap();
         let mut ps = Vec::new();
         for i in 0..40u32 {
-            let k = format!("key{i:03}");
+            let k = format!("key{:03}", i / 2);
             let v = format!("value-{i}-{}", "x".repeat(i as usize % 17));
             ps.push((
                 k.clone(),
@@ -507,7 +465,8 @@ mod tests {
         let f = w.finish().unwrap();
         assert_eq!(f.records, 40);
         assert!(ps.iter().all(|(_, _, p)| Groups.pointer_fits(p, &f)));
-        let groups: std::collections::BTreeSet<u64> = ps.iter().map(|p| p.2.offset).collect();
+        let groups: std::collections::BTreeSet<u64> =
+            ps.iter().map(|p| (p.2.offset - HEADER_LEN) / 256).collect();
         assert!(groups.len() >= 4, "{} groups", groups.len());
         assert_eq!(f.size, HEADER_LEN + 256 * groups.len() as u64 + FOOTER_LEN);
         let path = f.path(&placement);
@@ -519,25 +478,41 @@ mod tests {
                 .value_of(&file[at..at + p.size as usize], k, &path, p)
                 .map(<[u8]>::to_vec)
         };
+        // Two versions of a key share a group: each pointer reaches its own.
         for (k, v, p) in &ps {
             assert_eq!(read(&good, k.as_bytes(), p).unwrap(), v.as_bytes());
         }
         let e = read(&good, b"key999", &ps[0].2).unwrap_err();
-        assert!(e.to_string().contains("not in its group"), "{e}");
+        assert!(e.to_string().contains("another key"), "{e}");
+        // A pointer across a group's end, or into its count, does not fit.
+        let p = ps[0].2;
+        let across = ValuePointer { size: 300, ..p };
+        let count = ValuePointer {
+            offset: HEADER_LEN,
+            ..p
+        };
+        assert!(!Groups.pointer_fits(&across, &f) && !Groups.pointer_fits(&count, &f));
         // Every record found by a walk, in order.
         let (found, stop) = Groups.walk(&good);
         assert_eq!((found.len(), stop), (40, None));
         assert!(Groups.describe(&path, &good).unwrap().contains("40 items"));
-        // Flip every byte of the first group in turn: never a value, always an error.
-        let p = ps[0].2;
-        for i in p.offset..p.offset + u64::from(p.size) {
+        // Flip every byte of the first group in turn: the item's read is never a wrong
+        // value, and a walk stops at the damage.
+        for i in HEADER_LEN..HEADER_LEN + 256 {
             let mut bad = good.clone();
             bad[i as usize] ^= 0x40;
-            let e = read(&bad, ps[0].0.as_bytes(), &p).unwrap_err();
-            assert_eq!(
-                e.kind(),
-                crate::error::ErrorKind::Corruption,
-                "byte {i}: {e}"
+            let inside = (p.offset..p.offset + u64::from(p.size)).contains(&i);
+            match read(&bad, ps[0].0.as_bytes(), &p) {
+                Ok(v) => assert!(!inside && v == ps[0].1.as_bytes(), "byte {i}"),
+                Err(e) => assert_eq!(
+                    e.kind(),
+                    crate::error::ErrorKind::Corruption,
+                    "byte {i}: {e}"
+                ),
+            }
+            assert!(
+                Groups.walk(&bad).1.is_some(),
+                "byte {i}: the walk missed it"
             );
         }
     }

@@ -501,12 +501,15 @@ impl Fs for RealFs {
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
             .len();
+        // Tables, and group files of coalesced items (whose reads take tens of bytes each:
+        // a `pread` per item cost more than the item's table lookup, issue 33).
         if size > 0
             && matches!(access, ReadAccess::Mapped | ReadAccess::MappedRandom)
-            && path.extension().is_some_and(|e| e == "sst")
+            && path.extension().is_some_and(|e| e == "sst" || e == "grp")
         {
-            // SAFETY: tables are immutable once written (see `MappedRandom`); a file changed
-            // by someone else under us is outside the engine's contract, as for LevelDB.
+            // SAFETY: tables and group files are immutable once written (see
+            // `MappedRandom`); a file changed by someone else under us is outside the
+            // engine's contract, as for LevelDB.
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
                 if access == ReadAccess::MappedRandom {
                     // Only a hint: a kernel that refuses it reads around faults as before.
