@@ -208,6 +208,65 @@ pub(crate) fn get_file_record(
     Some(f)
 }
 
+/// The counts a file record of a store that counts its records carries, in order (blob
+/// files, group files): size, records, record bytes, garbage records, garbage bytes; with
+/// `meta`, the store's per-file value after them.
+pub(crate) fn counts(f: &ValueFile, meta: bool) -> Vec<u64> {
+    let mut v = vec![
+        f.size,
+        f.records,
+        f.record_bytes,
+        f.garbage_records,
+        f.garbage_bytes,
+    ];
+    if meta {
+        v.push(f.meta);
+    }
+    v
+}
+
+/// The fields [`counts`] lists, to decode into.
+pub(crate) fn counts_mut(f: &mut ValueFile, meta: bool) -> Vec<&mut u64> {
+    let ValueFile {
+        size,
+        records,
+        record_bytes,
+        garbage_records,
+        garbage_bytes,
+        meta: m,
+        ..
+    } = f;
+    let mut v = vec![size, records, record_bytes, garbage_records, garbage_bytes];
+    if meta {
+        v.push(m);
+    }
+    v
+}
+
+/// The file `repair` keeps of a store that counts its records: file `number` of
+/// `store`, `size` bytes, whose records a walk `found` and kept pointers reach (`refs`
+/// records, `ref_bytes` bytes); records no pointer reaches are garbage.
+pub(crate) fn counted_file(
+    store: StoreId,
+    number: u64,
+    path_id: PathId,
+    size: u64,
+    found: &[(usize, record::Parsed<'_>)],
+    (refs, ref_bytes): (u64, u64),
+) -> ValueFile {
+    let mut f = ValueFile::new(store, number, path_id);
+    f.size = size;
+    f.records = (found.len() as u64).max(refs);
+    f.record_bytes = found
+        .iter()
+        .map(|(_, r)| r.size as u64)
+        .sum::<u64>()
+        .max(ref_bytes);
+    f.garbage_records = f.records - refs;
+    f.garbage_bytes = f.record_bytes - ref_bytes;
+    f
+}
+
 /// The path of file `n` of `store` in directory `id`: `NNNNNN.<extension>`.
 pub(crate) fn file_path(
     store: &dyn Store,

@@ -182,21 +182,18 @@ impl Store for BlobFiles {
         number: u64,
         path_id: PathId,
         read: &mut dyn FnMut() -> Result<Vec<u8>>,
-        (refs, ref_bytes): (u64, u64),
+        reached: (u64, u64),
     ) -> Result<ValueFile> {
         let bytes = read()?;
         let (found, _) = self.walk(&bytes);
-        let mut f = ValueFile::new(ID, number, path_id);
-        f.size = bytes.len() as u64;
-        f.records = (found.len() as u64).max(refs);
-        f.record_bytes = found
-            .iter()
-            .map(|(_, r)| r.size as u64)
-            .sum::<u64>()
-            .max(ref_bytes);
-        f.garbage_records = f.records - refs;
-        f.garbage_bytes = f.record_bytes - ref_bytes;
-        Ok(f)
+        Ok(crate::vstore::counted_file(
+            ID,
+            number,
+            path_id,
+            bytes.len() as u64,
+            &found,
+            reached,
+        ))
     }
 
     fn manifest_tags(&self) -> &'static [u32] {
@@ -204,26 +201,11 @@ impl Store for BlobFiles {
     }
 
     fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        let fields = [
-            f.size,
-            f.records,
-            f.record_bytes,
-            f.garbage_records,
-            f.garbage_bytes,
-        ];
-        crate::vstore::put_file_record(dst, TAG_NEW_BLOB_FILE, f, &fields);
+        crate::vstore::put_file_record(dst, TAG_NEW_BLOB_FILE, f, &crate::vstore::counts(f, false));
     }
 
     fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        crate::vstore::get_file_record(src, ID, |f| {
-            vec![
-                &mut f.size,
-                &mut f.records,
-                &mut f.record_bytes,
-                &mut f.garbage_records,
-                &mut f.garbage_bytes,
-            ]
-        })
+        crate::vstore::get_file_record(src, ID, |f| crate::vstore::counts_mut(f, false))
     }
 
     /// While configured.
