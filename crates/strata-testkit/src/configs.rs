@@ -235,6 +235,19 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::cleveldb(), fs)
             },
         },
+        // Coalesced groups on the matrix L0: flushes write RowTables whose entries are
+        // group pointers, and column compactions carry them (and collect group files).
+        Config {
+            name: "cleveldb-matrixkv",
+            build: |dir, fs| Options {
+                coalesce_item_threshold: 64,
+                coalesce_group_size: 256,
+                coalesce_gc_ratio: 0.3,
+                value_dir: Some(dir.join("values")),
+                matrix_container_size: 1 << 20,
+                ..small(Options::matrixkv(dir.join("pmem")), fs)
+            },
+        },
         Config {
             name: "lz4-roundrobin",
             build: |_, fs| Options {
