@@ -574,7 +574,8 @@ pub struct Options {
     /// `coalesce_item_threshold` into groups of this size in one group file, and its tables
     /// hold, per item, a pointer to the item's group (CLeveldb's UMeta entry); a read loads
     /// the group and finds the item in it (docs/design/cleveldb.md). 0 (the default) keeps
-    /// such items inline in the tables. 64 bytes to 1 MiB.
+    /// such items inline in the tables. 64 bytes to 1 MiB (group GC writes its groups at
+    /// 1 MiB, so that any item it moves fits).
     pub coalesce_group_size: usize,
     /// The fraction of a group file's items whose pointers compactions must have dropped
     /// before a compaction that meets the file's pointers moves its live items into new

@@ -42,6 +42,8 @@ const VERSION: u32 = 1;
 const HEADER_LEN: u64 = 16;
 /// Footer: group count u64 LE + item count u64 LE + magic.
 const FOOTER_LEN: u64 = 24;
+/// The largest group size (`Options::coalesce_group_size`'s bound).
+const MAX_GROUP_SIZE: usize = 1 << 20;
 /// Bytes of a group's frame before its items: the item count.
 const GROUP_HEAD: usize = 4;
 
@@ -128,7 +130,7 @@ impl GroupWriter {
     pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
         debug_assert!(fits(self.group_size, user_key, value));
         if self.open.len() + item_len(user_key, value) > self.group_size {
-            self.seal()?;
+            self.seal(true)?;
         }
         let at = self.offset + self.open.len() as u64;
         let size = record::encode(&mut self.open, user_key, value)?;
@@ -143,15 +145,18 @@ impl GroupWriter {
         })
     }
 
-    /// Writes the open group, if it holds an item.
-    fn seal(&mut self) -> Result<()> {
+    /// Writes the open group, if it holds an item; with `pad`, zero-padded to the group
+    /// size (every group but a file's last).
+    fn seal(&mut self, pad: bool) -> Result<()> {
         if self.open_items == 0 {
             return Ok(());
         }
         self.open[..GROUP_HEAD].copy_from_slice(&self.open_items.to_le_bytes());
-        self.open.resize(self.group_size, 0);
+        if pad {
+            self.open.resize(self.group_size, 0);
+        }
         self.file.append(&self.open)?;
-        self.offset += self.group_size as u64;
+        self.offset += self.open.len() as u64;
         self.groups += 1;
         self.open.clear();
         self.open.extend_from_slice(&[0; GROUP_HEAD]);
@@ -164,7 +169,7 @@ impl GroupWriter {
     /// # Errors
     /// I/O errors.
     pub fn finish(mut self) -> Result<ValueFile> {
-        self.seal()?;
+        self.seal(false)?;
         let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
         footer.extend_from_slice(&self.groups.to_le_bytes());
         footer.extend_from_slice(&self.items.to_le_bytes());
@@ -236,8 +241,12 @@ impl Store for Groups {
         };
         let end = bytes.len().saturating_sub(FOOTER_LEN as usize);
         let mut group = HEADER_LEN as usize;
-        while group + size <= end {
-            let g = &bytes[group..group + size];
+        // Every group but the last is `size` bytes; the last ends at the footer.
+        while group < end {
+            let g = &bytes[group..(group + size).min(end)];
+            if g.len() < GROUP_HEAD {
+                return (records, Some((group, "a group shorter than its count")));
+            }
             let count = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
             let mut at = GROUP_HEAD;
             for _ in 0..count {
@@ -257,9 +266,6 @@ impl Store for Groups {
                 );
             }
             group += size;
-        }
-        if group != end {
-            return (records, Some((group, "a partial group before the footer")));
         }
         (records, None)
     }
@@ -335,16 +341,15 @@ impl Store for Groups {
 
     /// Live items of collected group files move into new groups, whatever is configured
     /// now (a database reopened without coalescing still collects its group files).
+    /// In groups of the largest size a group file may have (1 MiB, whatever is configured
+    /// now): every item a group file holds fits, so a compaction can move every live item
+    /// it meets (a file written with larger groups than the configured ones included).
     fn relocation_writer(&self, env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
-        let size = match env.opts.coalesce_group_size {
-            0 => 4096,
-            n => n,
-        };
         Some(Box::new(GroupSeparator::new(
             env.fs.clone(),
             env.placement.clone(),
             usize::MAX,
-            size,
+            MAX_GROUP_SIZE,
         )))
     }
 }
@@ -443,7 +448,14 @@ mod tests {
         let groups: std::collections::BTreeSet<u64> =
             ps.iter().map(|p| (p.2.offset - HEADER_LEN) / 256).collect();
         assert!(groups.len() >= 4, "{} groups", groups.len());
-        assert_eq!(f.size, HEADER_LEN + 256 * groups.len() as u64 + FOOTER_LEN);
+        // Every group but the last padded to the group size.
+        let n = groups.len() as u64;
+        assert!(
+            f.size > HEADER_LEN + 256 * (n - 1) + FOOTER_LEN
+                && f.size < HEADER_LEN + 256 * n + FOOTER_LEN,
+            "{} bytes for {n} groups",
+            f.size
+        );
         let path = f.path(&placement);
         let good = fs.open(&path).unwrap().read_at(0, f.size as usize).unwrap();
         // What `ValueFiles::read` does: the pointer's bytes to the store.
@@ -490,5 +502,47 @@ mod tests {
                 "byte {i}: the walk missed it"
             );
         }
+    }
+
+    #[test]
+    fn relocation_takes_items_larger_than_the_configured_groups() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let placement = Placement::new(Path::new("/db"), None, None);
+        let env = StoreEnv {
+            fs: fs.clone(),
+            placement: placement.clone(),
+            opts: Options {
+                coalesce_item_threshold: 64,
+                coalesce_group_size: 256,
+                ..Options::default()
+            },
+        };
+        // An item a file of 4 KiB groups held, moved while 256-byte groups are configured.
+        let mut w = Groups.relocation_writer(&env).unwrap();
+        let mut n = 100u64;
+        let mut next = || {
+            n += 1;
+            FileNumber(n)
+        };
+        let big = vec![5u8; 3000];
+        let p = w
+            .separate(&mut next, FlushEntry::put(crate::key::SeqNo(1), b"k", &big))
+            .unwrap()
+            .expect("a relocated item is always taken");
+        let f = w.finish().unwrap().pop().unwrap();
+        assert!(Groups.pointer_fits(&p, &f));
+        let bytes = fs
+            .open(&f.path(&placement))
+            .unwrap()
+            .read_at(0, f.size as usize)
+            .unwrap();
+        let at = p.offset as usize;
+        let got = Groups
+            .value_of(&bytes[at..at + p.size as usize], b"k", Path::new("x"), &p)
+            .unwrap();
+        assert_eq!(got, &big[..]);
+        let (found, stop) = Groups.walk(&bytes);
+        assert_eq!((found.len(), stop), (1, None));
     }
 }
