@@ -51,6 +51,17 @@ fn stopping(o: Options) -> Options {
     }
 }
 
+/// The configuration `name`.
+///
+/// # Panics
+/// If there is none of that name (a test naming one that was renamed).
+pub fn named(name: &str) -> Config {
+    configs()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("the testkit names no configuration {name:?}"))
+}
+
 /// Every named configuration.
 pub fn configs() -> Vec<Config> {
     vec![

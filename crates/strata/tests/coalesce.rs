@@ -14,11 +14,7 @@ use strata_testkit::model::assert_db_matches;
 /// each memtable's buffer, flushed inline, 64 KiB memtables) or `cleveldb` (the same,
 /// flushed into 256-byte groups, group GC at 30 % garbage).
 fn opts(name: &str, fs: &Arc<dyn Fs>) -> strata::Options {
-    let config = strata_testkit::configs::configs()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("the testkit names a {name} configuration"));
-    (config.build)(Path::new("/db"), fs.clone())
+    (strata_testkit::configs::named(name).build)(Path::new("/db"), fs.clone())
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -33,6 +29,19 @@ fn value(i: u64) -> Vec<u8> {
         (i % 13) as usize
     };
     format!("v{i}-{}", "z".repeat(pad)).into_bytes()
+}
+
+/// Every key read at `snap` is what `model` held when it was taken.
+fn check_snapshot(db: &Db, snap: &strata::Snapshot, model: &BTreeMap<Vec<u8>, Vec<u8>>, ctx: &str) {
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for j in 0..300 {
+        let k = key(j);
+        let got = db.get_opt(&at, &k).unwrap();
+        assert_eq!(got.as_ref(), model.get(&k), "{ctx}: snapshot get {k:?}");
+    }
 }
 
 /// Small and large puts and deletes of 300 keys, so a key's versions alternate between
@@ -89,15 +98,7 @@ fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::Stat
                 );
             }
             let (snap, m) = &snaps[snaps.len() / 2];
-            let at = ReadOptions {
-                snapshot: Some(snap.clone()),
-                ..ReadOptions::default()
-            };
-            for j in 0..300 {
-                let k = key(j);
-                let got = db.get_opt(&at, &k).unwrap();
-                assert_eq!(got.as_ref(), m.get(&k), "write {i}: snapshot get {k:?}");
-            }
+            check_snapshot(&db, snap, m, &format!("write {i}"));
         }
     }
     assert_db_matches(&db, &model);
@@ -106,20 +107,8 @@ fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::Stat
     db.compact_range(None, None).unwrap();
     assert_db_matches(&db, &model);
     let (snap, m) = &snaps[snaps.len() / 2];
-    let at = ReadOptions {
-        snapshot: Some(snap.clone()),
-        ..ReadOptions::default()
-    };
-    for j in 0..300 {
-        let k = key(j);
-        let got = db.get_opt(&at, &k).unwrap();
-        assert_eq!(
-            got.as_ref(),
-            m.get(&k),
-            "after compact_range: snapshot get {k:?}"
-        );
-    }
-    drop((snaps, at));
+    check_snapshot(&db, snap, m, "after compact_range");
+    drop(snaps);
     // Snapshots gone: overwrites make garbage compactions can count, and collect.
     for i in 6000..9000u64 {
         let k = key(i);
@@ -144,11 +133,7 @@ fn a_damaged_group_is_corruption_never_a_wrong_value() {
     let tmp = strata_testkit::TempDir::new("coalesce-damage");
     let db_dir = tmp.path().join("db");
     let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
-    let config = strata_testkit::configs::configs()
-        .into_iter()
-        .find(|c| c.name == "cleveldb")
-        .unwrap();
-    let o = (config.build)(&db_dir, fs.clone());
+    let o = (strata_testkit::configs::named("cleveldb").build)(&db_dir, fs.clone());
     let mut model = BTreeMap::new();
     {
         let db = Db::open(&db_dir, o.clone()).unwrap();

@@ -19,11 +19,7 @@ fn opts(fs: &Arc<dyn Fs>) -> Options {
 
 /// The testkit's configuration `name`.
 fn named(name: &str, fs: &Arc<dyn Fs>) -> Options {
-    let config = strata_testkit::configs::configs()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("the testkit names a {name} configuration"));
-    (config.build)(Path::new("/db"), fs.clone())
+    (strata_testkit::configs::named(name).build)(Path::new("/db"), fs.clone())
 }
 
 fn key(i: u64) -> Vec<u8> {
