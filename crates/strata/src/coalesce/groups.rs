@@ -215,6 +215,13 @@ impl Store for Groups {
         grouping(opts)
     }
 
+    /// Mapped, the kernel told to expect random access: an item is tens of bytes, and a
+    /// fault that read around it (128 KiB) made gets 150x slower than `default`'s once the
+    /// group files outgrew a 256 MiB memory limit (issue 33).
+    fn read_access(&self) -> crate::fs::ReadAccess {
+        crate::fs::ReadAccess::MappedRandom
+    }
+
     /// Inside one group's items (past its count), and inside the file's groups.
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
         let group = f.meta;
