@@ -21,6 +21,11 @@ fn key(i: u64) -> Vec<u8> {
     format!("key{:04}", (i * 7919) % 300).into_bytes()
 }
 
+/// The middle of the key space: keys below it are half of them.
+fn key_half() -> Vec<u8> {
+    format!("key{:04}", 150).into_bytes()
+}
+
 /// A value for write `i`: mostly small (coalesced), every fifth large (the skiplist's).
 fn value(i: u64) -> Vec<u8> {
     let pad = if i.is_multiple_of(5) {
@@ -61,8 +66,8 @@ fn coalesced_groups_read_back_and_are_collected() {
     let files: u64 = db.property("strata.value-files").unwrap().parse().unwrap();
     assert!(files > 0, "no group file is live");
     assert!(
-        s.value_gc_compactions > 0 && s.value_bytes_relocated > 0,
-        "no group GC: {} compactions, {} B moved",
+        s.value_bytes_relocated > 0,
+        "no group GC: {} GC compactions, {} B moved",
         s.value_gc_compactions,
         s.value_bytes_relocated
     );
@@ -109,13 +114,20 @@ fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::Stat
     let (snap, m) = &snaps[snaps.len() / 2];
     check_snapshot(&db, snap, m, "after compact_range");
     drop(snaps);
-    // Snapshots gone: overwrites make garbage compactions can count, and collect.
+    // Snapshots gone: a compaction counts the garbage they kept; then half the keys are
+    // overwritten, so group files holding both halves end up partly garbage (past the
+    // 30 % GC ratio, short of all of it): the compaction that drops the overwritten
+    // pointers counts it, and the one after moves the files' live items.
+    db.compact_range(None, None).unwrap();
     for i in 6000..9000u64 {
         let k = key(i);
-        let v = value(i);
-        db.put(&k, &v).unwrap();
-        model.insert(k, v);
+        if k.as_slice() < key_half().as_slice() {
+            let v = value(i);
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
     }
+    db.compact_range(None, None).unwrap();
     db.compact_range(None, None).unwrap();
     assert_db_matches(&db, &model);
     let stats = db.stats();

@@ -328,8 +328,12 @@ impl Side for Buffer {
         None
     }
 
+    /// Its items' arena and its index (mapped whole at creation; its pages fault in as
+    /// keys land on them, nearly all once a memtable is a few hundred thousand items in):
+    /// counted against `write_buffer_size`, so the memtables' budget bounds the buffer's
+    /// memory (not counting the index let a database under a 256 MiB limit be killed).
     fn memory_usage(&self) -> usize {
-        self.usage.load(Ordering::Relaxed)
+        self.usage.load(Ordering::Relaxed) + self.slots.len()
     }
 
     fn len(&self) -> usize {
