@@ -18,7 +18,6 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Number of bytes `put_varint64(v)` writes.
-#[cfg(test)]
 pub fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {

@@ -1493,7 +1493,9 @@ impl Options {
         if self.coalesce_item_threshold > 64 * KIB {
             return bad("coalesce_item_threshold", "must be at most 64 KiB");
         }
-        if self.coalesce_group_size != 0 && !(64..=MIB).contains(&self.coalesce_group_size) {
+        if self.coalesce_group_size != 0
+            && !(64..=crate::coalesce::groups::MAX_GROUP_SIZE).contains(&self.coalesce_group_size)
+        {
             return bad(
                 "coalesce_group_size",
                 "must be 0 (off) or 64 bytes to 1 MiB",

@@ -52,7 +52,8 @@ pub(crate) struct Buffer {
     first: AtomicU64,
     /// Items published.
     count: AtomicUsize,
-    /// Distinct user keys in the index.
+    /// Distinct user keys in the index (the tests' check of the index).
+    #[cfg(test)]
     keys: AtomicUsize,
     usage: AtomicUsize,
     /// The last sorted view built, for the next to extend.
@@ -99,6 +100,7 @@ impl Buffer {
             }),
             first: AtomicU64::new(0),
             count: AtomicUsize::new(0),
+            #[cfg(test)]
             keys: AtomicUsize::new(0),
             usage: AtomicUsize::new(0),
             sorted: Mutex::new(None),
@@ -124,20 +126,20 @@ impl Buffer {
     }
 
     /// The newest item of `user_key` and the slot holding it, or the empty slot where it
-    /// would go.
-    fn find(&self, user_key: &[u8]) -> (u64, u64) {
+    /// would go, with the key's tag.
+    fn find(&self, user_key: &[u8]) -> (u64, u64, u64) {
         let (h, tag) = Self::hash(user_key);
         let mut i = h;
         loop {
             let s = self.slot(i).load(Ordering::Acquire);
             if s == 0 {
-                return (i, 0);
+                return (i, 0, tag);
             }
             if s >> ADDR_BITS == tag {
                 let item = s & ADDR_MASK;
                 // SAFETY: a non-empty slot holds a published item of this buffer.
                 if unsafe { user_key_of(item as Item) } == user_key {
-                    return (i, item);
+                    return (i, item, tag);
                 }
             }
             i = i.wrapping_add(1);
@@ -147,12 +149,14 @@ impl Buffer {
     fn sorted_view(&self) -> Arc<SortedView> {
         let mut cached = crate::db::lock(&self.sorted);
         let n = self.count.load(Ordering::Acquire);
-        let (mut items, tail) = match cached.as_ref() {
+        let old = match cached.as_ref() {
             Some(v) if v.items.len() == n => return v.clone(),
-            Some(v) => (v.items.clone(), v.tail),
-            None => (Vec::new(), 0),
+            other => other.cloned(),
         };
-        let mut fresh = Vec::with_capacity(n - items.len());
+        let (sorted, tail) = old
+            .as_ref()
+            .map_or((&[][..], 0), |v| (&v.items[..], v.tail));
+        let mut fresh = Vec::with_capacity(n - sorted.len());
         let mut at = if tail == 0 {
             self.first.load(Ordering::Acquire)
         } else {
@@ -160,9 +164,9 @@ impl Buffer {
             // covered the item after it.
             unsafe { next_of(tail as Item) }
         };
-        while items.len() + fresh.len() < n {
+        while sorted.len() + fresh.len() < n {
             fresh.push(at);
-            if items.len() + fresh.len() < n {
+            if sorted.len() + fresh.len() < n {
                 // SAFETY: as above: fewer than `n` items walked, so `at` has a published
                 // successor.
                 at = unsafe { next_of(at as Item) };
@@ -175,11 +179,11 @@ impl Buffer {
             let (a, b) = unsafe { (ikey_of(a as Item), ikey_of(b as Item)) };
             key::compare(a, b)
         });
-        if items.is_empty() {
-            items = fresh;
-        } else if !fresh.is_empty() {
-            items = merge_sorted(&items, &fresh);
-        }
+        let items = if sorted.is_empty() {
+            fresh
+        } else {
+            merge_sorted(sorted, &fresh)
+        };
         let view = Arc::new(SortedView { items, tail });
         *cached = Some(view.clone());
         view
@@ -272,7 +276,7 @@ impl Side for Buffer {
             return false;
         }
         let mut w = crate::db::lock(&self.writer);
-        let (slot, older) = self.find(user_key);
+        let (slot, older, tag) = self.find(user_key);
         let ikey_len = user_key.len() + 8;
         let size = HEADER + ikey_len + value.len();
         let p = w.arena.alloc(size);
@@ -299,9 +303,9 @@ impl Side for Buffer {
             };
         }
         w.last = addr;
-        let (_, tag) = Self::hash(user_key);
         self.slot(slot)
             .store((tag << ADDR_BITS) | addr, Ordering::Release);
+        #[cfg(test)]
         if older == 0 {
             self.keys.fetch_add(1, Ordering::Relaxed);
         }
@@ -314,7 +318,7 @@ impl Side for Buffer {
         if self.count.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let (_, mut item) = self.find(user_key);
+        let (_, mut item, _) = self.find(user_key);
         while item != 0 {
             // SAFETY: `item` is a published item (from the index or a `prev` link).
             let (t, prev) = unsafe { (trailer_of(item as Item), header(item as Item).0) };
@@ -347,7 +351,7 @@ impl Side for Buffer {
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
         let view = self.sorted_view();
         Box::new(BufferIterator {
-            buffer: self,
+            _buffer: self,
             view,
             at: usize::MAX,
         })
@@ -357,7 +361,8 @@ impl Side for Buffer {
 /// A sorted view of a buffer's items as it was when the iterator was made; keeps the
 /// buffer alive.
 struct BufferIterator {
-    buffer: Arc<Buffer>,
+    /// Keeps the items the view names alive.
+    _buffer: Arc<Buffer>,
     view: Arc<SortedView>,
     /// `usize::MAX`: not positioned.
     at: usize,
@@ -384,7 +389,7 @@ impl InternalIterator for BufferIterator {
 
     fn seek(&mut self, target: &[u8]) {
         self.at = self.view.items.partition_point(|&a| {
-            // SAFETY: the view holds published items of `self.buffer`, which it keeps.
+            // SAFETY: the view holds published items of `self._buffer`, which it keeps.
             let k = unsafe { ikey_of(a as Item) };
             key::compare(k, target) == CmpOrdering::Less
         });
@@ -403,7 +408,7 @@ impl InternalIterator for BufferIterator {
     }
 
     fn key(&self) -> &[u8] {
-        // SAFETY: an item of the view, alive while `self.buffer` is.
+        // SAFETY: an item of the view, alive while `self._buffer` is.
         self.item().map_or(&[], |i| unsafe { ikey_of(i) })
     }
 
@@ -413,7 +418,6 @@ impl InternalIterator for BufferIterator {
     }
 
     fn status(&self) -> crate::error::Result<()> {
-        let _ = &self.buffer;
         Ok(())
     }
 }

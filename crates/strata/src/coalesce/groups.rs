@@ -9,13 +9,14 @@
 //! new groups.
 //!
 //! Format: docs/format/coalesce.md. A file: a 16-byte header (magic, version, group size),
-//! groups of exactly the group size (`item count u32 | items | zero padding`, an item a
+//! groups of the group size, the last unpadded (`item count u32 | items | zero padding`, an item a
 //! value record: `masked crc32c | key length varint32 | value length varint32 | key |
 //! value`, the CRC over everything after it), and a 24-byte footer (group count, item
 //! count, magic).
 
 use std::sync::Arc;
 
+use crate::coding::varint_len;
 use crate::error::Result;
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
@@ -43,7 +44,7 @@ const HEADER_LEN: u64 = 16;
 /// Footer: group count u64 LE + item count u64 LE + magic.
 const FOOTER_LEN: u64 = 24;
 /// The largest group size (`Options::coalesce_group_size`'s bound).
-const MAX_GROUP_SIZE: usize = 1 << 20;
+pub(crate) const MAX_GROUP_SIZE: usize = 1 << 20;
 /// Bytes of a group's frame before its items: the item count.
 const GROUP_HEAD: usize = 4;
 
@@ -55,23 +56,13 @@ fn fits(group_size: usize, key: &[u8], value: &[u8]) -> bool {
     GROUP_HEAD + item_len(key, value) <= group_size
 }
 
-/// Bytes of an item's record.
+/// Bytes of an item's record (`record::encode`'s layout).
 fn item_len(key: &[u8], value: &[u8]) -> usize {
-    4 + varint_len(key.len()) + varint_len(value.len()) + key.len() + value.len()
-}
-
-fn varint_len(n: usize) -> usize {
-    let mut len = 1;
-    let mut n = n >> 7;
-    while n > 0 {
-        len += 1;
-        n >>= 7;
-    }
-    len
+    4 + varint_len(key.len() as u64) + varint_len(value.len() as u64) + key.len() + value.len()
 }
 
 /// Writes one group file: items are packed into the open group until the next does not
-/// fit; each group is written whole, zero-padded to the group size.
+/// fit; each group is written whole, zero-padded to the group size but the file's last.
 pub(crate) struct GroupWriter {
     file: Box<dyn WritableFile>,
     number: FileNumber,
@@ -346,11 +337,11 @@ impl Store for Groups {
         f.garbage_bytes as f64 >= opts.coalesce_gc_ratio * f.record_bytes as f64
     }
 
-    /// Live items of collected group files move into new groups, whatever is configured
-    /// now (a database reopened without coalescing still collects its group files).
-    /// In groups of the largest size a group file may have (1 MiB, whatever is configured
-    /// now): every item a group file holds fits, so a compaction can move every live item
-    /// it meets (a file written with larger groups than the configured ones included).
+    /// Live items of collected group files move into new groups whatever is configured
+    /// now (a database reopened without coalescing still collects its group files), in
+    /// groups of the largest size a group file may have (1 MiB), so that every item a
+    /// compaction meets fits (one from a file of larger groups than the configured ones
+    /// included).
     fn relocation_writer(&self, env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
         Some(Box::new(GroupSeparator::new(
             env.fs.clone(),

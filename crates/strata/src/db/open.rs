@@ -108,14 +108,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // One memtable's worth of chunks: with the memtable being filled and the one being
     // flushed, arenas hold at most the write buffers' budget.
     let arena_pool = Arc::new(ChunkPool::new(opts.write_buffer_size));
-    let mem = Arc::new(
-        MemTable::for_writes(
-            wal_number.0,
-            opts.memtable_filter_bytes(),
-            arena_pool.clone(),
-        )
-        .with_side(crate::coalesce::side(&opts, &arena_pool)),
-    );
+    let mem = Arc::new(super::write::writable_memtable(
+        &opts,
+        wal_number.0,
+        &arena_pool,
+    ));
     let wal = WalState {
         writer: Some(wal_writer),
         number: wal_number,

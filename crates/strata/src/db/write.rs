@@ -439,12 +439,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             return Err(e);
         }
         st = lock(&db.state);
-        let fresh = MemTable::for_writes(
-            number.0,
-            db.opts.memtable_filter_bytes(),
-            db.arena_pool.clone(),
-        )
-        .with_side(crate::coalesce::side(&db.opts, &db.arena_pool));
+        let fresh = writable_memtable(&db.opts, number.0, &db.arena_pool);
         let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
         st.imms.push_back(old);
         let v = st.super_version.version.clone();
@@ -452,6 +447,17 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         db.bg_cv.notify_all();
         force = false;
     }
+}
+
+/// A memtable for a database's writes into WAL `wal_number`: its key filter, arena chunks
+/// from `pool`, and the side `opts` configure (the coalescing buffer).
+pub(crate) fn writable_memtable(
+    opts: &crate::options::Options,
+    wal_number: u64,
+    pool: &Arc<crate::memtable::ChunkPool>,
+) -> MemTable {
+    MemTable::for_writes(wal_number, opts.memtable_filter_bytes(), pool.clone())
+        .with_side(crate::coalesce::side(opts, pool))
 }
 
 /// The error of a write that waited `limit` with writes stopped while no background job ran

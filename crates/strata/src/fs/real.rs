@@ -501,13 +501,17 @@ impl Fs for RealFs {
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
             .len();
-        // Tables, and group files of coalesced items (whose reads take tens of bytes each:
-        // a `pread` per item cost more than the item's table lookup, issue 33).
-        if size > 0
-            && matches!(access, ReadAccess::Mapped | ReadAccess::MappedRandom)
-            && path.extension().is_some_and(|e| e == "sst" || e == "grp")
-        {
-            // SAFETY: tables and group files are immutable once written (see
+        // Tables when mapped, and any file whose reader asks for a random-access map (group
+        // files of coalesced items, whose reads take tens of bytes each: a `pread` per item
+        // cost more than the item's table lookup, issue 33). Other files opened `Mapped`
+        // (the default) keep positional reads.
+        let mapped = match access {
+            ReadAccess::MappedRandom => true,
+            ReadAccess::Mapped => path.extension().is_some_and(|e| e == "sst"),
+            _ => false,
+        };
+        if size > 0 && mapped {
+            // SAFETY: what is opened this way is immutable once written (see
             // `MappedRandom`); a file changed by someone else under us is outside the
             // engine's contract, as for LevelDB.
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {

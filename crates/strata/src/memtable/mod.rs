@@ -224,49 +224,44 @@ enum Cursor {
     Merged(MergingIterator),
 }
 
-impl MemTableIterator {
-    fn inner(&self) -> &dyn InternalIterator {
-        match &self.0 {
-            Cursor::List(l) => l,
-            Cursor::Merged(m) => m,
+/// Calls `$method` on whichever cursor `$it` holds, statically (a memtable without a side,
+/// the common case, pays no dynamic call per step).
+macro_rules! on_cursor {
+    ($it:expr, $method:ident ( $($arg:expr),* )) => {
+        match $it {
+            Cursor::List(l) => l.$method($($arg),*),
+            Cursor::Merged(m) => m.$method($($arg),*),
         }
-    }
-
-    fn inner_mut(&mut self) -> &mut dyn InternalIterator {
-        match &mut self.0 {
-            Cursor::List(l) => l,
-            Cursor::Merged(m) => m,
-        }
-    }
+    };
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        self.inner().valid()
+        on_cursor!(&self.0, valid())
     }
     fn seek_to_first(&mut self) {
-        self.inner_mut().seek_to_first();
+        on_cursor!(&mut self.0, seek_to_first());
     }
     fn seek_to_last(&mut self) {
-        self.inner_mut().seek_to_last();
+        on_cursor!(&mut self.0, seek_to_last());
     }
     fn seek(&mut self, target: &[u8]) {
-        self.inner_mut().seek(target);
+        on_cursor!(&mut self.0, seek(target));
     }
     fn next(&mut self) {
-        self.inner_mut().next();
+        on_cursor!(&mut self.0, next());
     }
     fn prev(&mut self) {
-        self.inner_mut().prev();
+        on_cursor!(&mut self.0, prev());
     }
     fn key(&self) -> &[u8] {
-        self.inner().key()
+        on_cursor!(&self.0, key())
     }
     fn value(&self) -> &[u8] {
-        self.inner().value()
+        on_cursor!(&self.0, value())
     }
     fn status(&self) -> Result<()> {
-        self.inner().status()
+        on_cursor!(&self.0, status())
     }
 }
 
