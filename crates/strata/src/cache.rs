@@ -36,7 +36,7 @@ impl Hasher for IntHasher {
     }
 }
 
-type IntBuild = BuildHasherDefault<IntHasher>;
+pub(crate) type IntBuild = BuildHasherDefault<IntHasher>;
 
 struct Slot<K, V> {
     key: K,

@@ -194,6 +194,8 @@ pub(crate) struct DbInner {
     /// now: a database keeps reading and collecting the values it separated before), and the
     /// configured store's separator.
     pub values: Arc<crate::vstore::Stores>,
+    /// Whether scans read separated values ahead now (`Options::value_read_ahead`).
+    pub read_ahead_gate: iter::ReadAheadGate,
     /// Whether a store's GC job runs (decided at open): only then does the write leader
     /// fill `gc_watch`.
     pub watch_writes: bool,
@@ -360,6 +362,7 @@ impl DbInner {
         // NB: a memtable switch keeps the version; its bytes are what the cache was told.
         if !Arc::ptr_eq(&state.super_version.version, &version) {
             self.tables.set_live_bytes(version.total_bytes());
+            self.read_ahead_gate.set_version(&version);
         }
         state.super_version = Arc::new(SuperVersion {
             mem: state.mem.clone(),

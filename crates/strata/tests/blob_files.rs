@@ -354,7 +354,17 @@ fn gc_never_revives_a_shrunk_or_deleted_value() {
 #[test]
 fn a_forward_scan_reads_separated_values_ahead() {
     let fs = Arc::new(MemFs::new());
-    let db = Db::open("/db", opts(&fs)).unwrap();
+    // Read-ahead runs only while the files may not all be in memory: a memory limit that
+    // leaves the page cache a few KiB beside the memtables and the block cache.
+    let scarce = |fs: &Arc<MemFs>| {
+        let o = opts(fs);
+        let reserved = o.write_buffer_size * o.max_write_buffer_number + o.block_cache_size;
+        Options {
+            memory_limit: Some(reserved as u64 + 4096),
+            ..o
+        }
+    };
+    let db = Db::open("/db", scarce(&fs)).unwrap();
     for i in 0..200u32 {
         db.put(format!("k{i:03}"), big(i, 0)).unwrap();
         if i % 3 == 0 {
@@ -437,11 +447,33 @@ fn a_forward_scan_reads_separated_values_ahead() {
         "/db",
         Options {
             value_read_ahead: 0,
-            ..opts(&fs)
+            ..scarce(&fs)
         },
     )
     .unwrap();
     let before = aheads(&db);
     assert_eq!(db.iter(ReadOptions::new()).unwrap().count(), all.len());
     assert_eq!(aheads(&db), before);
+
+    // Files well within the memory left for them: nothing either (they are in memory).
+    drop(db);
+    let db = Db::open(
+        "/db",
+        Options {
+            memory_limit: Some(1 << 40),
+            ..opts(&fs)
+        },
+    )
+    .unwrap();
+    let mut it = db.iter(ReadOptions::new()).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert!(!it.value().is_empty());
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, all.len());
+    assert_eq!(aheads(&db), 0);
 }

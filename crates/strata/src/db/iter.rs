@@ -60,6 +60,42 @@ pub struct DbIterator {
     _snapshot: Option<crate::db::Snapshot>,
 }
 
+/// Whether forward scans read separated values ahead (`Options::value_read_ahead`): while
+/// the live tables and value files of the current version hold more than the page cache
+/// can be expected to keep (`Options::page_cache_budget`); back off below nine tenths of
+/// it. Told each new version, as the table cache is.
+pub(crate) struct ReadAheadGate {
+    budget: u64,
+    on: std::sync::atomic::AtomicBool,
+}
+
+impl ReadAheadGate {
+    pub fn new(opts: &crate::Options, v: &crate::version::Version) -> Self {
+        let gate = ReadAheadGate {
+            budget: opts.page_cache_budget(),
+            on: std::sync::atomic::AtomicBool::new(false),
+        };
+        gate.set_version(v);
+        gate
+    }
+
+    /// Called with each new version.
+    pub fn set_version(&self, v: &crate::version::Version) {
+        use std::sync::atomic::Ordering;
+        let values: u64 = v.values.values().map(|f| f.size.max(f.record_bytes)).sum();
+        let bytes = v.total_bytes().saturating_add(values);
+        if bytes > self.budget {
+            self.on.store(true, Ordering::Relaxed);
+        } else if bytes < self.budget / 10 * 9 {
+            self.on.store(false, Ordering::Relaxed);
+        }
+    }
+
+    pub fn on(&self) -> bool {
+        self.on.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// A forward scan's read-ahead: once `value()` has read two separated values in a row
 /// moving forward, a scout iterator over the same entries runs up to
 /// `Options::value_read_ahead` entries ahead of the cursor and asks the value store to read
@@ -166,10 +202,13 @@ impl DbIterator {
     /// scout `value_read_ahead` entries ahead and has the store read their values ahead.
     fn read_ahead(&self) {
         let n = self.db.opts.value_read_ahead;
+        if n == 0 || !self.db.read_ahead_gate.on() {
+            return;
+        }
         let mut guard = self.read_ahead.borrow_mut();
         let ra = &mut *guard;
         ra.run += 1;
-        if n == 0 || ra.run < 2 {
+        if ra.run < 2 {
             return;
         }
         ra.ahead = ra.ahead.saturating_sub(1);

@@ -231,6 +231,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         crate::vstore::Stores::open(p.fs.clone(), p.placement.clone(), &opts, &p.version)
     };
     let watch_writes = !values.gcs().is_empty();
+    let read_ahead_gate = super::iter::ReadAheadGate::new(&opts, &p.version);
     let sv = Arc::new(SuperVersion {
         mem: p.mem.clone(),
         imms: p.imms.iter().rev().cloned().collect(),
@@ -238,6 +239,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     });
     Arc::new(DbInner {
         values: Arc::new(values),
+        read_ahead_gate,
         watch_writes,
         gc_watch: Mutex::new(Default::default()),
         fs: p.fs,

@@ -287,6 +287,17 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_shared(&self, offset: u64, len: usize) -> Result<FileBytes> {
         self.read_at(offset, len).map(FileBytes::from)
     }
+    /// Calls `f` with the `len` bytes at `offset`: borrowed from the memory map where the
+    /// file is mapped (no copy and no reference count taken: a small record read out of a
+    /// map costs what `f` does with it), read into a buffer otherwise.
+    ///
+    /// # Errors
+    /// As for `read_at`.
+    fn read_with(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let bytes = self.read_at(offset, len)?;
+        f(&bytes);
+        Ok(())
+    }
     /// The file's size when it was opened (a file opened [`ReadAccess::Growing`] may hold
     /// more by the time it is read).
     fn size(&self) -> u64;

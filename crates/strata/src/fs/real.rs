@@ -408,6 +408,12 @@ impl RandomAccessFile for MappedRandom {
         ))
     }
 
+    fn read_with(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let range = super::checked_range(&self.path, offset, len, self.map.len())?;
+        f(&self.map[range]);
+        Ok(())
+    }
+
     fn size(&self) -> u64 {
         self.map.len() as u64
     }
