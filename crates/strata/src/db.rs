@@ -45,6 +45,9 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// `version`'s pending compaction bytes (`picker::pending_compaction_bytes`), computed
+    /// once per super version, not once per write (its level targets were 4 % of a put).
+    pub pending_compaction_bytes: u64,
 }
 
 /// State guarded by `DbInner::state`.
@@ -367,6 +370,9 @@ impl DbInner {
         state.super_version = Arc::new(SuperVersion {
             mem: state.mem.clone(),
             imms: state.imms.iter().rev().cloned().collect(),
+            pending_compaction_bytes: crate::compaction::picker::pending_compaction_bytes(
+                &version, &self.opts,
+            ),
             version,
         });
     }

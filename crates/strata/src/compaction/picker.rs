@@ -220,10 +220,16 @@ pub(crate) struct WritePressure {
 
 impl WritePressure {
     /// The pressure of `v` under `opts`.
+    #[cfg(test)]
     pub fn of(v: &Version, opts: &Options) -> Self {
+        Self::with_pending(v, opts, pending_compaction_bytes(v, opts))
+    }
+
+    /// The same, with `v`'s pending compaction bytes known.
+    pub fn with_pending(v: &Version, opts: &Options, pending: u64) -> Self {
         WritePressure {
             l0: v.l0.pressure(v.files(0), opts),
-            pending: pending_compaction_bytes(v, opts),
+            pending,
         }
     }
 

@@ -235,6 +235,9 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     let sv = Arc::new(SuperVersion {
         mem: p.mem.clone(),
         imms: p.imms.iter().rev().cloned().collect(),
+        pending_compaction_bytes: crate::compaction::picker::pending_compaction_bytes(
+            &p.version, &opts,
+        ),
         version: p.version,
     });
     Arc::new(DbInner {

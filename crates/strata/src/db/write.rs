@@ -118,29 +118,32 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
         db.done_cv.notify_all();
         q = lock(&db.writers);
     }
-    loop {
-        if lock(&slot.w).done {
-            return lock(&slot.w).result.clone();
-        }
-        if q.slots.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-            break;
-        }
+    // A slot at the front of the queue is not done: a leader pops the slots it wrote
+    // before it marks them done (both under the queue's lock). So an uncontended write
+    // leads at once, without looking at its slot.
+    while !q.slots.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
         q = slot
             .cv
             .wait(q)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let w = lock(&slot.w);
+        if w.done {
+            return w.result.clone();
+        }
     }
     // We lead. Gather a group.
-    let (force, lead_sync, lead_disable_wal, alone) = {
+    let (force, lead_sync, lead_disable_wal, alone, mut bytes) = {
         let w = lock(&slot.w);
-        (w.force_switch, w.sync, w.disable_wal, w.relocate.is_some())
+        (
+            w.force_switch,
+            w.sync,
+            w.disable_wal,
+            w.relocate.is_some(),
+            w.batch.as_ref().map_or(0, WriteBatch::encoded_len),
+        )
     };
     let mut group: Vec<Arc<Slot>> = vec![slot.clone()];
     if !force && !alone {
-        let mut bytes = lock(&slot.w)
-            .batch
-            .as_ref()
-            .map_or(0, WriteBatch::encoded_len);
         let cap = if bytes <= 128 << 10 {
             bytes + (128 << 10)
         } else {
@@ -179,16 +182,17 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     };
 
     let mut q = lock(&db.writers);
-    for s in &group {
+    let front = q.slots.pop_front();
+    debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, &slot)));
+    // The followers: done, and woken. (The leader's own slot is no one's to wait on.)
+    for s in &group[1..] {
         let front = q.slots.pop_front();
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, s)));
         let mut w = lock(&s.w);
         w.done = true;
         w.result = result.clone();
         drop(w);
-        if !Arc::ptr_eq(s, &slot) {
-            s.cv.notify_one();
-        }
+        s.cv.notify_one();
     }
     if let Some(next) = q.slots.front() {
         next.cv.notify_one();
@@ -359,8 +363,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         if db.shutting_down.load(Ordering::Acquire) {
             return Err(Error::new(ErrorKind::Closed, "database is closing"));
         }
-        let v = st.super_version.version.clone();
-        let pressure = picker::WritePressure::of(&v, &db.opts);
+        let sv = &st.super_version;
+        let pressure =
+            picker::WritePressure::with_pending(&sv.version, &db.opts, sv.pending_compaction_bytes);
         let l0 = pressure.l0;
         if allow_delay && pressure.slows(&db.opts) {
             // Give compaction room, once per write: pace writes to `delayed_write_rate`
