@@ -246,6 +246,23 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::cleveldb(), fs)
             },
         },
+        // Small puts coalesced into groups, large values (100 bytes and more) in HashKV's
+        // hash-partitioned store, both collecting all the time.
+        Config {
+            name: "cleveldb-hashkv",
+            build: |dir, fs| Options {
+                coalesce_item_threshold: 64,
+                coalesce_group_size: 256,
+                coalesce_gc_ratio: 0.3,
+                min_blob_size: 100,
+                hash_groups: 16,
+                hash_main_segment_size: 4 << 10,
+                hash_reserve_ratio: 0.25,
+                hash_when_full: strata::HashWhenFull::Grow,
+                value_dir: Some(dir.join("values")),
+                ..small(Options::hashkv(), fs)
+            },
+        },
         // Coalesced groups on the matrix L0: flushes write RowTables whose entries are
         // group pointers, and column compactions carry them (and collect group files).
         Config {

@@ -198,3 +198,107 @@ fn a_damaged_group_is_corruption_never_a_wrong_value() {
         "{problems:?}"
     );
 }
+
+/// UMeta's state damaged (`MemFs`, every 61st byte flipped, and cut there): the WAL that
+/// holds buffered items, the tables whose pointer entries index the flushed ones, and the
+/// group files. The open fails with `Corruption`, or every get and scan gives the right
+/// value, nothing (a WAL tail dropped), or `Corruption`: never another value.
+#[test]
+fn damaged_umeta_state_is_corruption_or_a_dropped_tail_never_a_wrong_value() {
+    let base = MemFs::new();
+    let o = |fs: &MemFs| opts("cleveldb", &(Arc::new(fs.clone()) as Arc<dyn Fs>));
+    let key = |i: u32| format!("key{i:05}").into_bytes();
+    let value = |i: u32| format!("v{i}-{}", "x".repeat((i % 23) as usize)).into_bytes();
+    const N: u32 = 600;
+    {
+        let db = Db::open("/db", o(&base)).unwrap();
+        for i in 0..N {
+            if i == 400 {
+                // Flushed: pointers into group files; the rest stays buffered (and logged).
+                db.flush().unwrap();
+            }
+            let sync = i % 50 == 0;
+            let w = strata::WriteOptions {
+                sync,
+                ..Default::default()
+            };
+            let mut b = strata::WriteBatch::new();
+            b.put(key(i), value(i));
+            db.write(&w, b).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let mut targets = Vec::new();
+    for dir in ["/db", "/db/values"] {
+        for name in base.list(Path::new(dir)).unwrap() {
+            if [".log", ".sst", ".grp"].iter().any(|s| name.ends_with(s)) {
+                targets.push(Path::new(dir).join(name));
+            }
+        }
+    }
+    for kind in [".log", ".sst", ".grp"] {
+        assert!(
+            targets.iter().any(|p| p.to_string_lossy().ends_with(kind)),
+            "no {kind} file in {targets:?}"
+        );
+    }
+    let (mut tried, mut refused, mut right) = (0, 0, 0u64);
+    for path in &targets {
+        let len = base.file_size(path).unwrap() as usize;
+        for offset in (0..len).step_by(61) {
+            for cut in [false, true] {
+                let fs = base.crash_clone(strata::fs::CrashMode::DropUnsynced);
+                if cut {
+                    fs.truncate(path, offset).unwrap();
+                } else {
+                    fs.corrupt(path, offset, |b| b[0] ^= 0x21).unwrap();
+                }
+                let ctx = format!(
+                    "{} {} at {offset}",
+                    path.display(),
+                    ["flipped", "cut"][cut as usize]
+                );
+                tried += 1;
+                let db = match Db::open("/db", o(&fs)) {
+                    Ok(db) => db,
+                    Err(e) => {
+                        assert_eq!(e.kind(), strata::ErrorKind::Corruption, "{ctx}: {e}");
+                        refused += 1;
+                        continue;
+                    }
+                };
+                for i in 0..N {
+                    match db.get(key(i)) {
+                        Ok(Some(v)) => {
+                            assert_eq!(v, value(i), "{ctx}: key {i}");
+                            right += 1;
+                        }
+                        Ok(None) => {}
+                        Err(e) => assert_eq!(e.kind(), strata::ErrorKind::Corruption, "{ctx}: {e}"),
+                    }
+                }
+                let mut it = db.iter(ReadOptions::default()).unwrap();
+                it.seek_to_first();
+                while it.valid() {
+                    let i: u32 = std::str::from_utf8(&it.key()[3..])
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let v = it.value().to_vec();
+                    if it.status().is_ok() {
+                        assert_eq!(v, value(i), "{ctx}: scan at key {i}");
+                    }
+                    it.next();
+                }
+                if let Err(e) = it.status() {
+                    assert_eq!(e.kind(), strata::ErrorKind::Corruption, "{ctx}: {e}");
+                }
+            }
+        }
+    }
+    assert!(tried > 100, "{tried} damaged states tried");
+    assert!(
+        right > 0 && refused < tried,
+        "{refused} of {tried} opens refused"
+    );
+}
