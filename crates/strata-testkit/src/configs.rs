@@ -18,6 +18,21 @@ pub struct Config {
     pub build: fn(&Path, Arc<dyn Fs>) -> Options,
 }
 
+/// The `hashkv` configuration: HashKV's store at `small`'s sizes.
+fn small_hashkv(dir: &Path, fs: Arc<dyn Fs>) -> Options {
+    Options {
+        min_blob_size: 100,
+        hash_groups: 16,
+        hash_main_segment_size: 4 << 10,
+        hash_reserve_ratio: 0.25,
+        // The tests' live values outgrow it: it grows rather than refuse them
+        // (refusing is tested in strata's tests/hash_store.rs).
+        hash_when_full: strata::HashWhenFull::Grow,
+        value_dir: Some(dir.join("values")),
+        ..small(Options::hashkv(), fs)
+    }
+}
+
 fn small(base: Options, fs: Arc<dyn Fs>) -> Options {
     Options {
         write_buffer_size: 64 << 10,
@@ -154,17 +169,7 @@ pub fn configs() -> Vec<Config> {
         // is collected.
         Config {
             name: "hashkv",
-            build: |dir, fs| Options {
-                min_blob_size: 100,
-                hash_groups: 16,
-                hash_main_segment_size: 4 << 10,
-                hash_reserve_ratio: 0.25,
-                // The tests' live values outgrow it: it grows rather than refuse them
-                // (refusing is tested in strata's tests/hash_store.rs).
-                hash_when_full: strata::HashWhenFull::Grow,
-                value_dir: Some(dir.join("values")),
-                ..small(Options::hashkv(), fs)
-            },
+            build: small_hashkv,
         },
         // Blob files composed with OHDB's buckets.
         Config {
@@ -254,13 +259,7 @@ pub fn configs() -> Vec<Config> {
                 coalesce_item_threshold: 64,
                 coalesce_group_size: 256,
                 coalesce_gc_ratio: 0.3,
-                min_blob_size: 100,
-                hash_groups: 16,
-                hash_main_segment_size: 4 << 10,
-                hash_reserve_ratio: 0.25,
-                hash_when_full: strata::HashWhenFull::Grow,
-                value_dir: Some(dir.join("values")),
-                ..small(Options::hashkv(), fs)
+                ..small_hashkv(dir, fs)
             },
         },
         // Coalesced groups on the matrix L0: flushes write RowTables whose entries are
