@@ -79,28 +79,19 @@ impl ValueFiles {
                 ),
             ));
         }
-        // The open file read under the map's read lock, the record borrowed from the file's
-        // map where it is mapped: the value is copied once, and no reference count is
-        // taken (those atomics were a fifth of a scan over coalesced items).
-        let read = |open: &OpenFile| {
-            let mut value = Err(Error::corrupt("unreachable: read_with did not call back"));
-            open.handle
-                .read_with(p.offset, p.size as usize, &mut |bytes| {
-                    value = store
-                        .value_of(bytes, user_key, &open.path, p)
-                        .map(<[u8]>::to_vec);
-                })?;
-            value
-        };
-        if let Some(open) = self
-            .open
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&f.number)
-        {
-            return read(open);
-        }
-        read(&*self.file(f)?)
+        // The record borrowed from the file's map where it is mapped: the value is copied
+        // once, and the map takes no reference count. (Not read under the handle map's
+        // lock, though that spared two more atomics per read: a read that faults or waits
+        // on the disk would hold up every reader behind a file being opened.)
+        let open = self.file(f)?;
+        let mut value = Err(Error::corrupt("unreachable: read_with did not call back"));
+        open.handle
+            .read_with(p.offset, p.size as usize, &mut |bytes| {
+                value = store
+                    .value_of(bytes, user_key, &open.path, p)
+                    .map(<[u8]>::to_vec);
+            })?;
+        value
     }
 
     /// Asks for the records `pointers` reach to be read ahead, neighbours in one file as
