@@ -234,12 +234,11 @@ pub(crate) struct DbInner {
     /// from being idle. A flag, not a count: a read pays a load of a line that stays shared
     /// (and a store only when the flag was clear), not an add on it.
     pub read_seen: AtomicBool,
-    /// The same for write groups: set by the leader that applies one (a clock read per
-    /// write group was 2 % of a 50-byte fill), turned into a stamp by the compaction
-    /// thread that looks.
-    pub write_seen: AtomicBool,
-    /// When a compaction thread last found `write_seen` raised, in nanoseconds since
-    /// `opened` (`Options::idle_compaction_delay`).
+    /// When the last write group was applied, in nanoseconds since `opened`
+    /// (`Options::idle_compaction_delay`). Stamped by each write group, not raised as a
+    /// flag as reads are: a stop of writes noticed only when a compaction thread looks
+    /// (up to a quarter of the delay late) let `Db::wait_for_compactions`, which waits the
+    /// delay and a second for the idle compaction, give up before it started.
     pub last_write_nanos: AtomicU64,
     /// When a compaction thread last found `read_seen` raised, in nanoseconds since `opened`.
     pub last_read_nanos: AtomicU64,
@@ -312,14 +311,10 @@ impl DbInner {
     }
 
     /// How long the database has seen no write and no read (since the open, if none came).
-    /// A write group or a read only raises `write_seen` or `read_seen`, which the caller
-    /// turns into a stamp here, so a stop of writes or reads counts from when it was
-    /// first looked for (the compaction threads look at least every quarter of the delay).
+    /// Writes are stamped as they come; a read only raises `read_seen`, which the caller
+    /// turns into a stamp here, so a stop of reads counts from when it was first looked for.
     pub fn quiet_for(&self) -> std::time::Duration {
         let now = self.nanos_since_open();
-        if self.write_seen.swap(false, Ordering::Relaxed) {
-            self.last_write_nanos.fetch_max(now, Ordering::Relaxed);
-        }
         if self.read_seen.swap(false, Ordering::Relaxed) {
             self.last_read_nanos.fetch_max(now, Ordering::Relaxed);
         }

@@ -330,8 +330,7 @@ pub struct Options {
     /// Defaults to 0.
     pub read_compaction_min_straight_reads: u64,
     /// Once no write and no read has come for this long (the database is idle: compaction
-    /// then competes with nobody; a stop is noticed within a quarter of the delay, as the
-    /// compaction threads look), when nothing else is due, L0 tables left below
+    /// then competes with nobody), when nothing else is due, L0 tables left below
     /// the compaction trigger are compacted down if L0 is at least half way to it (by the
     /// layout's score), and then levels above the last holding more than the last level's
     /// bytes divided by the multiplier once per level between them (what

@@ -272,7 +272,6 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         pacer: Mutex::new(crate::db::Pacer::default()),
         straight_reads: AtomicU64::new(0),
         read_seen: AtomicBool::new(false),
-        write_seen: AtomicBool::new(false),
         last_write_nanos: AtomicU64::new(0),
         last_read_nanos: AtomicU64::new(0),
         opened: std::time::Instant::now(),

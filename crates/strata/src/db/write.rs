@@ -282,8 +282,9 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     if db.straight_reads.load(Ordering::Relaxed) != 0 {
         db.straight_reads.store(0, Ordering::Relaxed);
     }
-    if db.opts.idle_compaction_delay.is_some() && !db.write_seen.load(Ordering::Relaxed) {
-        db.write_seen.store(true, Ordering::Relaxed);
+    if db.opts.idle_compaction_delay.is_some() {
+        db.last_write_nanos
+            .store(db.nanos_since_open(), Ordering::Relaxed);
     }
     let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
