@@ -381,7 +381,15 @@ impl Matrix {
                 p
             };
             if hints && r.prev != 0 {
-                let lo = if p > 0 { r.meta(region, p - 1)?.1 } else { 0 };
+                // Entry `p - 1`'s pointer bounds the search below, if that entry is still
+                // held: below `live_from` a column compaction took it, and its page may
+                // hold another row's bytes by now (read, it made a garbage hint, and the
+                // next row's search read freed entries: "runs past the entries' end").
+                let lo = if p > lr.live_from {
+                    r.meta(region, p - 1)?.1
+                } else {
+                    0
+                };
                 let hi = if p < n {
                     r.meta(region, p)?.1
                 } else {
