@@ -68,7 +68,8 @@ struct Shared {
 struct CheckedRow {
     row: Arc<Row>,
     checked: AtomicBool,
-    filter: OnceLock<Vec<u8>>,
+    /// The filter, and the first entry it was built from (0: the flush's, all entries).
+    filter: OnceLock<(u32, Vec<u8>)>,
 }
 
 impl CheckedRow {
@@ -83,17 +84,28 @@ impl CheckedRow {
         Ok(())
     }
 
-    /// Whether the row may hold a key of filter hash `h`, by its filter of `bits` bits per
-    /// key (built from the row on first use if its flush did not give one).
-    fn may_contain(&self, region: &dyn PmemRegion, bits: u32, h: u64) -> Result<bool> {
-        let f = match self.filter.get() {
+    /// Whether the row's entries from `live_from` on may hold a key of filter hash `h`, by
+    /// its filter of `bits` bits per key: the flush's, or else built on first use (after a
+    /// reopen) from the entries still held. Never from the entries below `live_from`: a
+    /// column compaction took them and their pages may hold another row's bytes (reading
+    /// them failed gets after reopens with "entry N runs past the entries' end"). A filter
+    /// built from a later first entry than a reader's (an older version's) leaves out
+    /// entries that reader still sees: it is not used for it.
+    fn may_contain(
+        &self,
+        region: &dyn PmemRegion,
+        bits: u32,
+        h: u64,
+        live_from: u32,
+    ) -> Result<bool> {
+        let (from, f) = match self.filter.get() {
             Some(f) => f,
             None => {
-                let f = filter::build(&self.row.key_hashes(region)?, bits);
-                self.filter.get_or_init(|| f)
+                let f = filter::build(&self.row.key_hashes(region, live_from)?, bits);
+                self.filter.get_or_init(|| (live_from, f))
             }
         };
-        Ok(filter::may_contain(f, h))
+        Ok(*from > live_from || filter::may_contain(f, h))
     }
 }
 
@@ -351,7 +363,7 @@ impl Matrix {
             let r = lr.r();
             lr.row.check(region, lr.first_page)?;
             if let Some(h) = h {
-                if !lr.row.may_contain(region, bits, h)? {
+                if !lr.row.may_contain(region, bits, h, lr.live_from)? {
                     // Skipped: the next row is searched without a hint.
                     hint = None;
                     continue;
@@ -601,7 +613,7 @@ fn intern(shared: &Shared, row: Row, checked: bool, filter: Option<Vec<u8>>) -> 
     let r = Arc::new(CheckedRow {
         row: Arc::new(row),
         checked: AtomicBool::new(checked),
-        filter: filter.map(OnceLock::from).unwrap_or_default(),
+        filter: filter.map(|f| OnceLock::from((0, f))).unwrap_or_default(),
     });
     rows.insert(id, Arc::downgrade(&r));
     r

@@ -252,16 +252,17 @@ impl Row {
         Ok(Some((kind, self.read(region, value_at, vlen)?)))
     }
 
-    /// Filter hashes of the row's user keys, read from the region (a row's filter after a
-    /// reopen; a flush collects them as it writes).
+    /// Filter hashes of the row's user keys from entry `from` on, read from the region (a
+    /// row's filter after a reopen, from its first live entry; a flush collects them as it
+    /// writes).
     ///
     /// # Errors
     /// `Corruption` for a malformed entry; region errors.
-    pub fn key_hashes(&self, region: &dyn PmemRegion) -> Result<Vec<u64>> {
+    pub fn key_hashes(&self, region: &dyn PmemRegion, from: u32) -> Result<Vec<u64>> {
         let (mut head, mut long) = ([0u8; HEAD], Vec::new());
-        let mut out = Vec::with_capacity(self.entries as usize);
+        let mut out = Vec::with_capacity(self.entries.saturating_sub(from) as usize);
         let mut last: Option<u64> = None;
-        for i in 0..self.entries {
+        for i in from..self.entries {
             let (k, _, _) = self.key_in(region, i, &mut head, &mut long)?;
             let h = filter::filter_hash(key::user_key(k));
             if last != Some(h) {
