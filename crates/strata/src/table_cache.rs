@@ -26,6 +26,20 @@ pub enum Probe {
     Found(Lookup),
 }
 
+/// Whether files of `bytes` in all are beyond what the page cache can be expected to hold
+/// (`budget`, `Options::page_cache_budget`), given whether they were judged so last time:
+/// beyond once over the budget, back within below nine tenths of it, so that a tree
+/// hovering at the budget does not switch on every new version.
+pub(crate) fn beyond_memory(was: bool, bytes: u64, budget: u64) -> bool {
+    if bytes > budget {
+        true
+    } else if bytes < budget / 10 * 9 {
+        false
+    } else {
+        was
+    }
+}
+
 /// How a [`TableCache`] chooses the way it reads the tables it opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableReads {
@@ -178,12 +192,10 @@ impl TableCache {
             return;
         };
         let now = self.access();
-        let next = if bytes > budget {
+        let next = if beyond_memory(now == ReadAccess::Positional, bytes, budget) {
             ReadAccess::Positional
-        } else if bytes < budget / 10 * 9 {
-            ReadAccess::Mapped
         } else {
-            now
+            ReadAccess::Mapped
         };
         if next != now {
             self.access.store(access_code(next), Ordering::SeqCst);

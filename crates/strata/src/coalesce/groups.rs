@@ -24,7 +24,8 @@ use crate::options::Options;
 use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::record::{self, Walk};
 use crate::vstore::{
-    FlushEntry, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer,
+    FileWriter, FlushEntry, FlushSeparator, OneFile, Store, StoreEnv, StoreId, ValueFile,
+    ValuePointer,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
@@ -113,29 +114,6 @@ impl GroupWriter {
         })
     }
 
-    /// Adds `user_key`'s `value` to the open group (after sealing it if the item does not
-    /// fit); returns the pointer to the item. REQUIRES: `fits`.
-    ///
-    /// # Errors
-    /// I/O errors; `InvalidArgument` for an item of 4 GiB or more.
-    pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
-        debug_assert!(fits(self.group_size, user_key, value));
-        if self.open.len() + item_len(user_key, value) > self.group_size {
-            self.seal(true)?;
-        }
-        let at = self.offset + self.open.len() as u64;
-        let size = record::encode(&mut self.open, user_key, value)?;
-        self.open_items += 1;
-        self.items += 1;
-        self.item_bytes += u64::from(size);
-        Ok(ValuePointer {
-            store: ID,
-            file: self.number.0,
-            offset: at,
-            size,
-        })
-    }
-
     /// Writes the open group, if it holds an item; with `pad`, zero-padded to the group
     /// size (every group but a file's last).
     fn seal(&mut self, pad: bool) -> Result<()> {
@@ -154,12 +132,37 @@ impl GroupWriter {
         self.open_items = 0;
         Ok(())
     }
+}
+
+impl FileWriter for GroupWriter {
+    /// Adds `user_key`'s `value` to the open group (after sealing it if the item does not
+    /// fit); returns the pointer to the item. REQUIRES: `fits`.
+    ///
+    /// # Errors
+    /// I/O errors; `InvalidArgument` for an item of 4 GiB or more.
+    fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
+        debug_assert!(fits(self.group_size, user_key, value));
+        if self.open.len() + item_len(user_key, value) > self.group_size {
+            self.seal(true)?;
+        }
+        let at = self.offset + self.open.len() as u64;
+        let size = record::encode(&mut self.open, user_key, value)?;
+        self.open_items += 1;
+        self.items += 1;
+        self.item_bytes += u64::from(size);
+        Ok(ValuePointer {
+            store: ID,
+            file: self.number.0,
+            offset: at,
+            size,
+        })
+    }
 
     /// Seals the open group, writes the footer and syncs the file (not its directory).
     ///
     /// # Errors
     /// I/O errors.
-    pub fn finish(mut self) -> Result<ValueFile> {
+    fn finish(mut self) -> Result<ValueFile> {
         self.seal(false)?;
         let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
         footer.extend_from_slice(&self.groups.to_le_bytes());
@@ -363,21 +366,17 @@ fn group_size_of(bytes: &[u8]) -> Option<usize> {
 /// Packs the small puts of one flush (key + value under `threshold`) into one new group
 /// file's groups.
 pub(crate) struct GroupSeparator {
-    fs: Arc<dyn Fs>,
-    placement: Placement,
     threshold: usize,
     group_size: usize,
-    writer: Option<GroupWriter>,
+    file: OneFile<GroupWriter>,
 }
 
 impl GroupSeparator {
     pub fn new(fs: Arc<dyn Fs>, placement: Placement, threshold: usize, group_size: usize) -> Self {
         GroupSeparator {
-            fs,
-            placement,
             threshold,
             group_size,
-            writer: None,
+            file: OneFile::new(fs, placement),
         }
     }
 }
@@ -395,25 +394,15 @@ impl FlushSeparator for GroupSeparator {
         {
             return Ok(None);
         }
-        let w = match &mut self.writer {
-            Some(w) => w,
-            None => self.writer.insert(GroupWriter::create(
-                &*self.fs,
-                &self.placement,
-                new_file_number(),
-                self.group_size,
-            )?),
+        let group_size = self.group_size;
+        let create = |fs: &dyn Fs, placement: &Placement| {
+            GroupWriter::create(fs, placement, new_file_number(), group_size)
         };
-        Ok(Some(w.add(user_key, value)?))
+        Ok(Some(self.file.add(create, user_key, value)?))
     }
 
     fn finish(&mut self) -> Result<Vec<ValueFile>> {
-        let Some(w) = self.writer.take() else {
-            return Ok(Vec::new());
-        };
-        let f = w.finish()?;
-        self.fs.sync_dir(self.placement.dir(f.path_id))?;
-        Ok(vec![f])
+        self.file.finish()
     }
 }
 

@@ -62,8 +62,8 @@ pub struct DbIterator {
 
 /// Whether forward scans read separated values ahead (`Options::value_read_ahead`): while
 /// the live tables and value files of the current version hold more than the page cache
-/// can be expected to keep (`Options::page_cache_budget`); back off below nine tenths of
-/// it. Told each new version, as the table cache is.
+/// can be expected to keep (`table_cache::beyond_memory`, the table cache's rule). Told
+/// each new version, as the table cache is.
 pub(crate) struct ReadAheadGate {
     budget: u64,
     on: std::sync::atomic::AtomicBool,
@@ -84,11 +84,9 @@ impl ReadAheadGate {
         use std::sync::atomic::Ordering;
         let values: u64 = v.values.values().map(|f| f.size.max(f.record_bytes)).sum();
         let bytes = v.total_bytes().saturating_add(values);
-        if bytes > self.budget {
-            self.on.store(true, Ordering::Relaxed);
-        } else if bytes < self.budget / 10 * 9 {
-            self.on.store(false, Ordering::Relaxed);
-        }
+        let was = self.on.load(Ordering::Relaxed);
+        let now = crate::table_cache::beyond_memory(was, bytes, self.budget);
+        self.on.store(now, Ordering::Relaxed);
     }
 
     pub fn on(&self) -> bool {

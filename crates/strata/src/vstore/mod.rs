@@ -907,6 +907,68 @@ pub(crate) trait FlushSeparator: Send {
     fn finish(&mut self) -> Result<Vec<ValueFile>>;
 }
 
+/// A writer of one value file: records added, then finished (written and synced).
+pub(crate) trait FileWriter: Send {
+    /// Appends a record of `value` for `user_key`; its pointer.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer>;
+    /// Writes what is left and syncs the file; its description.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn finish(self) -> Result<ValueFile>;
+}
+
+/// The one value file a flush separator writes (blob files, group files): created when
+/// the first value is taken, finished with its directory synced when the flush finishes.
+pub(crate) struct OneFile<W> {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    writer: Option<W>,
+}
+
+impl<W: FileWriter> OneFile<W> {
+    pub fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
+        OneFile {
+            fs,
+            placement,
+            writer: None,
+        }
+    }
+
+    /// Adds `value` to the file, `create` making it first if this is its first value.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn add(
+        &mut self,
+        create: impl FnOnce(&dyn Fs, &Placement) -> Result<W>,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<ValuePointer> {
+        let w = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(create(&*self.fs, &self.placement)?),
+        };
+        w.add(user_key, value)
+    }
+
+    /// `FlushSeparator::finish`: the file, if one was made, durable.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn finish(&mut self) -> Result<Vec<ValueFile>> {
+        let Some(w) = self.writer.take() else {
+            return Ok(Vec::new());
+        };
+        let f = w.finish()?;
+        self.fs.sync_dir(self.placement.dir(f.path_id))?;
+        Ok(vec![f])
+    }
+}
+
 /// How a store that writes outside flushes and compactions gets its files named in the
 /// manifest (the database implements it).
 pub(crate) trait NewValueFiles {

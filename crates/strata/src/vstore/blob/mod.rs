@@ -16,7 +16,8 @@ use crate::fs::{Fs, WritableFile};
 use crate::options::{Options, ValueStoreKind};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::{
-    record, FlushEntry, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValuePointer,
+    record, FileWriter, FlushEntry, FlushSeparator, OneFile, Store, StoreEnv, StoreId, ValueFile,
+    ValuePointer,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
@@ -74,12 +75,14 @@ impl BlobWriter {
             buf: Vec::new(),
         })
     }
+}
 
+impl FileWriter for BlobWriter {
     /// Appends `user_key`'s `value`; returns the pointer to it.
     ///
     /// # Errors
     /// I/O errors; `InvalidArgument` for a record over 4 GiB.
-    pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
+    fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<ValuePointer> {
         self.buf.clear();
         let size = record::encode(&mut self.buf, user_key, value)?;
         self.file.append(&self.buf)?;
@@ -99,7 +102,7 @@ impl BlobWriter {
     ///
     /// # Errors
     /// I/O errors.
-    pub fn finish(mut self) -> Result<ValueFile> {
+    fn finish(mut self) -> Result<ValueFile> {
         let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
         footer.extend_from_slice(&self.records.to_le_bytes());
         footer.extend_from_slice(&self.record_bytes.to_le_bytes());
@@ -242,19 +245,15 @@ impl Store for BlobFiles {
 
 /// Writes the values of one flush of at least `min` bytes into one new blob file.
 pub(crate) struct BlobSeparator {
-    fs: Arc<dyn Fs>,
-    placement: Placement,
     min: usize,
-    writer: Option<BlobWriter>,
+    file: OneFile<BlobWriter>,
 }
 
 impl BlobSeparator {
     pub fn new(fs: Arc<dyn Fs>, placement: Placement, min: usize) -> Self {
         BlobSeparator {
-            fs,
-            placement,
             min,
-            writer: None,
+            file: OneFile::new(fs, placement),
         }
     }
 }
@@ -269,24 +268,14 @@ impl FlushSeparator for BlobSeparator {
         if e.kind != crate::key::ValueKind::Put || value.len() < self.min {
             return Ok(None);
         }
-        let w = match &mut self.writer {
-            Some(w) => w,
-            None => self.writer.insert(BlobWriter::create(
-                &*self.fs,
-                &self.placement,
-                new_file_number(),
-            )?),
+        let create = |fs: &dyn Fs, placement: &Placement| {
+            BlobWriter::create(fs, placement, new_file_number())
         };
-        Ok(Some(w.add(user_key, value)?))
+        Ok(Some(self.file.add(create, user_key, value)?))
     }
 
     fn finish(&mut self) -> Result<Vec<ValueFile>> {
-        let Some(w) = self.writer.take() else {
-            return Ok(Vec::new());
-        };
-        let f = w.finish()?;
-        self.fs.sync_dir(self.placement.dir(f.path_id))?;
-        Ok(vec![f])
+        self.file.finish()
     }
 }
 
