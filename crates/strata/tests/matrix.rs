@@ -318,3 +318,39 @@ fn a_damaged_compactor_row_stops_writes_with_the_corruption() {
         .expect("writes fail once the damaged row is to be compacted");
     assert!(err.to_string().contains("RowTable"), "{err}");
 }
+
+/// Writes stopped on a full container resume once a column's pages are freed, even when
+/// that happens after the column's job has reported its progress: the column holds the
+/// layout it was cut from until it is dropped, and with the receiver just short of its
+/// switch point (a forced flush's small row) no other job was due, so writers waited for
+/// progress that never came.
+#[test]
+fn writes_stopped_on_a_full_container_resume_when_a_columns_pages_are_freed() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let o = Options {
+        // Columns merging a large L1 are long, and writers reach the stop meanwhile.
+        level_sizing: strata::LevelSizing::Classic,
+        max_bytes_for_level_base: 256 << 20,
+        write_stall_limit: Some(std::time::Duration::from_secs(5)),
+        ..named("matrixkv", &fs)
+    };
+    let db = Db::open("/db", o).unwrap();
+    let k = |j: u64| format!("n{:09}", (j * 2_654_435_761) % 1_000_000_007).into_bytes();
+    let v = |j: u64| format!("value-{j}-{}", "q".repeat((j % 50) as usize)).into_bytes();
+    let mut j = 0u64;
+    let mut put = |n: u64| {
+        for _ in 0..n {
+            db.put(k(j), v(j)).unwrap();
+            j += 1;
+        }
+    };
+    put(400_000);
+    for _ in 0..6 {
+        put(2000);
+        db.flush().unwrap();
+        put(12_000);
+    }
+    drop(put);
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = (0..j).map(|i| (k(i), v(i))).collect();
+    assert_db_matches(&db, &model);
+}

@@ -214,7 +214,7 @@ fn work(db: &DbInner, worker: Worker) {
                 db.delete_obsolete_files();
             }
             Some(Job::Compaction(c)) => {
-                guarded(db, "compaction", || db.run_compaction(&c));
+                guarded(db, "compaction", || db.run_compaction(c));
                 db.delete_obsolete_files();
             }
             None => {

@@ -42,10 +42,14 @@ impl DbInner {
 
     /// Runs and installs `c`, then releases its inputs. The caller poisons the database
     /// on error.
-    pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
-        let result = execute(self, c);
+    pub(crate) fn run_compaction(&self, c: Compaction) -> Result<()> {
+        let result = execute(self, &c);
         let mut st = lock(&self.state);
-        st.end_compaction(c);
+        st.end_compaction(&c);
+        // NB: dropped before the waiters wake: a matrix column holds the layout it was cut
+        // from, whose pages a writer stopped on the container's fullness waits for (woken
+        // while they were still held, it waited for progress that never came).
+        drop(c);
         st.progress += 1;
         drop(st);
         self.done_cv.notify_all();
@@ -303,7 +307,7 @@ pub(crate) fn compact_level(
             }
         };
         if let Some(c) = picked {
-            let r = db.run_compaction(&c);
+            let r = db.run_compaction(c);
             if let Err(e) = &r {
                 db.poison(e);
             }

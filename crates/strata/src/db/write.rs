@@ -355,6 +355,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
 /// REQUIRES: called by the write-queue leader.
 fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable>> {
     let mut allow_delay = !force;
+    let mut stopped: Option<(Instant, u64)> = None;
     let mut st = lock(&db.state);
     loop {
         if let Some(e) = &st.bg_error {
@@ -405,34 +406,37 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number || pressure.stops(&db.opts);
         if stop {
             let t = Instant::now();
-            Stats::add(&db.stats.stalls, 1);
+            if stopped.is_none() {
+                Stats::add(&db.stats.stalls, 1);
+            }
             db.bg_cv.notify_all();
-            st = match db.opts.write_stall_limit {
-                None => db
-                    .done_cv
-                    .wait(st)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-                Some(limit) => {
-                    let progress = st.progress;
-                    let (st, _) = db
-                        .done_cv
-                        .wait_timeout_while(st, limit, |s| {
-                            s.progress == progress
-                                && s.bg_error.is_none()
-                                && !db.shutting_down.load(Ordering::Acquire)
-                        })
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let idle = !st.flush_running && st.compactions_running == 0;
-                    if st.progress == progress
-                        && idle
-                        && st.bg_error.is_none()
+            // Since when, and at which progress, writes have stood still.
+            let (since, progress) = *stopped.get_or_insert((t, st.progress));
+            // NB: woken by progress, or every `STOP_POLL`: a matrix's pages are freed when
+            // the last reader or iterator of an older version lets go of it, which no
+            // background job reports (a writer waiting for progress then waited forever
+            // when no job was due).
+            let (s, _) = db
+                .done_cv
+                .wait_timeout_while(st, STOP_POLL, |s| {
+                    s.progress == progress
+                        && s.bg_error.is_none()
                         && !db.shutting_down.load(Ordering::Acquire)
-                    {
-                        return Err(stalled(db, &st, limit, pressure));
-                    }
-                    st
+                })
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            st = s;
+            if st.progress != progress {
+                stopped = None;
+            } else if let Some(limit) = db.opts.write_stall_limit {
+                let idle = !st.flush_running && st.compactions_running == 0;
+                if since.elapsed() >= limit
+                    && idle
+                    && st.bg_error.is_none()
+                    && !db.shutting_down.load(Ordering::Acquire)
+                {
+                    return Err(stalled(db, &st, limit, pressure));
                 }
-            };
+            }
             Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
             continue;
         }
@@ -453,6 +457,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         force = false;
     }
 }
+
+/// How often a write stopped by the tree looks at it again when no progress wakes it.
+const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// A memtable for a database's writes into WAL `wal_number`: its key filter, arena chunks
 /// from `pool`, and the side `opts` configure (the coalescing buffer).
