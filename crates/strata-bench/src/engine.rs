@@ -312,7 +312,13 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    if ["rocksdb-l0-nvm", "matrixkv", "matrixkv-bloom"].contains(&flags.preset.as_str())
+    if [
+        "rocksdb-l0-nvm",
+        "matrixkv",
+        "matrixkv-bloom",
+        "matrixkv-idle",
+    ]
+    .contains(&flags.preset.as_str())
         && o.pmem_dir.is_none()
     {
         return Err(format!(

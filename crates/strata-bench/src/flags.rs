@@ -581,8 +581,9 @@ strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
   --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
                          ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm, matrixkv,
-                         matrixkv-bloom (ohdb-2dc and ohdb-c need --level_dir; rocksdb-l0-nvm,
-                         matrixkv and matrixkv-bloom --pmem_dir)
+                         matrixkv-bloom, matrixkv-idle, cleveldb, cleveldb-inline (ohdb-2dc and
+                         ohdb-c need --level_dir; rocksdb-l0-nvm and the matrixkv presets
+                         --pmem_dir)
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --level_sizing=classic|dynamic|flattened|hyperleveldb|hyperleveldb-1.0 (default: the preset's)
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR --pmem_dir=DIR (a tmpfs such as /dev/shm emulates persistent memory)

@@ -215,6 +215,18 @@ pub fn configs() -> Vec<Config> {
                 ..small(Options::matrixkv(dir.join("pmem")), fs)
             },
         },
+        // The same whose receiver drains into L1 once the database has been idle 5 ms
+        // (preset matrixkv-idle): every pause of a test's writes and every
+        // wait_for_compactions promotes the receiver, whatever its size.
+        Config {
+            name: "matrixkv-idle",
+            build: |dir, fs| Options {
+                matrix_container_size: 1 << 20,
+                matrix_row_bloom_bits: 10,
+                idle_compaction_delay: Some(std::time::Duration::from_millis(5)),
+                ..small(Options::matrixkv(dir.join("pmem")), fs)
+            },
+        },
         // Puts of key + value under 64 bytes in each memtable's coalescing buffer (the
         // tests' values straddle it: a key's versions move between buffer and skiplist);
         // its index takes 1,024 items, so memtables also freeze by item count.

@@ -337,7 +337,8 @@ pub struct Options {
     /// `LevelSizing::Dynamic` keeps at all times): the trigger and the level targets spread
     /// rewrites over the bytes a write stream brings, and a stopped stream brings none,
     /// while what is left above the last level (mostly newer versions of keys in it) costs
-    /// space and reads until the next burst.
+    /// space and reads until the next burst. A matrix L0 (`L0Layout::Matrix`) drains its
+    /// receiver, whatever its size, column by column (preset `matrixkv-idle`).
     /// `Db::wait_for_compactions` waits for it once writes have stopped (reads by other
     /// threads meanwhile put it off, and the wait ends without it). `None`: never (the
     /// `leveldb`, `hyperleveldb`, OHDB and `rocksdb` presets, as their originals).
@@ -1390,6 +1391,7 @@ impl Options {
         "rocksdb-l0-nvm",
         "matrixkv",
         "matrixkv-bloom",
+        "matrixkv-idle",
         "cleveldb",
         "cleveldb-inline",
     ];
@@ -1421,6 +1423,13 @@ impl Options {
             "matrixkv" => Ok(Options::matrixkv_base()),
             "matrixkv-bloom" => Ok(Options {
                 matrix_row_bloom_bits: 10,
+                ..Options::matrixkv_base()
+            }),
+            // Not the paper's: `matrixkv-bloom` whose receiver drains into L1 once the
+            // database has gone idle, so that reads at rest meet no rows.
+            "matrixkv-idle" => Ok(Options {
+                matrix_row_bloom_bits: 10,
+                idle_compaction_delay: Some(std::time::Duration::from_secs(5)),
                 ..Options::matrixkv_base()
             }),
             "cleveldb" => Ok(Options::cleveldb()),

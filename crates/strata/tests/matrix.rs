@@ -319,6 +319,159 @@ fn a_damaged_compactor_row_stops_writes_with_the_corruption() {
     assert!(err.to_string().contains("RowTable"), "{err}");
 }
 
+/// L0's bytes (the matrix's live rows).
+fn l0_bytes(db: &Db) -> u64 {
+    db.stats().bytes_per_level[0]
+}
+
+/// A matrix that goes idle (preset `matrixkv-idle`) drains its receiver into L1 however
+/// little it holds, so reads at rest meet no rows; bursts of writes that resume during the
+/// drain's first column (flushes adding rows, the receiver switching under it) lose
+/// nothing, through a reopen.
+#[test]
+fn an_idle_matrix_drains_its_receiver_into_l1() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let o = named("matrixkv-idle", &fs);
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    // A few rows, well below the receiver's switch point (60 % of 1 MiB).
+    for i in 0..1500u64 {
+        let (k, v) = (key(i), format!("first-{i}").into_bytes());
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    assert!(l0_bytes(&db) > 0, "the flush wrote a row");
+    db.wait_for_compactions().unwrap();
+    assert_eq!(
+        l0_bytes(&db),
+        0,
+        "idle, the receiver drained: {}",
+        stat(&db, "strata.stats")
+    );
+    assert!(db.stats().idle_compactions > 0);
+    check_gets(&db, &model, "drained");
+    // Bursts with pauses past the idle delay: drains start, and writes come back during
+    // them.
+    // Some bursts are long enough to reach the receiver's switch point while a drain's
+    // first column runs.
+    let mut n = 0u64;
+    for burst in 0..40u64 {
+        let len = if burst % 4 == 1 { 6000 } else { 1200 };
+        for i in 0..len {
+            n += 1;
+            let k = key(n);
+            if n % 11 == 5 {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = format!("burst-{burst}-{i}-{}", "y".repeat((n % 150) as usize));
+                db.put(&k, v.as_bytes()).unwrap();
+                model.insert(k, v.into_bytes());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3 + burst % 7));
+    }
+    assert_db_matches(&db, &model);
+    check_gets(&db, &model, "after the bursts");
+    db.wait_for_compactions().unwrap();
+    assert_eq!(l0_bytes(&db), 0);
+    check_gets(&db, &model, "drained again");
+    eprintln!("{}", stat(&db, "strata.stats"));
+    db.close().unwrap();
+    let db = Db::open("/db", o).unwrap();
+    assert_db_matches(&db, &model);
+    check_gets(&db, &model, "reopened");
+}
+
+/// A drain's first column that overlaps a large L1 runs long enough for a burst of writes
+/// to fill the receiver past its switch point meanwhile: the rows the column was cut from
+/// become the compactor as it lands, the newer ones go back to the receiver, and a reader
+/// meanwhile never misses a key written before its get (rows left in the compactor would
+/// hide their keys below its cursor until the next column took them).
+#[test]
+fn rows_switched_during_an_idle_drains_first_column_return_to_the_receiver() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let o = Options {
+        // L1 holds everything, so a drain's first column merges much of it.
+        level_sizing: strata::LevelSizing::Classic,
+        max_bytes_for_level_base: 256 << 20,
+        ..named("matrixkv-idle", &fs)
+    };
+    let db = Arc::new(Db::open("/db", o.clone()).unwrap());
+    // Key `j` (written once, in order) spread over the key space.
+    let k = |j: u64| format!("n{:09}", (j * 2_654_435_761) % 1_000_000_007).into_bytes();
+    let v = |j: u64| format!("value-{j}-{}", "q".repeat((j % 50) as usize)).into_bytes();
+    let written = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    // Reads put an idle drain off: the reader pauses while the writer does.
+    let reading = Arc::new(AtomicBool::new(true));
+    let mut j = 0u64;
+    let mut put = |n: u64| {
+        for _ in 0..n {
+            db.put(k(j), v(j)).unwrap();
+            j += 1;
+            written.store(j, Ordering::Release);
+        }
+    };
+    put(400_000);
+    db.wait_for_compactions().unwrap();
+    assert_eq!(l0_bytes(&db), 0);
+    let reader = {
+        let (db, written, done, reading) =
+            (db.clone(), written.clone(), done.clone(), reading.clone());
+        std::thread::spawn(move || {
+            let mut x = 1u64;
+            let mut reads = 0u64;
+            while !done.load(Ordering::Acquire) {
+                if !reading.load(Ordering::Acquire) {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    continue;
+                }
+                let n = written.load(Ordering::Acquire);
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                // Mostly keys of the newest 30,000 (in L0 or on their way to L1).
+                let back = if x % 4 == 0 {
+                    x % n
+                } else {
+                    (x >> 20) % n.min(30_000)
+                };
+                let i = n - 1 - back;
+                assert_eq!(db.get(k(i)).unwrap(), Some(v(i)), "key {i} of {n}");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for _ in 0..6 {
+        // A few rows, then a pause: the drain's first column (most of them) merges with
+        // much of L1 ...
+        put(4000);
+        db.flush().unwrap();
+        reading.store(false, Ordering::Release);
+        std::thread::sleep(std::time::Duration::from_millis(8));
+        reading.store(true, Ordering::Release);
+        // ... while a burst fills the receiver past its switch point (and the reader
+        // reads).
+        put(12_000);
+    }
+    drop(put);
+    // (Reads put an idle drain off: the reader stops first.)
+    done.store(true, Ordering::Release);
+    let reads = reader.join().unwrap();
+    assert!(reads > 1000, "{reads} reads");
+    db.wait_for_compactions().unwrap();
+    assert_eq!(l0_bytes(&db), 0);
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = (0..j).map(|i| (k(i), v(i))).collect();
+    assert_db_matches(&db, &model);
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    assert_db_matches(&db, &model);
+}
+
 /// Writes stopped on a full container resume once a column's pages are freed, even when
 /// that happens after the column's job has reported its progress: the column holds the
 /// layout it was cut from until it is dropped, and with the receiver just short of its

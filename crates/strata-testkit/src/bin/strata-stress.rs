@@ -269,7 +269,13 @@ fn options(a: &Args) -> Result<Options, String> {
         a,
         "pmem_dir",
         "pmem",
-        ["rocksdb-l0-nvm", "matrixkv", "matrixkv-bloom"].contains(&preset.as_str()),
+        [
+            "rocksdb-l0-nvm",
+            "matrixkv",
+            "matrixkv-bloom",
+            "matrixkv-idle",
+        ]
+        .contains(&preset.as_str()),
     );
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)

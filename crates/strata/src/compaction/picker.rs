@@ -322,10 +322,12 @@ pub fn pick_value_gc(ctx: &PickContext<'_>) -> Option<Compaction> {
 }
 
 /// Whether the database going idle leaves compaction work (`Options::idle_compaction_delay`):
-/// L0 at least half way to its trigger by the layout's own score, or a level above the last
-/// larger than the last would allow (`idle_level`).
+/// the layout's own idle work (`Level0::idle_work`), L0 at least half way to its trigger
+/// by the layout's own score, or a level above the last larger than the last would allow
+/// (`idle_level`).
 pub fn idle_due(v: &Version, opts: &Options) -> bool {
-    opts.idle_compaction_delay.is_some() && (l0_half_way(v, opts) || idle_level(v, opts).is_some())
+    opts.idle_compaction_delay.is_some()
+        && (v.l0.idle_work() || l0_half_way(v, opts) || idle_level(v, opts).is_some())
 }
 
 /// Whether L0 is at least half way to its compaction trigger, by the layout's own score.
@@ -355,7 +357,8 @@ pub fn idle_level(v: &Version, opts: &Options) -> Option<usize> {
 }
 
 /// Once the database has seen no write and no read for `Options::idle_compaction_delay`,
-/// with nothing else due, L0 at least half way to its trigger goes down, then levels above
+/// with nothing else due, the L0 layout's own idle part goes down (`Level0::idle_part`: a
+/// matrix's receiver), else L0 at least half way to its trigger goes down, then levels above
 /// the last that exceed their share of it (`idle_level`). While writes stream in, waiting for the full trigger
 /// spreads each rewrite of L1 over more L0 bytes, and levels fill to their targets; once
 /// they stop there is nothing left to spread the rewrites over, and what the tree keeps
@@ -366,6 +369,10 @@ pub fn pick_idle(ctx: &PickContext<'_>) -> Option<Compaction> {
         return None;
     }
     let v = ctx.version;
+    let below = v.files(sizing::output_level(v, ctx.opts, 0));
+    if let Some(part) = v.l0.idle_part(below, ctx.busy) {
+        return ctx.finish_part(part, CompactionReason::Idle);
+    }
     if l0_half_way(v, ctx.opts) {
         if let Some(c) = pick_l0(ctx, CompactionReason::Idle) {
             return Some(c);

@@ -224,6 +224,20 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether the layout holds data it would move into L1 once the database goes idle
+    /// (`Options::idle_compaction_delay`; [`Level0::idle_part`]). By default none.
+    fn idle_work(&self) -> bool {
+        false
+    }
+
+    /// A part of the layout's own data to move into L1 because the database has gone idle
+    /// (`Options::idle_compaction_delay`) though nothing is due: a matrix drains its
+    /// receiver. Asked before the picker's own idle rule; by default none.
+    fn idle_part(&self, below: &[Arc<FileMeta>], busy: &HashSet<FileNumber>) -> Option<L0Part> {
+        let _ = (below, busy);
+        None
+    }
+
     /// The part of the layout's own data a manual compaction of [`lo`, `hi`] must move, if
     /// any (besides [`Level0::manual_inputs`]); by default none.
     fn manual_part(

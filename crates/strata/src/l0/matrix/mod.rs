@@ -569,7 +569,25 @@ impl Matrix {
         }))
     }
 
-    fn pick_column(&self, below: &[Arc<FileMeta>]) -> Result<Option<L0Part>> {
+    /// The next column of the compactor as a part; with `promote`, the compactor is the
+    /// receiver, promoted when the column lands.
+    fn column_part(&self, below: &[Arc<FileMeta>], promote: bool) -> Option<L0Part> {
+        match self.pick_column(below, promote) {
+            Ok(part) => part,
+            // Without the column the compactor never drains and writes would wait for
+            // the container forever: the error becomes the compaction's (which stops the
+            // database with it), through a part that fails when it is read.
+            Err(e) => Some(L0Part {
+                smallest: self.0.cursor.clone(),
+                largest: self.0.cursor.clone(),
+                bytes: 0,
+                token: TOKEN,
+                column: Arc::new(Unreadable(e)),
+            }),
+        }
+    }
+
+    fn pick_column(&self, below: &[Arc<FileMeta>], promote: bool) -> Result<Option<L0Part>> {
         let region = &**self.region()?;
         let end = self.column_end(region, below)?;
         let mut ranges = Vec::new();
@@ -586,6 +604,7 @@ impl Matrix {
             done &= to == r.entries;
         }
         let change = Arc::new(ColumnDone {
+            promote,
             expect,
             after,
             cursor: if done { None } else { end },
@@ -647,6 +666,10 @@ impl L0Change for AddRow {
 /// (or, with no cursor left, leave L0).
 #[derive(Debug)]
 struct ColumnDone {
+    /// The column was cut from the receiver of a matrix with no compactor, as if it had
+    /// reached its switch point (an idle drain, `Level0::idle_part`): those rows become
+    /// the compactor as the column lands.
+    promote: bool,
     /// The compactor as the column was cut from it: row ids and first live entries.
     expect: Vec<(u64, u32)>,
     /// Per compactor row: its new first live entry and page.
@@ -659,7 +682,19 @@ impl L0Change for ColumnDone {
     fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
         let m = as_matrix(current)?;
         let st = &m.0;
-        let same = st.compactor == self.expect.len()
+        let n = self.expect.len();
+        // A promoted column's rows are still the oldest and no column has been cut since
+        // (the token keeps a second one from starting), but flushes meanwhile may have
+        // turned the receiver, those rows and newer ones, into the compactor: the newer
+        // ones go back to the receiver (its switch turns them into the compactor again
+        // once these have drained).
+        let compactor_ok = if self.promote {
+            st.compactor == 0 || (st.compactor >= n && st.cursor.is_empty())
+        } else {
+            st.compactor == n
+        };
+        let same = compactor_ok
+            && st.rows.len() >= n
             && st
                 .rows
                 .iter()
@@ -671,14 +706,14 @@ impl L0Change for ColumnDone {
             ));
         }
         match &self.cursor {
-            None => m.rebuilt(st.rows[st.compactor..].to_vec(), 0, Vec::new()),
+            None => m.rebuilt(st.rows[n..].to_vec(), 0, Vec::new()),
             Some(c) => {
                 let mut rows = st.rows.clone();
                 for (r, &(from, page)) in rows.iter_mut().zip(&self.after) {
                     r.live_from = from;
                     r.first_page = page;
                 }
-                m.rebuilt(rows, st.compactor, c.clone())
+                m.rebuilt(rows, n, c.clone())
             }
         }
     }
@@ -951,19 +986,29 @@ impl Level0 for Matrix {
         if self.0.compactor == 0 || busy.contains(&TOKEN) {
             return None;
         }
-        match self.pick_column(below) {
-            Ok(part) => part,
-            // Without the column the compactor never drains and writes would wait for
-            // the container forever: the error becomes the compaction's (which stops the
-            // database with it), through a part that fails when it is read.
-            Err(e) => Some(L0Part {
-                smallest: self.0.cursor.clone(),
-                largest: self.0.cursor.clone(),
-                bytes: 0,
-                token: TOKEN,
-                column: Arc::new(Unreadable(e)),
-            }),
+        self.column_part(below, false)
+    }
+
+    fn idle_work(&self) -> bool {
+        !self.0.rows.is_empty()
+    }
+
+    fn idle_part(&self, below: &[Arc<FileMeta>], busy: &HashSet<FileNumber>) -> Option<L0Part> {
+        let st = &self.0;
+        if st.compactor > 0 || st.rows.is_empty() || busy.contains(&TOKEN) {
+            return None;
         }
+        // The receiver drains as if it had reached its switch point: its rows become the
+        // compactor when the first column cut from them lands (`ColumnDone::promote`).
+        let promoted = Self::build(
+            st.shared.clone(),
+            st.cfg,
+            st.rows.clone(),
+            st.rows.len(),
+            Vec::new(),
+        )
+        .ok()?;
+        promoted.column_part(below, true)
     }
 
     fn manual_part(
