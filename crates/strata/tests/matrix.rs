@@ -434,7 +434,7 @@ fn rows_switched_during_an_idle_drains_first_column_return_to_the_receiver() {
                     .wrapping_mul(6_364_136_223_846_793_005)
                     .wrapping_add(1_442_695_040_888_963_407);
                 // Mostly keys of the newest 30,000 (in L0 or on their way to L1).
-                let back = if x % 4 == 0 {
+                let back = if x.is_multiple_of(4) {
                     x % n
                 } else {
                     (x >> 20) % n.min(30_000)
@@ -458,7 +458,6 @@ fn rows_switched_during_an_idle_drains_first_column_return_to_the_receiver() {
         // reads).
         put(12_000);
     }
-    drop(put);
     // (Reads put an idle drain off: the reader stops first.)
     done.store(true, Ordering::Release);
     let reads = reader.join().unwrap();
@@ -503,7 +502,6 @@ fn writes_stopped_on_a_full_container_resume_when_a_columns_pages_are_freed() {
         db.flush().unwrap();
         put(12_000);
     }
-    drop(put);
     let model: BTreeMap<Vec<u8>, Vec<u8>> = (0..j).map(|i| (k(i), v(i))).collect();
     assert_db_matches(&db, &model);
 }
