@@ -319,6 +319,17 @@ fn a_damaged_compactor_row_stops_writes_with_the_corruption() {
     assert!(err.to_string().contains("RowTable"), "{err}");
 }
 
+/// `o` with an L1 that holds everything (classic sizing, 256 MiB), so that a column,
+/// which merges the L1 tables its key range overlaps, runs long: writers reach the
+/// container's stop, or switch its receiver, meanwhile.
+fn large_l1(o: Options) -> Options {
+    Options {
+        level_sizing: strata::LevelSizing::Classic,
+        max_bytes_for_level_base: 256 << 20,
+        ..o
+    }
+}
+
 /// L0's bytes (the matrix's live rows).
 fn l0_bytes(db: &Db) -> u64 {
     db.stats().bytes_per_level[0]
@@ -393,12 +404,7 @@ fn an_idle_matrix_drains_its_receiver_into_l1() {
 fn rows_switched_during_an_idle_drains_first_column_return_to_the_receiver() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-    let o = Options {
-        // L1 holds everything, so a drain's first column merges much of it.
-        level_sizing: strata::LevelSizing::Classic,
-        max_bytes_for_level_base: 256 << 20,
-        ..named("matrixkv-idle", &fs)
-    };
+    let o = large_l1(named("matrixkv-idle", &fs));
     let db = Arc::new(Db::open("/db", o.clone()).unwrap());
     // Key `j` (written once, in order) spread over the key space.
     let k = |j: u64| format!("n{:09}", (j * 2_654_435_761) % 1_000_000_007).into_bytes();
@@ -480,11 +486,8 @@ fn rows_switched_during_an_idle_drains_first_column_return_to_the_receiver() {
 fn writes_stopped_on_a_full_container_resume_when_a_columns_pages_are_freed() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let o = Options {
-        // Columns merging a large L1 are long, and writers reach the stop meanwhile.
-        level_sizing: strata::LevelSizing::Classic,
-        max_bytes_for_level_base: 256 << 20,
         write_stall_limit: Some(std::time::Duration::from_secs(5)),
-        ..named("matrixkv", &fs)
+        ..large_l1(named("matrixkv", &fs))
     };
     let db = Db::open("/db", o).unwrap();
     let k = |j: u64| format!("n{:09}", (j * 2_654_435_761) % 1_000_000_007).into_bytes();
