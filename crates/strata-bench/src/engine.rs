@@ -312,15 +312,7 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    if [
-        "rocksdb-l0-nvm",
-        "matrixkv",
-        "matrixkv-bloom",
-        "matrixkv-idle",
-    ]
-    .contains(&flags.preset.as_str())
-        && o.pmem_dir.is_none()
-    {
+    if strata::Options::PMEM_PRESETS.contains(&flags.preset.as_str()) && o.pmem_dir.is_none() {
         return Err(format!(
             "--preset={}: give its persistent memory with --pmem_dir=DIR \
              (a tmpfs such as /dev/shm/NAME emulates it)",

@@ -33,6 +33,15 @@ fn small_hashkv(dir: &Path, fs: Arc<dyn Fs>) -> Options {
     }
 }
 
+/// The `matrixkv` configuration: a 1 MiB container (256 pages) in `dir/pmem`, at `small`'s
+/// sizes.
+fn small_matrix(dir: &Path, fs: Arc<dyn Fs>) -> Options {
+    Options {
+        matrix_container_size: 1 << 20,
+        ..small(Options::matrixkv(dir.join("pmem")), fs)
+    }
+}
+
 fn small(base: Options, fs: Arc<dyn Fs>) -> Options {
     Options {
         write_buffer_size: 64 << 10,
@@ -200,19 +209,15 @@ pub fn configs() -> Vec<Config> {
         // 120-240 KiB: column compactions run all the time.
         Config {
             name: "matrixkv",
-            build: |dir, fs| Options {
-                matrix_container_size: 1 << 20,
-                ..small(Options::matrixkv(dir.join("pmem")), fs)
-            },
+            build: small_matrix,
         },
         // The same with a Bloom filter per row (preset matrixkv-bloom): gets skip rows, and
         // a row skipped leaves the next one without a hint.
         Config {
             name: "matrixkv-bloom",
             build: |dir, fs| Options {
-                matrix_container_size: 1 << 20,
                 matrix_row_bloom_bits: 10,
-                ..small(Options::matrixkv(dir.join("pmem")), fs)
+                ..small_matrix(dir, fs)
             },
         },
         // The same whose receiver drains into L1 once the database has been idle 5 ms
@@ -221,10 +226,9 @@ pub fn configs() -> Vec<Config> {
         Config {
             name: "matrixkv-idle",
             build: |dir, fs| Options {
-                matrix_container_size: 1 << 20,
                 matrix_row_bloom_bits: 10,
                 idle_compaction_delay: Some(std::time::Duration::from_millis(5)),
-                ..small(Options::matrixkv(dir.join("pmem")), fs)
+                ..small_matrix(dir, fs)
             },
         },
         // Puts of key + value under 64 bytes in each memtable's coalescing buffer (the
@@ -283,8 +287,7 @@ pub fn configs() -> Vec<Config> {
                 coalesce_group_size: 256,
                 coalesce_gc_ratio: 0.3,
                 value_dir: Some(dir.join("values")),
-                matrix_container_size: 1 << 20,
-                ..small(Options::matrixkv(dir.join("pmem")), fs)
+                ..small_matrix(dir, fs)
             },
         },
         Config {

@@ -1396,9 +1396,19 @@ impl Options {
         "cleveldb-inline",
     ];
 
+    /// The presets whose L0 lives in persistent memory: [`Options::preset`] leaves their
+    /// `pmem_dir` to the caller.
+    pub const PMEM_PRESETS: &'static [&'static str] = &[
+        "rocksdb-l0-nvm",
+        "matrixkv",
+        "matrixkv-bloom",
+        "matrixkv-idle",
+    ];
+
     /// The named preset `name`, if it exists in this build. `ohdb-2dc` and `ohdb-c` need
     /// `level_dir` set by the caller (or use [`Options::ohdb_2dc`], [`Options::ohdb_c`]),
-    /// `rocksdb-l0-nvm` needs `pmem_dir` (or use [`Options::rocksdb_l0_nvm`]).
+    /// those of [`Options::PMEM_PRESETS`] need `pmem_dir` (or use
+    /// [`Options::rocksdb_l0_nvm`], [`Options::matrixkv`]).
     ///
     /// # Errors
     /// `InvalidArgument` for unknown names, and for presets that later issues bring.
@@ -1428,9 +1438,8 @@ impl Options {
             // Not the paper's: `matrixkv-bloom` whose receiver drains into L1 once the
             // database has gone idle, so that reads at rest meet no rows.
             "matrixkv-idle" => Ok(Options {
-                matrix_row_bloom_bits: 10,
-                idle_compaction_delay: Some(std::time::Duration::from_secs(5)),
-                ..Options::matrixkv_base()
+                idle_compaction_delay: Options::default().idle_compaction_delay,
+                ..Options::preset("matrixkv-bloom")?
             }),
             "cleveldb" => Ok(Options::cleveldb()),
             "cleveldb-inline" => Ok(Options {

@@ -269,13 +269,7 @@ fn options(a: &Args) -> Result<Options, String> {
         a,
         "pmem_dir",
         "pmem",
-        [
-            "rocksdb-l0-nvm",
-            "matrixkv",
-            "matrixkv-bloom",
-            "matrixkv-idle",
-        ]
-        .contains(&preset.as_str()),
+        strata::Options::PMEM_PRESETS.contains(&preset.as_str()),
     );
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
