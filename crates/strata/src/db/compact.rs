@@ -198,6 +198,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             edit.new_files.push((c.output_level, f));
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
+        let written = out.new_value_files.clone();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
         let mut versions = lock(&db.versions);
@@ -226,6 +227,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         drop(versions);
         Stats::add(&db.stats.compactions[out_level], 1);
         Stats::add(&db.stats.merges_from[in_level], 1);
+        db.warm_values(&written);
         return Ok(());
     }
     let mut versions = lock(&db.versions);

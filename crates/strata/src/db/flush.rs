@@ -84,6 +84,7 @@ impl DbInner {
                 return Err(e);
             }
         }
+        let written = value_files.clone();
         edit.new_value_files = value_files;
         edit.value_garbage = dropped.into_records();
         let tables = ingested.tables;
@@ -135,6 +136,7 @@ impl DbInner {
         Stats::add(&self.stats.flushes, 1);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
+        self.warm_values(&written);
         Ok(())
     }
 

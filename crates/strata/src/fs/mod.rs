@@ -312,6 +312,10 @@ pub trait RandomAccessFile: Send + Sync {
     fn prefetch(&self, offset: u64, len: usize) {
         let _ = (offset, len);
     }
+    /// Maps every page of a mapped file into the process now, reading any the page cache
+    /// lacks, so that later reads take no page fault each. Only a hint, for a file known
+    /// to be read at random while it fits in memory. Default: nothing.
+    fn populate(&self) {}
 }
 
 /// A file read front to back.

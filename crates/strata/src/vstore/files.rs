@@ -122,6 +122,20 @@ impl ValueFiles {
         }
     }
 
+    /// Opens `f`, if its store reads it through a random-access map, and maps all its
+    /// pages in (`RandomAccessFile::populate`): called by the job that wrote it, while the
+    /// database fits in memory, so that reads do not each take a page fault on a page that
+    /// is in the page cache already (first gets of coalesced items were 1.6x slower than
+    /// later ones without it, issue 33). Only a hint: nothing fails.
+    pub fn warm(&self, f: &ValueFile) {
+        if f.owner().read_access() != crate::fs::ReadAccess::MappedRandom {
+            return;
+        }
+        if let Ok(h) = self.file(f) {
+            h.handle.populate();
+        }
+    }
+
     /// Forgets the open handle to file `number` (it was deleted).
     pub fn evict(&self, number: u64) {
         self.open

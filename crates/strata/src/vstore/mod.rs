@@ -730,6 +730,14 @@ impl Stores {
         self.gcs.iter().find_map(|g| g.refuses(&v))
     }
 
+    /// Maps in the pages of value files a flush or compaction just wrote
+    /// (`ValueFiles::warm`).
+    pub fn warm(&self, files: &[ValueFile]) {
+        for f in files {
+            self.reader.warm(f);
+        }
+    }
+
     /// What a compaction on `v` relocates: the files of the first store (in registration
     /// order) holding files compactions collect, and that store's writer for the moved
     /// values, whatever store is configured now.
