@@ -125,6 +125,9 @@ fn run(args: Vec<String>) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    // glibc's malloc otherwise keeps tens of MiB the engine freed (a run under a memory
+    // limit was killed for it, issue 33); the peers run in this process and get it too.
+    strata::limit_malloc_retention();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

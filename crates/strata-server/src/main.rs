@@ -65,6 +65,8 @@ fn password(m: &clap::ArgMatches) -> Result<Option<Vec<u8>>, String> {
 }
 
 fn main() -> ExitCode {
+    // A long-running server: freed memory goes back to the system (glibc keeps it otherwise).
+    strata::limit_malloc_retention();
     let m = cli().get_matches();
     let dir = m.get_one::<String>("dir").expect("required");
     // Without --preset, the options the database's last writing open recorded (its
