@@ -302,3 +302,71 @@ fn damaged_umeta_state_is_corruption_or_a_dropped_tail_never_a_wrong_value() {
         "{refused} of {tried} opens refused"
     );
 }
+
+/// While the database fits in memory, the flush that writes a group file maps all its pages
+/// into the process (docs/design/cleveldb.md, "Third pass"): before any read, the file's
+/// mapping is there and resident in full, so a first get faults on none of its pages.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_new_group_file_is_mapped_in_by_the_flush_that_wrote_it() {
+    let tmp = strata_testkit::TempDir::new("coalesce-warm");
+    let db_dir = tmp.path().join("db");
+    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
+    let o = (strata_testkit::configs::named("cleveldb").build)(&db_dir, fs.clone());
+    let db = Db::open(&db_dir, o).unwrap();
+    for i in 0..2000u64 {
+        db.put(
+            format!("k{i:06}").as_bytes(),
+            format!("small-{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    let values = db_dir.join("values");
+    let grp = fs
+        .list(&values)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".grp"))
+        .expect("the flush wrote a group file");
+    let path = values.join(&grp).to_string_lossy().into_owned();
+    // (size, resident) in KiB of the file's mapping, from /proc/self/smaps.
+    let mapping = || -> Option<(u64, u64)> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines().skip_while(|l| !l.ends_with(&path));
+        lines.next()?;
+        let field = |l: &str, name: &str| -> Option<u64> {
+            l.strip_prefix(name)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        };
+        let mut size = None;
+        for l in lines.take(8) {
+            if let Some(s) = field(l, "Size:") {
+                size = Some(s);
+            }
+            if let Some(r) = field(l, "Rss:") {
+                return Some((size?, r));
+            }
+        }
+        None
+    };
+    // The warm-up runs on the flush thread after the flush is reported done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = mapping();
+    while seen.is_none_or(|(size, rss)| rss < size) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = mapping();
+    }
+    let (size, rss) = seen.expect("the group file is not mapped before any read");
+    assert!(size > 4 && rss == size, "{rss} of {size} KiB resident");
+    // And the items read back through that mapping.
+    assert_eq!(
+        db.get(b"k000007").unwrap().as_deref(),
+        Some(&b"small-7"[..])
+    );
+    db.close().unwrap();
+}
