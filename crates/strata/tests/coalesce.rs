@@ -166,14 +166,7 @@ fn a_damaged_group_is_corruption_never_a_wrong_value() {
         db.flush().unwrap();
         db.close().unwrap();
     }
-    let values = db_dir.join("values");
-    let grp = fs
-        .list(&values)
-        .unwrap()
-        .into_iter()
-        .find(|n| n.ends_with(".grp"))
-        .expect("the flush wrote a group file");
-    let path = values.join(&grp);
+    let (grp, path) = group_file(&*fs, &db_dir);
     let mut bytes = std::fs::read(&path).unwrap();
     // A byte inside the first group's items (past the 16-byte header and the group's CRC).
     bytes[16 + 40] ^= 0x20;
@@ -303,6 +296,19 @@ fn damaged_umeta_state_is_corruption_or_a_dropped_tail_never_a_wrong_value() {
     );
 }
 
+/// The name and path of a group file in `db_dir`'s value directory.
+fn group_file(fs: &dyn Fs, db_dir: &Path) -> (String, std::path::PathBuf) {
+    let values = db_dir.join("values");
+    let grp = fs
+        .list(&values)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".grp"))
+        .expect("the flush wrote a group file");
+    let path = values.join(&grp);
+    (grp, path)
+}
+
 /// While the database fits in memory, the flush that writes a group file maps all its pages
 /// into the process (docs/design/cleveldb.md, "Third pass"): before any read, the file's
 /// mapping is there and resident in full, so a first get faults on none of its pages.
@@ -322,14 +328,7 @@ fn a_new_group_file_is_mapped_in_by_the_flush_that_wrote_it() {
         .unwrap();
     }
     db.flush().unwrap();
-    let values = db_dir.join("values");
-    let grp = fs
-        .list(&values)
-        .unwrap()
-        .into_iter()
-        .find(|n| n.ends_with(".grp"))
-        .expect("the flush wrote a group file");
-    let path = values.join(&grp).to_string_lossy().into_owned();
+    let path = group_file(&*fs, &db_dir).1.to_string_lossy().into_owned();
     // (size, resident) in KiB of the file's mapping, from /proc/self/smaps.
     let mapping = || -> Option<(u64, u64)> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
