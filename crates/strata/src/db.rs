@@ -364,23 +364,19 @@ impl DbInner {
         self.values.sync()
     }
 
-    /// Maps in the pages of value files this job wrote and the version now holds, while
+    /// Maps in the pages of the value files numbered `files` that this job wrote, while
     /// the database fits in memory (read-ahead is off then): `ValueFiles::warm`. Beyond
     /// memory it would read whole files for reads that take tens of bytes of them.
-    pub fn warm_values(&self, files: &[crate::vstore::ValueFile]) {
+    pub fn warm_values(&self, files: &[u64]) {
         if files.is_empty() || self.read_ahead_gate.on() {
             return;
         }
         // Only files the current version holds, and it held meanwhile: a file a later job
         // collected may be gone, and a handle opened after its eviction would stay open.
         let v = self.super_version().version.clone();
-        let live: Vec<_> = files
-            .iter()
-            .filter(|f| v.values.contains_key(&f.number))
-            .cloned()
-            .collect();
-        self.values.warm(&live);
-        drop(v);
+        for f in files.iter().filter_map(|n| v.values.get(n)) {
+            self.values.warm(f);
+        }
     }
 
     pub fn install_super_version(&self, state: &mut State, version: Arc<Version>) {

@@ -198,7 +198,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             edit.new_files.push((c.output_level, f));
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
-        let written = out.new_value_files.clone();
+        let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
         let mut versions = lock(&db.versions);

@@ -84,7 +84,7 @@ impl DbInner {
                 return Err(e);
             }
         }
-        let written = value_files.clone();
+        let written: Vec<u64> = value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = value_files;
         edit.value_garbage = dropped.into_records();
         let tables = ingested.tables;

@@ -730,12 +730,10 @@ impl Stores {
         self.gcs.iter().find_map(|g| g.refuses(&v))
     }
 
-    /// Maps in the pages of value files a flush or compaction just wrote
+    /// Maps in the pages of a value file a flush or compaction just wrote
     /// (`ValueFiles::warm`).
-    pub fn warm(&self, files: &[ValueFile]) {
-        for f in files {
-            self.reader.warm(f);
-        }
+    pub fn warm(&self, f: &ValueFile) {
+        self.reader.warm(f);
     }
 
     /// What a compaction on `v` relocates: the files of the first store (in registration
