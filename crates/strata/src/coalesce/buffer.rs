@@ -144,6 +144,11 @@ impl Buffer {
         (h, h >> ADDR_BITS)
     }
 
+    /// Whether `add` keeps this entry (a small put).
+    fn takes(&self, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
+        kind == ValueKind::Put && user_key.len() + value.len() < self.threshold
+    }
+
     /// The newest item of `user_key` and the slot holding it, or the empty slot where it
     /// would go, with the key's tag.
     fn find(&self, user_key: &[u8]) -> (u64, u64, u64) {
@@ -304,7 +309,7 @@ unsafe fn trailer_of(item: Item) -> u64 {
 
 impl Side for Buffer {
     fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
-        if kind != ValueKind::Put || user_key.len() + value.len() >= self.threshold {
+        if !self.takes(kind, user_key, value) {
             return false;
         }
         let n = self.count.load(Ordering::Relaxed);
@@ -348,6 +353,24 @@ impl Side for Buffer {
         self.usage.store(w.arena.memory_usage(), Ordering::Relaxed);
         self.count.store(n + 1, Ordering::Release);
         true
+    }
+
+    fn prefetch(&self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if !self.takes(kind, user_key, value) {
+            return;
+        }
+        // The probe's first slot: a cache miss into an index of megabytes, 85 % of
+        // `find`'s time and a fifth of a 50-byte put's before this hint (issue 33).
+        let slot = self.slot(Self::hash(user_key).0);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch only hints; `slot` is a valid address inside the index, and
+        // SSE (which has the instruction) is part of every x86_64 target.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
     }
 
     fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)> {

@@ -40,6 +40,12 @@ pub enum Lookup {
 pub(crate) trait Side: Send + Sync {
     /// Takes the entry if it is one the side keeps. REQUIRES: one writer at a time.
     fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool;
+    /// Asks for the memory `add` of this entry will probe to be brought into the cache.
+    /// Only a hint, given before the entry's WAL record is written, so that a cache miss
+    /// overlaps the write instead of following it. Default: nothing.
+    fn prefetch(&self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        let _ = (kind, user_key, value);
+    }
     /// The newest version of `user_key` visible at `seq` that the side holds, with its
     /// sequence.
     fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)>;
@@ -115,6 +121,18 @@ impl MemTable {
         self.list
             .insert(user_key, key::pack_trailer(seq, kind), value);
         false
+    }
+
+    /// Whether the memtable keeps some entries outside its skiplist (`Side`).
+    pub fn has_side(&self) -> bool {
+        self.side.is_some()
+    }
+
+    /// `Side::prefetch` for an entry about to be added.
+    pub fn prefetch(&self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if let Some(s) = &self.side {
+            s.prefetch(kind, user_key, value);
+        }
     }
 
     /// The newest version of `user_key` visible at `seq`, if any.
