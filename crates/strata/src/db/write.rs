@@ -294,8 +294,8 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     batch.set_sequence(first);
     if mem.has_side() {
         // What the memtable will probe for the first entries, fetched while the WAL
-        // record is written (a 50-byte put into the coalescing buffer: 1.31M -> see
-        // docs/design/cleveldb.md).
+        // record is written (50-byte puts into the coalescing buffer: +7 % fill,
+        // docs/design/cleveldb.md "Fourth pass").
         for e in batch.iter().take(PREFETCH_ENTRIES).flatten() {
             mem.prefetch(e.kind, e.key, e.value);
         }
