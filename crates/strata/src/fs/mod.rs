@@ -312,6 +312,13 @@ pub trait RandomAccessFile: Send + Sync {
     fn prefetch(&self, offset: u64, len: usize) {
         let _ = (offset, len);
     }
+    /// Asks for the bytes at `offset..offset + len` of a mapped file to be brought into
+    /// the CPU's cache: no system call and no page fault (lines of pages not mapped in are
+    /// skipped). Only a hint, for an in-memory reader that knows what it reads next.
+    /// Default: nothing.
+    fn cache_ahead(&self, offset: u64, len: usize) {
+        let _ = (offset, len);
+    }
     /// Maps every page of a mapped file into the process now, reading any the page cache
     /// lacks, so that later reads take no page fault each. Only a hint, for a file known
     /// to be read at random while it fits in memory. Default: nothing.

@@ -91,6 +91,10 @@ impl ValueFiles {
                     .value_of(bytes, user_key, &open.path, p)
                     .map(<[u8]>::to_vec);
             })?;
+        let ahead = store.cache_ahead();
+        if ahead > 0 {
+            open.handle.cache_ahead(p.offset + u64::from(p.size), ahead);
+        }
         value
     }
 

@@ -345,6 +345,12 @@ pub(crate) trait Store: Sync {
     fn read_access(&self) -> ReadAccess {
         ReadAccess::default()
     }
+    /// Bytes after a record that a forward scan most likely reads next, brought into the
+    /// CPU's cache after each record read from a mapped file (`RandomAccessFile::
+    /// cache_ahead`). Default 0: none.
+    fn cache_ahead(&self) -> usize {
+        0
+    }
     /// Whether `p` can lie inside `f`'s records (checked before any read).
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool;
     /// The value of `user_key` in the record `bytes` read at `p`.
