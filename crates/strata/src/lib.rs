@@ -23,6 +23,7 @@ mod error;
 mod file_meta;
 mod filename;
 pub mod fs;
+mod hint;
 pub mod inspect;
 mod iter;
 mod key;

@@ -151,10 +151,7 @@ fn versions_through_buffer_groups_and_reopens(config: &str) -> (Db, strata::Stat
 /// the file.
 #[test]
 fn a_damaged_group_is_corruption_never_a_wrong_value() {
-    let tmp = strata_testkit::TempDir::new("coalesce-damage");
-    let db_dir = tmp.path().join("db");
-    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
-    let o = (strata_testkit::configs::named("cleveldb").build)(&db_dir, fs.clone());
+    let (_tmp, db_dir, fs, o) = real_cleveldb("coalesce-damage");
     let mut model = BTreeMap::new();
     {
         let db = Db::open(&db_dir, o.clone()).unwrap();
@@ -297,6 +294,24 @@ fn damaged_umeta_state_is_corruption_or_a_dropped_tail_never_a_wrong_value() {
 }
 
 /// The name and path of a group file in `db_dir`'s value directory.
+/// The testkit's `cleveldb` configuration on the real file system, in a new temporary
+/// directory (kept alive by the returned `TempDir`): it, the database directory, the file
+/// system and the options.
+fn real_cleveldb(
+    name: &str,
+) -> (
+    strata_testkit::TempDir,
+    std::path::PathBuf,
+    Arc<dyn Fs>,
+    strata::Options,
+) {
+    let tmp = strata_testkit::TempDir::new(name);
+    let db_dir = tmp.path().join("db");
+    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
+    let o = (strata_testkit::configs::named("cleveldb").build)(&db_dir, fs.clone());
+    (tmp, db_dir, fs, o)
+}
+
 fn group_file(fs: &dyn Fs, db_dir: &Path) -> (String, std::path::PathBuf) {
     let values = db_dir.join("values");
     let grp = fs
@@ -315,10 +330,7 @@ fn group_file(fs: &dyn Fs, db_dir: &Path) -> (String, std::path::PathBuf) {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_new_group_file_is_mapped_in_by_the_flush_that_wrote_it() {
-    let tmp = strata_testkit::TempDir::new("coalesce-warm");
-    let db_dir = tmp.path().join("db");
-    let fs: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
-    let o = (strata_testkit::configs::named("cleveldb").build)(&db_dir, fs.clone());
+    let (_tmp, db_dir, fs, o) = real_cleveldb("coalesce-warm");
     let db = Db::open(&db_dir, o).unwrap();
     for i in 0..2000u64 {
         db.put(

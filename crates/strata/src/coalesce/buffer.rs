@@ -362,15 +362,7 @@ impl Side for Buffer {
         // The probe's first slot: a cache miss into an index of megabytes, 85 % of
         // `find`'s time and a fifth of a 50-byte put's before this hint (issue 33).
         let slot = self.slot(Self::hash(user_key).0);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch only hints; `slot` is a valid address inside the index, and
-        // SSE (which has the instruction) is part of every x86_64 target.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast::<i8>());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        crate::hint::prefetch(std::ptr::from_ref(slot).cast());
     }
 
     fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)> {

@@ -219,7 +219,7 @@ impl Store for Groups {
     /// A flush writes its items in key order, so a scan's next item from this file is
     /// most likely the record after this one: four cache lines, three or four small
     /// records (a 100-item scan touches a dozen files' runs of a few records each, too
-    /// short for the hardware's stream prefetch; scans 8-9 % faster, docs/design/cleveldb.md).
+    /// short for the hardware's stream prefetch; scans 11 % faster, docs/design/cleveldb.md).
     fn cache_ahead(&self) -> usize {
         256
     }

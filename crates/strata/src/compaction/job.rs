@@ -239,7 +239,8 @@ impl CompactionJob<'_> {
                                 old.file
                             ))
                         })?;
-                        let v = r.store.read(p.user_key, &old, file)?;
+                        // (In key order, as a forward scan reads.)
+                        let v = r.store.read(p.user_key, &old, file, true)?;
                         let new = r
                             .writer
                             .separate(

@@ -183,10 +183,14 @@ impl DbIterator {
                 self.value_error.borrow_mut().get_or_insert(e);
                 return Vec::new();
             }
-            if self.direction == Direction::Forward {
+            let forward = self.direction == Direction::Forward;
+            if forward {
                 self.read_ahead();
             }
-            match self.db.read_value(&self.sv.version, self.key(), stored) {
+            match self
+                .db
+                .read_value(&self.sv.version, self.key(), stored, forward)
+            {
                 Ok(v) => v,
                 Err(e) => {
                     self.value_error.borrow_mut().get_or_insert(e);

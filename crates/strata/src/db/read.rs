@@ -58,12 +58,19 @@ impl DbInner {
         match found {
             Lookup::Value(value) => Ok(Some(value)),
             Lookup::Deleted => Ok(None),
-            Lookup::Pointer(p) => self.read_value(v, user_key, &p).map(Some),
+            Lookup::Pointer(p) => self.read_value(v, user_key, &p, false).map(Some),
         }
     }
 
-    /// The value the encoded pointer `p` of `user_key` reaches, through version `v`.
-    pub(crate) fn read_value(&self, v: &Version, user_key: &[u8], p: &[u8]) -> Result<Vec<u8>> {
+    /// The value the encoded pointer `p` of `user_key` reaches, through version `v`
+    /// (`forward`: read by a forward scan, `ValueStore::read`).
+    pub(crate) fn read_value(
+        &self,
+        v: &Version,
+        user_key: &[u8],
+        p: &[u8],
+        forward: bool,
+    ) -> Result<Vec<u8>> {
         let p = ValuePointer::decode(p)?;
         let f = v.values.get(&p.file).ok_or_else(|| {
             Error::corrupt(format!(
@@ -72,7 +79,7 @@ impl DbInner {
                 p.file
             ))
         })?;
-        self.values.read(user_key, &p, f)
+        self.values.read(user_key, &p, f, forward)
     }
 }
 

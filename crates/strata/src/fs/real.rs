@@ -441,18 +441,9 @@ impl RandomAccessFile for MappedRandom {
             return;
         };
         let end = start.saturating_add(len).min(self.map.len());
-        #[cfg(target_arch = "x86_64")]
-        for at in (start..end).step_by(64) {
-            // SAFETY: `at < self.map.len()`, so the address lies inside the live map; a
-            // prefetch only hints (it neither faults nor reads into any variable), and SSE
-            // (which has the instruction) is part of every x86_64 target.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.map.as_ptr().add(at).cast::<i8>());
-            }
+        for line in self.map.get(start..end).unwrap_or_default().chunks(64) {
+            crate::hint::prefetch(line.as_ptr());
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = end;
     }
 
     fn populate(&self) {

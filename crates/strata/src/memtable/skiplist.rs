@@ -104,19 +104,10 @@ unsafe impl Send for SkipList {}
 // SAFETY: as above; shared access only reads published nodes or goes through `writer`.
 unsafe impl Sync for SkipList {}
 
-/// Hints the CPU to start loading `node`'s first cache line (no-op when null or elsewhere
-/// than x86-64).
+/// Hints the CPU to start loading `node`'s first cache line (no-op when null).
 #[inline(always)]
 fn prefetch(node: *const Node) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: a prefetch never faults, whatever the address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(node.cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = node;
+    crate::hint::prefetch(node.cast());
 }
 
 fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {

@@ -62,12 +62,19 @@ impl ValueFiles {
         Ok(h)
     }
 
-    /// The value `p` points to in file `f`, written for `user_key`.
+    /// The value `p` points to in file `f`, written for `user_key`; `forward`: read by a
+    /// forward scan (the store's `cache_ahead` bytes after the record are fetched).
     ///
     /// # Errors
     /// `Corruption` naming file and offset when the pointer is outside the file's records
     /// or the record is damaged or another key's; I/O errors.
-    pub fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
+    pub fn read(
+        &self,
+        user_key: &[u8],
+        p: &ValuePointer,
+        f: &ValueFile,
+        forward: bool,
+    ) -> Result<Vec<u8>> {
         let store = f.owner();
         if p.store != f.store || !store.pointer_fits(p, f) {
             return Err(Error::corruption(
@@ -91,7 +98,7 @@ impl ValueFiles {
                     .value_of(bytes, user_key, &open.path, p)
                     .map(<[u8]>::to_vec);
             })?;
-        let ahead = store.cache_ahead();
+        let ahead = if forward { store.cache_ahead() } else { 0 };
         if ahead > 0 {
             open.handle.cache_ahead(p.offset + u64::from(p.size), ahead);
         }

@@ -346,8 +346,8 @@ pub(crate) trait Store: Sync {
         ReadAccess::default()
     }
     /// Bytes after a record that a forward scan most likely reads next, brought into the
-    /// CPU's cache after each record read from a mapped file (`RandomAccessFile::
-    /// cache_ahead`). Default 0: none.
+    /// CPU's cache after each record such a scan reads from a mapped file
+    /// (`RandomAccessFile::cache_ahead`). Default 0: none.
     fn cache_ahead(&self) -> usize {
         0
     }
@@ -761,8 +761,14 @@ impl Stores {
 }
 
 impl ValueStore for Stores {
-    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>> {
-        self.reader.read(user_key, p, f)
+    fn read(
+        &self,
+        user_key: &[u8],
+        p: &ValuePointer,
+        f: &ValueFile,
+        forward: bool,
+    ) -> Result<Vec<u8>> {
+        self.reader.read(user_key, p, f, forward)
     }
 
     fn read_ahead(&self, pointers: &mut [(ValuePointer, &ValueFile)]) {
@@ -858,12 +864,19 @@ pub(crate) fn lost_value(
 
 /// A value store, as reads see it.
 pub(crate) trait ValueStore: Send + Sync {
-    /// The value `p` points to in file `f`, written for `user_key`.
+    /// The value `p` points to in file `f`, written for `user_key`; `forward`: read by a
+    /// forward scan, which reads the next key's value next (`Store::cache_ahead`).
     ///
     /// # Errors
     /// `Corruption` naming file and offset when the record fails its checksum or is not
     /// `user_key`'s; I/O errors.
-    fn read(&self, user_key: &[u8], p: &ValuePointer, f: &ValueFile) -> Result<Vec<u8>>;
+    fn read(
+        &self,
+        user_key: &[u8],
+        p: &ValuePointer,
+        f: &ValueFile,
+        forward: bool,
+    ) -> Result<Vec<u8>>;
 
     /// Asks for the records `pointers` reach to be read into memory ahead of their reads,
     /// without waiting (a scan's next values; WiscKey's range-query prefetch). Only a hint:

@@ -301,15 +301,15 @@ mod tests {
             (2, HEADER_LEN + u64::from(p1.size + p2.size) + FOOTER_LEN)
         );
         let r = crate::vstore::files::ValueFiles::new(fs.clone(), placement.clone());
-        assert_eq!(r.read(b"k1", &p1, &f).unwrap(), b"v1");
-        assert_eq!(r.read(b"key-two", &p2, &f).unwrap(), big);
-        let e = r.read(b"k2", &p1, &f).unwrap_err();
+        assert_eq!(r.read(b"k1", &p1, &f, false).unwrap(), b"v1");
+        assert_eq!(r.read(b"key-two", &p2, &f, false).unwrap(), big);
+        let e = r.read(b"k2", &p1, &f, false).unwrap_err();
         assert!(e.to_string().contains("another key"), "{e}");
         let outside = ValuePointer {
             offset: f.size - 10,
             ..p1
         };
-        assert!(r.read(b"k1", &outside, &f).is_err());
+        assert!(r.read(b"k1", &outside, &f, false).is_err());
         // Flip every byte of the first record in turn: never the value, always an error.
         let path = f.path(&placement);
         let good = fs.open(&path).unwrap().read_at(0, f.size as usize).unwrap();
@@ -320,7 +320,7 @@ mod tests {
             out.append(&bad).unwrap();
             out.sync().unwrap();
             let r = crate::vstore::files::ValueFiles::new(fs.clone(), placement.clone());
-            let e = r.read(b"k1", &p1, &f).unwrap_err();
+            let e = r.read(b"k1", &p1, &f, false).unwrap_err();
             assert_eq!(
                 e.kind(),
                 crate::error::ErrorKind::Corruption,
