@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
@@ -818,7 +818,9 @@ impl Runner {
                 let mut rng = Rng::new(self.seed(t) ^ 0x9c5b);
                 let mut values = ValueSource::new(self.seed(t), f.value_size.max(1));
                 let mut k = Vec::new();
+                let mut pace = Pace::new(f.ycsb_rate / f.threads as f64);
                 for _ in 0..ops_per_thread {
+                    let t0 = pace.next();
                     let dice = rng.below(100) as u32;
                     let newest_now = newest.load(Ordering::Relaxed);
                     let id = if latest {
@@ -827,7 +829,6 @@ impl Runner {
                         fnv64(zipf.sample(&mut rng)) % records
                     };
                     make_key(fnv64(id), f.key_size, &mut k);
-                    let t0 = Instant::now();
                     let mut acc = 0;
                     let mut op = 0;
                     for (i, share) in mix.iter().enumerate() {
@@ -935,5 +936,69 @@ impl Runner {
         if self.temp {
             let _ = self.destroy();
         }
+    }
+}
+
+/// Request pacing of one client thread (`--ycsb_rate`): request `i` is scheduled at
+/// `start + i / rate`. A thread that is ahead by more than a millisecond sleeps until half
+/// a millisecond before the schedule (sleeps overshoot by tens of microseconds, which must
+/// not count against the engine) and otherwise issues at once. A request's latency starts
+/// at its scheduled time or its issue, whichever is earlier: a request issued late (it
+/// queued behind a slow one) counts its wait, which a closed loop would omit; one issued
+/// early counts from its issue, none of the client's own sleep.
+struct Pace {
+    /// Seconds between two requests; 0 = unpaced.
+    gap: f64,
+    start: Instant,
+    issued: u64,
+}
+
+impl Pace {
+    fn new(rate: f64) -> Pace {
+        Pace {
+            gap: if rate > 0.0 { 1.0 / rate } else { 0.0 },
+            start: Instant::now(),
+            issued: 0,
+        }
+    }
+
+    /// Waits if the next request is well ahead of its schedule; returns when its latency
+    /// starts.
+    fn next(&mut self) -> Instant {
+        if self.gap == 0.0 {
+            return Instant::now();
+        }
+        let due = self.start + Duration::from_secs_f64(self.issued as f64 * self.gap);
+        self.issued += 1;
+        let now = Instant::now();
+        if due > now + Duration::from_millis(1) {
+            std::thread::sleep(due - now - Duration::from_micros(500));
+        }
+        due.min(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_request_counts_its_wait_and_an_early_one_does_not() {
+        let mut pace = Pace::new(1000.0);
+        let first = pace.next();
+        assert!(first.elapsed() < Duration::from_millis(5));
+        // A stall of 50 ms: the next request was due 1 ms after the start, so its latency
+        // starts then, not when the client got to it.
+        std::thread::sleep(Duration::from_millis(50));
+        let late = pace.next();
+        assert!(
+            late.elapsed() >= Duration::from_millis(45),
+            "{:?}",
+            late.elapsed()
+        );
+        // Unpaced: latency starts at the issue.
+        let mut free = Pace::new(0.0);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(free.next().elapsed() < Duration::from_millis(2));
     }
 }

@@ -181,6 +181,9 @@ pub struct Flags {
     /// Operations of each YCSB workload and updates per HashKV phase (default: num; the
     /// number of records loaded is always `num`).
     pub ycsb_ops: Option<u64>,
+    /// Requests per second of each ycsb_* workload over all threads (0: as fast as they
+    /// go). A request's latency runs from its scheduled time, so a stall's queue counts.
+    pub ycsb_rate: f64,
     /// Update phases of hashkv_phases.
     pub phases: usize,
     /// CSV timeline file (with --report_interval_seconds).
@@ -279,6 +282,7 @@ impl Default for Flags {
             zipf_theta: 0.99,
             value_size_dist: "fixed".into(),
             ycsb_ops: None,
+            ycsb_rate: 0.0,
             phases: 3,
             report_file: None,
             plot: None,
@@ -479,6 +483,14 @@ impl Flags {
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
                 "value_size_dist" => f.value_size_dist = v.to_string(),
                 "ycsb_ops" => f.ycsb_ops = Some(num(&name, v)?),
+                "ycsb_rate" => {
+                    f.ycsb_rate = num(&name, v)?;
+                    if !(f.ycsb_rate.is_finite() && f.ycsb_rate >= 0.0) {
+                        return Err(format!(
+                            "--ycsb_rate: expected requests per second >= 0, got {v:?}"
+                        ));
+                    }
+                }
                 "phases" => f.phases = num(&name, v)?,
                 "report_file" => f.report_file = Some(v.to_string()),
                 "plot" => f.plot = Some(v.to_string()),
@@ -615,6 +627,8 @@ strata-only flags:
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
   --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX|mix:SMALL:LARGE:SMALL_PCT (mix: a key's size by its hash)
   --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)
+  --ycsb_rate=N  requests/s of each ycsb_* workload, all threads (default 0: unpaced); a
+      request's latency runs from its scheduled time (a stall's queue counts)
   --phases=N (hashkv_phases update rounds, default 3)
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
 

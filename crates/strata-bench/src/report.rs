@@ -188,42 +188,55 @@ impl BenchResult {
         s
     }
 
-    /// db_bench's histogram block for each op kind.
+    /// db_bench's histogram block for each op kind (P90 added to its percentiles), then,
+    /// when there are several kinds, one block for all of them.
     pub fn histogram_text(&self) -> String {
         let mut s = String::new();
         for (kind, h) in &self.hists {
-            if h.is_empty() {
-                continue;
+            hist_block(&mut s, kind, h);
+        }
+        if self.hists.values().filter(|h| !h.is_empty()).count() > 1 {
+            let mut all = new_hist();
+            for h in self.hists.values() {
+                let _ = all.add(h);
             }
-            let us = |ns: u64| ns as f64 / 1000.0;
-            let _ = writeln!(s, "Microseconds per {kind}:");
-            let _ = writeln!(
-                s,
-                "Count: {} Average: {:.4}  StdDev: {:.2}",
-                h.len(),
-                h.mean() / 1000.0,
-                h.stdev() / 1000.0
-            );
-            let _ = writeln!(
-                s,
-                "Min: {:.4}  Median: {:.4}  Max: {:.4}",
-                us(h.min()),
-                us(h.value_at_quantile(0.5)),
-                us(h.max())
-            );
-            let _ = writeln!(
-                s,
-                "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
-                us(h.value_at_quantile(0.5)),
-                us(h.value_at_quantile(0.75)),
-                us(h.value_at_quantile(0.99)),
-                us(h.value_at_quantile(0.999)),
-                us(h.value_at_quantile(0.9999)),
-            );
-            let _ = writeln!(s, "------------------------------------------------------");
+            hist_block(&mut s, "op (all kinds)", &all);
         }
         s
     }
+}
+
+fn hist_block(s: &mut String, kind: &str, h: &Histogram<u64>) {
+    if h.is_empty() {
+        return;
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let _ = writeln!(s, "Microseconds per {kind}:");
+    let _ = writeln!(
+        s,
+        "Count: {} Average: {:.4}  StdDev: {:.2}",
+        h.len(),
+        h.mean() / 1000.0,
+        h.stdev() / 1000.0
+    );
+    let _ = writeln!(
+        s,
+        "Min: {:.4}  Median: {:.4}  Max: {:.4}",
+        us(h.min()),
+        us(h.value_at_quantile(0.5)),
+        us(h.max())
+    );
+    let _ = writeln!(
+        s,
+        "Percentiles: P50: {:.2} P75: {:.2} P90: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.75)),
+        us(h.value_at_quantile(0.9)),
+        us(h.value_at_quantile(0.99)),
+        us(h.value_at_quantile(0.999)),
+        us(h.value_at_quantile(0.9999)),
+    );
+    let _ = writeln!(s, "------------------------------------------------------");
 }
 
 fn json_str(s: &str) -> String {

@@ -151,6 +151,14 @@ fn bad_flags_are_refused_clearly() {
         (&["--preset=nope", "--num=10"], "unknown preset"),
         (&["--plot=x.png"], "--plot needs --report_interval_seconds"),
         (&["--compression_type=snappy"], "--compression_type"),
+        (
+            &["--ycsb_rate=-5"],
+            "--ycsb_rate: expected requests per second",
+        ),
+        (
+            &["--ycsb_rate=nan"],
+            "--ycsb_rate: expected requests per second",
+        ),
     ];
     for (args, expect) in cases {
         let out = bench().args(*args).arg("--progress=none").output().unwrap();
@@ -195,6 +203,43 @@ fn flags_accept_gflags_syntax() {
             .lines()
             .any(|l| l.starts_with("fillrandom") && l.contains(" 1000 operations;")),
         "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn paced_ycsb_keeps_its_rate_and_reports_all_kinds_together() {
+    let dir = tmp("paced");
+    let out = bench()
+        .args([
+            "--benchmarks=ycsb_a",
+            "--num=2000",
+            "--ycsb_ops=2000",
+            "--ycsb_rate=4000",
+            "--histogram=1",
+            "--progress=none",
+            &format!("--db={}", dir.join("db").display()),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let (_, micros, ops) = stdout
+        .lines()
+        .filter_map(parse_line)
+        .find(|(n, _, _)| n == "ycsb_a")
+        .unwrap();
+    // 2000 requests at 4000/s take at least half a second: the client never runs ahead
+    // of its schedule by more than a millisecond.
+    assert!(micros * 2000.0 >= 490_000.0, "{micros} micros/op");
+    assert!(ops <= 4100, "{ops} ops/sec");
+    let all = stdout
+        .split("Microseconds per op (all kinds):")
+        .nth(1)
+        .unwrap();
+    assert!(
+        all.contains("Count: 2000 ") && all.contains(" P90: "),
+        "{all}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
