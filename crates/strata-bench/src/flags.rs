@@ -485,9 +485,10 @@ impl Flags {
                 "ycsb_ops" => f.ycsb_ops = Some(num(&name, v)?),
                 "ycsb_rate" => {
                     f.ycsb_rate = num(&name, v)?;
-                    if !(f.ycsb_rate.is_finite() && f.ycsb_rate >= 0.0) {
+                    // 0 (unpaced) or a rate whose gaps stay within `Duration`'s range.
+                    if !(f.ycsb_rate == 0.0 || (f.ycsb_rate.is_finite() && f.ycsb_rate >= 0.01)) {
                         return Err(format!(
-                            "--ycsb_rate: expected requests per second >= 0, got {v:?}"
+                            "--ycsb_rate: expected requests per second, 0 or >= 0.01, got {v:?}"
                         ));
                     }
                 }
@@ -627,7 +628,7 @@ strata-only flags:
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
   --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX|mix:SMALL:LARGE:SMALL_PCT (mix: a key's size by its hash)
   --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)
-  --ycsb_rate=N  requests/s of each ycsb_* workload, all threads (default 0: unpaced); a
+  --ycsb_rate=N  requests/s of each ycsb_* workload, all threads (default 0: unpaced; else >= 0.01); a
       request's latency runs from its scheduled time (a stall's queue counts)
   --phases=N (hashkv_phases update rounds, default 3)
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
