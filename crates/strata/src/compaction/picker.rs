@@ -157,12 +157,9 @@ impl PickContext<'_> {
         } else {
             Vec::new()
         };
-        let gp_bytes: u64 = grandparents.iter().map(|f| f.size).sum();
-        let trivial_move = inputs.len() == 1
-            && l0_part.is_none()
+        let trivial_move = l0_part.is_none()
             && next_inputs.is_empty()
-            && gp_bytes <= self.max_grandparent_overlap()
-            && self.placement.path_id(FileKind::table(output_level)) == inputs[0].path_id;
+            && self.movable(level, &inputs, output_level);
         Some(Compaction {
             level,
             output_level,
@@ -173,6 +170,42 @@ impl PickContext<'_> {
             trivial_move,
             reason,
         })
+    }
+
+    /// Whether `inputs` may go down to `output_level` as they are: one file, or (from L0)
+    /// files whose key ranges are pairwise disjoint, so that they are valid files of a
+    /// sorted level (a sequential fill's L0 tables: RocksDB moves them too; merging them
+    /// wrote every table twice). Each must sit in the output level's directory and overlap
+    /// at most [`PickContext::max_grandparent_overlap`] bytes of the level below it. The
+    /// caller has checked that nothing in the output level overlaps them.
+    fn movable(&self, level: usize, inputs: &[Arc<FileMeta>], output_level: usize) -> bool {
+        if inputs.is_empty() || (inputs.len() > 1 && level != 0) {
+            return false;
+        }
+        let path = self.placement.path_id(FileKind::table(output_level));
+        let mut by_key: Vec<&Arc<FileMeta>> = inputs.iter().collect();
+        by_key.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+        let disjoint = by_key
+            .windows(2)
+            .all(|w| w[0].largest_user_key() < w[1].smallest_user_key());
+        let below = output_level + 1;
+        disjoint
+            && inputs.iter().all(|f| {
+                let gp: u64 = if below < self.version.num_levels() {
+                    self.version
+                        .overlapping(
+                            below,
+                            Some(f.smallest_user_key()),
+                            Some(f.largest_user_key()),
+                        )
+                        .iter()
+                        .map(|g| g.size)
+                        .sum()
+                } else {
+                    0
+                };
+                f.path_id == path && gp <= self.max_grandparent_overlap()
+            })
     }
 
     /// Bytes of grandparent overlap after which an output file is cut.

@@ -118,15 +118,21 @@ fn pick_seek_driven(ctx: &PickContext<'_>, rules: Rules) -> Option<Compaction> {
 /// HyperLevelDB's L0 compaction: its layout's pick, cut to the oldest `MAX_L0_INPUTS` tables
 /// (every L0 table not taken is newer than every table taken: flushes write disjoint,
 /// increasing sequence ranges).
+/// L0 tables move down only one at a time, as in HyperLevelDB (`IsTrivialMove`: one input
+/// file), where the leveled picker moves tables that share no key together.
 fn pick_l0_oldest(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compaction> {
+    let single_moves = |mut c: Compaction| {
+        c.trivial_move &= c.inputs.len() == 1;
+        c
+    };
     let c = pick_l0(ctx, reason)?;
     if c.inputs.len() <= MAX_L0_INPUTS {
-        return Some(c);
+        return Some(single_moves(c));
     }
     let mut inputs = c.inputs;
     inputs.sort_by_key(|f| f.largest_seq);
     inputs.truncate(MAX_L0_INPUTS);
-    ctx.finish(0, inputs, reason)
+    ctx.finish(0, inputs, reason).map(single_moves)
 }
 
 /// Which tables of the level below each table of a level overlaps: `[start, limit)`.

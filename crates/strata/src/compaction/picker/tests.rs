@@ -747,3 +747,68 @@ fn a_stopped_tree_always_has_a_runnable_job() {
     assert!(cases > 8_000, "only {cases} valid cases");
     assert!(stopped > 2_000, "only {stopped} stopped trees of {cases}");
 }
+
+#[test]
+fn disjoint_l0_tables_move_down_together() {
+    // A sequential fill's L0: four tables, no two sharing a key, nothing below them in L1.
+    let mut v = Version::new(4);
+    v.levels[0] = vec![
+        file(13, "m", "n", 50, 4),
+        file(12, "j", "l", 50, 3),
+        file(11, "e", "h", 50, 2),
+        file(10, "c", "d", 50, 1),
+    ]
+    .into();
+    v.levels[1] = vec![file(1, "a", "b", 50, 0)].into();
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let c = picker::pick(&ctx(&v, &o, &busy, &p)).unwrap();
+    assert_eq!((c.level, c.inputs.len()), (0, 4));
+    assert!(c.trivial_move && c.next_inputs.is_empty());
+
+    // Two of them sharing a key ("h"): merged.
+    let mut shared = v.clone();
+    shared.levels[0] = vec![
+        file(13, "m", "n", 50, 4),
+        file(12, "h", "l", 50, 3),
+        file(11, "e", "h", 50, 2),
+        file(10, "c", "d", 50, 1),
+    ]
+    .into();
+    assert!(
+        !picker::pick(&ctx(&shared, &o, &busy, &p))
+            .unwrap()
+            .trivial_move
+    );
+
+    // An L1 table inside their range: merged with it.
+    let mut between = v.clone();
+    between.levels[1] = vec![file(1, "i", "i", 50, 0)].into();
+    let c = picker::pick(&ctx(&between, &o, &busy, &p)).unwrap();
+    assert!(!c.trivial_move && c.next_inputs.len() == 1);
+
+    // One of them over more of L2 than a moved table may overlap: merged.
+    let mut deep = v.clone();
+    deep.levels[2] = vec![file(2, "e", "f", 5_000, 0)].into();
+    assert!(
+        !picker::pick(&ctx(&deep, &o, &busy, &p))
+            .unwrap()
+            .trivial_move
+    );
+
+    // L1 in another directory: merged (a move never crosses directories).
+    let p2 = Placement::new(Path::new("/db"), None, Some(Path::new("/deep")));
+    assert!(!picker::pick(&ctx(&v, &o, &busy, &p2)).unwrap().trivial_move);
+
+    // HyperLevelDB's picker merges them, as HyperLevelDB does (one input file per move).
+    let hyper = Options {
+        compaction_picker: crate::options::CompactionPicker::HyperLevelDb,
+        ..opts()
+    };
+    let c = picker::pick(&ctx(&v, &hyper, &busy, &p)).unwrap();
+    assert_eq!((c.level, c.inputs.len()), (0, 4));
+    assert!(!c.trivial_move);
+}
