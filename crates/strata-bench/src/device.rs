@@ -168,6 +168,9 @@ impl WritableFile for DeviceWritable {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn mapped_bytes(&self) -> u64 {
+        self.inner.mapped_bytes()
+    }
 }
 
 struct DeviceReadable {

@@ -16,6 +16,7 @@ pub struct Stats {
     pub(crate) user_bytes: AtomicU64,
     pub(crate) user_writes: AtomicU64,
     pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_mapped_bytes: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
     pub(crate) manifest_bytes: AtomicU64,
     pub(crate) flushes: AtomicU64,
@@ -49,6 +50,10 @@ pub struct StatsSnapshot {
     pub user_writes: u64,
     /// Bytes appended to WALs.
     pub wal_bytes: u64,
+    /// Of `wal_bytes`, those copied into the page cache through a memory map (small write
+    /// groups on a real file system, `strata::fs::RealFs::create_log`) rather than written
+    /// with `pwrite`: a process's `write(2)` accounting does not see them.
+    pub wal_mapped_bytes: u64,
     /// WAL syncs.
     pub wal_syncs: u64,
     /// Bytes appended to manifests.
@@ -279,6 +284,7 @@ impl Stats {
             user_bytes: l(&self.user_bytes),
             user_writes: l(&self.user_writes),
             wal_bytes: l(&self.wal_bytes),
+            wal_mapped_bytes: l(&self.wal_mapped_bytes),
             wal_syncs: l(&self.wal_syncs),
             manifest_bytes: l(&self.manifest_bytes),
             flushes: l(&self.flushes),

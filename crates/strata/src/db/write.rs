@@ -308,7 +308,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
                 "no WAL is open (an earlier WAL error)",
             ));
         };
-        let before = writer.len();
+        let (before, before_mapped) = (writer.len(), writer.mapped_bytes());
         // An empty batch is not logged: a record without entries is a link record.
         let mut res = if batch.is_empty() {
             Ok(())
@@ -318,6 +318,10 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
                 .and_then(|()| writer.flush())
         };
         Stats::add(&db.stats.wal_bytes, writer.len() - before);
+        Stats::add(
+            &db.stats.wal_mapped_bytes,
+            writer.mapped_bytes() - before_mapped,
+        );
         if res.is_ok() && !batch.is_empty() {
             wal.last_logged = SeqNo(first.0 + batch.len() as u64 - 1);
         }

@@ -231,6 +231,10 @@ impl WritableFile for FaultWritable {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    fn mapped_bytes(&self) -> u64 {
+        self.inner.mapped_bytes()
+    }
 }
 
 struct FaultRandom {

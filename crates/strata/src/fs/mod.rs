@@ -200,6 +200,12 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Of the bytes pushed to the OS so far, those copied in through a shared memory map
+    /// rather than written with a system call: a process's `write(2)` accounting (`wchar`
+    /// in `/proc/self/io`) does not see them. Default 0: nothing goes through a map.
+    fn mapped_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Bytes read from a file: owned, or a range of a memory map that they keep alive.

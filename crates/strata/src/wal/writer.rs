@@ -83,6 +83,12 @@ impl LogWriter {
         self.file.len()
     }
 
+    /// Of the bytes pushed to the OS, those copied through a memory map
+    /// (`WritableFile::mapped_bytes`).
+    pub fn mapped_bytes(&self) -> u64 {
+        self.file.mapped_bytes()
+    }
+
     /// Whether the log is empty.
     pub fn is_empty(&self) -> bool {
         self.file.len() == 0
