@@ -118,6 +118,7 @@ fn pick_seek_driven(ctx: &PickContext<'_>, rules: Rules) -> Option<Compaction> {
 /// HyperLevelDB's L0 compaction: its layout's pick, cut to the oldest `MAX_L0_INPUTS` tables
 /// (every L0 table not taken is newer than every table taken: flushes write disjoint,
 /// increasing sequence ranges).
+///
 /// L0 tables move down only one at a time, as in HyperLevelDB (`IsTrivialMove`: one input
 /// file), where the leveled picker moves tables that share no key together.
 fn pick_l0_oldest(ctx: &PickContext<'_>, reason: CompactionReason) -> Option<Compaction> {
