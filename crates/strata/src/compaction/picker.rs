@@ -188,22 +188,13 @@ impl PickContext<'_> {
         let disjoint = by_key
             .windows(2)
             .all(|w| w[0].largest_user_key() < w[1].smallest_user_key());
-        let below = output_level + 1;
         disjoint
             && inputs.iter().all(|f| {
-                let gp: u64 = if below < self.version.num_levels() {
-                    self.version
-                        .overlapping(
-                            below,
-                            Some(f.smallest_user_key()),
-                            Some(f.largest_user_key()),
-                        )
-                        .iter()
-                        .map(|g| g.size)
-                        .sum()
-                } else {
-                    0
-                };
+                let gp = self.version.overlapping_bytes(
+                    output_level + 1,
+                    Some(f.smallest_user_key()),
+                    Some(f.largest_user_key()),
+                );
                 f.path_id == path && gp <= self.max_grandparent_overlap()
             })
     }
@@ -508,16 +499,11 @@ pub fn pick_level(ctx: &PickContext<'_>, level: usize) -> Option<Compaction> {
             let mut scored: Vec<(u128, &Arc<FileMeta>)> = files
                 .iter()
                 .map(|f| {
-                    let overlap: u64 = ctx
-                        .version
-                        .overlapping(
-                            level + 1,
-                            Some(f.smallest_user_key()),
-                            Some(f.largest_user_key()),
-                        )
-                        .iter()
-                        .map(|g| g.size)
-                        .sum();
+                    let overlap = ctx.version.overlapping_bytes(
+                        level + 1,
+                        Some(f.smallest_user_key()),
+                        Some(f.largest_user_key()),
+                    );
                     ((u128::from(overlap) << 20) / u128::from(f.size.max(1)), f)
                 })
                 .collect();

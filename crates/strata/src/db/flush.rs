@@ -206,11 +206,8 @@ fn flush_level(
         {
             break;
         }
-        if next + 1 < v.num_levels() {
-            let below: u64 = v.overlapping(next + 1, lo, hi).iter().map(|f| f.size).sum();
-            if below > limit {
-                break;
-            }
+        if v.overlapping_bytes(next + 1, lo, hi) > limit {
+            break;
         }
         level = next;
     }

@@ -91,6 +91,24 @@ impl Version {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Vec<Arc<FileMeta>> {
+        self.overlapping_iter(level, lo, hi).cloned().collect()
+    }
+
+    /// Bytes of the files of sorted `level` overlapping [`lo`, `hi`]; 0 below the last
+    /// level (the grandparent overlap a move or a flush placement is held to).
+    pub fn overlapping_bytes(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> u64 {
+        if level >= self.num_levels() {
+            return 0;
+        }
+        self.overlapping_iter(level, lo, hi).map(|f| f.size).sum()
+    }
+
+    fn overlapping_iter<'a>(
+        &'a self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&'a [u8]>,
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
         debug_assert!(level > 0, "level 0 belongs to its layout");
         let files = self.files(level);
         let start = match lo {
@@ -99,9 +117,7 @@ impl Version {
         };
         files[start..]
             .iter()
-            .take_while(|f| f.overlaps(None, hi))
-            .cloned()
-            .collect()
+            .take_while(move |f| f.overlaps(None, hi))
     }
 
     /// The files a manual compaction of [`lo`, `hi`] takes from `level`: for L0, what its
