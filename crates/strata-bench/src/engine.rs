@@ -267,6 +267,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(b) = flags.hash_cold_takes_main {
         o.hash_cold_takes_main = b;
     }
+    if let Some(b) = flags.hash_write_time {
+        o.hash_write_time = b;
+    }
     if let Some(p) = &flags.hash_gc_policy {
         o.hash_gc_policy = match p.as_str() {
             "greedy" => strata::HashGcPolicy::Greedy,

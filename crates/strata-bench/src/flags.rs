@@ -145,6 +145,7 @@ pub struct Flags {
     pub hash_cold_gc_ratio: Option<f64>,
     /// Whether the hash store's cold log counts against its main space (strata only).
     pub hash_cold_takes_main: Option<bool>,
+    pub hash_write_time: Option<bool>,
     /// Hash-store GC victim policy (strata only).
     pub hash_gc_policy: Option<String>,
     /// Candidates of the greedy-random policy (strata only).
@@ -271,6 +272,7 @@ impl Default for Flags {
             hash_hot_cold: None,
             hash_cold_gc_ratio: None,
             hash_cold_takes_main: None,
+            hash_write_time: None,
             hash_gc_policy: None,
             hash_gc_candidates: None,
             hash_when_full: None,
@@ -452,6 +454,7 @@ impl Flags {
                 "hash_hot_cold" => f.hash_hot_cold = Some(parse_bool(&name, v)?),
                 "hash_cold_gc_ratio" => f.hash_cold_gc_ratio = Some(num(&name, v)?),
                 "hash_cold_takes_main" => f.hash_cold_takes_main = Some(parse_bool(&name, v)?),
+                "hash_write_time" => f.hash_write_time = Some(parse_bool(&name, v)?),
                 "hash_gc_policy" => f.hash_gc_policy = Some(v.to_string()),
                 "hash_gc_candidates" => f.hash_gc_candidates = Some(num(&name, v)?),
                 "hash_when_full" => f.hash_when_full = Some(v.to_string()),
@@ -593,7 +596,7 @@ db_bench flags (same meaning and defaults):
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
   --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
-                         ohdb-2dc, ohdb-c, blob, wisckey, hashkv, rocksdb-l0-nvm, matrixkv,
+                         ohdb-2dc, ohdb-c, blob, wisckey, hashkv, hashkv-wt, rocksdb-l0-nvm, matrixkv,
                          matrixkv-bloom, matrixkv-idle, cleveldb, cleveldb-inline (ohdb-2dc and
                          ohdb-c need --level_dir; rocksdb-l0-nvm and the matrixkv presets
                          --pmem_dir)
@@ -603,6 +606,7 @@ strata-only flags:
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1
+  --hash_write_time=0|1                  (1: values taken as written, before the WAL; preset hashkv-wt)
   --hash_gc_policy=greedy|cost-benefit|greedy-random|random --hash_gc_candidates=N  (preset hashkv)
   --hash_when_full=refuse|grow           (preset hashkv; refuse: a full store fails new values)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)

@@ -180,6 +180,16 @@ pub fn configs() -> Vec<Config> {
             name: "hashkv",
             build: small_hashkv,
         },
+        // The same store taking values as they are written (preset hashkv-wt): a group's
+        // open files are created with every memtable, sealed by its flush, and collected
+        // as above.
+        Config {
+            name: "hashkv-wt",
+            build: |dir, fs| Options {
+                hash_write_time: true,
+                ..small_hashkv(dir, fs)
+            },
+        },
         // Blob files composed with OHDB's buckets.
         Config {
             name: "ohdb-l0p-blob",

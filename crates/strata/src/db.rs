@@ -267,15 +267,18 @@ impl crate::vstore::NewValueFiles for DbInner {
         lock(&self.versions).new_output_number().0
     }
 
-    fn name(&self, file: crate::vstore::ValueFile) -> Result<()> {
-        let number = crate::filename::FileNumber(file.number);
+    fn name_all(&self, files: Vec<crate::vstore::ValueFile>) -> Result<()> {
+        let numbers: Vec<_> = files
+            .iter()
+            .map(|f| crate::filename::FileNumber(f.number))
+            .collect();
         let mut versions = lock(&self.versions);
         let edit = crate::version::VersionEdit {
-            new_value_files: vec![file],
+            new_value_files: files,
             ..Default::default()
         };
         let applied = versions.log_and_apply(edit);
-        versions.release_outputs(&[number]);
+        versions.release_outputs(&numbers);
         match applied {
             Ok(v) => {
                 let mut st = lock(&self.state);

@@ -212,7 +212,7 @@ impl Store for Groups {
     /// Mapped, the kernel told to expect random access: an item is tens of bytes, and a
     /// fault that read around it (128 KiB) made gets 150x slower than `default`'s once the
     /// group files outgrew a 256 MiB memory limit (issue 33).
-    fn read_access(&self) -> crate::fs::ReadAccess {
+    fn read_access(&self, _f: &ValueFile) -> crate::fs::ReadAccess {
         crate::fs::ReadAccess::MappedRandom
     }
 
@@ -512,6 +512,7 @@ mod tests {
                 coalesce_group_size: 256,
                 ..Options::default()
             },
+            recovery: false,
         };
         // An item a file of 4 KiB groups held, moved while 256-byte groups are configured.
         let mut w = Groups.relocation_writer(&env).unwrap();

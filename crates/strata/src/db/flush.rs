@@ -56,12 +56,14 @@ impl DbInner {
                     self.tables.table(m)?.verify_new()?;
                 }
                 // The values this memtable's pointers reach, durable before the tables
-                // naming them (the value log's; blob files were synced above).
+                // naming them (the value log's; blob files were synced above), and the
+                // write-time files holding only this memtable's values sealed.
                 self.sync_values()?;
-                Ok((ingested, value_files, dropped))
+                let sealed = self.values.seal(mem.wal_number())?;
+                Ok((ingested, value_files, dropped, sealed))
             });
         let mut versions = lock(&self.versions);
-        let (ingested, value_files, dropped) = match result {
+        let (ingested, value_files, dropped, sealed) = match result {
             Ok(t) => t,
             Err(e) => {
                 versions.release_outputs(&outputs);
@@ -86,6 +88,7 @@ impl DbInner {
         }
         let written: Vec<u64> = value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = value_files;
+        crate::vstore::reseal(&mut edit, &v, sealed);
         edit.value_garbage = dropped.into_records();
         let tables = ingested.tables;
         let busy_levels = lock(&self.state).busy_levels.clone();

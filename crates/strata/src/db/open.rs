@@ -78,6 +78,17 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             &mut edit,
             None,
         )?;
+        // Files a write-time store left open: cut after the last replayed write and named
+        // with their extent, in the edit that names the replayed writes' tables.
+        let v = versions.current();
+        let env = crate::vstore::StoreEnv {
+            fs: fs.clone(),
+            placement: placement.clone(),
+            opts: opts.clone(),
+            recovery: true,
+        };
+        let sealed = crate::vstore::recover(&env, &v, last_seq)?;
+        crate::vstore::reseal(&mut edit, &v, sealed);
     }
     // A fresh WAL for this session.
     let wal_number = versions.new_file_number();
@@ -706,6 +717,7 @@ fn flush_recovered(
                 fs: opts.fs.clone(),
                 placement: placement.clone(),
                 opts: opts.clone(),
+                recovery: true,
             },
             opts.min_blob_size,
             &versions.current(),

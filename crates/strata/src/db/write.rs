@@ -70,6 +70,13 @@ pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Res
     if batch.is_empty() {
         return Ok(());
     }
+    if opts.disable_wal && db.values.write_separator().is_some_and(|w| w.needs_wal()) {
+        return Err(Error::invalid(
+            "writes without the WAL (disable_wal) are refused with hash_write_time: a value \
+             the store holds for a write the WAL never logged could not be told apart after \
+             a crash",
+        ));
+    }
     if let Some(why) = db
         .values
         .refuses(&batch, || db.super_version().version.clone())
@@ -279,7 +286,8 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     }
     if let Some(w) = db.values.write_separator() {
         // Values to the value log (and the OS) before the WAL record that points to them.
-        if let Some(separated) = w.separate(&batch, db)? {
+        let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
+        if let Some(separated) = w.separate(&batch, first, db)? {
             batch = separated;
         }
     }
@@ -412,7 +420,10 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             continue;
         }
         // NB: an empty memtable is never frozen, however large a single entry makes it.
-        let full = st.mem.is_full(db.opts.write_buffer_size);
+        // (A write-time store's files since the switch past a memtable's worth: a flush
+        // seals them, and only sealed files are collected.)
+        let full = st.mem.is_full(db.opts.write_buffer_size)
+            || (db.values.wants_rotation() && !st.mem.is_empty());
         if !force && !full {
             return Ok(st.mem.clone());
         }
@@ -466,6 +477,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         st = lock(&db.state);
         let fresh = writable_memtable(&db.opts, number.0, &db.arena_pool);
         let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
+        // What the write-time store separated so far belongs to `old`: before its flush
+        // can begin (the flush thread finds it under this lock).
+        db.values.rotate(old.wal_number());
         st.imms.push_back(old);
         let v = st.super_version.version.clone();
         db.install_super_version(&mut st, v);

@@ -322,6 +322,9 @@ pub(crate) struct StoreEnv {
     pub fs: Arc<dyn Fs>,
     pub placement: Placement,
     pub opts: Options,
+    /// Whether separators built from it serve recovery (the flush of memtables rebuilt
+    /// from WALs, whose entries no write-time separator saw in this process).
+    pub recovery: bool,
 }
 
 /// A value store: everything the rest of the engine knows of one kind of value file. One
@@ -341,8 +344,8 @@ pub(crate) trait Store: Sync {
 
     // --- Its files ---
 
-    /// How its files are opened for reading (`Growing`: a file still appended to).
-    fn read_access(&self) -> ReadAccess {
+    /// How its file `f` is opened for reading (`Growing`: a file still appended to).
+    fn read_access(&self, _f: &ValueFile) -> ReadAccess {
         ReadAccess::default()
     }
     /// Bytes after a record that a forward scan most likely reads next, brought into the
@@ -406,8 +409,9 @@ pub(crate) trait Store: Sync {
 
     // --- Separation (only while configured) ---
 
-    /// Its write-time separator, if it separates as writes happen.
-    fn write_separator(&self, _env: &StoreEnv) -> Option<Box<dyn WriteSeparator>> {
+    /// Its write-time separator for a database whose version is `v` at open, if it
+    /// separates as writes happen.
+    fn write_separator(&self, _env: &StoreEnv, _v: &Version) -> Option<Box<dyn WriteSeparator>> {
         None
     }
     /// Its flush-time separator, taking values of at least `min` bytes, if it separates at
@@ -467,6 +471,54 @@ pub(crate) trait Store: Sync {
         placement: &Placement,
     ) -> Option<String> {
         file_reaches(self.name(), p, v, len, placement)
+    }
+
+    /// Its files of `v` that recovery (after WAL replay, which ended at sequence `last`)
+    /// names anew: files a write-time separator left open, cut after the last record the
+    /// replayed writes reach. Named with the recovery's edit ([`reseal`]). Default: none.
+    ///
+    /// # Errors
+    /// I/O errors reading or syncing them.
+    fn recover(
+        &self,
+        _env: &StoreEnv,
+        _v: &Version,
+        _last: crate::key::SeqNo,
+    ) -> Result<Vec<ValueFile>> {
+        Ok(Vec::new())
+    }
+}
+
+/// What every store names anew at open, after WAL replay ended at sequence `last`
+/// ([`Store::recover`]), whatever is configured.
+///
+/// # Errors
+/// A store's.
+pub(crate) fn recover(
+    env: &StoreEnv,
+    v: &Version,
+    last: crate::key::SeqNo,
+) -> Result<Vec<ValueFile>> {
+    let mut out = Vec::new();
+    for s in STORES {
+        out.extend(s.recover(env, v, last)?);
+    }
+    Ok(out)
+}
+
+/// Adds to `edit` files that `v` already holds, named anew with their final extent (a
+/// write-time file sealed by a flush or by recovery): each replaces its entry, keeping the
+/// garbage counted against it; one without records leaves the version.
+pub(crate) fn reseal(edit: &mut crate::version::VersionEdit, v: &Version, files: Vec<ValueFile>) {
+    for mut f in files {
+        if let Some(old) = v.values.get(&f.number) {
+            f.garbage_records += old.garbage_records;
+            f.garbage_bytes += old.garbage_bytes;
+            edit.deleted_value_files.push(f.number);
+        }
+        if f.records > 0 {
+            edit.new_value_files.push(f);
+        }
     }
 }
 
@@ -609,11 +661,12 @@ impl Stores {
             fs: fs.clone(),
             placement: placement.clone(),
             opts: opts.clone(),
+            recovery: false,
         };
         let write = STORES
             .iter()
             .filter(|s| s.configured(opts))
-            .find_map(|s| s.write_separator(&env));
+            .find_map(|s| s.write_separator(&env, v));
         let gcs = STORES
             .iter()
             .filter_map(|s| s.background_gc(&env, v))
@@ -634,6 +687,7 @@ impl Stores {
                 fs,
                 placement,
                 opts: opts.clone(),
+                recovery: false,
             },
             write: None,
             gcs: Vec::new(),
@@ -659,6 +713,30 @@ impl Stores {
         match &self.write {
             Some(w) => w.sync(),
             None => Ok(()),
+        }
+    }
+
+    /// Whether the write-time separator asks for a memtable switch
+    /// ([`WriteSeparator::wants_rotation`]).
+    pub fn wants_rotation(&self) -> bool {
+        self.write.as_ref().is_some_and(|w| w.wants_rotation())
+    }
+
+    /// Memtable `tag` was frozen ([`WriteSeparator::rotate`]).
+    pub fn rotate(&self, tag: u64) {
+        if let Some(w) = &self.write {
+            w.rotate(tag);
+        }
+    }
+
+    /// The files the flush of memtable `tag` seals ([`WriteSeparator::seal`]).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn seal(&self, tag: u64) -> Result<Vec<ValueFile>> {
+        match &self.write {
+            Some(w) => w.seal(tag),
+            None => Ok(Vec::new()),
         }
     }
 
@@ -1005,7 +1083,14 @@ pub(crate) trait NewValueFiles {
     ///
     /// # Errors
     /// The manifest write's.
-    fn name(&self, file: ValueFile) -> Result<()>;
+    fn name(&self, file: ValueFile) -> Result<()> {
+        self.name_all(vec![file])
+    }
+    /// Names `files` in one manifest edit, as [`NewValueFiles::name`] does one.
+    ///
+    /// # Errors
+    /// The manifest write's.
+    fn name_all(&self, files: Vec<ValueFile>) -> Result<()>;
     /// Releases a reserved number that will not be named (its file, if any, is then
     /// obsolete).
     fn release(&self, number: u64);
@@ -1019,9 +1104,11 @@ pub(crate) trait WriteSeparator: Send + Sync {
     ///
     /// # Errors
     /// I/O errors; errors naming a file.
+    /// `first` is the sequence the batch's first entry will have (records may carry it).
     fn separate(
         &self,
         batch: &crate::batch::WriteBatch,
+        first: crate::key::SeqNo,
         files: &dyn NewValueFiles,
     ) -> Result<Option<crate::batch::WriteBatch>>;
 
@@ -1030,6 +1117,35 @@ pub(crate) trait WriteSeparator: Send + Sync {
     /// # Errors
     /// I/O errors.
     fn sync(&self) -> Result<()>;
+
+    /// Whether every write it separates must be logged: its records cannot be told from
+    /// those of replayed writes after a crash otherwise (writes with `disable_wal` are
+    /// refused). Default: `false`.
+    fn needs_wal(&self) -> bool {
+        false
+    }
+
+    /// Whether the memtable should be frozen for this store's sake (what it separated
+    /// since the last switch has grown past what a memtable holds: its files are sealed,
+    /// and collectable, only by a flush). Default: `false`.
+    fn wants_rotation(&self) -> bool {
+        false
+    }
+
+    /// The memtable `tag` (its WAL number) was frozen: what was separated so far belongs
+    /// to it, what comes next to the next one. Called by the write leader, before the
+    /// flush of memtable `tag` can begin. Default: nothing.
+    fn rotate(&self, _tag: u64) {}
+
+    /// The flush of memtable `tag` is about to name its tables: the files holding only
+    /// values of memtables up to `tag`, made durable, with their final extent (named
+    /// again with the flush's edit, [`reseal`]). Default: none.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn seal(&self, _tag: u64) -> Result<Vec<ValueFile>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The lowest value file number the pointers of one table lead to (0: none yet).

@@ -310,7 +310,9 @@ impl HashGc {
             }
             HashGcPolicy::CostBenefit => {
                 let mut garbage: HashMap<u32, u64> = HashMap::new();
-                for f in files_of(v, ID).filter(|f| kind_of(f) != SegmentKind::Cold) {
+                for f in files_of(v, ID)
+                    .filter(|f| !matches!(kind_of(f), SegmentKind::Cold | SegmentKind::Open))
+                {
                     *garbage.entry(group_of(f)).or_default() += f.garbage_bytes;
                 }
                 let last = lock(&self.last_gc);
@@ -393,9 +395,34 @@ impl HashGc {
         Ok(Some(true))
     }
 
+    /// File `f`'s bytes; a write-time file's up to its extent, which its records must fill
+    /// (a walk that stops short of it met damage: records past it would be lost).
     fn read(&self, ctx: &dyn GcContext, f: &ValueFile) -> Result<Vec<u8>> {
-        let bytes = crate::fs::read_all(&*self.fs, &f.path(&self.placement))?;
+        let path = f.path(&self.placement);
+        let mut bytes = crate::fs::read_all(&*self.fs, &path)?;
         Stats::add(&ctx.stats().value_gc_bytes_read, bytes.len() as u64);
+        if super::is_write_time(f) {
+            let extent = usize::try_from(f.size).unwrap_or(usize::MAX);
+            if bytes.len() < extent {
+                return Err(Error::corruption(
+                    &path,
+                    bytes.len() as u64,
+                    format!("hash-store file ends before its extent {extent}"),
+                ));
+            }
+            bytes.truncate(extent);
+            let (records, _) = record::walk(&bytes);
+            let end = records
+                .last()
+                .map_or(record::HEADER_LEN as usize, |(at, r)| at + r.size);
+            if end != extent {
+                return Err(Error::corruption(
+                    &path,
+                    end as u64,
+                    "hash record: damaged before the file's extent",
+                ));
+            }
+        }
         Ok(bytes)
     }
 
@@ -408,7 +435,11 @@ impl HashGc {
     ) -> Result<Option<Collected>> {
         let v = view.version();
         let files: Vec<ValueFile> = files_of(v, ID)
-            .filter(|f| group_of(f) == g && kind_of(f) != SegmentKind::Cold)
+            .filter(|f| {
+                // An open file's records belong to memtables not yet flushed (checked
+                // below as the write cache).
+                group_of(f) == g && !matches!(kind_of(f), SegmentKind::Cold | SegmentKind::Open)
+            })
             .cloned()
             .collect();
         let mut contents: HashMap<u64, Vec<u8>> = HashMap::new();
@@ -752,6 +783,7 @@ mod tests {
             fs: Arc::new(crate::fs::MemFs::new()),
             placement: Placement::new(std::path::Path::new("/db"), None, None),
             opts: opts.clone(),
+            recovery: false,
         };
         let gc = HashGc::new(&env);
         // Reserve 2000 B. Group 0 holds 3500 B of what its last GC kept: 2500 B past its
@@ -776,6 +808,7 @@ mod tests {
                 fs: env.fs.clone(),
                 placement: env.placement.clone(),
                 opts,
+                recovery: false,
             })
         };
         let grow = with(crate::Options {

@@ -25,11 +25,19 @@
 //!   group as tombstone records (the flush sees every entry it keeps, with its sequence),
 //!   so GC never brings an older value back.
 //!
+//! With `hash_write_time` (preset `hashkv-wt`, not the paper's) values reach their group
+//! as they are written, before the WAL record, which then holds a pointer (as WiscKey's
+//! value log does): each group has one open file per memtable (`SegmentKind::Open`, named
+//! when created, before any pointer into it exists), sealed by that memtable's flush
+//! (its extent named with the flush's tables); a crash leaves open files that recovery
+//! cuts after the last replayed write (`write.rs`).
+//!
 //! Formats: docs/format/hash-store.md.
 
 mod gc;
 pub(crate) mod record;
 mod separator;
+mod write;
 
 use crate::error::Result;
 use crate::options::{Options, ValueStoreKind};
@@ -65,15 +73,28 @@ pub(crate) enum SegmentKind {
     /// group ([`COLD_GROUP`]); collected from its oldest file with LSM lookups, as a value
     /// log is. Takes no reserve (the paper does not bound it).
     Cold = 2,
+    /// A write-time file still appended to (`hash_write_time`): its records belong to
+    /// memtables not yet flushed; its extent is unknown until the flush seals it (it is
+    /// then a log segment). Not collected, takes no reserve.
+    Open = 3,
 }
 
 /// The group field of cold-log files.
 pub(crate) const COLD_GROUP: u32 = 0xff_ffff;
 
 /// `ValueFile::meta` of a file of `group` (of `groups`) of `kind`: group in bits 0..24,
-/// the group count in bits 24..48, the kind in bits 48..56 (docs/format/manifest.md).
+/// the group count in bits 24..48, the kind in bits 48..56, bit 56 set for a file written
+/// as writes happen (format version 2, no footer) (docs/format/manifest.md).
 pub(crate) fn meta(group: u32, groups: u32, kind: SegmentKind) -> u64 {
     u64::from(group) | u64::from(groups) << 24 | (kind as u64) << 48
+}
+
+/// `ValueFile::meta`'s bit for a write-time file.
+pub(crate) const WRITE_TIME: u64 = 1 << 56;
+
+/// Whether `f` was written as writes happen (no footer; its extent is its `size`).
+pub(crate) fn is_write_time(f: &ValueFile) -> bool {
+    f.meta & WRITE_TIME != 0
 }
 
 /// The group of a file of this store.
@@ -91,6 +112,7 @@ pub(crate) fn kind_of(f: &ValueFile) -> SegmentKind {
     match (f.meta >> 48) & 0xff {
         0 => SegmentKind::Main,
         2 => SegmentKind::Cold,
+        3 => SegmentKind::Open,
         _ => SegmentKind::Log,
     }
 }
@@ -143,7 +165,7 @@ pub(crate) fn group_bytes(v: &Version) -> std::collections::HashMap<u32, (u64, u
     let mut groups: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
     for f in files_of(v, ID) {
         let kind = kind_of(f);
-        if kind == SegmentKind::Cold {
+        if kind == SegmentKind::Cold || kind == SegmentKind::Open {
             continue;
         }
         let e = groups.entry(group_of(f)).or_default();
@@ -186,9 +208,25 @@ impl Store for HashStore {
         opts.value_store == ValueStoreKind::Hash
     }
 
+    /// A file still appended to is read with positional reads that see every byte
+    /// appended before them.
+    fn read_access(&self, f: &ValueFile) -> crate::fs::ReadAccess {
+        if kind_of(f) == SegmentKind::Open {
+            crate::fs::ReadAccess::Growing
+        } else {
+            crate::fs::ReadAccess::default()
+        }
+    }
+
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
+        let end = p.offset + u64::from(p.size);
         p.offset >= record::HEADER_LEN
-            && p.offset + u64::from(p.size) + record::FOOTER_LEN <= f.size
+            && match (kind_of(f), is_write_time(f)) {
+                // Its extent is not known yet: a read past it fails.
+                (SegmentKind::Open, _) => true,
+                (_, true) => end <= f.size,
+                (_, false) => end + record::FOOTER_LEN <= f.size,
+            }
     }
 
     fn value_of<'a>(
@@ -238,11 +276,22 @@ impl Store for HashStore {
         bytes: &[u8],
     ) -> std::result::Result<String, String> {
         let (h, f) = (record::HEADER_LEN as usize, record::FOOTER_LEN as usize);
+        let (g, groups) = record::header_group(bytes).unwrap_or((0, 0));
+        let group = format!("{g} of {groups}");
+        if record::header_version(bytes) == Some(record::VERSION_WRITE_TIME) {
+            let (records, _) = record::walk(bytes);
+            let end = records.last().map_or(h, |(at, r)| at + r.size);
+            return Ok(format!(
+                "hash-store file {} (written as writes happened): group {group}, {} B, {} \
+                 records up to {end}",
+                path.display(),
+                bytes.len(),
+                records.len(),
+            ));
+        }
         if bytes.len() < h + f || &bytes[..8] != record::MAGIC {
             return Err("not a complete hash-store file (header or footer)".into());
         }
-        let (g, groups) = record::header_group(bytes).unwrap_or((0, 0));
-        let group = format!("{g} of {groups}");
         let foot = &bytes[bytes.len() - f..];
         let n = u64::from_le_bytes(foot[..8].try_into().expect("8 bytes"));
         let b = u64::from_le_bytes(foot[8..16].try_into().expect("8 bytes"));
@@ -273,6 +322,13 @@ impl Store for HashStore {
         f.record_bytes = records.iter().map(|(_, r)| r.size as u64).sum();
         // A repaired group's files are all log segments: its next GC writes its main.
         f.meta = meta(group, groups.max(1), SegmentKind::Log);
+        if record::header_version(&bytes) == Some(record::VERSION_WRITE_TIME) {
+            // Up to its last whole record.
+            f.size = records
+                .last()
+                .map_or(record::HEADER_LEN, |(at, r)| (at + r.size) as u64);
+            f.meta |= WRITE_TIME;
+        }
         Ok(f)
     }
 
@@ -339,6 +395,11 @@ impl Store for HashStore {
         v: &Version,
     ) -> Option<Box<dyn FlushSeparator>> {
         let take = self.configured(&env.opts);
+        if take && env.opts.hash_write_time && !env.recovery {
+            // Every entry of a live memtable went through the write-time separator, which
+            // wrote its value or its tombstone.
+            return None;
+        }
         let groups = groups_in(v, &env.opts);
         let mut active = vec![false; groups as usize];
         let mut any = false;
@@ -353,6 +414,25 @@ impl Store for HashStore {
                 env, min, take, groups, active,
             )) as Box<dyn FlushSeparator>
         })
+    }
+
+    fn write_separator(
+        &self,
+        env: &StoreEnv,
+        v: &Version,
+    ) -> Option<Box<dyn crate::vstore::WriteSeparator>> {
+        env.opts.hash_write_time.then(|| {
+            Box::new(write::HashWriter::new(env, v)) as Box<dyn crate::vstore::WriteSeparator>
+        })
+    }
+
+    fn recover(
+        &self,
+        env: &StoreEnv,
+        v: &Version,
+        last: crate::key::SeqNo,
+    ) -> Result<Vec<ValueFile>> {
+        write::recover(env, v, last)
     }
 
     fn background_gc(&self, env: &StoreEnv, v: &Version) -> Option<Box<dyn ValueGc>> {

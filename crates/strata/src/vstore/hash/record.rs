@@ -14,8 +14,12 @@ use crate::key::SeqNo;
 pub(crate) const MAGIC: &[u8; 8] = b"strhash\x01";
 /// Last bytes of a complete hash-store file.
 pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"strhashE";
-/// The format version in the header.
+/// The format version in the header of a file written whole (by a flush or a GC): a
+/// footer ends it.
 pub(crate) const VERSION: u16 = 1;
+/// The format version in the header of a file written as writes happen
+/// (`hash_write_time`): records run to the extent the manifest names, no footer.
+pub(crate) const VERSION_WRITE_TIME: u16 = 2;
 /// Header: magic + version u16 LE + group count u16 LE + group u32 LE.
 pub(crate) const HEADER_LEN: u64 = 16;
 /// Footer: record count u64 LE + record bytes u64 LE + magic.
@@ -34,14 +38,27 @@ pub(crate) enum Kind {
     ColdTag = 3,
 }
 
-/// The header of a file of `group` of `groups`.
+/// The header of a file of `group` of `groups` written whole (with a footer).
 pub(crate) fn header(group: u32, groups: u32) -> [u8; HEADER_LEN as usize] {
+    header_of(VERSION, group, groups)
+}
+
+/// The header of a file of format `version`, of `group` of `groups`.
+pub(crate) fn header_of(version: u16, group: u32, groups: u32) -> [u8; HEADER_LEN as usize] {
     let mut h = [0u8; HEADER_LEN as usize];
     h[..8].copy_from_slice(MAGIC);
-    h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    h[8..10].copy_from_slice(&version.to_le_bytes());
     h[10..12].copy_from_slice(&(groups as u16).to_le_bytes());
     h[12..16].copy_from_slice(&group.to_le_bytes());
     h
+}
+
+/// The format version a file's header names.
+pub(crate) fn header_version(bytes: &[u8]) -> Option<u16> {
+    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+        return None;
+    }
+    Some(u16::from_le_bytes([bytes[8], bytes[9]]))
 }
 
 /// The (group, group count) a file's header names.
@@ -147,6 +164,9 @@ pub(crate) type Walk<'a> = (Vec<(usize, Record<'a>)>, Option<(usize, &'static st
 /// and where and why the walk stopped short. A file that is not framed as one (magic,
 /// footer) stops at 0.
 pub(crate) fn walk(bytes: &[u8]) -> Walk<'_> {
+    if header_version(bytes) == Some(VERSION_WRITE_TIME) {
+        return walk_write_time(bytes);
+    }
     let (h, f) = (HEADER_LEN as usize, FOOTER_LEN as usize);
     if bytes.len() < h + f || &bytes[..8] != MAGIC || &bytes[bytes.len() - 8..] != FOOTER_MAGIC {
         return (
@@ -163,6 +183,29 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk<'_> {
                 let size = r.size;
                 out.push((at, r));
                 at += size;
+            }
+            Err(what) => return (out, Some((at, what))),
+        }
+    }
+    (out, None)
+}
+
+/// The records of a write-time file (`VERSION_WRITE_TIME`, no footer) from its header to
+/// the end of `bytes` (the caller cuts them to the extent the manifest names). A last
+/// record that runs past the end is a torn tail (a crash while it was appended), not
+/// damage: the walk stops there without a reason.
+fn walk_write_time(bytes: &[u8]) -> Walk<'_> {
+    let mut at = HEADER_LEN as usize;
+    let mut out = Vec::new();
+    while at < bytes.len() {
+        match parse(&bytes[at..]) {
+            Ok(r) => {
+                let size = r.size;
+                out.push((at, r));
+                at += size;
+            }
+            Err("shorter than a record header" | "lengths run past the record") => {
+                return (out, None)
             }
             Err(what) => return (out, Some((at, what))),
         }

@@ -107,7 +107,7 @@ impl Store for ValueLog {
     }
 
     /// The head segment is appended to while readers hold its handle.
-    fn read_access(&self) -> ReadAccess {
+    fn read_access(&self, _f: &ValueFile) -> ReadAccess {
         ReadAccess::Growing
     }
 
@@ -160,7 +160,7 @@ impl Store for ValueLog {
         })
     }
 
-    fn write_separator(&self, env: &StoreEnv) -> Option<Box<dyn WriteSeparator>> {
+    fn write_separator(&self, env: &StoreEnv, _v: &Version) -> Option<Box<dyn WriteSeparator>> {
         Some(Box::new(VLog::new(
             env.fs.clone(),
             env.placement.clone(),
@@ -200,6 +200,7 @@ impl WriteSeparator for VLog {
     fn separate(
         &self,
         batch: &WriteBatch,
+        _first: crate::key::SeqNo,
         files: &dyn NewValueFiles,
     ) -> Result<Option<WriteBatch>> {
         let mut any = false;
