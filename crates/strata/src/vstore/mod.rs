@@ -1101,10 +1101,10 @@ pub(crate) trait WriteSeparator: Send + Sync {
     /// `batch` with the values this store takes replaced by pointers (the values written
     /// and handed to the OS), or `None` if it takes none. A new file is created, then named
     /// through `files`, before any pointer into it exists.
+    /// `first` is the sequence the batch's first entry will have (records may carry it).
     ///
     /// # Errors
     /// I/O errors; errors naming a file.
-    /// `first` is the sequence the batch's first entry will have (records may carry it).
     fn separate(
         &self,
         batch: &crate::batch::WriteBatch,
