@@ -764,3 +764,30 @@ fn write_time_files_are_sealed_every_memtable_worth_of_values() {
     assert!(s.value_gc_runs > 0, "GC ran {} times", s.value_gc_runs);
     check(&db, &model, 300);
 }
+
+/// A separation that fails after it may have appended records (an append to a group's
+/// open file fails) refuses every later write: the records could outlive the failed
+/// write with sequences the next writes would reuse. Reopened, everything acknowledged
+/// is there and writes go on.
+#[test]
+fn a_failed_write_time_separation_refuses_later_writes_until_reopened() {
+    use strata::fs::{FaultFs, FaultRule, FsOp};
+    let fs = FaultFs::new(MemFs::new());
+    let o = opts_wt(Arc::new(fs.clone()));
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    churn(&db, &mut model, 100, 0);
+    fs.inject(FaultRule::nth(FsOp::Append, 0, std::io::ErrorKind::StorageFull).on_paths(".hkv"));
+    let first = db.put(b"k0001", big(1, 99)).unwrap_err();
+    assert_eq!(first.kind(), ErrorKind::Io, "{first}");
+    fs.clear();
+    let later = db.put(b"k0002", big(2, 99)).unwrap_err();
+    assert_eq!(later.kind(), ErrorKind::Poisoned, "{later}");
+    let _ = db.close();
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    check(&db, &model, 100);
+    churn(&db, &mut model, 100, 1);
+    db.flush().unwrap();
+    check(&db, &model, 100);
+}

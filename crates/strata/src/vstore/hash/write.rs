@@ -80,6 +80,10 @@ struct State {
     /// fails and runs again seals the same files).
     sealed: Vec<(u64, ValueFile)>,
     record: Vec<u8>,
+    /// Why writes are refused: a separation failed after it may have appended records
+    /// the WAL will never log, whose sequences the next writes would reuse (a GC could
+    /// then take such a record for a key's newest). Reopening cuts them off.
+    failed: Option<crate::error::Error>,
 }
 
 /// The hash store's write-time separator of one database.
@@ -124,6 +128,7 @@ impl HashWriter {
                 frozen: VecDeque::new(),
                 sealed: Vec::new(),
                 record: Vec::new(),
+                failed: None,
             }),
         }
     }
@@ -188,17 +193,15 @@ impl HashWriter {
         files.name_all(named)?;
         Ok(made)
     }
-}
 
-impl WriteSeparator for HashWriter {
-    fn separate(
+    /// The separator's state is `st`.
+    fn separate_locked(
         &self,
+        st: &mut State,
         batch: &WriteBatch,
         first: SeqNo,
         files: &dyn NewValueFiles,
     ) -> Result<Option<WriteBatch>> {
-        let mut st = lock(&self.state);
-        let st = &mut *st;
         let mut out = WriteBatch::with_capacity(batch.encoded_len());
         let mut taken = false;
         let mut seq = first;
@@ -263,6 +266,28 @@ impl WriteSeparator for HashWriter {
             }
         }
         Ok(taken.then_some(out))
+    }
+}
+
+impl WriteSeparator for HashWriter {
+    fn separate(
+        &self,
+        batch: &WriteBatch,
+        first: SeqNo,
+        files: &dyn NewValueFiles,
+    ) -> Result<Option<WriteBatch>> {
+        let mut st = lock(&self.state);
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        let res = self.separate_locked(&mut st, batch, first, files);
+        if let Err(e) = &res {
+            st.failed = Some(crate::error::Error::new(
+                crate::error::ErrorKind::Poisoned,
+                format!("the hash store failed a write ({e}); reopen the database"),
+            ));
+        }
+        res
     }
 
     /// The files appended to since their last sync, synced by path outside the state
