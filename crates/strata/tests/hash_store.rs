@@ -29,6 +29,14 @@ fn opts(fs: Arc<dyn Fs>) -> Options {
     }
 }
 
+/// Whether the current manifest of `/db` holds `bytes`.
+fn manifest_names(fs: &dyn Fs, bytes: &[u8]) -> bool {
+    let current = strata::fs::read_all(fs, Path::new("/db/CURRENT")).unwrap();
+    let name = String::from_utf8(current).unwrap();
+    let m = strata::fs::read_all(fs, &Path::new("/db").join(name.trim())).unwrap();
+    m.windows(bytes.len()).any(|w| w == bytes)
+}
+
 fn hash_files(fs: &dyn Fs, dir: &Path) -> usize {
     fs.list(dir)
         .unwrap_or_default()
@@ -96,6 +104,7 @@ fn values_go_to_their_groups_at_flush_and_read_back() {
         "one file per group a flush touches: {files}"
     );
     check(&db, &model, 100);
+    assert!(!manifest_names(&*fs, b"hash-store-write-time"));
     db.close().unwrap();
     drop(db);
     let db = Db::open("/db", opts(fs.clone())).unwrap();
@@ -577,6 +586,9 @@ fn written_values_reach_their_groups_before_a_flush_and_read_back() {
         "one open file per group, before any flush"
     );
     check(&db, &model, 100);
+    // The manifest names the feature a reader needs for files written this way (a build
+    // without it refuses the database instead of taking them for damaged).
+    assert!(manifest_names(&*fs, b"hash-store-write-time"));
     let state = db.property("strata.value-stores").unwrap();
     db.flush().unwrap();
     check(&db, &model, 100);

@@ -299,16 +299,31 @@ pub(crate) fn store_by_manifest_tag(tag: u32) -> Option<&'static dyn Store> {
 
 /// Whether `feature` is a registered store's format feature.
 pub(crate) fn is_feature(feature: &str) -> bool {
-    STORES.iter().any(|s| s.feature() == feature)
-}
-
-/// The format features the value files `files` use, in registration order.
-pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
-    let ids: BTreeSet<StoreId> = files.into_iter().map(|f| f.store).collect();
     STORES
         .iter()
-        .filter(|s| ids.contains(&s.id()))
-        .map(|s| s.feature().to_string())
+        .any(|s| s.feature() == feature || s.more_features().contains(&feature))
+}
+
+/// The format features the value files `files` use, in registration order (a store's
+/// own, then those its files add: [`Store::file_features`]).
+pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
+    let mut used: BTreeSet<(usize, &'static str)> = BTreeSet::new();
+    for f in files {
+        if let Some(i) = STORES.iter().position(|s| s.id() == f.store) {
+            let s = STORES[i];
+            used.insert((i, s.feature()));
+            for extra in s.file_features(f) {
+                used.insert((i, extra));
+            }
+        }
+    }
+    let mut out: Vec<(usize, bool, &'static str)> = used
+        .into_iter()
+        .map(|(i, name)| (i, name != STORES[i].feature(), name))
+        .collect();
+    out.sort();
+    out.into_iter()
+        .map(|(_, _, name)| name.to_string())
         .collect()
 }
 
@@ -341,6 +356,15 @@ pub(crate) trait Store: Sync {
     fn extension(&self) -> &'static str;
     /// Whether `opts` configure it as the store new values go to.
     fn configured(&self, opts: &Options) -> bool;
+    /// Format features beyond [`Store::feature`] that some of its files need a reader to
+    /// know (a binary that does not know one refuses the database). Default: none.
+    fn more_features(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Of [`Store::more_features`], those file `f` needs. Default: none.
+    fn file_features(&self, _f: &ValueFile) -> &'static [&'static str] {
+        &[]
+    }
 
     // --- Its files ---
 

@@ -53,6 +53,11 @@ pub(crate) const ID: StoreId = StoreId(3);
 /// The format feature a database with hash-store files names in its manifest.
 pub(crate) const FEATURE: &str = "hash-store";
 
+/// The format feature a database with write-time files (version 2, `SegmentKind::Open`,
+/// [`WRITE_TIME`]) names besides [`FEATURE`]: a binary that reads only whole files would
+/// take them for damaged ones.
+pub(crate) const FEATURE_WRITE_TIME: &str = "hash-store-write-time";
+
 /// Manifest tag of `new_hash_segment`, the record naming a file (docs/format/manifest.md).
 const TAG_NEW_SEGMENT: u32 = 16;
 
@@ -206,6 +211,18 @@ impl Store for HashStore {
 
     fn configured(&self, opts: &Options) -> bool {
         opts.value_store == ValueStoreKind::Hash
+    }
+
+    fn more_features(&self) -> &'static [&'static str] {
+        &[FEATURE_WRITE_TIME]
+    }
+
+    fn file_features(&self, f: &ValueFile) -> &'static [&'static str] {
+        if is_write_time(f) {
+            &[FEATURE_WRITE_TIME]
+        } else {
+            &[]
+        }
     }
 
     /// A file still appended to is read with positional reads that see every byte
