@@ -81,12 +81,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         // Files a write-time store left open: cut after the last replayed write and named
         // with their extent, in the edit that names the replayed writes' tables.
         let v = versions.current();
-        let env = crate::vstore::StoreEnv {
-            fs: fs.clone(),
-            placement: placement.clone(),
-            opts: opts.clone(),
-            recovery: true,
-        };
+        let env = crate::vstore::StoreEnv::recovering(&opts, &placement);
         let sealed = crate::vstore::recover(&env, &v, last_seq)?;
         crate::vstore::reseal(&mut edit, &v, sealed);
     }
@@ -713,12 +708,7 @@ fn flush_recovered(
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
         values: crate::vstore::flush_separator(
-            &crate::vstore::StoreEnv {
-                fs: opts.fs.clone(),
-                placement: placement.clone(),
-                opts: opts.clone(),
-                recovery: true,
-            },
+            &crate::vstore::StoreEnv::recovering(opts, placement),
             opts.min_blob_size,
             &versions.current(),
         ),

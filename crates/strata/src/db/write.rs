@@ -284,9 +284,11 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         // for the values its flushes will take.
         super::value_gc::wait_for_value_space(db);
     }
+    // The group's first sequence (the leader serialises writes: nothing else takes one
+    // before this group is published).
+    let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     if let Some(w) = db.values.write_separator() {
         // Values to the value log (and the OS) before the WAL record that points to them.
-        let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
         if let Some(separated) = w.separate(&batch, first, db)? {
             batch = separated;
         }
@@ -298,7 +300,6 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         db.last_write_nanos
             .store(db.nanos_since_open(), Ordering::Relaxed);
     }
-    let first = SeqNo(db.last_sequence.load(Ordering::Acquire) + 1);
     batch.set_sequence(first);
     if mem.has_side() {
         // What the memtable will probe for the first entries, fetched while the WAL

@@ -304,27 +304,28 @@ pub(crate) fn is_feature(feature: &str) -> bool {
         .any(|s| s.feature() == feature || s.more_features().contains(&feature))
 }
 
-/// The format features the value files `files` use, in registration order (a store's
-/// own, then those its files add: [`Store::file_features`]).
+/// The format features the value files `files` use, in registration order: each store's
+/// own, then those some of its files add ([`Store::file_features`]).
 pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
-    let mut used: BTreeSet<(usize, &'static str)> = BTreeSet::new();
-    for f in files {
-        if let Some(i) = STORES.iter().position(|s| s.id() == f.store) {
-            let s = STORES[i];
-            used.insert((i, s.feature()));
-            for extra in s.file_features(f) {
-                used.insert((i, extra));
+    let files: Vec<&ValueFile> = files.into_iter().collect();
+    let mut out = Vec::new();
+    for s in STORES {
+        let mine: Vec<&ValueFile> = files
+            .iter()
+            .copied()
+            .filter(|f| f.store == s.id())
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        out.push(s.feature().to_string());
+        for extra in s.more_features() {
+            if mine.iter().any(|f| s.file_features(f).contains(extra)) {
+                out.push((*extra).to_string());
             }
         }
     }
-    let mut out: Vec<(usize, bool, &'static str)> = used
-        .into_iter()
-        .map(|(i, name)| (i, name != STORES[i].feature(), name))
-        .collect();
-    out.sort();
-    out.into_iter()
-        .map(|(_, _, name)| name.to_string())
-        .collect()
+    out
 }
 
 /// The files of `v` that belong to `store`, in number order.
@@ -340,6 +341,18 @@ pub(crate) struct StoreEnv {
     /// Whether separators built from it serve recovery (the flush of memtables rebuilt
     /// from WALs, whose entries no write-time separator saw in this process).
     pub recovery: bool,
+}
+
+impl StoreEnv {
+    /// What recovery builds stores with (`recovery` set).
+    pub fn recovering(opts: &Options, placement: &Placement) -> StoreEnv {
+        StoreEnv {
+            fs: opts.fs.clone(),
+            placement: placement.clone(),
+            opts: opts.clone(),
+            recovery: true,
+        }
+    }
 }
 
 /// A value store: everything the rest of the engine knows of one kind of value file. One

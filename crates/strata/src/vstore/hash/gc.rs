@@ -310,9 +310,7 @@ impl HashGc {
             }
             HashGcPolicy::CostBenefit => {
                 let mut garbage: HashMap<u32, u64> = HashMap::new();
-                for f in files_of(v, ID)
-                    .filter(|f| !matches!(kind_of(f), SegmentKind::Cold | SegmentKind::Open))
-                {
+                for f in files_of(v, ID).filter(|f| super::is_group_segment(f)) {
                     *garbage.entry(group_of(f)).or_default() += f.garbage_bytes;
                 }
                 let last = lock(&self.last_gc);
@@ -412,9 +410,7 @@ impl HashGc {
             }
             bytes.truncate(extent);
             let (records, _) = record::walk(&bytes);
-            let end = records
-                .last()
-                .map_or(record::HEADER_LEN as usize, |(at, r)| at + r.size);
+            let end = record::records_end(&records);
             if end != extent {
                 return Err(Error::corruption(
                     &path,
@@ -435,11 +431,9 @@ impl HashGc {
     ) -> Result<Option<Collected>> {
         let v = view.version();
         let files: Vec<ValueFile> = files_of(v, ID)
-            .filter(|f| {
-                // An open file's records belong to memtables not yet flushed (checked
-                // below as the write cache).
-                group_of(f) == g && !matches!(kind_of(f), SegmentKind::Cold | SegmentKind::Open)
-            })
+            // (An open file's records belong to memtables not yet flushed: checked below
+            // as the write cache.)
+            .filter(|f| group_of(f) == g && super::is_group_segment(f))
             .cloned()
             .collect();
         let mut contents: HashMap<u64, Vec<u8>> = HashMap::new();

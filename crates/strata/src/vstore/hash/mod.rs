@@ -122,6 +122,12 @@ pub(crate) fn kind_of(f: &ValueFile) -> SegmentKind {
     }
 }
 
+/// Whether `f` is one of its group's collectable segments (main or log; not the cold
+/// log, not a write-time file still open).
+pub(crate) fn is_group_segment(f: &ValueFile) -> bool {
+    matches!(kind_of(f), SegmentKind::Main | SegmentKind::Log)
+}
+
 /// The group count keys are hashed with: the one the version's files were written with
 /// (a key's group never changes while it may have records), else `opts.hash_groups`.
 pub(crate) fn groups_in(v: &Version, opts: &Options) -> u32 {
@@ -169,10 +175,10 @@ pub(crate) fn reserve_used(v: &Version, opts: &Options) -> u64 {
 pub(crate) fn group_bytes(v: &Version) -> std::collections::HashMap<u32, (u64, u64)> {
     let mut groups: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
     for f in files_of(v, ID) {
-        let kind = kind_of(f);
-        if kind == SegmentKind::Cold || kind == SegmentKind::Open {
+        if !is_group_segment(f) {
             continue;
         }
+        let kind = kind_of(f);
         let e = groups.entry(group_of(f)).or_default();
         e.0 += f.size;
         if kind == SegmentKind::Log {
@@ -297,7 +303,7 @@ impl Store for HashStore {
         let group = format!("{g} of {groups}");
         if record::header_version(bytes) == Some(record::VERSION_WRITE_TIME) {
             let (records, _) = record::walk(bytes);
-            let end = records.last().map_or(h, |(at, r)| at + r.size);
+            let end = record::records_end(&records);
             return Ok(format!(
                 "hash-store file {} (written as writes happened): group {group}, {} B, {} \
                  records up to {end}",
@@ -341,9 +347,7 @@ impl Store for HashStore {
         f.meta = meta(group, groups.max(1), SegmentKind::Log);
         if record::header_version(&bytes) == Some(record::VERSION_WRITE_TIME) {
             // Up to its last whole record.
-            f.size = records
-                .last()
-                .map_or(record::HEADER_LEN, |(at, r)| (at + r.size) as u64);
+            f.size = record::records_end(&records) as u64;
             f.meta |= WRITE_TIME;
         }
         Ok(f)

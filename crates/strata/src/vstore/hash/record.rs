@@ -190,6 +190,13 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk<'_> {
     (out, None)
 }
 
+/// Where the last of `records` (a walk's) ends: the header's end if there are none.
+pub(crate) fn records_end(records: &[(usize, Record<'_>)]) -> usize {
+    records
+        .last()
+        .map_or(HEADER_LEN as usize, |(at, r)| at + r.size)
+}
+
 /// The records of a write-time file (`VERSION_WRITE_TIME`, no footer) from its header to
 /// the end of `bytes` (the caller cuts them to the extent the manifest names). A last
 /// record that runs past the end is a torn tail (a crash while it was appended), not

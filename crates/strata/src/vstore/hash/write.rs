@@ -52,7 +52,8 @@ struct OpenFile {
     records: u64,
     /// Appended to since its last sync.
     unsynced: bool,
-    /// Appended to since its last flush to the OS.
+    /// A record appended since its last flush to the OS (a new file's header waits for
+    /// its first record).
     unflushed: bool,
 }
 
@@ -168,7 +169,8 @@ impl HashWriter {
                     offset: record::HEADER_LEN,
                     records: 0,
                     unsynced: true,
-                    unflushed: true,
+                    // (The header goes to the OS with the first record.)
+                    unflushed: false,
                 }),
                 Err(e) => {
                     files.release(number);
@@ -202,17 +204,26 @@ impl HashWriter {
         first: SeqNo,
         files: &dyn NewValueFiles,
     ) -> Result<Option<WriteBatch>> {
-        let mut out = WriteBatch::with_capacity(batch.encoded_len());
-        let mut taken = false;
+        let takes =
+            |kind: ValueKind, value: &[u8]| kind == ValueKind::Put && value.len() >= self.min;
+        // The batch is rebuilt (values replaced by pointers) only if it has a value to
+        // take; otherwise only tombstones are written and the batch goes on as it is.
+        let mut out = batch
+            .iter()
+            .any(|e| e.is_ok_and(|e| takes(e.kind, e.value)))
+            .then(|| WriteBatch::with_capacity(batch.encoded_len()));
         let mut seq = first;
         let mut pointer = Vec::with_capacity(16);
+        // Groups appended to by this batch: flushed to the OS below.
+        let mut touched: Vec<usize> = Vec::new();
         for e in batch.iter() {
             let e = e?;
             let g = group(e.key, self.groups) as usize;
-            let takes = e.kind == ValueKind::Put && e.value.len() >= self.min;
+            let take = takes(e.kind, e.value);
             let ours = e.kind == ValueKind::Pointer
                 && ValuePointer::decode(e.value).is_ok_and(|p| p.store == ID);
-            if takes || (!ours && st.active.get(g).copied().unwrap_or(true)) {
+            let mut moved = None;
+            if take || (!ours && st.active.get(g).copied().unwrap_or(true)) {
                 if st.open.is_none() {
                     st.open = Some(self.generation(files)?);
                 }
@@ -222,50 +233,63 @@ impl HashWriter {
                     ));
                 };
                 st.record.clear();
-                let (kind, value) = if takes {
+                let (kind, value) = if take {
                     (record::Kind::Value, e.value)
                 } else {
                     (record::Kind::Tombstone, &[][..])
                 };
                 let size = record::encode(&mut st.record, kind, seq, e.key, value)?;
                 f.file.append(&st.record)?;
-                let p = ValuePointer {
-                    store: ID,
-                    file: f.number,
-                    offset: f.offset,
-                    size,
-                };
+                if take {
+                    moved = Some(ValuePointer {
+                        store: ID,
+                        file: f.number,
+                        offset: f.offset,
+                        size,
+                    });
+                }
                 f.offset += u64::from(size);
                 f.records += 1;
                 self.open_bytes
                     .fetch_add(u64::from(size), std::sync::atomic::Ordering::Relaxed);
                 f.unsynced = true;
-                f.unflushed = true;
-                if takes {
+                if !f.unflushed {
+                    f.unflushed = true;
+                    touched.push(g);
+                }
+                if take {
                     st.active[g] = true;
-                    taken = true;
+                }
+            }
+            seq = seq.next();
+            let Some(out) = out.as_mut() else {
+                continue;
+            };
+            match (moved, e.kind) {
+                (Some(p), _) => {
                     pointer.clear();
                     p.encode_to(&mut pointer);
                     out.put_pointer(e.key, &pointer);
-                    seq = seq.next();
-                    continue;
+                }
+                (None, ValueKind::Put) => {
+                    out.put(e.key, e.value);
+                }
+                (None, ValueKind::Delete) => {
+                    out.delete(e.key);
+                }
+                (None, ValueKind::Pointer) => {
+                    out.put_pointer(e.key, e.value);
                 }
             }
-            match e.kind {
-                ValueKind::Put => out.put(e.key, e.value),
-                ValueKind::Delete => out.delete(e.key),
-                ValueKind::Pointer => out.put_pointer(e.key, e.value),
-            };
-            seq = seq.next();
         }
         if let Some(open) = st.open.as_mut() {
             // To the OS before the WAL record that points here.
-            for f in open.iter_mut().filter(|f| f.unflushed) {
-                f.file.flush()?;
-                f.unflushed = false;
+            for g in touched {
+                open[g].file.flush()?;
+                open[g].unflushed = false;
             }
         }
-        Ok(taken.then_some(out))
+        Ok(out)
     }
 }
 
