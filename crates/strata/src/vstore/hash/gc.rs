@@ -221,6 +221,53 @@ fn still_newest(view: &dyn GcView, key: &[u8], here: &ValuePointer, pointer_ok: 
     }
 }
 
+/// Of a group with files `repair` kept ([`super::REPAIRED`]), whose records may not agree
+/// with the repaired LSM: for each key with records in `contents` (`newest`), the record
+/// its newest LSM entry points to, if it points into these files. (Cold tags are dropped:
+/// the cold log's GC looks its keys up, and no older record of a key outlives this GC.)
+fn pointed_to(
+    ctx: &dyn GcContext,
+    contents: &HashMap<u64, Vec<u8>>,
+    newest: HashMap<Vec<u8>, Newest>,
+) -> Result<Vec<(Vec<u8>, Newest)>> {
+    let mut live = Vec::new();
+    for (key, n) in newest {
+        let Some(Lookup::Pointer(p)) = ctx.newest_entry(&key)? else {
+            continue;
+        };
+        let Some(p) = ValuePointer::decode(&p).ok().filter(|p| p.store == ID) else {
+            continue;
+        };
+        let Some(bytes) = contents.get(&p.file) else {
+            continue; // another file (the cold log, an open file): not collected here
+        };
+        let (offset, size) = (p.offset as usize, p.size as usize);
+        let found = bytes
+            .get(offset..offset.saturating_add(size))
+            .and_then(|b| record::parse(b).ok())
+            .filter(|r| r.key == key.as_slice() && r.kind == record::Kind::Value && r.size == size);
+        let Some(r) = found else {
+            return Err(Error::corrupt(format!(
+                "key {key:02x?}: its value pointer leads to no record of it in hash file {}",
+                p.file
+            )));
+        };
+        let seq = r.seq;
+        live.push((
+            key,
+            Newest {
+                seq,
+                kind: record::Kind::Value,
+                file: p.file,
+                offset,
+                size,
+                versions: n.versions,
+            },
+        ));
+    }
+    Ok(live)
+}
+
 /// Whether encoded pointer `p` leads into a cold-log file of `v`.
 fn is_cold(v: &Version, p: &[u8]) -> bool {
     ValuePointer::decode(p).is_ok_and(|p| {
@@ -472,10 +519,14 @@ impl HashGc {
         }
         // In key order: the moves reach the memtable in key order, and the new main holds
         // its records in key order (a scan's next values are neighbours).
-        let mut live: Vec<(Vec<u8>, Newest)> = newest
-            .into_iter()
-            .filter(|(_, n)| n.kind != record::Kind::Tombstone)
-            .collect();
+        let mut live: Vec<(Vec<u8>, Newest)> = if files.iter().any(super::is_repaired) {
+            pointed_to(ctx, &contents, newest)?
+        } else {
+            newest
+                .into_iter()
+                .filter(|(_, n)| n.kind != record::Kind::Tombstone)
+                .collect()
+        };
         live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let hot_cold = self.opts.hash_hot_cold;
         let mut out = Outputs::new(self, ctx, groups_in(v, &self.opts));

@@ -58,6 +58,11 @@ pub(crate) const FEATURE: &str = "hash-store";
 /// take them for damaged ones.
 pub(crate) const FEATURE_WRITE_TIME: &str = "hash-store-write-time";
 
+/// The format feature a database with files `repair` rebuilt ([`REPAIRED`]) names besides
+/// [`FEATURE`]: a binary that collected them without LSM lookups could bring back a value
+/// the repaired database no longer holds.
+pub(crate) const FEATURE_REPAIRED: &str = "hash-store-repaired";
+
 /// Manifest tag of `new_hash_segment`, the record naming a file (docs/format/manifest.md).
 const TAG_NEW_SEGMENT: u32 = 16;
 
@@ -96,6 +101,17 @@ pub(crate) fn meta(group: u32, groups: u32, kind: SegmentKind) -> u64 {
 
 /// `ValueFile::meta`'s bit for a write-time file.
 pub(crate) const WRITE_TIME: u64 = 1 << 56;
+
+/// `ValueFile::meta`'s bit for a file `repair` kept: its group's records may not agree
+/// with the repaired LSM (records of writes the WAL never logged, or of tables repair lost;
+/// tombstones in files it did not keep; deletes it replayed from WALs, which never reached
+/// the group), so the group's next GC keeps only the records the LSM points to.
+pub(crate) const REPAIRED: u64 = 1 << 57;
+
+/// Whether `repair` kept `f` (its group's next GC looks its keys up).
+pub(crate) fn is_repaired(f: &ValueFile) -> bool {
+    f.meta & REPAIRED != 0
+}
 
 /// Whether `f` was written as writes happen (no footer; its extent is its `size`).
 pub(crate) fn is_write_time(f: &ValueFile) -> bool {
@@ -220,14 +236,15 @@ impl Store for HashStore {
     }
 
     fn more_features(&self) -> &'static [&'static str] {
-        &[FEATURE_WRITE_TIME]
+        &[FEATURE_WRITE_TIME, FEATURE_REPAIRED]
     }
 
     fn file_features(&self, f: &ValueFile) -> &'static [&'static str] {
-        if is_write_time(f) {
-            &[FEATURE_WRITE_TIME]
-        } else {
-            &[]
+        match (is_write_time(f), is_repaired(f)) {
+            (false, false) => &[],
+            (true, false) => &[FEATURE_WRITE_TIME],
+            (false, true) => &[FEATURE_REPAIRED],
+            (true, true) => &[FEATURE_WRITE_TIME, FEATURE_REPAIRED],
         }
     }
 
@@ -343,8 +360,9 @@ impl Store for HashStore {
         f.size = bytes.len() as u64;
         f.records = records.len() as u64;
         f.record_bytes = records.iter().map(|(_, r)| r.size as u64).sum();
-        // A repaired group's files are all log segments: its next GC writes its main.
-        f.meta = meta(group, groups.max(1), SegmentKind::Log);
+        // A repaired group's files are all log segments: its next GC writes its main,
+        // keeping only the records the repaired LSM points to (`REPAIRED`).
+        f.meta = meta(group, groups.max(1), SegmentKind::Log) | REPAIRED;
         if record::header_version(&bytes) == Some(record::VERSION_WRITE_TIME) {
             // Up to its last whole record.
             f.size = record::records_end(&records) as u64;
