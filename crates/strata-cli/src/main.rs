@@ -500,8 +500,13 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         for (file, why) in &r.tables_lost {
             eprintln!("strata: lost table {}: {why}", file.display());
         }
+        let l0 = if r.l0_parts_read > 0 {
+            format!(", {} L0 rows", r.l0_parts_read)
+        } else {
+            String::new()
+        };
         println!(
-            "repaired: {} keys from {} tables and {} WAL records, written to {} tables; \
+            "repaired: {} keys from {} tables{l0} and {} WAL records, written to {} tables; \
              {} value files kept; replaced files moved to {}",
             r.keys,
             r.tables_read,

@@ -11,6 +11,12 @@
 //! `lost/` directory beside them, for the user to delete once the repaired database reads
 //! as expected.
 //!
+//! L0 data a layout keeps outside tables (the matrix's RowTables in its persistent-memory
+//! region) is located only by the manifest's L0 layout record: repair reads it through the
+//! newest such record a surviving manifest holds (each part that verifies), and moves the
+//! region aside; with no manifest left, the region's rows cannot be found, and the report
+//! says so.
+//!
 //! A full rewrite rather than LevelDB's "every table into level 0": tables that survive
 //! from both sides of an interrupted compaction hold the same entries twice and their
 //! sequence ranges overlap, which L0's newest-first search would misread, and duplicate
@@ -28,6 +34,7 @@ use crate::key::{self, SeqNo, ValueKind};
 use crate::memtable::MemTable;
 use crate::placement::{FileKind, Placement};
 use crate::sst::{Table, TableBuilder, TableOptions};
+use crate::table_cache::TableCache;
 use crate::version::{FileMeta, VersionEdit};
 use crate::vstore::ValuePointer;
 use crate::wal::{LogEvent, LogReader, LogWriter};
@@ -44,6 +51,9 @@ pub struct RepairReport {
     pub damage: Vec<(PathBuf, u64, String)>,
     /// WAL records replayed.
     pub wal_records: u64,
+    /// Parts of L0 kept outside tables (the matrix's RowTables) read, located by the
+    /// newest L0 layout record a surviving manifest holds.
+    pub l0_parts_read: usize,
     /// Keys in the repaired database.
     pub keys: u64,
     /// Tables written.
@@ -230,6 +240,8 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     }
     children.push(Box::new(wal_mem.iter()));
+    let (l0_file, l0_parts_read) =
+        read_l0_parts(opts, &placement, &manifests, &mut children, &mut damage)?;
 
     let mut value_lengths: HashMap<u64, u64> = HashMap::new();
     for (&n, (p, _, _)) in &value_files {
@@ -253,6 +265,8 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             merged.next();
             continue;
         };
+        // (L0 parts outside tables may hold the newest writes: their WALs are gone.)
+        last_seq = last_seq.max(k.seq);
         if last_user_key.as_deref() == Some(k.user_key) {
             merged.next(); // an older version (or the same entry again)
             continue;
@@ -308,6 +322,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         merged.next();
     }
     merged.status()?;
+    drop(merged); // (it holds the L0 layout's file open)
     if let Some(o) = out.take() {
         new_files.push(finish(o, path_id)?);
     }
@@ -333,6 +348,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         kept_values.push(f);
     }
     report.value_files = kept_values.len();
+    report.l0_parts_read = l0_parts_read;
 
     // The new manifest, then CURRENT; then the replaced files out of the way.
     let features = crate::vstore::features(&kept_values);
@@ -366,6 +382,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     replaced.extend(wals.iter().map(|w| &w.0));
     replaced.extend(manifests.iter());
     replaced.extend(unreached.iter());
+    replaced.extend(l0_file.iter());
     for p in &replaced {
         crate::fs::create_dir_durable(&*fs, &lost_of(p))?;
     }
@@ -390,6 +407,85 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     }
     Ok(report)
+}
+
+/// Adds to `children` the parts of L0 a layout keeps outside tables (the matrix's RowTables
+/// in its region), as the newest L0 layout record in `manifests` (newest first, each read
+/// up to its damage) names them; a part that fails its checks is reported as damage.
+/// Returns the layout's file, if it exists, for the caller to move aside (the repaired
+/// database starts an empty layout): without a record, its data cannot be located and is
+/// reported lost.
+fn read_l0_parts(
+    opts: &Options,
+    placement: &Placement,
+    manifests: &[PathBuf],
+    children: &mut Vec<Box<dyn InternalIterator>>,
+    damage: &mut dyn FnMut(&Path, u64, String),
+) -> Result<(Option<PathBuf>, usize)> {
+    let fs = &opts.fs;
+    let mut by_number: Vec<(u64, &PathBuf)> = manifests
+        .iter()
+        .filter_map(
+            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
+                Some(FileType::Manifest(n)) => Some((n.0, p)),
+                _ => None,
+            },
+        )
+        .collect();
+    by_number.sort_by_key(|m| std::cmp::Reverse(m.0));
+    let mut record = None;
+    for (_, p) in by_number {
+        let Ok(bytes) = crate::fs::read_all(&**fs, p) else {
+            continue;
+        };
+        let mut reader = LogReader::new(bytes);
+        while let LogEvent::Record { data, .. } = reader.next_event() {
+            if let Some(r) = VersionEdit::decode(&data).ok().and_then(|e| e.l0_layout) {
+                record = Some((p.clone(), r));
+            }
+        }
+        if record.is_some() {
+            break;
+        }
+    }
+    let mut file = None;
+    let mut read = 0;
+    if let Some((manifest, rec)) = record {
+        match crate::l0::from_record(&rec, &crate::l0::L0Context::new(opts, placement)) {
+            Ok(l0) => {
+                file = l0.own_file();
+                let tables = Arc::new(TableCache::new(fs.clone(), placement.clone(), 1, None));
+                let mut parts = Vec::new();
+                l0.iterators(&[], &tables, &mut parts);
+                for mut it in parts {
+                    it.seek_to_first();
+                    match it.status() {
+                        Ok(()) => {
+                            read += 1;
+                            children.push(it);
+                        }
+                        Err(e) => {
+                            damage(file.as_deref().unwrap_or(&manifest), 0, format!("L0: {e}"));
+                        }
+                    }
+                }
+            }
+            Err(e) => damage(&manifest, 0, format!("L0 layout record: {e}")),
+        }
+    }
+    if file.is_none() {
+        let configured = crate::l0::configured(opts, &crate::l0::L0Context::new(opts, placement))?;
+        file = configured.own_file();
+    }
+    let file = file.filter(|f| fs.exists(f));
+    if let Some(f) = &file {
+        if read == 0 {
+            let what = "may hold L0 data that only a manifest locates, and no manifest \
+                        record located any: it is moved aside, not read";
+            damage(f, 0, what.into());
+        }
+    }
+    Ok((file, read))
 }
 
 /// The finished table of `o` (builder, number, oldest value file) as file metadata.

@@ -191,6 +191,13 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// The file that holds this layout's data outside tables (the matrix's region), if
+    /// any: only a manifest record locates the data in it. `repair` reads it through the
+    /// newest record it finds, then moves it aside. By default none.
+    fn own_file(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+
     /// Bytes L0 holds when it is due for compaction (`LevelSizing::Flattened` sizes L1 by
     /// it): by default `level0_file_num_compaction_trigger` memtables.
     fn capacity(&self, opts: &Options) -> u64 {

@@ -119,6 +119,11 @@ impl Pages {
         }
     }
 
+    /// Where the region's file is.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// The region's size in bytes.
     pub fn len(&self) -> usize {
         self.len

@@ -936,6 +936,10 @@ impl Level0 for Matrix {
         false
     }
 
+    fn own_file(&self) -> Option<std::path::PathBuf> {
+        Some(self.0.shared.pages.path().to_path_buf())
+    }
+
     fn prepare(&self) -> Result<()> {
         // Creating the region reserves (zero-fills) all of it: 0.2 s for 1 GiB on a tmpfs.
         self.region().map(|_| ())
