@@ -66,7 +66,7 @@ pub struct RepairReport {
 
 /// Deletes the database at `path` (its directories as `opts` places them): every file
 /// strata names there (tables, WALs, value files, manifests, CURRENT, OPTIONS, temporary
-/// files; the lock last). Other files and the directories themselves stay, `lost/` too (a
+/// files, the L0 layout's own file such as the matrix's region; the lock last). Other files and the directories themselves stay, `lost/` too (a
 /// repair's set-aside files are the user's to judge). The database must not be open.
 ///
 /// # Errors
@@ -80,6 +80,15 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     let placement = Placement::of(dir, opts);
     let lock_path = dir.join(filename::LOCK);
     let lock = fs.lock(&lock_path)?;
+    let mut manifests = Vec::new();
+    for d in placement.dirs() {
+        for name in fs.list(d).unwrap_or_default() {
+            if let Some(FileType::Manifest(_)) = filename::parse(&name) {
+                manifests.push(d.join(name));
+            }
+        }
+    }
+    let own = l0_own_files(opts, &placement, &manifests);
     // CURRENT first: from then on no open takes what is left for a database.
     if fs.exists(&placement.current_path()) {
         fs.remove(&placement.current_path())?;
@@ -93,6 +102,12 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
             }
         }
         fs.sync_dir(d)?;
+    }
+    for f in own.iter().filter(|f| fs.exists(f)) {
+        fs.remove(f)?;
+        if let Some(d) = f.parent() {
+            fs.sync_dir(d)?;
+        }
     }
     drop(lock);
     fs.remove(&lock_path)
@@ -409,6 +424,62 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     Ok(report)
 }
 
+/// The newest L0 layout record in `manifests` (the highest-numbered manifest that holds
+/// one, read up to its damage), with the manifest it came from.
+fn newest_l0_record(
+    fs: &dyn crate::fs::Fs,
+    manifests: &[PathBuf],
+) -> Option<(PathBuf, crate::l0::L0Record)> {
+    let mut by_number: Vec<(u64, &PathBuf)> = manifests
+        .iter()
+        .filter_map(
+            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
+                Some(FileType::Manifest(n)) => Some((n.0, p)),
+                _ => None,
+            },
+        )
+        .collect();
+    by_number.sort_by_key(|m| std::cmp::Reverse(m.0));
+    for (_, p) in by_number {
+        let Ok(bytes) = crate::fs::read_all(fs, p) else {
+            continue;
+        };
+        let mut record = None;
+        let mut reader = LogReader::new(bytes);
+        while let LogEvent::Record { data, .. } = reader.next_event() {
+            if let Some(r) = VersionEdit::decode(&data).ok().and_then(|e| e.l0_layout) {
+                record = Some((p.clone(), r));
+            }
+        }
+        if record.is_some() {
+            return record;
+        }
+    }
+    None
+}
+
+/// The files a database's L0 layout keeps outside tables (the matrix's region): the
+/// layout the newest manifest record names, and the configured one.
+fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some((_, rec)) = newest_l0_record(&*opts.fs, manifests) {
+        let ctx = crate::l0::L0Context::new(opts, placement);
+        out.extend(
+            crate::l0::from_record(&rec, &ctx)
+                .ok()
+                .and_then(|l0| l0.own_file()),
+        );
+    }
+    let ctx = crate::l0::L0Context::new(opts, placement);
+    out.extend(
+        crate::l0::configured(opts, &ctx)
+            .ok()
+            .and_then(|l0| l0.own_file()),
+    );
+    out.dedup();
+    out
+}
+
 /// Adds to `children` the parts of L0 a layout keeps outside tables (the matrix's RowTables
 /// in its region), as the newest L0 layout record in `manifests` (newest first, each read
 /// up to its damage) names them; a part that fails its checks is reported as damage.
@@ -423,31 +494,7 @@ fn read_l0_parts(
     damage: &mut dyn FnMut(&Path, u64, String),
 ) -> Result<(Option<PathBuf>, usize)> {
     let fs = &opts.fs;
-    let mut by_number: Vec<(u64, &PathBuf)> = manifests
-        .iter()
-        .filter_map(
-            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
-                Some(FileType::Manifest(n)) => Some((n.0, p)),
-                _ => None,
-            },
-        )
-        .collect();
-    by_number.sort_by_key(|m| std::cmp::Reverse(m.0));
-    let mut record = None;
-    for (_, p) in by_number {
-        let Ok(bytes) = crate::fs::read_all(&**fs, p) else {
-            continue;
-        };
-        let mut reader = LogReader::new(bytes);
-        while let LogEvent::Record { data, .. } = reader.next_event() {
-            if let Some(r) = VersionEdit::decode(&data).ok().and_then(|e| e.l0_layout) {
-                record = Some((p.clone(), r));
-            }
-        }
-        if record.is_some() {
-            break;
-        }
-    }
+    let record = newest_l0_record(&**fs, manifests);
     let mut file = None;
     let mut read = 0;
     if let Some((manifest, rec)) = record {

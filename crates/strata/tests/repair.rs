@@ -472,3 +472,42 @@ fn every_preset_comes_back_from_repair() {
         }
     }
 }
+
+/// `destroy` removes every file the database holds, the matrix's region in `pmem_dir` too
+/// (a region left behind keeps its memory, and a database created there later with
+/// another container size would find it the wrong size).
+#[test]
+fn destroy_removes_the_matrix_region() {
+    let fs = Arc::new(MemFs::new());
+    let opts = |container: u64| Options {
+        pmem_dir: Some("/pmem".into()),
+        matrix_container_size: container,
+        write_buffer_size: 64 << 10,
+        fs: fs.clone(),
+        ..Options::preset("matrixkv").unwrap()
+    };
+    {
+        let db = Db::open("/db", opts(1 << 20)).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.flush().unwrap();
+    }
+    assert!(fs.exists(Path::new("/pmem/matrix.pmem")));
+    // Destroyed with options that do not name the matrix: the manifest does.
+    strata::destroy(
+        "/db",
+        &Options {
+            pmem_dir: Some("/pmem".into()),
+            fs: fs.clone(),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        !fs.exists(Path::new("/pmem/matrix.pmem")),
+        "the region is left behind"
+    );
+    let db = Db::open("/db", opts(2 << 20)).unwrap();
+    db.put(b"k", b"w").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"w"[..]));
+}
