@@ -452,7 +452,7 @@ fn every_preset_comes_back_from_repair() {
             // Writes and background work (compaction, GC) over the repaired database.
             for round in 10..13u32 {
                 for (i, k) in model.clone().keys().enumerate().step_by(2) {
-                    if (i as u32 + round) % 5 == 0 {
+                    if (i as u32 + round).is_multiple_of(5) {
                         db.delete(k).unwrap();
                         model.remove(k);
                     } else {
