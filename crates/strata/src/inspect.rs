@@ -411,6 +411,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     let mut values: BTreeMap<u64, crate::vstore::ValueFile> = BTreeMap::new();
     let mut log_number = 0u64;
     let mut kept: Option<crate::version::KeptFiles> = None;
+    let mut l0_record: Option<crate::l0::L0Record> = None;
     problems.extend(walk_log(
         &manifest,
         &mut sink,
@@ -433,6 +434,9 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 }
                 if let Some(n) = e.log_number {
                     log_number = n.0;
+                }
+                if e.l0_layout.is_some() {
+                    l0_record = e.l0_layout;
                 }
                 Ok(None)
             }
@@ -484,6 +488,35 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             }),
         }
         writeln!(out, "value file {}", path.display()).map_err(io)?;
+    }
+    // L0 kept outside tables (the matrix's rows in its region): each part's checks.
+    if let Some(rec) = &l0_record {
+        let opts = crate::Options {
+            fs: std::sync::Arc::new(RealFs::new()),
+            ..opts.clone()
+        };
+        let ctx = crate::l0::L0Context::new(&opts, &placement);
+        match crate::l0::parts_outside_tables(rec, &ctx) {
+            Ok((Some(file), parts)) => {
+                let n = parts.len();
+                for part in parts {
+                    if let Err(e) = part {
+                        problems.push(Problem {
+                            file: file.clone(),
+                            offset: 0,
+                            what: format!("L0: {e}"),
+                        });
+                    }
+                }
+                writeln!(out, "l0 {} ({n} parts)", file.display()).map_err(io)?;
+            }
+            Ok((None, _)) => {}
+            Err(e) => problems.push(Problem {
+                file: manifest.clone(),
+                offset: 0,
+                what: format!("L0 layout record: {e}"),
+            }),
+        }
     }
     let mut wals: Vec<u64> = fs
         .list(placement.wal_dir())?

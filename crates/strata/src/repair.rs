@@ -34,7 +34,6 @@ use crate::key::{self, SeqNo, ValueKind};
 use crate::memtable::MemTable;
 use crate::placement::{FileKind, Placement};
 use crate::sst::{Table, TableBuilder, TableOptions};
-use crate::table_cache::TableCache;
 use crate::version::{FileMeta, VersionEdit};
 use crate::vstore::ValuePointer;
 use crate::wal::{LogEvent, LogReader, LogWriter};
@@ -498,16 +497,12 @@ fn read_l0_parts(
     let mut file = None;
     let mut read = 0;
     if let Some((manifest, rec)) = record {
-        match crate::l0::from_record(&rec, &crate::l0::L0Context::new(opts, placement)) {
-            Ok(l0) => {
-                file = l0.own_file();
-                let tables = Arc::new(TableCache::new(fs.clone(), placement.clone(), 1, None));
-                let mut parts = Vec::new();
-                l0.iterators(&[], &tables, &mut parts);
-                for mut it in parts {
-                    it.seek_to_first();
-                    match it.status() {
-                        Ok(()) => {
+        match crate::l0::parts_outside_tables(&rec, &crate::l0::L0Context::new(opts, placement)) {
+            Ok((own, parts)) => {
+                file = own;
+                for part in parts {
+                    match part {
+                        Ok(it) => {
                             read += 1;
                             children.push(it);
                         }

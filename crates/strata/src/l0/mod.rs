@@ -463,6 +463,40 @@ pub(crate) fn from_record(rec: &L0Record, ctx: &L0Context) -> Result<Arc<dyn Lev
     }
 }
 
+/// The layout's own file, and one checked iterator per part of L0 kept outside tables
+/// ([`parts_outside_tables`]).
+pub(crate) type OutsideTables = (
+    Option<std::path::PathBuf>,
+    Vec<Result<Box<dyn InternalIterator>>>,
+);
+
+/// What layout record `rec` keeps of L0 outside tables (the matrix's rows), as one
+/// iterator per part, each positioned at its first entry after the part's checks (`Err`
+/// for a part that fails them), with the layout's own file (`check` and `repair` read L0
+/// this way without opening the database).
+///
+/// # Errors
+/// `from_record`'s.
+pub(crate) fn parts_outside_tables(rec: &L0Record, ctx: &L0Context) -> Result<OutsideTables> {
+    let l0 = from_record(rec, ctx)?;
+    let tables = Arc::new(TableCache::new(
+        ctx.fs.clone(),
+        ctx.placement.clone(),
+        1,
+        None,
+    ));
+    let mut parts = Vec::new();
+    l0.iterators(&[], &tables, &mut parts);
+    let parts = parts
+        .into_iter()
+        .map(|mut it| {
+            it.seek_to_first();
+            it.status().map(|()| it)
+        })
+        .collect();
+    Ok((l0.own_file(), parts))
+}
+
 /// The newest version of `user_key` in `files` (newest first, possibly overlapping): each
 /// table whose range holds the key, in order, until one has it. `searched` is told of each
 /// table searched.
