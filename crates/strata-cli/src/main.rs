@@ -274,7 +274,7 @@ fn cli() -> Command {
         )
         .subcommand(
             Command::new("value-dump")
-                .about("Show a value file's records (a .blob file or a .vlog segment), checking each")
+                .about("Show a value file's records (.blob, .vlog, .hkv or .grp), checking each")
                 .arg(Arg::new("file").required(true).value_name("FILE"))
                 .arg(hex_arg()),
         )

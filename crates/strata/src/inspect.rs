@@ -562,7 +562,7 @@ fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) 
 }
 
 /// Writes the records of value file `path` (any store's: its extension names the store,
-/// `.blob` or `.vlog`): a line on the whole file (a blob file's footer), then each record's
+/// `.blob`, `.vlog`, `.hkv`, `.grp`): a line on the whole file (its footer), then each record's
 /// offset, size, key, value. Returns the damage met (a record that fails its checksum ends
 /// the walk: lengths past it cannot be trusted).
 ///
