@@ -361,8 +361,14 @@ impl Store for HashStore {
         f.records = records.len() as u64;
         f.record_bytes = records.iter().map(|(_, r)| r.size as u64).sum();
         // A repaired group's files are all log segments: its next GC writes its main,
-        // keeping only the records the repaired LSM points to (`REPAIRED`).
-        f.meta = meta(group, groups.max(1), SegmentKind::Log) | REPAIRED;
+        // keeping only the records the repaired LSM points to (`REPAIRED`). Cold-log files
+        // stay cold (their GC looks keys up anyway).
+        let kind = if group == COLD_GROUP {
+            SegmentKind::Cold
+        } else {
+            SegmentKind::Log
+        };
+        f.meta = meta(group, groups.max(1), kind) | REPAIRED;
         if record::header_version(&bytes) == Some(record::VERSION_WRITE_TIME) {
             // Up to its last whole record.
             f.size = record::records_end(&records) as u64;
