@@ -65,8 +65,9 @@ pub struct RepairReport {
 
 /// Deletes the database at `path` (its directories as `opts` places them): every file
 /// strata names there (tables, WALs, value files, manifests, CURRENT, OPTIONS, temporary
-/// files, the L0 layout's own file such as the matrix's region; the lock last). Other files and the directories themselves stay, `lost/` too (a
-/// repair's set-aside files are the user's to judge). The database must not be open.
+/// files, the L0 layout's own file such as the matrix's region; the lock last). Other
+/// files and the directories themselves stay, `lost/` too (a repair's set-aside files are
+/// the user's to judge). The database must not be open.
 ///
 /// # Errors
 /// `Busy` if the database is open (in this process or another); I/O errors.
@@ -516,8 +517,7 @@ fn read_l0_parts(
         }
     }
     if file.is_none() {
-        let configured = crate::l0::configured(opts, &crate::l0::L0Context::new(opts, placement))?;
-        file = configured.own_file();
+        file = l0_own_files(opts, placement, &[]).pop(); // the configured layout's
     }
     let file = file.filter(|f| fs.exists(f));
     if let Some(f) = &file {
