@@ -51,6 +51,15 @@ fn big(i: u32, round: u32) -> Vec<u8> {
     v
 }
 
+/// Puts a big value of round `round` under each of `keys` keys named `prefix` + number.
+fn put_bigs(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, prefix: &str, keys: u32, round: u32) {
+    for i in 0..keys {
+        let k = format!("{prefix}{i:04}").into_bytes();
+        db.put(&k, big(i, round)).unwrap();
+        model.insert(k, big(i, round));
+    }
+}
+
 /// Round `round` of the churn: every key rewritten, every 7th deleted, every 5th small.
 fn churn(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, keys: u32, round: u32) {
     for i in 0..keys {
@@ -333,19 +342,11 @@ fn cold_values_move_to_the_cold_log_and_hot_ones_stay() {
     let db = Db::open("/db", o.clone()).unwrap();
     let mut model = BTreeMap::new();
     // Written once: cold at their group's first GC.
-    for i in 0..300u32 {
-        let k = format!("c{i:04}").into_bytes();
-        db.put(&k, big(i, 0)).unwrap();
-        model.insert(k, big(i, 0));
-    }
+    put_bigs(&db, &mut model, "c", 300, 0);
     db.flush().unwrap();
     // A few hot keys, rewritten again and again: their groups are collected many times.
     for round in 1..40u32 {
-        for i in 0..20u32 {
-            let k = format!("h{i:04}").into_bytes();
-            db.put(&k, big(i, round)).unwrap();
-            model.insert(k, big(i, round));
-        }
+        put_bigs(&db, &mut model, "h", 20, round);
         db.flush().unwrap();
     }
     db.wait_for_compactions().unwrap();
@@ -387,11 +388,7 @@ fn cold_values_move_to_the_cold_log_and_hot_ones_stay() {
         }
     }
     for round in 40..80u32 {
-        for i in 0..20u32 {
-            let k = format!("h{i:04}").into_bytes();
-            db.put(&k, big(i, round)).unwrap();
-            model.insert(k, big(i, round));
-        }
+        put_bigs(&db, &mut model, "h", 20, round);
         db.flush().unwrap();
         // Compactions count the cold log's garbage; its GC runs once enough is counted.
         if round % 10 == 0 {
@@ -874,11 +871,7 @@ fn repaired_groups_keep_only_what_the_lsm_points_to() {
             }
             db.flush().unwrap();
             for round in 101..106u32 {
-                for i in 0..100u32 {
-                    let k = format!("other{i:04}").into_bytes();
-                    db.put(&k, big(i, round)).unwrap();
-                    m.insert(k, big(i, round));
-                }
+                put_bigs(&db, &mut m, "other", 100, round);
                 db.flush().unwrap();
             }
             db.wait_for_compactions().unwrap();

@@ -60,13 +60,29 @@ struct OpenFile {
 impl OpenFile {
     /// The file as the manifest names it once sealed: a log segment of its extent.
     fn sealed(&self, groups: u32) -> ValueFile {
-        let mut f = ValueFile::new(ID, self.number, self.path_id);
-        f.size = self.offset;
-        f.records = self.records;
-        f.record_bytes = self.offset - record::HEADER_LEN;
-        f.meta = meta(self.group, groups, SegmentKind::Log) | WRITE_TIME;
-        f
+        sealed_segment(
+            (self.number, self.path_id),
+            (self.group, groups),
+            self.offset,
+            self.records,
+        )
     }
+}
+
+/// Write-time file `number` (in `path_id`) of `group` (of `groups`) named as a sealed log
+/// segment holding `records` records up to byte `end`.
+fn sealed_segment(
+    (number, path_id): (u64, PathId),
+    (group, groups): (u32, u32),
+    end: u64,
+    records: u64,
+) -> ValueFile {
+    let mut f = ValueFile::new(ID, number, path_id);
+    f.size = end;
+    f.records = records;
+    f.record_bytes = end - record::HEADER_LEN;
+    f.meta = meta(group, groups, SegmentKind::Log) | WRITE_TIME;
+    f
 }
 
 struct State {
@@ -437,12 +453,12 @@ pub(super) fn recover(env: &StoreEnv, v: &Version, last: SeqNo) -> Result<Vec<Va
         if count > 0 {
             env.fs.sync_file(&path)?;
         }
-        let mut sealed = ValueFile::new(ID, f.number, f.path_id);
-        sealed.size = end;
-        sealed.records = count;
-        sealed.record_bytes = end - record::HEADER_LEN;
-        sealed.meta = meta(group_of(f), groups_of(f), SegmentKind::Log) | WRITE_TIME;
-        out.push(sealed);
+        out.push(sealed_segment(
+            (f.number, f.path_id),
+            (group_of(f), groups_of(f)),
+            end,
+            count,
+        ));
     }
     Ok(out)
 }
