@@ -497,7 +497,8 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         };
         let ctx = crate::l0::L0Context::new(&opts, &placement);
         match crate::l0::parts_outside_tables(rec, &ctx) {
-            Ok((Some(file), parts)) => {
+            Ok((files, parts)) if !files.is_empty() => {
+                let file = &files[0];
                 let n = parts.len();
                 for part in parts {
                     if let Err(e) = part {
@@ -509,8 +510,24 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                     }
                 }
                 writeln!(out, "l0 {} ({n} parts)", file.display()).map_err(io)?;
+                // What a repair with no manifest would read (the matrix's row directory).
+                let located =
+                    crate::l0::from_record(rec, &crate::l0::L0Context::new(&opts, &placement))
+                        .and_then(|l0| l0.located_parts());
+                let damaged = match located {
+                    Ok(Some(parts)) => parts.into_iter().find_map(|p| p.err()),
+                    Ok(None) => None,
+                    Err(e) => Some(e),
+                };
+                if let Some(e) = damaged {
+                    problems.push(Problem {
+                        file: files.last().unwrap_or(file).clone(),
+                        offset: 0,
+                        what: format!("L0 as repair would locate it: {e}"),
+                    });
+                }
             }
-            Ok((None, _)) => {}
+            Ok(_) => {}
             Err(e) => problems.push(Problem {
                 file: manifest.clone(),
                 offset: 0,

@@ -255,7 +255,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     }
     children.push(Box::new(wal_mem.iter()));
-    let (l0_file, l0_parts_read) =
+    let (l0_files, l0_parts_read) =
         read_l0_parts(opts, &placement, &manifests, &mut children, &mut damage)?;
 
     let mut value_lengths: HashMap<u64, u64> = HashMap::new();
@@ -397,7 +397,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     replaced.extend(wals.iter().map(|w| &w.0));
     replaced.extend(manifests.iter());
     replaced.extend(unreached.iter());
-    replaced.extend(l0_file.iter());
+    replaced.extend(l0_files.iter());
     for p in &replaced {
         crate::fs::create_dir_durable(&*fs, &lost_of(p))?;
     }
@@ -458,76 +458,88 @@ fn newest_l0_record(
     None
 }
 
-/// The files a database's L0 layout keeps outside tables (the matrix's region): the
-/// layout the newest manifest record names, and the configured one.
+/// The files a database's L0 layout keeps outside tables (the matrix's region and row
+/// directory): the layout the newest manifest record names, and the configured one.
 fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some((_, rec)) = newest_l0_record(&*opts.fs, manifests) {
         let ctx = crate::l0::L0Context::new(opts, placement);
-        out.extend(
-            crate::l0::from_record(&rec, &ctx)
-                .ok()
-                .and_then(|l0| l0.own_file()),
-        );
+        if let Ok(l0) = crate::l0::from_record(&rec, &ctx) {
+            out.extend(l0.own_files());
+        }
     }
     let ctx = crate::l0::L0Context::new(opts, placement);
-    out.extend(
-        crate::l0::configured(opts, &ctx)
-            .ok()
-            .and_then(|l0| l0.own_file()),
-    );
-    out.dedup();
+    if let Ok(l0) = crate::l0::configured(opts, &ctx) {
+        out.extend(l0.own_files());
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.clone()));
     out
 }
 
 /// Adds to `children` the parts of L0 a layout keeps outside tables (the matrix's RowTables
-/// in its region), as the newest L0 layout record in `manifests` (newest first, each read
-/// up to its damage) names them; a part that fails its checks is reported as damage.
-/// Returns the layout's file, if it exists, for the caller to move aside (the repaired
-/// database starts an empty layout): without a record, its data cannot be located and is
-/// reported lost.
+/// in its region): as the configured layout's own files locate them (the matrix's row
+/// directory, never behind the manifest), or else as the newest L0 layout record in
+/// `manifests` (newest first, each read up to its damage) names them; a part that fails
+/// its checks is reported as damage. Returns the layout's files that exist, for the caller
+/// to move aside (the repaired database starts an empty layout), and the parts read: with
+/// neither a directory nor a record, the data cannot be located and is reported lost.
 fn read_l0_parts(
     opts: &Options,
     placement: &Placement,
     manifests: &[PathBuf],
     children: &mut Vec<Box<dyn InternalIterator>>,
     damage: &mut dyn FnMut(&Path, u64, String),
-) -> Result<(Option<PathBuf>, usize)> {
+) -> Result<(Vec<PathBuf>, usize)> {
     let fs = &opts.fs;
-    let record = newest_l0_record(&**fs, manifests);
-    let mut file = None;
+    let files: Vec<PathBuf> = l0_own_files(opts, placement, manifests)
+        .into_iter()
+        .filter(|f| fs.exists(f))
+        .collect();
+    let Some(first) = files.first().cloned() else {
+        return Ok((files, 0));
+    };
     let mut read = 0;
-    if let Some((manifest, rec)) = record {
-        match crate::l0::parts_outside_tables(&rec, &crate::l0::L0Context::new(opts, placement)) {
-            Ok((own, parts)) => {
-                file = own;
-                for part in parts {
-                    match part {
-                        Ok(it) => {
-                            read += 1;
-                            children.push(it);
-                        }
-                        Err(e) => {
-                            damage(file.as_deref().unwrap_or(&manifest), 0, format!("L0: {e}"));
-                        }
-                    }
+    let mut take = |parts: crate::l0::CheckedParts, damage: &mut dyn FnMut(&Path, u64, String)| {
+        for part in parts {
+            match part {
+                Ok(it) => {
+                    read += 1;
+                    children.push(it);
                 }
+                Err(e) => damage(&first, 0, format!("L0: {e}")),
+            }
+        }
+    };
+    let ctx = crate::l0::L0Context::new(opts, placement);
+    let located = crate::l0::configured(opts, &ctx).and_then(|l0| l0.located_parts());
+    let located = match located {
+        Ok(l) => l,
+        Err(e) => {
+            let at = files.last().unwrap_or(&first);
+            damage(at, 0, format!("L0's locator, not used: {e}"));
+            None
+        }
+    };
+    let mut found = located.is_some();
+    if let Some(parts) = located {
+        take(parts, damage);
+    } else if let Some((manifest, rec)) = newest_l0_record(&**fs, manifests) {
+        let ctx = crate::l0::L0Context::new(opts, placement);
+        match crate::l0::parts_outside_tables(&rec, &ctx) {
+            Ok((_, parts)) => {
+                found = true;
+                take(parts, damage);
             }
             Err(e) => damage(&manifest, 0, format!("L0 layout record: {e}")),
         }
     }
-    if file.is_none() {
-        file = l0_own_files(opts, placement, &[]).pop(); // the configured layout's
+    if !found {
+        let what = "may hold L0 data, and neither its locator nor a manifest record located \
+                    any: it is moved aside, not read";
+        damage(&first, 0, what.into());
     }
-    let file = file.filter(|f| fs.exists(f));
-    if let Some(f) = &file {
-        if read == 0 {
-            let what = "may hold L0 data that only a manifest locates, and no manifest \
-                        record located any: it is moved aside, not read";
-            damage(f, 0, what.into());
-        }
-    }
-    Ok((file, read))
+    Ok((files, read))
 }
 
 /// The finished table of `o` (builder, number, oldest value file) as file metadata.

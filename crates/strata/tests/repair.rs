@@ -341,9 +341,11 @@ fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
 /// cannot be found: repair says so, naming the region, and moves it aside.
 #[test]
 fn l0_in_persistent_memory_survives_repair() {
+    // What is lost: CURRENT (the manifest survives), every manifest (the row directory
+    // locates the rows), or every manifest and the directory too.
     for preset in ["rocksdb-l0-nvm", "matrixkv"] {
-        for manifest_lost in [false, true] {
-            let what = format!("{preset}, manifest lost {manifest_lost}");
+        for lose in ["CURRENT", "manifests", "manifests and directory"] {
+            let what = format!("{preset}, {lose} lost");
             let fs = Arc::new(MemFs::new());
             let opts = || Options {
                 pmem_dir: Some("/pmem".into()),
@@ -363,17 +365,22 @@ fn l0_in_persistent_memory_survives_repair() {
                 // later writes above them.
                 db.flush().unwrap();
             }
-            if manifest_lost {
-                destroy_manifest(&fs, Path::new("/db"));
-            } else {
+            if lose == "CURRENT" {
                 fs.remove(Path::new("/db/CURRENT")).unwrap();
+            } else {
+                destroy_manifest(&fs, Path::new("/db"));
+            }
+            let directory = Path::new("/pmem/matrix.dir");
+            assert_eq!(fs.exists(directory), preset == "matrixkv", "{what}");
+            if lose == "manifests and directory" && preset == "matrixkv" {
+                fs.remove(directory).unwrap();
             }
             let report = repair("/db", &opts()).unwrap();
             let db = Db::open("/db", opts()).unwrap();
             let got = contents(&db);
             let lost = model.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
             let extra = got.keys().filter(|k| !model.contains_key(*k)).count();
-            if preset == "matrixkv" && manifest_lost {
+            if preset == "matrixkv" && lose == "manifests and directory" {
                 // (Deletes in the lost rows are lost too: `extra` keys are back.)
                 assert!(lost > 0, "{what}: the test needs rows in L0");
                 let named = report
@@ -386,8 +393,9 @@ fn l0_in_persistent_memory_survives_repair() {
                 assert_eq!(lost + extra, 0, "{what}: keys lost or wrong; {report:?}");
                 assert!(report.damage.is_empty(), "{what}: {report:?}");
             }
-            if preset == "matrixkv" && !manifest_lost {
+            if preset == "matrixkv" && lose != "manifests and directory" {
                 assert!(report.l0_parts_read > 0, "{what}: {report:?}");
+                assert!(fs.exists(Path::new("/pmem/lost/matrix.dir")), "{what}");
             }
             // The repaired database takes writes into a fresh layout.
             for (k, _) in model.iter().step_by(3) {
@@ -403,10 +411,10 @@ fn l0_in_persistent_memory_survives_repair() {
     }
 }
 
-/// Every preset's database, its manifest lost (CURRENT kept: the matrix's rows are then
-/// lost, as above, so CURRENT goes instead for those), comes back whole from repair and
-/// takes writes and background work after it: values of every size (inline, separated,
-/// coalesced), deletes, the newest writes both in the WAL and only in L0.
+/// Every preset's database, its manifests lost (the matrix's rows found through its row
+/// directory), comes back whole from repair and takes writes and background work after
+/// it: values of every size (inline, separated, coalesced), deletes, the newest writes
+/// both in the WAL and only in L0.
 #[test]
 fn every_preset_comes_back_from_repair() {
     for &preset in Options::PRESETS {
@@ -437,11 +445,7 @@ fn every_preset_comes_back_from_repair() {
                     db.flush().unwrap();
                 }
             }
-            if preset.starts_with("matrixkv") {
-                fs.remove(Path::new("/db/CURRENT")).unwrap();
-            } else {
-                destroy_manifest(&fs, Path::new("/db"));
-            }
+            destroy_manifest(&fs, Path::new("/db"));
             let report = repair("/db", &opts()).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(report.damage.is_empty(), "{what}: {report:?}");
             let db = Db::open("/db", opts()).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -547,6 +551,23 @@ fn check_verifies_the_matrix_rows() {
         problems
             .iter()
             .any(|p| p.file == region && p.what.contains("checksum")),
+        "{problems:?}"
+    );
+    // The region whole again, the row directory's slots both damaged: what a repair with
+    // no manifest would read is reported.
+    bytes[4096 + 100] ^= 0x40;
+    std::fs::write(&region, &bytes).unwrap();
+    let directory = dir.path().join("pmem").join("matrix.dir");
+    let mut listing = std::fs::read(&directory).unwrap();
+    let slot = listing.len() / 2;
+    listing[0] ^= 1;
+    listing[slot] ^= 1;
+    std::fs::write(&directory, &listing).unwrap();
+    let problems = strata::inspect::check(&db_dir, &opts(), &mut std::io::sink()).unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.file == directory && p.what.contains("neither slot")),
         "{problems:?}"
     );
 }

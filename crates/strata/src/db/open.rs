@@ -109,6 +109,13 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         edit.l0_layout = Some(configured.record());
     }
     let version = versions.log_and_apply(edit)?;
+    // What locates L0's data for a repair, as the manifest has it, before anything deletes
+    // a file: a crash may have left it one edit ahead (a column whose tables the manifest
+    // does not name, deleted below as unrecorded), or it may be missing.
+    version
+        .l0
+        .write_locator()
+        .map_err(|e| e.context("recording where L0 is"))?;
     tables.set_live_bytes(version.total_bytes());
     let migrate = switch && version.l0.kind() != configured.kind();
     // One memtable's worth of chunks: with the memtable being filled and the one being

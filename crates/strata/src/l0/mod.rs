@@ -191,11 +191,35 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// The file that holds this layout's data outside tables (the matrix's region), if
-    /// any: only a manifest record locates the data in it. `repair` reads it through the
-    /// newest record it finds, then moves it aside. By default none.
-    fn own_file(&self) -> Option<std::path::PathBuf> {
-        None
+    /// The files that hold this layout's data outside tables and what locates it (the
+    /// matrix's region and row directory). `repair` reads them, then moves them aside;
+    /// `destroy` removes them. By default none.
+    fn own_files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
+    /// Writes, durably, what lets `repair` find this layout's data outside tables with no
+    /// manifest (the matrix's row directory). Called under the versions lock on a layout
+    /// about to be recorded, before the manifest edit that records it, and at open on the
+    /// layout the manifest holds: what it writes is never behind the manifest, and ahead of
+    /// it only by an edit whose data is durable elsewhere too (a flush's WAL, a
+    /// compaction's tables). By default nothing.
+    ///
+    /// # Errors
+    /// I/O errors: the edit is not made.
+    fn write_locator(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The parts of L0 this layout's own files locate without a manifest (the matrix's
+    /// rows, through its row directory), as [`parts_outside_tables`] gives them; `None`
+    /// when its files locate nothing (no directory). Asked of the configured layout by
+    /// `repair`. By default `None`.
+    ///
+    /// # Errors
+    /// I/O errors, and `Corruption` when what locates the parts is damaged.
+    fn located_parts(&self) -> Result<Option<CheckedParts>> {
+        Ok(None)
     }
 
     /// Bytes L0 holds when it is due for compaction (`LevelSizing::Flattened` sizes L1 by
@@ -463,12 +487,13 @@ pub(crate) fn from_record(rec: &L0Record, ctx: &L0Context) -> Result<Arc<dyn Lev
     }
 }
 
-/// The layout's own file, and one checked iterator per part of L0 kept outside tables
+/// The layout's own files, and one checked iterator per part of L0 kept outside tables
 /// ([`parts_outside_tables`]).
-pub(crate) type OutsideTables = (
-    Option<std::path::PathBuf>,
-    Vec<Result<Box<dyn InternalIterator>>>,
-);
+pub(crate) type OutsideTables = (Vec<std::path::PathBuf>, CheckedParts);
+
+/// One iterator per part of L0 kept outside tables, each positioned at its first entry
+/// after the part's checks, or the error that failed them.
+pub(crate) type CheckedParts = Vec<Result<Box<dyn InternalIterator>>>;
 
 /// What layout record `rec` keeps of L0 outside tables (the matrix's rows), as one
 /// iterator per part, each positioned at its first entry after the part's checks (`Err`
@@ -494,7 +519,7 @@ pub(crate) fn parts_outside_tables(rec: &L0Record, ctx: &L0Context) -> Result<Ou
             it.status().map(|()| it)
         })
         .collect();
-    Ok((l0.own_file(), parts))
+    Ok((l0.own_files(), parts))
 }
 
 /// The newest version of `user_key` in `files` (newest first, possibly overlapping): each

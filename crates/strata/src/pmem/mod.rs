@@ -119,6 +119,11 @@ impl Pages {
         }
     }
 
+    /// The file system the region is in.
+    pub fn fs(&self) -> &Arc<dyn Fs> {
+        &self.fs
+    }
+
     /// Where the region's file is.
     pub fn path(&self) -> &std::path::Path {
         &self.path

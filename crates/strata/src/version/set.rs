@@ -368,6 +368,12 @@ impl VersionSet {
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
+        if !Arc::ptr_eq(&v.l0, &self.current.l0) {
+            // What lets a repair find the layout's data without a manifest, before the edit
+            // that records the layout (the matrix's row directory).
+            v.l0.write_locator()
+                .map_err(|e| e.context("recording where L0 is"))?;
+        }
         if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() || edit.kept.is_some() {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v);

@@ -17,6 +17,7 @@
 //! live version's layout and no writer holds (the page table in `pmem/`), derived from the
 //! record at open. Design: docs/design/matrixkv.md, "The matrix layout".
 
+mod directory;
 mod row;
 
 use std::any::Any;
@@ -58,6 +59,8 @@ const RECORD_VERSION: u8 = 1;
 #[derive(Debug)]
 struct Shared {
     pages: Arc<Pages>,
+    /// Where the rows are, for a repair with no manifest (`directory.rs`).
+    directory: directory::Directory,
     /// Rows by id, so successive layouts share one `Row` (and its checked flag).
     rows: Mutex<HashMap<u64, Weak<CheckedRow>>>,
 }
@@ -164,9 +167,14 @@ fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shared>> {
     }
     let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
         .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
-    let path = ctx.placement.dir(PathId::PMEM).join(REGION_NAME);
+    let dir = ctx.placement.dir(PathId::PMEM);
     let s = Arc::new(Shared {
-        pages: Arc::new(Pages::new(ctx.fs.clone(), path, len)),
+        pages: Arc::new(Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len)),
+        directory: directory::Directory::new(
+            ctx.fs.clone(),
+            dir.join(directory::DIRECTORY_NAME),
+            len as u64,
+        ),
         rows: Mutex::default(),
     });
     *slot = Some(s.clone());
@@ -327,6 +335,26 @@ impl Matrix {
 
     fn region(&self) -> Result<&Arc<dyn PmemRegion>> {
         self.0.shared.pages.region(!self.0.rows.is_empty())
+    }
+
+    /// The rows as the row directory lists them.
+    fn listing(&self) -> directory::Listing {
+        directory::Listing {
+            container: self.0.shared.pages.len() as u64,
+            rows: self
+                .0
+                .rows
+                .iter()
+                .map(|lr| directory::Listed {
+                    id: lr.r().id,
+                    entries: lr.r().entries,
+                    data_len: lr.r().data_len,
+                    live_from: lr.live_from,
+                    first_page: lr.first_page,
+                    runs: lr.r().runs_from(lr.first_page),
+                })
+                .collect(),
+        }
     }
 
     fn receiver(&self) -> &[LiveRow] {
@@ -936,13 +964,69 @@ impl Level0 for Matrix {
         false
     }
 
-    fn own_file(&self) -> Option<std::path::PathBuf> {
-        Some(self.0.shared.pages.path().to_path_buf())
+    fn own_files(&self) -> Vec<std::path::PathBuf> {
+        let sh = &self.0.shared;
+        vec![
+            sh.pages.path().to_path_buf(),
+            sh.directory.path().to_path_buf(),
+        ]
     }
 
     fn prepare(&self) -> Result<()> {
         // Creating the region reserves (zero-fills) all of it: 0.2 s for 1 GiB on a tmpfs.
         self.region().map(|_| ())
+    }
+
+    fn write_locator(&self) -> Result<()> {
+        self.0.shared.directory.write(&self.listing())
+    }
+
+    fn located_parts(&self) -> Result<Option<super::CheckedParts>> {
+        let sh = &self.0.shared;
+        let fs = sh.pages.fs();
+        let Some(listing) = directory::read(&**fs, sh.directory.path())? else {
+            return Ok(None);
+        };
+        if listing.rows.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        // The region as the directory sizes it (the options may name another size).
+        let path = sh.pages.path();
+        if !fs.exists(path) {
+            return Err(Error::corrupt(format!(
+                "{}: the region the row directory lists {} rows in is missing",
+                path.display(),
+                listing.rows.len()
+            )));
+        }
+        let len = usize::try_from(listing.container)
+            .map_err(|_| Error::corrupt("the row directory's region does not fit in memory"))?;
+        let region = fs.open_region(path, len)?;
+        let keep: Arc<dyn Any + Send + Sync> = Arc::new(());
+        let parts = listing
+            .rows
+            .iter()
+            .map(|l| {
+                let row = Row::located(l.id, l.entries, l.data_len, l.first_page, &l.runs)?;
+                if l.first_page >= row.page_count() {
+                    return Err(Error::corrupt(format!(
+                        "the row directory's row {} starts past its pages",
+                        l.id
+                    )));
+                }
+                row.verify(&*region, l.first_page)?;
+                let mut it: Box<dyn InternalIterator> = Box::new(RowIter::new(
+                    region.clone(),
+                    Arc::new(row),
+                    keep.clone(),
+                    l.live_from,
+                    l.entries,
+                ));
+                it.seek_to_first();
+                it.status().map(|()| it)
+            })
+            .collect();
+        Ok(Some(parts))
     }
 
     fn score(&self, _files: &[Arc<FileMeta>], _opts: &Options) -> f64 {

@@ -46,8 +46,11 @@ pub(crate) struct Row {
     pub smallest: Vec<u8>,
     /// The largest user key.
     pub largest: Vec<u8>,
-    /// The pages the row was written in, in order.
+    /// The pages the row was written in, in order, from logical page `skipped` on.
     pages: Vec<u32>,
+    /// Logical pages before `pages` that are not known: a row located by the row directory
+    /// names only the pages it still holds ([`Row::located`]); 0 for a recorded row.
+    skipped: u32,
 }
 
 /// Pages the entries of a row with `data_len` bytes of them touch: one checksum each.
@@ -92,15 +95,52 @@ impl Row {
             smallest: bounds.0,
             largest: bounds.1,
             pages,
+            skipped: 0,
         };
-        if (row.pages.len() as u64) * (PAGE as u64) < row.len() {
+        row.check_pages()?;
+        Ok(row)
+    }
+
+    /// A row as the row directory lists it (docs/format/row_table.md): only its pages from
+    /// logical page `first_page` on are known (`runs`), and no bounds (a repair reads it
+    /// whole from its first live entry). Reading below `first_page` is an error.
+    ///
+    /// # Errors
+    /// `Corruption` when the runs cannot hold the row's bytes.
+    pub fn located(
+        id: u64,
+        entries: u32,
+        data_len: u32,
+        first_page: u32,
+        runs: &[Run],
+    ) -> Result<Self> {
+        let row = Row {
+            id,
+            prev: 0,
+            entries,
+            data_len,
+            smallest: Vec::new(),
+            largest: Vec::new(),
+            pages: runs
+                .iter()
+                .flat_map(|&(s, l)| s..s.saturating_add(l))
+                .collect(),
+            skipped: first_page,
+        };
+        row.check_pages()?;
+        Ok(row)
+    }
+
+    fn check_pages(&self) -> Result<()> {
+        let pages = u64::from(self.skipped) + self.pages.len() as u64;
+        if pages * (PAGE as u64) < self.len() {
             return Err(Error::corrupt(format!(
-                "RowTable {id}: {} pages cannot hold its {} bytes",
-                row.pages.len(),
-                row.len()
+                "RowTable {}: {pages} pages cannot hold its {} bytes",
+                self.id,
+                self.len()
             )));
         }
-        Ok(row)
+        Ok(())
     }
 
     /// Bytes of the whole row.
@@ -111,19 +151,22 @@ impl Row {
             + FOOTER as u64
     }
 
-    /// The runs of the row's pages (what the layout record names).
+    /// The runs of the row's pages (what the layout record names; a recorded row knows
+    /// them all).
     pub fn runs(&self) -> Vec<Run> {
+        debug_assert_eq!(self.skipped, 0, "a located row's first pages are not known");
         runs_of(&self.pages)
     }
 
     /// The runs of pages from logical page `first` on (what a layout holds of the row).
     pub fn runs_from(&self, first: u32) -> Vec<Run> {
-        runs_of(self.pages.get(first as usize..).unwrap_or(&[]))
+        let from = first.saturating_sub(self.skipped) as usize;
+        runs_of(self.pages.get(from..).unwrap_or(&[]))
     }
 
     /// Pages of the row.
     pub fn page_count(&self) -> u32 {
-        self.pages.len() as u32
+        self.skipped + self.pages.len() as u32
     }
 
     /// Bytes `off..off + len` of the row's stream.
@@ -146,7 +189,16 @@ impl Row {
         let mut done = 0;
         while done < len {
             let at = off + done as u64;
-            let page = self.pages[(at / PAGE as u64) as usize] as usize;
+            let logical = (at / PAGE as u64) as usize;
+            let Some(&page) = logical
+                .checked_sub(self.skipped as usize)
+                .and_then(|i| self.pages.get(i))
+            else {
+                return Err(self.bad(format!(
+                    "its page {logical} is not held (a read below its first live entry)"
+                )));
+            };
+            let page = page as usize;
             let in_page = (at % PAGE as u64) as usize;
             let n = (PAGE - in_page).min(len - done);
             region.read_into(page * PAGE + in_page, &mut out[done..done + n])?;
