@@ -525,6 +525,8 @@ fn read_l0_parts(
     if let Some(parts) = located {
         take(parts, damage);
     } else if let Some((manifest, rec)) = newest_l0_record(&**fs, manifests) {
+        // A context of its own: the configured layout's holds a region of the configured
+        // size, which the record's may not be.
         let ctx = crate::l0::L0Context::new(opts, placement);
         match crate::l0::parts_outside_tables(&rec, &ctx) {
             Ok((_, parts)) => {

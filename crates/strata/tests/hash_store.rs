@@ -95,6 +95,14 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u32) {
     assert_eq!(&all, model);
 }
 
+/// A reopened database: checked, written to (a `churn` round, flushed), checked again.
+fn check_churn_check(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, keys: u32, round: u32) {
+    check(db, model, keys);
+    churn(db, model, keys, round);
+    db.flush().unwrap();
+    check(db, model, keys);
+}
+
 #[test]
 fn values_go_to_their_groups_at_flush_and_read_back() {
     let fs = Arc::new(MemFs::new());
@@ -651,10 +659,7 @@ fn written_at_write_time_group_gc_never_brings_back_a_value() {
         db.close().unwrap();
         drop(db);
         let db = Db::open("/db", o).unwrap();
-        check(&db, &model, 300);
-        churn(&db, &mut model, 300, 31);
-        db.flush().unwrap();
-        check(&db, &model, 300);
+        check_churn_check(&db, &mut model, 300, 31);
     }
 }
 
@@ -795,10 +800,7 @@ fn a_failed_write_time_separation_refuses_later_writes_until_reopened() {
     let _ = db.close();
     drop(db);
     let db = Db::open("/db", o).unwrap();
-    check(&db, &model, 100);
-    churn(&db, &mut model, 100, 1);
-    db.flush().unwrap();
-    check(&db, &model, 100);
+    check_churn_check(&db, &mut model, 100, 1);
 }
 
 /// Repair (the manifest lost) over crash images of the hash store (flush-time, write-time,

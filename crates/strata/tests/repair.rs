@@ -546,13 +546,16 @@ fn check_verifies_the_matrix_rows() {
     let mut bytes = std::fs::read(&region).unwrap();
     bytes[4096 + 100] ^= 0x40;
     std::fs::write(&region, &bytes).unwrap();
-    let problems = strata::inspect::check(&db_dir, &opts(), &mut std::io::sink()).unwrap();
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.file == region && p.what.contains("checksum")),
-        "{problems:?}"
-    );
+    let reported = |file: &Path, what: &str| {
+        let problems = strata::inspect::check(&db_dir, &opts(), &mut std::io::sink()).unwrap();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.file == file && p.what.contains(what)),
+            "{problems:?}"
+        );
+    };
+    reported(&region, "checksum");
     // The region whole again, the row directory's slots both damaged: what a repair with
     // no manifest would read is reported.
     bytes[4096 + 100] ^= 0x40;
@@ -563,11 +566,5 @@ fn check_verifies_the_matrix_rows() {
     listing[0] ^= 1;
     listing[slot] ^= 1;
     std::fs::write(&directory, &listing).unwrap();
-    let problems = strata::inspect::check(&db_dir, &opts(), &mut std::io::sink()).unwrap();
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.file == directory && p.what.contains("neither slot")),
-        "{problems:?}"
-    );
+    reported(&directory, "neither slot");
 }
