@@ -69,7 +69,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 dropped,
             ));
         }
-        last_seq = replay_wals(
+        let replayed = replay_wals(
             &opts,
             &placement,
             &mut versions,
@@ -78,11 +78,15 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             &mut edit,
             None,
         )?;
+        last_seq = replayed.last_seq;
         // Files a write-time store left open: cut after the last replayed write and named
-        // with their extent, in the edit that names the replayed writes' tables.
+        // with their extent, in the edit that names the replayed writes' tables. Not
+        // after `last_seq`: a flush records the newest visible sequence, which may be a
+        // write of a later memtable whose WAL record the crash lost while its record in
+        // an open file survived.
         let v = versions.current();
         let env = crate::vstore::StoreEnv::recovering(&opts, &placement);
-        let sealed = crate::vstore::recover(&env, &v, last_seq)?;
+        let sealed = crate::vstore::recover(&env, &v, replayed.last_replayed)?;
         crate::vstore::reseal(&mut edit, &v, sealed);
     }
     // A fresh WAL for this session.
@@ -325,7 +329,8 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
         r.last_sequence,
         &mut unused,
         Some(&mut kept),
-    )?;
+    )?
+    .last_seq;
     let version = versions.current();
     tables.set_live_bytes(version.total_bytes());
     let mem = kept.pop().unwrap_or_else(|| Arc::new(MemTable::new(0)));
@@ -505,18 +510,27 @@ fn delete_leftovers(db: &DbInner) {
     }
 }
 
+/// Where a WAL replay ended.
+struct Replayed {
+    /// The newest sequence of the database: `last_seq` given to [`replay_wals`] (the
+    /// manifest's), or a replayed write's above it.
+    last_seq: SeqNo,
+    /// The newest sequence of a write the replay found (zero if none): every write of an
+    /// unflushed memtable above it was lost.
+    last_replayed: SeqNo,
+}
+
 /// Replays WALs numbered >= `log_number` into L0 tables added to `edit`, or, given `keep`
-/// (a read-only open), into memtables kept there, oldest first, writing nothing. Returns
-/// the last sequence seen.
+/// (a read-only open), into memtables kept there, oldest first, writing nothing.
 fn replay_wals(
     opts: &Options,
     placement: &Placement,
     versions: &mut VersionSet,
     log_number: FileNumber,
-    mut last_seq: SeqNo,
+    last_seq: SeqNo,
     edit: &mut VersionEdit,
     mut keep: Option<&mut Vec<Arc<MemTable>>>,
-) -> Result<SeqNo> {
+) -> Result<Replayed> {
     let fs = &opts.fs;
     let mut wals: Vec<FileNumber> = fs
         .list(placement.wal_dir())?
@@ -534,6 +548,7 @@ fn replay_wals(
     // The last sequence replayed from any WAL so far (or vouched for by the first WAL's
     // link record): a later WAL whose link names a higher one follows a hole.
     let mut last_logged: Option<SeqNo> = None;
+    let mut last_replayed = SeqNo::ZERO;
     let count = wals.len();
     for (i, &w) in wals.iter().enumerate() {
         if stop {
@@ -632,7 +647,7 @@ fn replay_wals(
             for e in batch.iter() {
                 let e = e?;
                 mem.add(seq, e.kind, e.key, e.value);
-                last_seq = last_seq.max(seq);
+                last_replayed = last_replayed.max(seq);
                 seq = seq.next();
             }
             let last = SeqNo(seq.0 - 1);
@@ -656,11 +671,15 @@ fn replay_wals(
             )?;
         }
     }
+    let replayed = Replayed {
+        last_seq: last_seq.max(last_replayed),
+        last_replayed,
+    };
     if let Some(kept) = keep {
         if !mem.is_empty() {
             kept.push(mem);
         }
-        return Ok(last_seq);
+        return Ok(replayed);
     }
     if !mem.is_empty() {
         flush_recovered(opts, placement, versions, &mem, edit)?;
@@ -672,7 +691,7 @@ fn replay_wals(
             fs.sync_file(&f.path(placement))?;
         }
     }
-    Ok(last_seq)
+    Ok(replayed)
 }
 
 /// A WAL lost records that a later WAL follows (possible after a power cut: closed WALs

@@ -510,9 +510,10 @@ pub(crate) trait Store: Sync {
         file_reaches(self.name(), p, v, len, placement)
     }
 
-    /// Its files of `v` that recovery (after WAL replay, which ended at sequence `last`)
-    /// names anew: files a write-time separator left open, cut after the last record the
-    /// replayed writes reach. Named with the recovery's edit ([`reseal`]). Default: none.
+    /// Its files of `v` that recovery names anew: files a write-time separator left open,
+    /// cut after the last record the replayed writes reach (`last`: the newest sequence
+    /// the WAL replay found, not the manifest's, which may belong to a write the crash
+    /// lost). Named with the recovery's edit ([`reseal`]). Default: none.
     ///
     /// # Errors
     /// I/O errors reading or syncing them.
@@ -526,8 +527,8 @@ pub(crate) trait Store: Sync {
     }
 }
 
-/// What every store names anew at open, after WAL replay ended at sequence `last`
-/// ([`Store::recover`]), whatever is configured.
+/// What every store names anew at open, after a WAL replay whose newest write was
+/// sequence `last` ([`Store::recover`]), whatever is configured.
 ///
 /// # Errors
 /// A store's.

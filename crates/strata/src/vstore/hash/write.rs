@@ -426,9 +426,10 @@ impl WriteSeparator for HashWriter {
     }
 }
 
-/// The open files of `v` named with their extent after WAL replay ended at sequence
-/// `last`: each cut after its last whole record of a sequence at most `last` (and synced:
-/// its bytes may be only in the page cache, the process died, the machine did not).
+/// The open files of `v` named with their extent after a WAL replay whose newest write
+/// was sequence `last`: each cut after its last whole record of a sequence at most `last`
+/// (and synced: its bytes may be only in the page cache, the process died, the machine
+/// did not).
 ///
 /// # Errors
 /// I/O errors reading or syncing them.
