@@ -505,9 +505,17 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         } else {
             String::new()
         };
+        let obsolete = if r.obsolete_files > 0 {
+            format!(
+                " ({} tables and WALs the database no longer needed left out)",
+                r.obsolete_files
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "repaired: {} keys from {} tables{l0} and {} WAL records, written to {} tables; \
-             {} value files kept; replaced files moved to {}",
+            "repaired: {} keys from {} tables{l0} and {} WAL records{obsolete}, written to {} \
+             tables; {} value files kept; replaced files moved to {}",
             r.keys,
             r.tables_read,
             r.wal_records,

@@ -248,6 +248,8 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
     pub read_only: bool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The obsolete list's state; held through each pass of `delete_obsolete_files`.
+    pub obsolete: Mutex<compact::ObsoleteFiles>,
     pub _lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 

@@ -1,6 +1,6 @@
 //! File names inside the database directories (docs/format/filenames.md).
 //!
-//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`, `OPTIONS`,
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`, `OPTIONS`, `OBSOLETE`,
 //! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
 //! exactly one file whatever its kind.
 
@@ -34,6 +34,9 @@ pub enum FileType {
     Lock,
     /// The options of the most recent open (informational; docs/format/options.md).
     Options,
+    /// The tables and WALs no longer live that may still be on disk, for `repair`
+    /// (docs/format/obsolete.md).
+    Obsolete,
     /// A temporary file.
     Temp,
 }
@@ -64,6 +67,8 @@ pub const CURRENT: &str = "CURRENT";
 pub const LOCK: &str = "LOCK";
 /// Name of the file recording the options of the most recent open.
 pub const OPTIONS: &str = "OPTIONS";
+/// Name of the obsolete list (`crate::obsolete`).
+pub const OBSOLETE: &str = "OBSOLETE";
 
 /// Parses a file name; `None` for names strata does not own.
 pub fn parse(name: &str) -> Option<FileType> {
@@ -77,6 +82,7 @@ pub fn parse(name: &str) -> Option<FileType> {
         CURRENT => return Some(FileType::Current),
         LOCK => return Some(FileType::Lock),
         OPTIONS => return Some(FileType::Options),
+        OBSOLETE => return Some(FileType::Obsolete),
         _ => {}
     }
     if name.ends_with(".dbtmp") {
@@ -107,6 +113,7 @@ mod tests {
         assert_eq!(parse(&table_name(n)), Some(FileType::Table(n)));
         assert_eq!(parse(&manifest_name(n)), Some(FileType::Manifest(n)));
         assert_eq!(parse("CURRENT"), Some(FileType::Current));
+        assert_eq!(parse("OBSOLETE"), Some(FileType::Obsolete));
         assert_eq!(parse("CURRENT.dbtmp"), Some(FileType::Temp));
         assert_eq!(parse("OPTIONS"), Some(FileType::Options));
         assert_eq!(parse("OPTIONS.dbtmp"), Some(FileType::Temp));

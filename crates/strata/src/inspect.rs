@@ -535,6 +535,29 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             }),
         }
     }
+    // The obsolete list, what repair leaves out: it must read, and name no live table.
+    let obsolete_path = dir.join(crate::filename::OBSOLETE);
+    match crate::obsolete::read(&fs, dir) {
+        Ok(Some(list)) => {
+            for n in list.tables.iter().filter(|n| tables.contains_key(n)) {
+                problems.push(Problem {
+                    file: obsolete_path.clone(),
+                    offset: 0,
+                    what: format!(
+                        "names live table {n:06}: a repair would leave it out (an open \
+                         rewrites the list)"
+                    ),
+                });
+            }
+            writeln!(out, "obsolete list {}", obsolete_path.display()).map_err(io)?;
+        }
+        Ok(None) => {}
+        Err(e) => problems.push(Problem {
+            file: obsolete_path,
+            offset: 0,
+            what: e.to_string(),
+        }),
+    }
     let mut wals: Vec<u64> = fs
         .list(placement.wal_dir())?
         .iter()

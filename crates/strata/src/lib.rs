@@ -29,6 +29,7 @@ mod iter;
 mod key;
 mod l0;
 mod memtable;
+mod obsolete;
 mod options;
 mod placement;
 mod pmem;

@@ -17,6 +17,14 @@
 //! region aside; with no manifest left, the region's rows cannot be found, and the report
 //! says so.
 //!
+//! Tables and WALs the database's obsolete list names (`crate::obsolete`: files it no
+//! longer needed, listed before any was deleted) are left out: a crash may have undone the
+//! deletion of some of a compaction's inputs and not others, and an input holding a value
+//! whose tombstone the compaction dropped would bring a deleted key back. A pointer whose
+//! value is lost is not its key's last word: the key's next entry takes its place (the same
+//! write from its WAL, when the crash lost a flush's blob file but kept its table), and a
+//! WAL record whose value the crash cut off a value file ends the replay, as recovery does.
+//!
 //! A full rewrite rather than LevelDB's "every table into level 0": tables that survive
 //! from both sides of an interrupted compaction hold the same entries twice and their
 //! sequence ranges overlap, which L0's newest-first search would misread, and duplicate
@@ -48,6 +56,10 @@ pub struct RepairReport {
     pub tables_lost: Vec<(PathBuf, String)>,
     /// Damaged blocks, records and files skipped: (file, offset, what).
     pub damage: Vec<(PathBuf, u64, String)>,
+    /// Tables and WALs left out because the database's obsolete list names them: files
+    /// it no longer needed whose deletion a crash undid, or had not reached (read, they
+    /// could bring back keys deleted since).
+    pub obsolete_files: usize,
     /// WAL records replayed.
     pub wal_records: u64,
     /// Parts of L0 kept outside tables (the matrix's RowTables) read, located by the
@@ -175,14 +187,36 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     wals.sort_by_key(|w| w.1);
     wals.dedup_by_key(|w| w.1);
 
+    // Files the database no longer needed when it listed them (`crate::obsolete`).
+    let obsolete_path = dir.join(filename::OBSOLETE);
+    let obsolete = match crate::obsolete::read(&*fs, dir) {
+        Ok(list) => list.unwrap_or_default(),
+        Err(e) => {
+            damage(
+                &obsolete_path,
+                0,
+                format!("{e}; every table and WAL is read"),
+            );
+            crate::obsolete::ObsoleteList::default()
+        }
+    };
+
     // Sources: every table that opens (damaged ones through a memtable of the blocks that
     // read back), and the WALs' records.
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut last_seq = SeqNo::ZERO;
-    for (p, _) in &tables {
+    for (p, n) in &tables {
         let opened = fs
             .open_with(p, ReadAccess::Positional)
             .and_then(|f| Table::open(f, p, None));
+        if obsolete.tables.contains(&n.0) {
+            // Left out; its sequences are still never reused.
+            if let Ok(t) = opened {
+                last_seq = last_seq.max(SeqNo(t.properties().largest_seq));
+            }
+            report.obsolete_files += 1;
+            continue;
+        }
         let t = match opened {
             Ok(t) => Arc::new(t),
             Err(e) => {
@@ -219,13 +253,66 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             children.push(Box::new(salvage.iter()));
         }
     }
+    let mut value_lengths: HashMap<u64, u64> = HashMap::new();
+    for (&n, (p, _, _)) in &value_files {
+        value_lengths.insert(n, fs.file_size(p)?);
+    }
+    // Whether encoded pointer `p` leads to bytes a value file holds.
+    let reaches = |p: &[u8]| {
+        ValuePointer::decode(p).is_ok_and(|p| {
+            value_lengths
+                .get(&p.file)
+                .is_some_and(|&len| p.offset + u64::from(p.size) <= len)
+        })
+    };
+    // Whether encoded pointer `p` leads past the end of a value file that is there: a
+    // value appended as it was written that the crash cut off. (A pointer into a file
+    // that is gone is a value a GC moved since: a later entry of its key points to it.)
+    let cut_off = |p: &[u8]| {
+        ValuePointer::decode(p).is_ok_and(|p| {
+            value_lengths
+                .get(&p.file)
+                .is_some_and(|&len| p.offset + u64::from(p.size) > len)
+        })
+    };
     let wal_mem = Arc::new(MemTable::new(0));
-    for (p, _) in &wals {
+    // Set by a WAL record whose value its value file lost (a store that takes values as
+    // they are written: the crash kept the record and not its value): it and every later
+    // record are left out, as recovery does, so the writes kept are a prefix.
+    let mut lost_write = false;
+    for (p, n) in &wals {
+        if lost_write {
+            damage(
+                p,
+                0,
+                "follows a WAL record whose value was lost: left out".into(),
+            );
+            continue;
+        }
+        if obsolete.wals.contains(&n.0) {
+            report.obsolete_files += 1;
+            continue;
+        }
         let mut reader = LogReader::new(crate::fs::read_all(&*fs, p)?);
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => match WriteBatch::decode(data) {
                     Ok(b) if b.is_empty() => {}
+                    Ok(b)
+                        if b.iter()
+                            .flatten()
+                            .any(|e| e.kind == ValueKind::Pointer && cut_off(e.value)) =>
+                    {
+                        damage(
+                            p,
+                            offset,
+                            "a WAL record's value lies past the end of its value file (cut \
+                             off by the crash): it and every later record are left out"
+                                .into(),
+                        );
+                        lost_write = true;
+                        break;
+                    }
                     Ok(b) => {
                         let mut seq = b.sequence();
                         for e in b.iter().flatten() {
@@ -257,11 +344,6 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     children.push(Box::new(wal_mem.iter()));
     let (l0_files, l0_parts_read) =
         read_l0_parts(opts, &placement, &manifests, &mut children, &mut damage)?;
-
-    let mut value_lengths: HashMap<u64, u64> = HashMap::new();
-    for (&n, (p, _, _)) in &value_files {
-        value_lengths.insert(n, fs.file_size(p)?);
-    }
 
     // The newest version of each key, written into one sorted run at the last level.
     let level = opts.num_levels - 1;
@@ -295,18 +377,31 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         if k.kind == ValueKind::Pointer {
             let Some((file, size)) = ValuePointer::decode(merged.value())
                 .ok()
-                .filter(|p| {
-                    value_lengths
-                        .get(&p.file)
-                        .is_some_and(|&len| p.offset + u64::from(p.size) <= len)
-                })
+                .filter(|_| reaches(merged.value()))
                 .map(|p| (p.file, u64::from(p.size)))
             else {
+                // Not the key's last word: the next entry of it decides. That is the same
+                // write from another source where one survives (a flush's table whose value
+                // file's entry the crash lost, beside its WAL; a compaction's output beside
+                // its inputs), else the version before it.
+                let whence = match ValuePointer::decode(merged.value()) {
+                    Ok(p) => match value_lengths.get(&p.file) {
+                        Some(len) => format!(
+                            "value file {} ends at {len}, before {}",
+                            p.file,
+                            p.offset + u64::from(p.size)
+                        ),
+                        None => format!("value file {} is not there", p.file),
+                    },
+                    Err(e) => format!("its pointer is damaged: {e}"),
+                };
                 let what = format!(
-                    "key {:02x?}: its value is not in any value file; the key is dropped",
-                    k.user_key
+                    "key {:02x?}: its value at sequence {} is lost ({whence}); the key's \
+                     next entry takes its place (none: the key is dropped)",
+                    k.user_key, k.seq.0
                 );
                 damage(dir, 0, what);
+                last_user_key = None;
                 merged.next();
                 continue;
             };
@@ -398,6 +493,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     replaced.extend(manifests.iter());
     replaced.extend(unreached.iter());
     replaced.extend(l0_files.iter());
+    if fs.exists(&obsolete_path) {
+        replaced.push(&obsolete_path);
+    }
     for p in &replaced {
         crate::fs::create_dir_durable(&*fs, &lost_of(p))?;
     }

@@ -568,3 +568,212 @@ fn check_verifies_the_matrix_rows() {
     std::fs::write(&directory, &listing).unwrap();
     reported(&directory, "neither slot");
 }
+
+/// A compaction at the last level drops a deleted key's tombstone together with the value
+/// it hid; a crash can then leave some of its inputs on disk and not others (here the
+/// value's table, which an open iterator still reads, outlives the tombstone's, whose
+/// deletion was synced). Repair leaves out every table the obsolete list names, written
+/// before the first of them was deleted: the key stays deleted, and the rest reads back.
+#[test]
+fn a_table_a_crash_kept_after_its_compaction_brings_no_deleted_key_back() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/db");
+    let db = Db::open(dir, small(&fs)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..500u32 {
+        let k = format!("key{i:05}").into_bytes();
+        db.put(&k, value(i, 0, 100)).unwrap();
+        model.insert(k, value(i, 0, 100));
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Reads the version holding the values' table: it outlives the next compaction.
+    let reader = db.iter(ReadOptions::default()).unwrap();
+    for i in (0..500u32).step_by(3) {
+        let k = format!("key{i:05}").into_bytes();
+        db.delete(&k).unwrap();
+        model.remove(&k);
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(contents(&db), model);
+    let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(reader);
+    drop(db);
+    let image = Arc::new(image);
+    assert!(image.exists(&dir.join("OBSOLETE")));
+    destroy_manifest(&image, dir);
+    let report = repair(dir, &small(&image)).unwrap();
+    let db = Db::open(dir, small(&image)).unwrap();
+    assert_eq!(contents(&db), model, "deleted keys came back");
+    assert!(report.obsolete_files > 0, "{report:?}");
+}
+
+/// Copies file `name` of `dir` from `from` into `to`, durably.
+fn copy_file(from: &MemFs, to: &MemFs, dir: &Path, name: &str) {
+    let bytes = strata::fs::read_all(from, &dir.join(name)).unwrap();
+    let mut f = to.create(&dir.join(name)).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    to.sync_dir(dir).unwrap();
+}
+
+fn names_ending(fs: &MemFs, dir: &Path, ext: &str) -> Vec<String> {
+    fs.list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(ext))
+        .collect()
+}
+
+/// A flush's table survives a crash that lost the entry of the blob file it points into
+/// (directories are synced apart): the flush never finished, and its WAL still holds the
+/// writes. Repair takes each such key's value from the WAL's copy of the same write,
+/// instead of dropping the key.
+#[test]
+fn a_value_lost_with_its_file_is_taken_from_the_same_write_in_the_wal() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/db");
+    let opts = |fs: &Arc<MemFs>| Options {
+        value_store: strata::ValueStoreKind::BlobFiles,
+        min_blob_size: 100,
+        ..small(fs)
+    };
+    let db = Db::open(dir, opts(&fs)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..200u32 {
+        let k = format!("key{i:05}").into_bytes();
+        db.put(&k, value(i, 0, 300)).unwrap();
+        model.insert(k, value(i, 0, 300));
+    }
+    db.flush().unwrap();
+    for i in 0..200u32 {
+        let k = format!("key{i:05}").into_bytes();
+        db.put(&k, value(i, 1, 300)).unwrap();
+        model.insert(k, value(i, 1, 300));
+    }
+    let mut last = strata::WriteBatch::new();
+    last.put(b"synced", b"1");
+    model.insert(b"synced".to_vec(), b"1".to_vec());
+    db.write(
+        &strata::WriteOptions {
+            sync: true,
+            ..strata::WriteOptions::default()
+        },
+        last,
+    )
+    .unwrap();
+    // The image before the second flush: its WAL holds round 1.
+    let before = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    let tables: Vec<String> = names_ending(&fs, dir, ".sst");
+    db.flush().unwrap();
+    let after = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(db);
+    // The second flush's table made it to `before`, its blob file did not.
+    let new_tables: Vec<String> = names_ending(&after, dir, ".sst")
+        .into_iter()
+        .filter(|t| !tables.contains(t))
+        .collect();
+    assert!(!new_tables.is_empty());
+    for t in &new_tables {
+        copy_file(&after, &before, dir, t);
+    }
+    let image = Arc::new(before);
+    destroy_manifest(&image, dir);
+    let report = repair(dir, &opts(&image)).unwrap();
+    let db = Db::open(dir, opts(&image)).unwrap();
+    assert_eq!(contents(&db), model, "{:?}", report.damage.first());
+}
+
+/// A value log that lost its tail (values are appended as written, and the crash kept the
+/// WAL's record of a write and not its value): repair, as recovery does, leaves out that
+/// write and every later one, so what it keeps is a prefix of the writes.
+#[test]
+fn a_wal_record_whose_value_the_crash_cut_off_ends_the_replay() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/db");
+    let opts = |fs: &Arc<MemFs>| Options {
+        value_store: strata::ValueStoreKind::VLog,
+        min_blob_size: 100,
+        ..small(fs)
+    };
+    let db = Db::open(dir, opts(&fs)).unwrap();
+    let sync = strata::WriteOptions {
+        sync: true,
+        ..strata::WriteOptions::default()
+    };
+    let put = |k: &str, v: Vec<u8>| {
+        let mut b = strata::WriteBatch::new();
+        b.put(k, v);
+        db.write(&sync, b).unwrap();
+    };
+    put("a", value(1, 0, 300));
+    put("b", value(2, 0, 300));
+    put("b", value(2, 1, 300));
+    put("c", b"small".to_vec());
+    let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(db);
+    // The log loses the last value (b's second): cut 100 bytes into it.
+    let log = names_ending(&image, dir, ".vlog")
+        .pop()
+        .expect("a value log");
+    let bytes = strata::fs::read_all(&image, &dir.join(&log)).unwrap();
+    let cut = bytes.len() - 250;
+    let mut f = image.create(&dir.join(&log)).unwrap();
+    f.append(&bytes[..cut]).unwrap();
+    f.sync().unwrap();
+    let image = Arc::new(image);
+    destroy_manifest(&image, dir);
+    let report = repair(dir, &opts(&image)).unwrap();
+    assert!(
+        report.damage.iter().any(|d| d.2.contains("cut off")),
+        "{:?}",
+        report.damage
+    );
+    let db = Db::open(dir, opts(&image)).unwrap();
+    let expect: BTreeMap<Vec<u8>, Vec<u8>> = [
+        (b"a".to_vec(), value(1, 0, 300)),
+        (b"b".to_vec(), value(2, 0, 300)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(contents(&db), expect);
+}
+
+/// `strata check` reads the obsolete list (what a repair would leave out) and reports it
+/// damaged.
+#[test]
+fn check_verifies_the_obsolete_list() {
+    let dir = strata_testkit::TempDir::new("check-obsolete");
+    let db_dir = dir.path().join("db");
+    let opts = || Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(&db_dir, opts()).unwrap();
+        for round in 0..3 {
+            for i in 0..2000u32 {
+                db.put(format!("key{i:05}"), value(i, round, 100)).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        db.close().unwrap();
+    }
+    let mut out = Vec::new();
+    let problems = strata::inspect::check(&db_dir, &opts(), &mut out).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(String::from_utf8(out).unwrap().contains("obsolete list"));
+    let list = db_dir.join("OBSOLETE");
+    let mut bytes = std::fs::read(&list).unwrap();
+    bytes[0] ^= 0x10;
+    std::fs::write(&list, &bytes).unwrap();
+    let problems = strata::inspect::check(&db_dir, &opts(), &mut std::io::sink()).unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.file == list && p.what.contains("obsolete list")),
+        "{problems:?}"
+    );
+}

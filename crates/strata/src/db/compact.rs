@@ -9,6 +9,7 @@ use crate::compaction::picker::{self, Compaction, PickContext};
 use crate::compaction::{sizing, CompactionJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
+use crate::obsolete::ObsoleteList;
 use crate::stats::{Stats, MAX_LEVELS};
 use crate::version::{Version, VersionEdit};
 use crate::vstore::ValueStore;
@@ -321,50 +322,122 @@ pub(crate) fn compact_level(
     }
 }
 
+/// What a database's obsolete list (`crate::obsolete`) holds, and the deletions it must go on
+/// naming.
+#[derive(Debug, Default)]
+pub(crate) struct ObsoleteFiles {
+    /// What the `OBSOLETE` file lists durably; `None` until this process wrote it (one an
+    /// earlier process left may name files a damaged manifest record no longer obsoletes).
+    listed: Option<ObsoleteList>,
+    /// Tables and WALs deleted since their directory was last synced (their deletion may
+    /// not be durable), and those directories.
+    unsynced: ObsoleteList,
+    unsynced_dirs: Vec<std::path::PathBuf>,
+}
+
 impl DbInner {
-    /// Deletes tables no live version needs, WALs older than the oldest needed one, and old
-    /// manifests. Never runs once the database is poisoned (the durable state is then unknown).
+    /// Deletes tables no live version needs, WALs older than the oldest needed one, value
+    /// files no live version names, and old manifests. Never runs once the database is
+    /// poisoned (the durable state is then unknown).
+    ///
+    /// Before a table or WAL is deleted, the obsolete list names it with every other one
+    /// the current version no longer needs that is still on disk, and it stays named until
+    /// its directory was synced after the deletion: a crash that undoes some deletions
+    /// leaves `repair` a list of every file it must leave out (`crate::obsolete`).
     pub(crate) fn delete_obsolete_files(&self) {
         if lock(&self.state).bg_error.is_some() {
             return;
         }
-        let (live, log_number, manifest, next) = {
+        // One pass at a time: the list must cover every deletion a pass makes.
+        let mut ob = lock(&self.obsolete);
+        let (live, current, log_number, manifest, next) = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs of
             // jobs that started after this point and must not be touched.
             let next = FileNumber(self.next_file.load(Ordering::SeqCst));
             (
                 versions.live_files(),
+                versions.current_tables(),
                 versions.log_number(),
                 versions.manifest_number(),
                 next,
             )
         };
+        let mut obsolete = ob.unsynced.clone();
+        // (path, whether the obsolete list must name it first)
+        let mut doomed: Vec<(std::path::PathBuf, bool)> = Vec::new();
+        let mut dirs: Vec<&std::path::Path> = Vec::new();
         for dir in self.placement.dirs() {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        for &dir in &dirs {
             let Ok(names) = self.fs.list(dir) else {
                 continue;
             };
             for name in names {
-                let doomed = match filename::parse(&name) {
-                    Some(FileType::Table(n) | FileType::Value(n, _)) => {
-                        n < next && !live.contains(&n)
+                let listed = match filename::parse(&name) {
+                    Some(FileType::Table(n)) if n < next && !current.contains(&n) => {
+                        obsolete.tables.insert(n.0);
+                        if live.contains(&n) {
+                            continue; // an older version still reads it
+                        }
+                        true
                     }
-                    Some(FileType::Wal(n)) => n < log_number,
-                    Some(FileType::Manifest(n)) => n < manifest,
+                    Some(FileType::Wal(n)) if n < log_number => {
+                        obsolete.wals.insert(n.0);
+                        true
+                    }
+                    Some(FileType::Value(n, _)) if n < next && !live.contains(&n) => false,
+                    Some(FileType::Manifest(n)) if n < manifest => false,
+                    _ => continue,
+                };
+                doomed.push((dir.join(name), listed));
+            }
+        }
+        let lists = doomed.iter().any(|d| d.1);
+        let db_dir = self.placement.db_dir();
+        let first = ob.listed.is_none() && self.fs.exists(&db_dir.join(filename::OBSOLETE));
+        let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));
+        let mut may_delete_listed = true;
+        if (lists && !covered) || first {
+            match crate::obsolete::write(&*self.fs, db_dir, &obsolete) {
+                Ok(()) => ob.listed = Some(obsolete),
+                // Nothing it should name is deleted: the next pass tries again.
+                Err(_) => may_delete_listed = false,
+            }
+        }
+        for (path, listed) in doomed {
+            if listed && !may_delete_listed {
+                continue;
+            }
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            match filename::parse(&name) {
+                Some(FileType::Table(n)) => self.tables.evict(n),
+                Some(FileType::Value(n, _)) => {
+                    self.values.evict(n.0);
+                }
+                _ => {}
+            }
+            // A failed delete only wastes space; the next pass retries.
+            if self.fs.remove(&path).is_ok() && listed {
+                match filename::parse(&name) {
+                    Some(FileType::Table(n)) => ob.unsynced.tables.insert(n.0),
+                    Some(FileType::Wal(n)) => ob.unsynced.wals.insert(n.0),
                     _ => false,
                 };
-                if doomed {
-                    match filename::parse(&name) {
-                        Some(FileType::Table(n)) => self.tables.evict(n),
-                        Some(FileType::Value(n, _)) => {
-                            self.values.evict(n.0);
-                        }
-                        _ => {}
-                    }
-                    // A failed delete only wastes space; the next pass retries.
-                    let _ = self.fs.remove(&dir.join(&name));
+                let dir = path.parent().unwrap_or(db_dir).to_path_buf();
+                if !ob.unsynced_dirs.contains(&dir) {
+                    ob.unsynced_dirs.push(dir);
                 }
             }
+        }
+        // The deletions durable: from now on the list need not name those files.
+        let synced = ob.unsynced_dirs.iter().all(|d| self.fs.sync_dir(d).is_ok());
+        if synced {
+            ob.unsynced = ObsoleteList::default();
+            ob.unsynced_dirs.clear();
         }
     }
 }

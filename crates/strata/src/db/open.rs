@@ -295,6 +295,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
+        obsolete: Mutex::default(),
         _lock: Mutex::new(p.lock),
         read_only: p.read_only,
         opts,

@@ -506,6 +506,20 @@ impl VersionSet {
         live
     }
 
+    /// The tables the current version names or keeps for a repair (`KeptFiles`), and the
+    /// outputs being written: every table that is not obsolete.
+    pub fn current_tables(&self) -> HashSet<FileNumber> {
+        let mut out: HashSet<FileNumber> = self.pending_outputs.clone();
+        let v = &self.current;
+        for level in &v.levels {
+            out.extend(level.iter().map(|f| f.number));
+        }
+        if let Some(k) = &v.kept {
+            out.extend(k.files.iter().map(|&n| FileNumber(n)));
+        }
+        out
+    }
+
     /// Lists every table the current version names that is missing on disk.
     ///
     /// # Errors
