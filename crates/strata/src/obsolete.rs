@@ -92,13 +92,20 @@ impl ObsoleteList {
     }
 }
 
-/// Writes `list` as the obsolete list of the database in `dir`, durably (through a
-/// temporary file renamed over the old list).
+/// Writes `list` as the obsolete list of the database in `dir`: a temporary file, synced,
+/// renamed over the old list. Durable once `dir` is synced (the caller's); until then a
+/// crash leaves the old list or the new one.
 ///
 /// # Errors
 /// I/O errors.
-pub(crate) fn write(fs: &dyn Fs, dir: &Path, list: &ObsoleteList) -> Result<()> {
-    crate::fs::write_file_atomic(fs, &dir.join(crate::filename::OBSOLETE), &list.encode())
+pub(crate) fn write_unsynced(fs: &dyn Fs, dir: &Path, list: &ObsoleteList) -> Result<()> {
+    let path = dir.join(crate::filename::OBSOLETE);
+    let tmp = dir.join(format!("{}.dbtmp", crate::filename::OBSOLETE));
+    let mut f = fs.create(&tmp)?;
+    f.append(&list.encode())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &path)
 }
 
 /// The obsolete list of the database in `dir`, if it has one.

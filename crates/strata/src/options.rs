@@ -1718,9 +1718,11 @@ impl From<&Options> for TableOptions {
 /// Options of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {
-    /// Sync the WAL before acknowledging: the write then survives a machine crash. Without it,
-    /// it survives a process crash, and a machine crash may lose a suffix of recent writes.
-    /// Defaults to `false`.
+    /// Sync the WAL before acknowledging: the write then survives a machine crash, and so
+    /// does every write acknowledged before it. Without it, it survives a process crash, and
+    /// a machine crash may lose a suffix of recent writes. An empty batch written with it
+    /// logs nothing and syncs the WAL (a barrier for the writes before it). Defaults to
+    /// `false`.
     pub sync: bool,
     /// Skip the WAL: the write is lost on any crash until its memtable is flushed.
     /// Defaults to `false`.

@@ -338,18 +338,26 @@ pub(crate) struct ObsoleteFiles {
 impl DbInner {
     /// Deletes tables no live version needs, WALs older than the oldest needed one, value
     /// files no live version names, and old manifests. Never runs once the database is
-    /// poisoned (the durable state is then unknown).
+    /// poisoned (the durable state is then unknown). One pass at a time (the obsolete list
+    /// must name what a pass deletes until its deletion is durable).
+    pub(crate) fn delete_obsolete_files(&self) {
+        let mut ob = lock(&self.obsolete);
+        self.delete_obsolete_pass(&mut ob);
+    }
+
+    /// [`Self::delete_obsolete_files`] under its lock.
     ///
     /// Before a table or WAL is deleted, the obsolete list names it with every other one
     /// the current version no longer needs that is still on disk, and it stays named until
     /// its directory was synced after the deletion: a crash that undoes some deletions
-    /// leaves `repair` a list of every file it must leave out (`crate::obsolete`).
-    pub(crate) fn delete_obsolete_files(&self) {
+    /// leaves `repair` a list of every file it must leave out (`crate::obsolete`). The
+    /// directories are synced once per list written: that sync makes the new list durable
+    /// and the deletions of the passes before it, which the new list still names (the
+    /// list after it drops them).
+    fn delete_obsolete_pass(&self, ob: &mut ObsoleteFiles) {
         if lock(&self.state).bg_error.is_some() {
             return;
         }
-        // One pass at a time: the list must cover every deletion a pass makes.
-        let mut ob = lock(&self.obsolete);
         let (live, current, log_number, manifest, next) = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs of
@@ -402,8 +410,20 @@ impl DbInner {
         let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));
         let mut may_delete_listed = true;
         if (lists && !covered) || first {
-            match crate::obsolete::write(&*self.fs, db_dir, &obsolete) {
-                Ok(()) => ob.listed = Some(obsolete),
+            let mut dirs = ob.unsynced_dirs.clone();
+            if !dirs.iter().any(|d| d == db_dir) {
+                dirs.push(db_dir.to_path_buf());
+            }
+            let written = crate::obsolete::write_unsynced(&*self.fs, db_dir, &obsolete)
+                .and_then(|()| dirs.iter().try_for_each(|d| self.fs.sync_dir(d)));
+            match written {
+                Ok(()) => {
+                    ob.listed = Some(obsolete);
+                    // Durable now, and named by the list just written: the next one may
+                    // leave them out.
+                    ob.unsynced = ObsoleteList::default();
+                    ob.unsynced_dirs.clear();
+                }
                 // Nothing it should name is deleted: the next pass tries again.
                 Err(_) => may_delete_listed = false,
             }
@@ -432,12 +452,6 @@ impl DbInner {
                     ob.unsynced_dirs.push(dir);
                 }
             }
-        }
-        // The deletions durable: from now on the list need not name those files.
-        let synced = ob.unsynced_dirs.iter().all(|d| self.fs.sync_dir(d).is_ok());
-        if synced {
-            ob.unsynced = ObsoleteList::default();
-            ob.unsynced_dirs.clear();
         }
     }
 }

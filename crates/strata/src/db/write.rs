@@ -67,9 +67,11 @@ impl WriteQueue {
 
 pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
     batch.validate()?;
-    if batch.is_empty() {
+    if batch.is_empty() && !opts.sync {
         return Ok(());
     }
+    // (An empty batch with `sync` is a barrier: it goes through the queue, logs nothing,
+    // and syncs the WAL, so every write acknowledged before it is durable when it returns.)
     if opts.disable_wal && db.values.write_separator().is_some_and(|w| w.needs_wal()) {
         return Err(Error::invalid(
             "writes without the WAL (disable_wal) are refused with hash_write_time: a value \
