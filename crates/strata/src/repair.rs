@@ -22,8 +22,12 @@
 //! deletion of some of a compaction's inputs and not others, and an input holding a value
 //! whose tombstone the compaction dropped would bring a deleted key back. A pointer whose
 //! value is lost is not its key's last word: the key's next entry takes its place (the same
-//! write from its WAL, when the crash lost a flush's blob file but kept its table), and a
-//! WAL record whose value the crash cut off a value file ends the replay, as recovery does.
+//! write from a compaction's input, when the crash lost the value file its output wrote),
+//! and WALs are replayed as recovery replays them: a WAL record whose value the crash cut
+//! off a value file ends the replay, and so does a hole (a WAL torn before a later one
+//! whose link record says it follows). A flush's tables take their names only once the
+//! values they point to are durable (`l0::Ingest::publish`), so with these rules what a
+//! repair after a crash rebuilds is a prefix of the writes, as an open's would be.
 //!
 //! A full rewrite rather than LevelDB's "every table into level 0": tables that survive
 //! from both sides of an interrupted compaction hold the same entries twice and their
@@ -276,28 +280,50 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         })
     };
     let wal_mem = Arc::new(MemTable::new(0));
-    // Set by a WAL record whose value its value file lost (a store that takes values as
-    // they are written: the crash kept the record and not its value): it and every later
-    // record are left out, as recovery does, so the writes kept are a prefix.
-    let mut lost_write = false;
-    for (p, n) in &wals {
-        if lost_write {
-            damage(
-                p,
-                0,
-                "follows a WAL record whose value was lost: left out".into(),
-            );
+    // Why the replay stopped, if it did, as recovery stops: at a WAL record whose value its
+    // value file lost (a store that takes values as they are written: the crash kept the
+    // record and not its value), or at a hole (a WAL torn before a later one that its
+    // link record says follows it). That record and every later one are left out, so the
+    // writes kept are a prefix.
+    let mut stopped: Option<&str> = None;
+    // The last sequence the WALs replayed so far reach (their records and link records);
+    // none after a WAL the obsolete list names (its writes are in tables).
+    let mut logged: Option<SeqNo> = None;
+    for (i, (p, n)) in wals.iter().enumerate() {
+        if let Some(why) = stopped {
+            damage(p, 0, format!("follows {why}: left out"));
             continue;
         }
         if obsolete.wals.contains(&n.0) {
             report.obsolete_files += 1;
+            logged = None;
             continue;
         }
         let mut reader = LogReader::new(crate::fs::read_all(&*fs, p)?);
+        let mut records = 0usize;
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => match WriteBatch::decode(data) {
-                    Ok(b) if b.is_empty() => {}
+                    Ok(b) if b.is_empty() => {
+                        records += 1;
+                        // A link record: everything logged up to its sequence came first.
+                        let linked = b.sequence();
+                        if let Some(l) = logged.filter(|&l| linked > l) {
+                            damage(
+                                p,
+                                offset,
+                                format!(
+                                    "follows writes up to sequence {} that the WALs before \
+                                     it lost (they end at {}): it and every later WAL are \
+                                     left out",
+                                    linked.0, l.0
+                                ),
+                            );
+                            stopped = Some("a WAL that lost writes a later one follows");
+                            break;
+                        }
+                        logged = Some(logged.map_or(linked, |l| l.max(linked)));
+                    }
                     Ok(b)
                         if b.iter()
                             .flatten()
@@ -310,16 +336,19 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                              off by the crash): it and every later record are left out"
                                 .into(),
                         );
-                        lost_write = true;
+                        stopped = Some("a WAL record whose value was lost");
                         break;
                     }
                     Ok(b) => {
+                        records += 1;
                         let mut seq = b.sequence();
                         for e in b.iter().flatten() {
                             wal_mem.add(seq, e.kind, e.key, e.value);
                             last_seq = last_seq.max(seq);
                             seq = seq.next();
                         }
+                        let last = SeqNo(seq.0 - 1);
+                        logged = Some(logged.map_or(last, |l| l.max(last)));
                         report.wal_records += 1;
                     }
                     Err(e) => damage(p, offset, format!("WAL batch: {e}")),
@@ -339,6 +368,10 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                     }
                 }
             }
+        }
+        if records == 0 && stopped.is_none() && i + 1 < wals.len() {
+            // Not even its link record survived, and a later WAL follows it.
+            stopped = Some("a WAL that lost every record");
         }
     }
     children.push(Box::new(wal_mem.iter()));
@@ -381,9 +414,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                 .map(|p| (p.file, u64::from(p.size)))
             else {
                 // Not the key's last word: the next entry of it decides. That is the same
-                // write from another source where one survives (a flush's table whose value
-                // file's entry the crash lost, beside its WAL; a compaction's output beside
-                // its inputs), else the version before it.
+                // write from another source where one survives (a compaction's output whose
+                // new value file the crash lost, beside its inputs; a table beside the WAL
+                // it was flushed from), else the version before it.
                 let whence = match ValuePointer::decode(merged.value()) {
                     Ok(p) => match value_lengths.get(&p.file) {
                         Some(len) => format!(

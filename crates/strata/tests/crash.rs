@@ -137,13 +137,9 @@ enum Recovery {
     /// By opening it: the state is a prefix of the acknowledged ops holding every synced
     /// one.
     Open,
-    /// By `strata::repair` with every manifest (and CURRENT) lost, then opening it. Every
-    /// synced write is there and every key holds what some prefix holding them gave it
-    /// (`check_each_key`); without a value store, the state is one such prefix. (A
-    /// separated value a flush wrote whose file's directory entry the crash lost, when the
-    /// WAL's copy of the write was torn off too, is lost while later writes in a later
-    /// WAL survive: the table naming it is kept, as its other entries are the only copy of
-    /// writes the crash kept.)
+    /// By `strata::repair` with every manifest (and CURRENT) lost, then opening it: as
+    /// for `Open`, and first, key by key (`check_each_key`), so that a failure names the
+    /// key that came back or went missing.
     RepairWithoutManifest,
 }
 
@@ -162,7 +158,6 @@ fn run_with(
     let mem = MemFs::new();
     let fs = FaultFs::new(mem);
     let opts = (config.build)(dir, Arc::new(fs.clone()));
-    let separates = opts.value_store != strata::ValueStoreKind::Inline;
     let db = Db::open(dir, opts).unwrap();
     let mut rng = Rng::new(seed);
     let mut ops: Vec<Op> = Vec::new();
@@ -237,11 +232,7 @@ fn run_with(
             if recovery == Recovery::RepairWithoutManifest {
                 check_each_key(&got, &ops, durable, &ctx);
             }
-            let p = if recovery == Recovery::RepairWithoutManifest && separates {
-                0
-            } else {
-                check_prefix(&got, &ops, durable, &ctx)
-            };
+            let p = check_prefix(&got, &ops, durable, &ctx);
             // Crash again right after recovery (its flush and manifest may be half-synced).
             let again = image.crash_clone(CrashMode::TornTail {
                 seed: rng.next_u64(),

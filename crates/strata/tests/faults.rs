@@ -200,7 +200,7 @@ struct PanickingFs(MemFs, std::sync::atomic::AtomicBool);
 impl strata::fs::Fs for PanickingFs {
     fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
         if self.1.load(std::sync::atomic::Ordering::SeqCst)
-            && path.to_string_lossy().ends_with(".sst")
+            && path.to_string_lossy().contains(".sst")
         {
             panic!("simulated bug while creating {}", path.display());
         }

@@ -782,7 +782,7 @@ impl GatedTables {
 
 impl Fs for GatedTables {
     fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
-        if path.to_string_lossy().ends_with(".sst") {
+        if path.to_string_lossy().contains(".sst") {
             let (m, cv) = &*self.gate;
             let mut g = m.lock().unwrap();
             g.1 += 1;

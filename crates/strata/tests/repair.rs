@@ -626,9 +626,10 @@ fn names_ending(fs: &MemFs, dir: &Path, ext: &str) -> Vec<String> {
         .collect()
 }
 
-/// A flush's table survives a crash that lost the entry of the blob file it points into
-/// (directories are synced apart): the flush never finished, and its WAL still holds the
-/// writes. Repair takes each such key's value from the WAL's copy of the same write,
+/// A flush's table is found beside its WAL, without the blob file it points into (put
+/// together by hand: a live flush names its tables only once their values are durable,
+/// but the same holds for a compaction's output whose new blob file a crash lost, beside
+/// its inputs). Repair takes each such key's value from the other copy of the same write,
 /// instead of dropping the key.
 #[test]
 fn a_value_lost_with_its_file_is_taken_from_the_same_write_in_the_wal() {

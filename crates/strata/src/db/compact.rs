@@ -428,6 +428,21 @@ impl DbInner {
                 Err(_) => may_delete_listed = false,
             }
         }
+        if may_delete_listed {
+            // The WALs the list names no longer need a sync before a later WAL's: dropped
+            // (unmapped and truncated, which takes milliseconds for a large log) outside
+            // the WAL's lock.
+            let listed = ob.listed.as_ref().map(|l| &l.wals);
+            let done: Vec<_> = {
+                let mut wal = lock(&self.wal);
+                let (done, keep) = std::mem::take(&mut wal.unsynced)
+                    .into_iter()
+                    .partition(|(n, _)| listed.is_some_and(|l| l.contains(&n.0)));
+                wal.unsynced = keep;
+                done
+            };
+            drop(done);
+        }
         for (path, listed) in doomed {
             if listed && !may_delete_listed {
                 continue;

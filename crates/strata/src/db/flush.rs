@@ -45,23 +45,31 @@ impl DbInner {
             new_file_number: &mut new_number,
             values: self.values.flush_separator(self.opts.min_blob_size, &base),
             dropped_values: Default::default(),
+            stage: true,
+            staged: Vec::new(),
         };
-        let result = layout
-            .ingest(&mut job, &mem, base.files(0))
-            .and_then(|ingested| Ok((ingested, job.finish_values()?, job.dropped_values.take())))
-            .and_then(|(ingested, value_files, dropped)| {
-                Stats::add(&self.stats.flush_bytes, ingested.other_bytes);
-                for m in &ingested.tables {
-                    Stats::add(&self.stats.flush_bytes, m.size);
-                    self.tables.table(m)?.verify_new()?;
-                }
-                // The values this memtable's pointers reach, durable before the tables
-                // naming them (the value log's; blob files were synced above), and the
-                // write-time files holding only this memtable's values sealed.
-                self.sync_values()?;
-                let sealed = self.values.seal(mem.wal_number())?;
-                Ok((ingested, value_files, dropped, sealed))
-            });
+        let mut run = || -> Result<_> {
+            let ingested = layout.ingest(&mut job, &mem, base.files(0))?;
+            let value_files = job.finish_values()?;
+            let dropped = job.dropped_values.take();
+            Stats::add(&self.stats.flush_bytes, ingested.other_bytes);
+            // The values this memtable's pointers reach, durable before the tables naming
+            // them (the value log's; blob files were synced above), and the write-time files
+            // holding only this memtable's values sealed; only then do the tables take their
+            // names.
+            self.sync_values()?;
+            let sealed = self.values.seal(mem.wal_number())?;
+            job.publish()?;
+            for m in &ingested.tables {
+                Stats::add(&self.stats.flush_bytes, m.size);
+                self.tables.table(m)?.verify_new()?;
+            }
+            Ok((ingested, value_files, dropped, sealed))
+        };
+        let result = run();
+        if result.is_err() {
+            job.discard_staged();
+        }
         let mut versions = lock(&self.versions);
         let (ingested, value_files, dropped, sealed) = match result {
             Ok(t) => t,
@@ -124,18 +132,10 @@ impl DbInner {
         st.progress += 1;
         drop(st);
         drop(versions);
-        // WALs older than `next_wal` are obsolete: nothing needs them synced any more.
-        // Dropped (unmapped and truncated, which takes milliseconds for a large log) after
-        // the lock is released: writers append to the current WAL under it.
-        let obsolete: Vec<_> = {
-            let mut wal = lock(&self.wal);
-            let (old, keep) = std::mem::take(&mut wal.unsynced)
-                .into_iter()
-                .partition(|(n, _)| n.0 < next_wal);
-            wal.unsynced = keep;
-            old
-        };
-        drop(obsolete);
+        // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
+        // syncs first until the obsolete list names them (`delete_obsolete_files`, which
+        // drops them): a repair, which has no manifest, reads a WAL the list does not name,
+        // and one torn before a later WAL's synced writes would make it stop short of them.
         Stats::add(&self.stats.flushes, 1);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();

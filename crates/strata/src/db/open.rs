@@ -740,6 +740,9 @@ fn flush_recovered(
             &versions.current(),
         ),
         dropped_values: Default::default(),
+        // (The WALs replayed stay until the open's edit names these tables.)
+        stage: false,
+        staged: Vec::new(),
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
     edit.new_value_files.extend(job.finish_values()?);

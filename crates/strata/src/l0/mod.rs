@@ -589,13 +589,18 @@ struct TableSink<'a> {
     placement: &'a Placement,
     path_id: PathId,
     table_opts: TableOptions,
+    /// Under a temporary name ([`Ingest::stage`]).
+    stage: bool,
     out: Option<(TableBuilder, FileNumber)>,
 }
 
 impl EntrySink for TableSink<'_> {
     fn begin(&mut self, new_file_number: &mut dyn FnMut() -> FileNumber) -> Result<()> {
         let number = new_file_number();
-        let path = self.placement.table_path(number, self.path_id);
+        let mut path = self.placement.table_path(number, self.path_id);
+        if self.stage {
+            path = staged_path(&path);
+        }
         let file = self.fs.create(&path)?;
         self.out = Some((TableBuilder::new(file, path, self.table_opts), number));
         Ok(())
@@ -628,6 +633,11 @@ pub(crate) struct Ingest<'a> {
     /// Value pointers the flush dropped (older versions of a key in the memtable): the value
     /// log's garbage.
     pub dropped_values: DroppedValues,
+    /// Write tables under a temporary name (`NNNNNN.sst.dbtmp`) until [`Ingest::publish`]
+    /// (a live flush: its tables may point into value files not durable yet).
+    pub stage: bool,
+    /// The tables written under a temporary name: (temporary path, final path).
+    pub staged: Vec<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl Ingest<'_> {
@@ -650,12 +660,17 @@ impl Ingest<'_> {
             placement: self.placement,
             path_id,
             table_opts: self.table_opts,
+            stage: self.stage,
             out: None,
         };
         let oldest = self.entries(mem, from, to, &mut sink)?;
         let Some((b, number)) = sink.out else {
             return Ok(None);
         };
+        if self.stage {
+            let path = self.placement.table_path(number, path_id);
+            self.staged.push((staged_path(&path), path));
+        }
         let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
         let props = b.finish()?;
         let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
@@ -762,4 +777,37 @@ impl Ingest<'_> {
     pub fn sync_dir(&self) -> Result<()> {
         self.fs.sync_dir(self.placement.dir(self.path_id))
     }
+
+    /// Gives the tables written under a temporary name their own, and syncs their
+    /// directory. A live flush calls it once the values its tables point to are durable:
+    /// until then a crash leaves temporary files, which `repair` does not read and an open
+    /// deletes. (Without it, a table found by a repair could point into a value file whose
+    /// entry or bytes the crash lost, while its WAL's copy of the same writes was torn off.)
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn publish(&mut self) -> Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        for (tmp, path) in &self.staged {
+            self.fs.rename(tmp, path)?;
+        }
+        self.staged.clear();
+        self.sync_dir()
+    }
+
+    /// Removes the tables still under a temporary name (a flush that failed).
+    pub fn discard_staged(&mut self) {
+        for (tmp, _) in self.staged.drain(..) {
+            let _ = self.fs.remove(&tmp);
+        }
+    }
+}
+
+/// Where a table at `path` is written until it is published ([`Ingest::publish`]).
+fn staged_path(path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".dbtmp");
+    path.with_file_name(name)
 }
