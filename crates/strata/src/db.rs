@@ -109,7 +109,7 @@ pub(crate) struct WalState {
     pub number: FileNumber,
     /// Earlier WALs, oldest first, not synced since they were closed and whose memtables
     /// are not flushed yet. A synced write syncs them before its own WAL, so no synced
-    /// write can follow a hole; a flush drops the ones it made obsolete.
+    /// write can follow a hole; the obsolete-file pass drops those the obsolete list names.
     pub unsynced: Vec<(FileNumber, LogWriter)>,
     /// The last sequence of the last batch appended to any WAL: the link record that starts
     /// the next WAL.
