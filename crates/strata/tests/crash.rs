@@ -286,12 +286,23 @@ fn crash_images_repaired_without_a_manifest() {
     assert!(total > 500);
 }
 
+/// The first configuration's database at `/db` on a fault-injecting file system.
+fn open_first_config() -> (Db, FaultFs) {
+    let fs = FaultFs::new(MemFs::new());
+    let dir = Path::new("/db");
+    let db = Db::open(dir, (configs()[0].build)(dir, Arc::new(fs.clone()))).unwrap();
+    (db, fs)
+}
+
+/// Opens the image `fs` holds with the first configuration.
+fn reopen_first_config(fs: FaultFs) -> Db {
+    let dir = Path::new("/db");
+    Db::open(dir, (configs()[0].build)(dir, Arc::new(fs))).unwrap()
+}
+
 #[test]
 fn crash_with_every_write_synced_loses_nothing() {
-    let config = &configs()[0];
-    let dir = Path::new("/db");
-    let fs = FaultFs::new(MemFs::new());
-    let db = Db::open(dir, (config.build)(dir, Arc::new(fs.clone()))).unwrap();
+    let (db, fs) = open_first_config();
     let sync = WriteOptions {
         sync: true,
         ..Default::default()
@@ -301,8 +312,7 @@ fn crash_with_every_write_synced_loses_nothing() {
         b.put(format!("k{i:05}"), vec![i as u8; 100]);
         db.write(&sync, b).unwrap();
         if i % 500 == 499 {
-            let image = fs.crash_clone(CrashMode::TornTail { seed: u64::from(i) });
-            let r = Db::open(dir, (config.build)(dir, Arc::new(image))).unwrap();
+            let r = reopen_first_config(fs.crash_clone(CrashMode::TornTail { seed: u64::from(i) }));
             for j in (0..=i).step_by(7) {
                 assert_eq!(
                     r.get(format!("k{j:05}")).unwrap(),
@@ -318,10 +328,7 @@ fn crash_with_every_write_synced_loses_nothing() {
 /// survives a machine crash (it used to return at once, syncing nothing).
 #[test]
 fn an_empty_synced_write_makes_the_writes_before_it_durable() {
-    let config = &configs()[0];
-    let dir = Path::new("/db");
-    let fs = FaultFs::new(MemFs::new());
-    let db = Db::open(dir, (config.build)(dir, Arc::new(fs.clone()))).unwrap();
+    let (db, fs) = open_first_config();
     for i in 0..100u32 {
         db.put(format!("k{i:03}"), vec![i as u8; 50]).unwrap();
     }
@@ -330,8 +337,7 @@ fn an_empty_synced_write_makes_the_writes_before_it_durable() {
         ..Default::default()
     };
     db.write(&sync, WriteBatch::new()).unwrap();
-    let image = fs.crash_clone(CrashMode::DropUnsynced);
-    let r = Db::open(dir, (config.build)(dir, Arc::new(image))).unwrap();
+    let r = reopen_first_config(fs.crash_clone(CrashMode::DropUnsynced));
     for i in 0..100u32 {
         assert_eq!(
             r.get(format!("k{i:03}")).unwrap(),

@@ -626,6 +626,15 @@ fn names_ending(fs: &MemFs, dir: &Path, ext: &str) -> Vec<String> {
         .collect()
 }
 
+/// `small` with values of 100 bytes and more in `store`.
+fn separated(fs: &Arc<MemFs>, store: strata::ValueStoreKind) -> Options {
+    Options {
+        value_store: store,
+        min_blob_size: 100,
+        ..small(fs)
+    }
+}
+
 /// A flush's table is found beside its WAL, without the blob file it points into (put
 /// together by hand: a live flush names its tables only once their values are durable,
 /// but the same holds for a compaction's output whose new blob file a crash lost, beside
@@ -635,11 +644,7 @@ fn names_ending(fs: &MemFs, dir: &Path, ext: &str) -> Vec<String> {
 fn a_value_lost_with_its_file_is_taken_from_the_same_write_in_the_wal() {
     let fs = Arc::new(MemFs::new());
     let dir = Path::new("/db");
-    let opts = |fs: &Arc<MemFs>| Options {
-        value_store: strata::ValueStoreKind::BlobFiles,
-        min_blob_size: 100,
-        ..small(fs)
-    };
+    let opts = |fs: &Arc<MemFs>| separated(fs, strata::ValueStoreKind::BlobFiles);
     let db = Db::open(dir, opts(&fs)).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..200u32 {
@@ -693,11 +698,7 @@ fn a_value_lost_with_its_file_is_taken_from_the_same_write_in_the_wal() {
 fn a_wal_record_whose_value_the_crash_cut_off_ends_the_replay() {
     let fs = Arc::new(MemFs::new());
     let dir = Path::new("/db");
-    let opts = |fs: &Arc<MemFs>| Options {
-        value_store: strata::ValueStoreKind::VLog,
-        min_blob_size: 100,
-        ..small(fs)
-    };
+    let opts = |fs: &Arc<MemFs>| separated(fs, strata::ValueStoreKind::VLog);
     let db = Db::open(dir, opts(&fs)).unwrap();
     let sync = strata::WriteOptions {
         sync: true,
