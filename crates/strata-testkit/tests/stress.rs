@@ -1,6 +1,7 @@
 //! The real-process tests: a short strata-stress run verified against its oracle, and a crash
 //! loop of 24 `kill -9`s rotating through the presets (every third with slowed table writes,
-//! so kills land during flushes and compactions). CI runs both; longer runs are documented in
+//! so kills land during flushes and compactions; every fifth database rebuilt by `repair`
+//! with its manifests removed). CI runs both; longer runs are documented in
 //! docs/testing.md.
 
 use std::process::Command;
@@ -64,6 +65,8 @@ fn crash_loop_loses_nothing() {
             "--keys=5000",
             "--min_delay_ms=300",
             "--max_delay_ms=1200",
+            // Every fifth killed database is rebuilt by `repair`, its manifests removed.
+            "--repair_every=5",
         ])
         .output()
         .unwrap();
@@ -74,6 +77,7 @@ fn crash_loop_loses_nothing() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_eq!(stdout.matches("(repaired, manifests removed)").count(), 4);
     let summary = stdout.lines().last().unwrap();
     assert!(summary.starts_with("crash-loop: kills 24,"), "{summary}");
     assert!(

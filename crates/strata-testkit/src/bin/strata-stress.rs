@@ -15,6 +15,7 @@
 //! strata-stress verify --db=DIR --oracle=FILE [--keys=..] [--preset=..]   (= --verify_only)
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=every preset in Options::PRESETS] [--threads=4] [--keys=20000]
+//!               [--repair_every=0]   (every Nth kill: manifests removed, `strata::repair`)
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -23,7 +24,8 @@
 //! snapshot reads check own keys against the state at the snapshot. The crash loop runs the
 //! `run` mode as a child, SIGKILLs it after a random delay (every third run with slowed table
 //! writes, so kills land during flushes and compactions), verifies every key, and repairs
-//! the oracle to what survived.
+//! the oracle to what survived. With `--repair_every=N`, every Nth killed database loses its
+//! manifests and CURRENT and is rebuilt by `strata::repair` before it is verified.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -576,10 +578,28 @@ fn verify(a: &Args) -> Result<Verified, String> {
     Ok(v)
 }
 
+/// Removes the manifests and CURRENT of the database at `db` and rebuilds it with
+/// `strata::repair` (the options `a` gives); the files it set aside in `lost/` are removed.
+fn repair_without_manifest(a: &Args, db: &std::path::Path) -> Result<(), String> {
+    let names = std::fs::read_dir(db).map_err(|e| format!("list {}: {e}", db.display()))?;
+    for entry in names.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "CURRENT" || name.starts_with("MANIFEST-") {
+            std::fs::remove_file(entry.path()).map_err(|e| format!("remove {name}: {e}"))?;
+        }
+    }
+    strata::repair(db, &options(a)?).map_err(|e| format!("repair: {e}"))?;
+    let _ = std::fs::remove_dir_all(db.join("lost"));
+    Ok(())
+}
+
 fn crash_loop(a: &Args) -> Result<(), String> {
     let dir = a.path("dir")?;
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let kills: u32 = a.get("kills", 20)?;
+    // Every this many kills, the manifests and CURRENT are removed and the database is
+    // rebuilt by `strata::repair` before it is verified (0: never).
+    let repair_every: u32 = a.get("repair_every", 0)?;
     let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
     let presets: Vec<String> = a
         .str("presets", &Options::PRESETS.join(","))
@@ -657,6 +677,10 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         if !reads.is_empty() {
             va.0.insert("tables_in_memory".into(), "131072".into());
         }
+        let repaired = repair_every > 0 && i % repair_every == repair_every - 1;
+        if repaired {
+            repair_without_manifest(&va, &db)?;
+        }
         let v = verify(&va)?;
         verified_keys += v.keys;
         total.lost_synced += v.lost_synced;
@@ -664,10 +688,11 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         total.wrong += v.wrong;
         total.holes += v.holes;
         println!(
-            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{}{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
+            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{}{}{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
             i + 1,
             if slow > 0 { " (slow tables)" } else { "" },
             if reads.is_empty() { "" } else { " (pread past 128 KiB)" },
+            if repaired { " (repaired, manifests removed)" } else { "" },
             v.keys,
             v.lost_synced,
             v.lost_unsynced,
