@@ -50,6 +50,8 @@ pub struct DbIterator {
     value_error: RefCell<Option<Error>>,
     /// Forward scans' read-ahead of separated values (`Options::value_read_ahead`).
     read_ahead: RefCell<ReadAhead>,
+    /// The value files this iterator read last, open (its version's: `sv` holds them).
+    value_files: RefCell<crate::vstore::ValueHandles>,
     /// Whether seeks charge the tables they search (not for a read-ahead scout).
     charges: bool,
     started: bool,
@@ -144,6 +146,7 @@ fn over(
         resolved: OnceCell::new(),
         value_error: RefCell::new(None),
         read_ahead: RefCell::new(ReadAhead::default()),
+        value_files: RefCell::default(),
         charges: true,
         started: false,
         fresh: false,
@@ -187,10 +190,16 @@ impl DbIterator {
             if forward {
                 self.read_ahead();
             }
-            match self
-                .db
-                .read_value(&self.sv.version, self.key(), stored, forward)
-            {
+            let read = crate::vstore::ValuePointer::decode(stored).and_then(|p| {
+                self.db.values.read_through(
+                    &mut self.value_files.borrow_mut(),
+                    &self.sv.version,
+                    self.key(),
+                    &p,
+                    forward,
+                )
+            });
+            match read {
                 Ok(v) => v,
                 Err(e) => {
                     self.value_error.borrow_mut().get_or_insert(e);

@@ -18,7 +18,7 @@ const READ_AHEAD_GAP: u64 = 4096;
 
 /// An open value file and its path (kept, not formatted again per read: the path was
 /// ~10 % of a scan over coalesced items).
-struct OpenFile {
+pub(crate) struct OpenFile {
     handle: Arc<dyn RandomAccessFile>,
     path: PathBuf,
 }
@@ -39,7 +39,11 @@ impl ValueFiles {
         }
     }
 
-    fn file(&self, f: &ValueFile) -> Result<Arc<OpenFile>> {
+    /// File `f` open (opened now if it was not).
+    ///
+    /// # Errors
+    /// I/O errors opening it.
+    pub fn file(&self, f: &ValueFile) -> Result<Arc<OpenFile>> {
         if let Some(h) = self
             .open
             .read()
@@ -75,6 +79,21 @@ impl ValueFiles {
         f: &ValueFile,
         forward: bool,
     ) -> Result<Vec<u8>> {
+        self.read_in(user_key, p, f, &*self.file(f)?, forward)
+    }
+
+    /// [`ValueFiles::read`] in `open`, file `f` open ([`ValueFiles::file`]).
+    ///
+    /// # Errors
+    /// As for [`ValueFiles::read`].
+    pub fn read_in(
+        &self,
+        user_key: &[u8],
+        p: &ValuePointer,
+        f: &ValueFile,
+        open: &OpenFile,
+        forward: bool,
+    ) -> Result<Vec<u8>> {
         let store = f.owner();
         if p.store != f.store || !store.pointer_fits(p, f) {
             return Err(Error::corruption(
@@ -90,7 +109,6 @@ impl ValueFiles {
         // once, and the map takes no reference count. (Not read under the handle map's
         // lock, though that spared two more atomics per read: a read that faults or waits
         // on the disk would hold up every reader behind a file being opened.)
-        let open = self.file(f)?;
         let mut value = Err(Error::corrupt("unreachable: read_with did not call back"));
         open.handle
             .read_with(p.offset, p.size as usize, &mut |bytes| {
