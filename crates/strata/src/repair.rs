@@ -266,7 +266,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         ValuePointer::decode(p).is_ok_and(|p| {
             value_lengths
                 .get(&p.file)
-                .is_some_and(|&len| p.offset + u64::from(p.size) <= len)
+                .is_some_and(|&len| p.offset.saturating_add(u64::from(p.size)) <= len)
         })
     };
     // Whether encoded pointer `p` leads past the end of a value file that is there: a
@@ -276,7 +276,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         ValuePointer::decode(p).is_ok_and(|p| {
             value_lengths
                 .get(&p.file)
-                .is_some_and(|&len| p.offset + u64::from(p.size) > len)
+                .is_some_and(|&len| p.offset.saturating_add(u64::from(p.size)) > len)
         })
     };
     let wal_mem = Arc::new(MemTable::new(0));
@@ -422,7 +422,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                         Some(len) => format!(
                             "value file {} ends at {len}, before {}",
                             p.file,
-                            p.offset + u64::from(p.size)
+                            p.offset.saturating_add(u64::from(p.size))
                         ),
                         None => format!("value file {} is not there", p.file),
                     },
