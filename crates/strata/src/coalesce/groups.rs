@@ -230,13 +230,12 @@ impl Store for Groups {
         if group == 0 || p.offset < HEADER_LEN || p.size == 0 {
             return false;
         }
-        let (at, end) = (
-            p.offset - HEADER_LEN,
-            p.offset - HEADER_LEN + u64::from(p.size),
-        );
+        // (Saturating: a damaged pointer may hold any offset.)
+        let at = p.offset - HEADER_LEN;
+        let end = at.saturating_add(u64::from(p.size));
         at % group >= GROUP_HEAD as u64
             && (end - 1) / group == at / group
-            && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
+            && end.saturating_add(HEADER_LEN + FOOTER_LEN) <= f.size
     }
 
     fn all_garbage(&self, f: &ValueFile) -> bool {

@@ -132,13 +132,18 @@ impl ValueFiles {
         let mut i = 0;
         while i < pointers.len() {
             let (first, f) = pointers[i];
-            let mut end = first.offset + u64::from(first.size);
+            let mut end = first.offset.saturating_add(u64::from(first.size));
             let mut j = i + 1;
             while j < pointers.len()
                 && pointers[j].0.file == first.file
-                && pointers[j].0.offset <= end + READ_AHEAD_GAP
+                && pointers[j].0.offset <= end.saturating_add(READ_AHEAD_GAP)
             {
-                end = end.max(pointers[j].0.offset + u64::from(pointers[j].0.size));
+                end = end.max(
+                    pointers[j]
+                        .0
+                        .offset
+                        .saturating_add(u64::from(pointers[j].0.size)),
+                );
                 j += 1;
             }
             if let Ok(h) = self.file(f) {

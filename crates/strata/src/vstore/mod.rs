@@ -576,7 +576,7 @@ pub(crate) fn file_reaches(
         ));
     };
     let l = len(f);
-    (p.offset + u64::from(p.size) > l).then(|| {
+    (p.offset.saturating_add(u64::from(p.size)) > l).then(|| {
         format!(
             "a WAL record's value did not reach the {} ({} ends at {l}, the record at {} + {})",
             store,
@@ -1300,6 +1300,29 @@ impl DroppedValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged pointer may hold any offset and size: every store's check refuses one past
+    /// the end of the file instead of overflowing (a panic where overflow is checked).
+    #[test]
+    fn every_store_refuses_a_pointer_past_any_file_without_overflowing() {
+        for s in STORES {
+            for meta in [0, 4096, u64::MAX] {
+                let mut f = ValueFile::new(s.id(), 7, PathId(0));
+                f.size = 1 << 20;
+                f.meta = meta;
+                for (offset, size) in [(u64::MAX - 3, 100), (u64::MAX, u32::MAX), (64, u32::MAX)] {
+                    let p = ValuePointer {
+                        store: s.id(),
+                        file: 7,
+                        offset,
+                        size,
+                    };
+                    // (Only a store that cannot know its file's end yet may say yes.)
+                    let _ = s.pointer_fits(&p, &f);
+                }
+            }
+        }
+    }
 
     #[test]
     fn pointers_round_trip_and_garbage_is_rejected() {

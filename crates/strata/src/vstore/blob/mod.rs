@@ -149,7 +149,11 @@ impl Store for BlobFiles {
     }
 
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
-        p.offset >= HEADER_LEN && p.offset + u64::from(p.size) + FOOTER_LEN <= f.size
+        p.offset >= HEADER_LEN
+            && p.offset
+                .saturating_add(u64::from(p.size))
+                .saturating_add(FOOTER_LEN)
+                <= f.size
     }
 
     fn all_garbage(&self, f: &ValueFile) -> bool {

@@ -259,13 +259,13 @@ impl Store for HashStore {
     }
 
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
-        let end = p.offset + u64::from(p.size);
+        let end = p.offset.saturating_add(u64::from(p.size));
         p.offset >= record::HEADER_LEN
             && match (kind_of(f), is_write_time(f)) {
                 // Its extent is not known yet: a read past it fails.
                 (SegmentKind::Open, _) => true,
                 (_, true) => end <= f.size,
-                (_, false) => end + record::FOOTER_LEN <= f.size,
+                (_, false) => end.saturating_add(record::FOOTER_LEN) <= f.size,
             }
     }
 
