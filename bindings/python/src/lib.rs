@@ -960,18 +960,32 @@ impl Iter {
     }
 }
 
-/// Deletes the database at `path`: every file strata names there (other files and the
-/// directory stay). Refused while the database is open (`BusyError`).
+/// The options the database at `path` was last opened for writing with (its `OPTIONS`
+/// file: directories, value store, layout), or the defaults where it has none. A database
+/// whose levels, WALs or values live in other directories is found whole only through them.
+fn recorded_options(path: &std::path::Path) -> PyResult<strata::Options> {
+    match std::fs::read_to_string(path.join("OPTIONS")) {
+        Ok(text) => strata::Options::from_text(&text).map_err(err),
+        Err(_) => Ok(strata::Options::default()),
+    }
+}
+
+/// Deletes the database at `path`: every file strata names there and in the directories
+/// its recorded options name (other files and the directories stay). Refused while the
+/// database is open (`BusyError`).
 #[pyfunction]
 fn destroy_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    py.allow_threads(|| strata::destroy(&path, &strata::Options::default()))
+    let opts = recorded_options(&path)?;
+    py.allow_threads(|| strata::destroy(&path, &opts))
         .map_err(err)
 }
 
-/// Rebuilds the database at `path` from the files that survive (`strata repair`).
+/// Rebuilds the database at `path` from the files that survive (`strata repair`), in the
+/// directories its recorded options name.
 #[pyfunction]
 fn repair_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    py.allow_threads(|| strata::repair(&path, &strata::Options::default()).map(|_| ()))
+    let opts = recorded_options(&path)?;
+    py.allow_threads(|| strata::repair(&path, &opts).map(|_| ()))
         .map_err(err)
 }
 

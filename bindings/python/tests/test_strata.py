@@ -146,6 +146,25 @@ def test_options_and_presets(path, tmp_path):
         strata.DB(path + "5", create_if_missing=True, compression="zstd")
 
 
+def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp_path):
+    values, levels = str(tmp_path / "values"), str(tmp_path / "levels")
+    big = lambda i: (b"%d:" % i) * 60
+    with strata.DB(path, create_if_missing=True, preset="blob", min_blob_size=64,
+                   value_dir=values, level_dir=levels) as db:
+        for i in range(3000):
+            db.put(b"k%05d" % i, big(i))
+        db.flush()
+        db.compact_range()
+    os.remove(os.path.join(path, "CURRENT"))
+    strata.repair_db(path)
+    with strata.DB(path, preset="blob", min_blob_size=64, value_dir=values, level_dir=levels) as db:
+        assert sum(1 for _ in db.iterator()) == 3000
+        assert db.get(b"k00042") == big(42)
+    strata.destroy_db(path)
+    assert not any(n.endswith(".blob") for n in os.listdir(values))
+    assert not any(n.endswith(".sst") for n in os.listdir(levels))
+
+
 def test_missing_database_is_refused_by_default(path):
     # create_if_missing defaults to False, as plyvel's does.
     with pytest.raises(strata.InvalidArgumentError):
