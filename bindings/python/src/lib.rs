@@ -960,31 +960,60 @@ impl Iter {
     }
 }
 
-/// The options the database at `path` was last opened for writing with (its `OPTIONS`
-/// file: directories, value store, layout), or the defaults where it has none. A database
-/// whose levels, WALs or values live in other directories is found whole only through them.
-fn recorded_options(path: &std::path::Path) -> PyResult<strata::Options> {
+/// The options to repair or destroy the database at `path` with: `preset` and `options`
+/// (as `DB` takes them) if either is given; otherwise the options it was last opened for
+/// writing with (its `OPTIONS` file: directories, value store, layout), or the defaults
+/// where it has none. A database whose levels, WALs or values live in other directories is
+/// found whole only through them.
+fn options_for(
+    path: &std::path::Path,
+    preset: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<strata::Options> {
+    if preset.is_some() || options.is_some_and(|kw| !kw.is_empty()) {
+        let mut o = strata::Options::preset(preset.unwrap_or("default")).map_err(err)?;
+        if let Some(kw) = options {
+            for (k, v) in kw.iter() {
+                set_option(&mut o, &k.extract::<String>()?, &v)?;
+            }
+        }
+        return Ok(o);
+    }
     match std::fs::read_to_string(path.join("OPTIONS")) {
         Ok(text) => strata::Options::from_text(&text).map_err(err),
         Err(_) => Ok(strata::Options::default()),
     }
 }
 
-/// Deletes the database at `path`: every file strata names there and in the directories
-/// its recorded options name (other files and the directories stay). Refused while the
-/// database is open (`BusyError`).
+/// `destroy_db(path, preset=None, **options)`: deletes the database at `path`, every file
+/// strata names there and in the directories its options name (the recorded ones unless
+/// given; other files and the directories stay). Refused while the database is open
+/// (`BusyError`).
 #[pyfunction]
-fn destroy_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    let opts = recorded_options(&path)?;
+#[pyo3(signature = (path, preset=None, **options))]
+fn destroy_db(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    preset: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let opts = options_for(&path, preset, options)?;
     py.allow_threads(|| strata::destroy(&path, &opts))
         .map_err(err)
 }
 
-/// Rebuilds the database at `path` from the files that survive (`strata repair`), in the
-/// directories its recorded options name.
+/// `repair_db(path, preset=None, **options)`: rebuilds the database at `path` from the files
+/// that survive (`strata repair`), in the directories its options name (the recorded ones
+/// unless given: a damaged `OPTIONS` file is an error until they are).
 #[pyfunction]
-fn repair_db(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    let opts = recorded_options(&path)?;
+#[pyo3(signature = (path, preset=None, **options))]
+fn repair_db(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    preset: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let opts = options_for(&path, preset, options)?;
     py.allow_threads(|| strata::repair(&path, &opts).map(|_| ()))
         .map_err(err)
 }

@@ -160,6 +160,15 @@ def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp
     with strata.DB(path, preset="blob", min_blob_size=64, value_dir=values, level_dir=levels) as db:
         assert sum(1 for _ in db.iterator()) == 3000
         assert db.get(b"k00042") == big(42)
+    # A damaged OPTIONS file: the options given instead.
+    with open(os.path.join(path, "OPTIONS"), "w") as f:
+        f.write("not options\n")
+    os.remove(os.path.join(path, "CURRENT"))
+    with pytest.raises(strata.Error):
+        strata.repair_db(path)
+    strata.repair_db(path, preset="blob", min_blob_size=64, value_dir=values, level_dir=levels)
+    with strata.DB(path, preset="blob", min_blob_size=64, value_dir=values, level_dir=levels) as db:
+        assert sum(1 for _ in db.iterator()) == 3000
     strata.destroy_db(path)
     assert not any(n.endswith(".blob") for n in os.listdir(values))
     assert not any(n.endswith(".sst") for n in os.listdir(levels))
