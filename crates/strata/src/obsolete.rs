@@ -99,13 +99,7 @@ impl ObsoleteList {
 /// # Errors
 /// I/O errors.
 pub(crate) fn write_unsynced(fs: &dyn Fs, dir: &Path, list: &ObsoleteList) -> Result<()> {
-    let path = dir.join(crate::filename::OBSOLETE);
-    let tmp = dir.join(format!("{}.dbtmp", crate::filename::OBSOLETE));
-    let mut f = fs.create(&tmp)?;
-    f.append(&list.encode())?;
-    f.sync()?;
-    drop(f);
-    fs.rename(&tmp, &path)
+    crate::fs::replace_file(fs, &dir.join(crate::filename::OBSOLETE), &list.encode())
 }
 
 /// The obsolete list of the database in `dir`, if it has one.

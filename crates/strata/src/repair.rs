@@ -261,22 +261,15 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     for (&n, (p, _, _)) in &value_files {
         value_lengths.insert(n, fs.file_size(p)?);
     }
-    // Whether encoded pointer `p` leads to bytes a value file holds.
-    let reaches = |p: &[u8]| {
-        ValuePointer::decode(p).is_ok_and(|p| {
+    // Whether encoded pointer `p` ends inside its value file (`Some(true)`) or past the end
+    // of it (`Some(false)`: a value appended as it was written that the crash cut off);
+    // `None` for a damaged pointer or a file that is gone (a value a GC moved since: a
+    // later entry of its key points to it).
+    let fits = |p: &[u8]| {
+        ValuePointer::decode(p).ok().and_then(|p| {
             value_lengths
                 .get(&p.file)
-                .is_some_and(|&len| p.offset.saturating_add(u64::from(p.size)) <= len)
-        })
-    };
-    // Whether encoded pointer `p` leads past the end of a value file that is there: a
-    // value appended as it was written that the crash cut off. (A pointer into a file
-    // that is gone is a value a GC moved since: a later entry of its key points to it.)
-    let cut_off = |p: &[u8]| {
-        ValuePointer::decode(p).is_ok_and(|p| {
-            value_lengths
-                .get(&p.file)
-                .is_some_and(|&len| p.offset.saturating_add(u64::from(p.size)) > len)
+                .map(|&len| p.offset.saturating_add(u64::from(p.size)) <= len)
         })
     };
     let wal_mem = Arc::new(MemTable::new(0));
@@ -325,9 +318,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                         logged = Some(logged.map_or(linked, |l| l.max(linked)));
                     }
                     Ok(b)
-                        if b.iter()
-                            .flatten()
-                            .any(|e| e.kind == ValueKind::Pointer && cut_off(e.value)) =>
+                        if b.iter().flatten().any(|e| {
+                            e.kind == ValueKind::Pointer && fits(e.value) == Some(false)
+                        }) =>
                     {
                         damage(
                             p,
@@ -410,7 +403,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         if k.kind == ValueKind::Pointer {
             let Some((file, size)) = ValuePointer::decode(merged.value())
                 .ok()
-                .filter(|_| reaches(merged.value()))
+                .filter(|_| fits(merged.value()) == Some(true))
                 .map(|p| (p.file, u64::from(p.size)))
             else {
                 // Not the key's last word: the next entry of it decides. That is the same

@@ -5,7 +5,7 @@
 use super::{DbInner, SuperVersion};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::file_meta::FileMeta;
 use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
@@ -72,13 +72,7 @@ impl DbInner {
         forward: bool,
     ) -> Result<Vec<u8>> {
         let p = ValuePointer::decode(p)?;
-        let f = v.values.get(&p.file).ok_or_else(|| {
-            Error::corrupt(format!(
-                "a value pointer of key {user_key:02x?} leads into value file {}, which the \
-                 version does not hold",
-                p.file
-            ))
-        })?;
+        let f = crate::vstore::file_of(v, user_key, &p)?;
         self.values.read(user_key, &p, f, forward)
     }
 }

@@ -386,16 +386,30 @@ pub fn read_all(fs: &dyn Fs, path: &Path) -> Result<Vec<u8>> {
 /// # Errors
 /// Any I/O error; the temporary file may be left behind (it is removed at the next open).
 pub fn write_file_atomic(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".dbtmp");
-    let tmp = dir.join(tmp_name);
+    replace_file(fs, path, data)?;
+    fs.sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// [`write_file_atomic`] without the directory sync: after return a crash leaves the old
+/// content or the new, and the new is durable once the caller syncs the directory.
+///
+/// # Errors
+/// Any I/O error; the temporary file may be left behind (it is removed at the next open).
+pub(crate) fn replace_file(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = temp_path(path);
     let mut f = fs.create(&tmp)?;
     f.append(data)?;
     f.sync()?;
     drop(f);
-    fs.rename(&tmp, path)?;
-    fs.sync_dir(dir)
+    fs.rename(&tmp, path)
+}
+
+/// Where `path` is written until it takes its name (`NAME.dbtmp`: removed at open, never
+/// read by repair).
+pub(crate) fn temp_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".dbtmp");
+    path.with_file_name(name)
 }
 
 /// Creates `dir` and any missing parents, and makes each new directory's entry durable by

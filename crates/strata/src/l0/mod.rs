@@ -599,7 +599,7 @@ impl EntrySink for TableSink<'_> {
         let number = new_file_number();
         let mut path = self.placement.table_path(number, self.path_id);
         if self.stage {
-            path = staged_path(&path);
+            path = crate::fs::temp_path(&path);
         }
         let file = self.fs.create(&path)?;
         self.out = Some((TableBuilder::new(file, path, self.table_opts), number));
@@ -669,7 +669,7 @@ impl Ingest<'_> {
         };
         if self.stage {
             let path = self.placement.table_path(number, path_id);
-            self.staged.push((staged_path(&path), path));
+            self.staged.push((crate::fs::temp_path(&path), path));
         }
         let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
         let props = b.finish()?;
@@ -803,11 +803,4 @@ impl Ingest<'_> {
             let _ = self.fs.remove(&tmp);
         }
     }
-}
-
-/// Where a table at `path` is written until it is published ([`Ingest::publish`]).
-fn staged_path(path: &std::path::Path) -> std::path::PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".dbtmp");
-    path.with_file_name(name)
 }

@@ -895,13 +895,7 @@ impl Stores {
         let at = match handles.0.iter().position(|h| h.0.number == p.file) {
             Some(i) => i,
             None => {
-                let f = v.values.get(&p.file).ok_or_else(|| {
-                    Error::corrupt(format!(
-                        "a value pointer of key {user_key:02x?} leads into value file {}, \
-                         which the version does not hold",
-                        p.file
-                    ))
-                })?;
+                let f = file_of(v, user_key, p)?;
                 let open = self.reader.file(f)?;
                 handles.insert((f.clone(), open))
             }
@@ -909,6 +903,24 @@ impl Stores {
         let (f, open) = &handles.0[at];
         self.reader.read_in(user_key, p, f, open, forward)
     }
+}
+
+/// The file of `v` that `p`, a value pointer of `user_key`, leads into.
+///
+/// # Errors
+/// `Corruption` if `v` holds no such file.
+pub(crate) fn file_of<'v>(
+    v: &'v Version,
+    user_key: &[u8],
+    p: &ValuePointer,
+) -> Result<&'v ValueFile> {
+    v.values.get(&p.file).ok_or_else(|| {
+        Error::corrupt(format!(
+            "a value pointer of key {user_key:02x?} leads into value file {}, which the \
+             version does not hold",
+            p.file
+        ))
+    })
 }
 
 /// The value files an iterator read last, open (`Stores::read_through`): at most
