@@ -444,9 +444,9 @@ fn a_region_cut_short_gives_repair_the_rows_within_it() {
     // Rows fill the container from its start: a third of five rows keeps the first whole.
     let used = 5 * 200 * 230;
     fs.truncate(region, used / 3).unwrap();
-    let err = Db::open("/db", opts())
-        .err()
-        .expect("a region cut short must not open");
+    let Err(err) = Db::open("/db", opts()) else {
+        panic!("a region cut short must not open");
+    };
     assert!(err.to_string().contains("matrix.pmem"), "{err}");
     let report = repair("/db", &opts()).unwrap();
     assert!(
