@@ -377,3 +377,47 @@ fn a_sequential_fill_moves_its_l0_tables_down_unmerged() {
     it.status().unwrap();
     assert_eq!(n, 20_000);
 }
+
+/// A background job's pass writes the obsolete list at most every 100 ms and leaves what
+/// it would have to name for later: the worker deletes it when it goes idle. Two flushes in
+/// a row: the second one's WAL is obsolete within 100 ms of the first one's list, and must
+/// still be gone soon after, with no job after it.
+#[test]
+fn what_a_jobs_pass_puts_off_is_deleted_when_the_worker_goes_idle() {
+    for separate_flush_thread in [false, true] {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open(
+            "/db",
+            Options {
+                fs: fs.clone(),
+                separate_flush_thread,
+                idle_compaction_delay: None,
+                ..Options::preset("leveldb").unwrap()
+            },
+        )
+        .unwrap();
+        let wals = || {
+            fs.list(Path::new("/db"))
+                .unwrap()
+                .iter()
+                .filter(|n| n.ends_with(".log"))
+                .count()
+        };
+        for round in 0..3u32 {
+            for i in 0..100u32 {
+                db.put(format!("key{i:03}"), format!("value{round}"))
+                    .unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let start = Instant::now();
+        while wals() > 1 && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            wals(),
+            1,
+            "obsolete WALs left on disk (separate flush thread: {separate_flush_thread})"
+        );
+    }
+}

@@ -211,13 +211,15 @@ fn work(db: &DbInner, worker: Worker) {
                 st.progress += 1;
                 drop(st);
                 db.bg_cv.notify_all();
-                db.delete_obsolete_files();
+                db.delete_obsolete_files_after_job();
             }
             Some(Job::Compaction(c)) => {
                 guarded(db, "compaction", || db.run_compaction(c));
-                db.delete_obsolete_files();
+                db.delete_obsolete_files_after_job();
             }
             None => {
+                // What a job's pass put off is deleted before the worker sleeps.
+                db.delete_owed_obsolete_files();
                 // Sleep until something changes (a flush, a compaction, a write switching
                 // memtables) or a flush this worker may take is due, or the database may
                 // have gone idle.

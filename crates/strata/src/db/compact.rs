@@ -333,7 +333,18 @@ pub(crate) struct ObsoleteFiles {
     /// not be durable), and those directories.
     unsynced: ObsoleteList,
     unsynced_dirs: Vec<std::path::PathBuf>,
+    /// When this process last wrote the list.
+    written_at: Option<std::time::Instant>,
+    /// A pass after a job left tables or WALs for a later one, which the background
+    /// worker runs when it goes idle (`DbInner::delete_owed_obsolete_files`).
+    owed: bool,
 }
+
+/// A background job's pass writes the obsolete list (two syncs) at most this often; one
+/// within it leaves the tables and WALs the list would have to name for a later pass. The
+/// `leveldb` preset's small tables make about 40 jobs a second, and a list per job cost its
+/// overwrites 5 % (BENCHMARKS.md, "The obsolete list, before and after").
+const LIST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl DbInner {
     /// Deletes tables no live version needs, WALs older than the oldest needed one, value
@@ -342,7 +353,24 @@ impl DbInner {
     /// must name what a pass deletes until its deletion is durable).
     pub(crate) fn delete_obsolete_files(&self) {
         let mut ob = lock(&self.obsolete);
-        self.delete_obsolete_pass(&mut ob);
+        self.delete_obsolete_pass(&mut ob, false);
+    }
+
+    /// [`Self::delete_obsolete_files`] after a background job: tables and WALs that would
+    /// need the list written again within [`LIST_INTERVAL`] of the last one are left for a
+    /// later pass (the next job's, or the one the worker runs when it goes idle); value
+    /// files and manifests are deleted at once.
+    pub(crate) fn delete_obsolete_files_after_job(&self) {
+        let mut ob = lock(&self.obsolete);
+        self.delete_obsolete_pass(&mut ob, true);
+    }
+
+    /// Runs the pass an earlier [`Self::delete_obsolete_files_after_job`] put off, if any.
+    pub(crate) fn delete_owed_obsolete_files(&self) {
+        let mut ob = lock(&self.obsolete);
+        if ob.owed {
+            self.delete_obsolete_pass(&mut ob, false);
+        }
     }
 
     /// [`Self::delete_obsolete_files`] under its lock.
@@ -354,7 +382,7 @@ impl DbInner {
     /// directories are synced once per list written: that sync makes the new list durable
     /// and the deletions of the passes before it, which the new list still names (the
     /// list after it drops them).
-    fn delete_obsolete_pass(&self, ob: &mut ObsoleteFiles) {
+    fn delete_obsolete_pass(&self, ob: &mut ObsoleteFiles, may_defer: bool) {
         if lock(&self.state).bg_error.is_some() {
             return;
         }
@@ -409,7 +437,11 @@ impl DbInner {
         let first = ob.listed.is_none() && self.fs.exists(&db_dir.join(filename::OBSOLETE));
         let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));
         let mut may_delete_listed = true;
-        if (lists && !covered) || first {
+        let recent = ob.written_at.is_some_and(|t| t.elapsed() < LIST_INTERVAL);
+        if lists && !covered && !first && may_defer && recent {
+            ob.owed = true;
+            may_delete_listed = false;
+        } else if (lists && !covered) || first {
             let mut dirs = ob.unsynced_dirs.clone();
             if !dirs.iter().any(|d| d == db_dir) {
                 dirs.push(db_dir.to_path_buf());
@@ -418,6 +450,7 @@ impl DbInner {
                 .and_then(|()| dirs.iter().try_for_each(|d| self.fs.sync_dir(d)));
             match written {
                 Ok(()) => {
+                    ob.written_at = Some(std::time::Instant::now());
                     ob.listed = Some(obsolete);
                     // Durable now, and named by the list just written: the next one may
                     // leave them out.
@@ -429,6 +462,7 @@ impl DbInner {
             }
         }
         if may_delete_listed {
+            ob.owed = false;
             // The WALs the list names no longer need a sync before a later WAL's: dropped
             // (unmapped and truncated, which takes milliseconds for a large log) outside
             // the WAL's lock.
