@@ -650,8 +650,12 @@ fn read_l0_parts(
         take(parts, damage);
     } else if let Some((manifest, rec)) = newest_l0_record(&**fs, manifests) {
         // A context of its own: the configured layout's holds a region of the configured
-        // size, which the record's may not be.
-        let ctx = crate::l0::L0Context::new(opts, placement);
+        // size, which the record's may not be. Salvaging: a region cut short gives the
+        // rows within it.
+        let ctx = crate::l0::L0Context {
+            salvage: true,
+            ..crate::l0::L0Context::new(opts, placement)
+        };
         match crate::l0::parts_outside_tables(&rec, &ctx) {
             Ok((_, parts)) => {
                 found = true;

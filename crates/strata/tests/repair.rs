@@ -412,70 +412,82 @@ fn l0_in_persistent_memory_survives_repair() {
 }
 
 /// A matrix region cut short (a copy or a restore that stopped, a file system out of room)
-/// still holds the rows that lie within it: repair reads them through the row directory
-/// and reports the rows past the end, instead of giving up the whole region.
+/// still holds the rows that lie within it: repair reads them, through the row directory
+/// or (without it) the manifest's layout record, and reports the rows past the end,
+/// instead of giving up the whole region.
 #[test]
 fn a_region_cut_short_gives_repair_the_rows_within_it() {
-    let fs = Arc::new(MemFs::new());
-    let opts = || Options {
-        pmem_dir: Some("/pmem".into()),
-        matrix_container_size: 1 << 20,
-        write_buffer_size: 64 << 10,
-        fs: fs.clone(),
-        ..Options::preset("matrixkv").unwrap()
-    };
-    // Five rows of 200 keys each (row r holds keys r*1000..), and one write in the WAL.
-    let mut rows = Vec::new();
-    {
-        let db = Db::open("/db", opts()).unwrap();
-        for r in 0..5u32 {
-            let mut row = BTreeMap::new();
-            for i in 0..200u32 {
-                let (k, v) = (format!("key{:05}", r * 1000 + i), value(i, r, 200));
-                db.put(&k, &v).unwrap();
-                row.insert(k.into_bytes(), v);
+    for lose_directory in [false, true] {
+        let what = format!("row directory lost: {lose_directory}");
+        let fs = Arc::new(MemFs::new());
+        let opts = || Options {
+            pmem_dir: Some("/pmem".into()),
+            matrix_container_size: 1 << 20,
+            write_buffer_size: 64 << 10,
+            fs: fs.clone(),
+            ..Options::preset("matrixkv").unwrap()
+        };
+        // Five rows of 200 keys each (row r holds keys r*1000..), and one write in the WAL.
+        let mut rows = Vec::new();
+        {
+            let db = Db::open("/db", opts()).unwrap();
+            for r in 0..5u32 {
+                let mut row = BTreeMap::new();
+                for i in 0..200u32 {
+                    let (k, v) = (format!("key{:05}", r * 1000 + i), value(i, r, 200));
+                    db.put(&k, &v).unwrap();
+                    row.insert(k.into_bytes(), v);
+                }
+                db.flush().unwrap();
+                rows.push(row);
             }
-            db.flush().unwrap();
-            rows.push(row);
+            db.put(b"later", b"write").unwrap();
         }
-        db.put(b"later", b"write").unwrap();
-    }
-    let region = Path::new("/pmem/matrix.pmem");
-    // Rows fill the container from its start: a third of five rows keeps the first whole.
-    let used = 5 * 200 * 230;
-    fs.truncate(region, used / 3).unwrap();
-    let Err(err) = Db::open("/db", opts()) else {
-        panic!("a region cut short must not open");
-    };
-    assert!(err.to_string().contains("matrix.pmem"), "{err}");
-    let report = repair("/db", &opts()).unwrap();
-    assert!(
-        report.l0_parts_read >= 1,
-        "the rows within the file were not read: {report:?}"
-    );
-    assert!(
-        report.damage.iter().any(|(f, _, _)| f == region),
-        "the rows past the end are not reported: {report:?}"
-    );
-    let db = Db::open("/db", opts()).unwrap();
-    let got = contents(&db);
-    for (k, v) in &rows[0] {
-        assert_eq!(got.get(k), Some(v), "a key of the first row is lost");
-    }
-    let all: BTreeMap<_, _> = rows.iter().flatten().collect();
-    for (k, v) in &got {
-        if k.as_slice() != b"later" {
-            assert_eq!(all.get(k), Some(&v), "a key came back wrong");
+        let region = Path::new("/pmem/matrix.pmem");
+        // Rows fill the container from its start: a third of five rows keeps the first whole.
+        let used = 5 * 200 * 230;
+        fs.truncate(region, used / 3).unwrap();
+        if lose_directory {
+            // Repair then finds the rows through the manifest's layout record.
+            fs.remove(Path::new("/pmem/matrix.dir")).unwrap();
         }
+        let Err(err) = Db::open("/db", opts()) else {
+            panic!("a region cut short must not open");
+        };
+        assert!(err.to_string().contains("matrix.pmem"), "{err}");
+        let report = repair("/db", &opts()).unwrap();
+        assert!(
+            report.l0_parts_read >= 1,
+            "{what}: the rows within the file were not read: {report:?}"
+        );
+        assert!(
+            report.damage.iter().any(|(f, _, _)| f == region),
+            "{what}: the rows past the end are not reported: {report:?}"
+        );
+        let db = Db::open("/db", opts()).unwrap();
+        let got = contents(&db);
+        for (k, v) in &rows[0] {
+            assert_eq!(
+                got.get(k),
+                Some(v),
+                "{what}: a key of the first row is lost"
+            );
+        }
+        let all: BTreeMap<_, _> = rows.iter().flatten().collect();
+        for (k, v) in &got {
+            if k.as_slice() != b"later" {
+                assert_eq!(all.get(k), Some(&v), "{what}: a key came back wrong");
+            }
+        }
+        assert!(
+            got.len() - 1 < all.len(),
+            "the test needs rows past the cut"
+        );
+        assert_eq!(
+            got.get(&b"later"[..]).map(Vec::as_slice),
+            Some(&b"write"[..])
+        );
     }
-    assert!(
-        got.len() - 1 < all.len(),
-        "the test needs rows past the cut"
-    );
-    assert_eq!(
-        got.get(&b"later"[..]).map(Vec::as_slice),
-        Some(&b"write"[..])
-    );
 }
 
 /// Every preset's database, its manifests lost (the matrix's rows found through its row

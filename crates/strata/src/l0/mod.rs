@@ -443,6 +443,10 @@ pub(crate) struct L0Context {
     /// layouts of successive versions (a matrix's region and page table); set by the
     /// layout on first use.
     pub shared: Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>,
+    /// Set by repair: a layout's files are read for what they still hold, so a matrix
+    /// region shorter than its recorded size is opened as long as it is (its rows past
+    /// the end fail on their own) instead of refused whole.
+    pub salvage: bool,
 }
 
 impl L0Context {
@@ -453,6 +457,7 @@ impl L0Context {
             fs: opts.fs.clone(),
             placement: placement.clone(),
             shared: Arc::default(),
+            salvage: false,
         }
     }
 }

@@ -95,6 +95,8 @@ pub(crate) struct Pages {
     len: usize,
     region: OnceLock<Arc<dyn PmemRegion>>,
     table: Mutex<PageTable>,
+    /// An existing region shorter than `len` is opened as long as it is (repair).
+    salvage: bool,
 }
 
 impl std::fmt::Debug for Pages {
@@ -116,7 +118,15 @@ impl Pages {
             len,
             region: OnceLock::new(),
             table: Mutex::new(PageTable::new(len / PAGE)),
+            salvage: false,
         }
+    }
+
+    /// These pages, for repair: an existing region shorter than `len` (a file cut short)
+    /// is opened as long as it is, and reads past its end fail, instead of the open.
+    pub fn salvaging(mut self) -> Self {
+        self.salvage = true;
+        self
     }
 
     /// The file system the region is in.
@@ -167,7 +177,13 @@ impl Pages {
                 self.path.display()
             )));
         }
-        let r = self.fs.open_region(&self.path, self.len)?;
+        let len = if self.salvage && existed {
+            let size = usize::try_from(self.fs.file_size(&self.path)?).unwrap_or(usize::MAX);
+            self.len.min(size)
+        } else {
+            self.len
+        };
+        let r = self.fs.open_region(&self.path, len)?;
         if !existed {
             if let Some(dir) = self.path.parent() {
                 self.fs.sync_dir(dir)?;

@@ -168,8 +168,13 @@ fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shared>> {
     let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
         .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
     let dir = ctx.placement.dir(PathId::PMEM);
+    let pages = Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len);
     let s = Arc::new(Shared {
-        pages: Arc::new(Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len)),
+        pages: Arc::new(if ctx.salvage {
+            pages.salvaging()
+        } else {
+            pages
+        }),
         directory: directory::Directory::new(
             ctx.fs.clone(),
             dir.join(directory::DIRECTORY_NAME),
