@@ -108,6 +108,22 @@ impl std::fmt::Debug for Pages {
     }
 }
 
+/// The existing region at `path`, recorded as `len` bytes, opened to read what it holds:
+/// as long as the file is if it was cut short (a copy or a restore that stopped, a file
+/// system that ran out of room), so the rows within it are read and each row past its end
+/// fails on its own (repair and `check`; an open refuses such a region).
+///
+/// # Errors
+/// I/O errors of the file system.
+pub(crate) fn open_cut_short(
+    fs: &dyn Fs,
+    path: &std::path::Path,
+    len: usize,
+) -> Result<Arc<dyn PmemRegion>> {
+    let size = usize::try_from(fs.file_size(path)?).unwrap_or(usize::MAX);
+    fs.open_region(path, len.min(size))
+}
+
 impl Pages {
     /// The pages of a region of `len` bytes (a whole number of pages) at `path`, opened
     /// when first read or written.
@@ -177,13 +193,11 @@ impl Pages {
                 self.path.display()
             )));
         }
-        let len = if self.salvage && existed {
-            let size = usize::try_from(self.fs.file_size(&self.path)?).unwrap_or(usize::MAX);
-            self.len.min(size)
+        let r = if self.salvage && existed {
+            open_cut_short(&*self.fs, &self.path, self.len)?
         } else {
-            self.len
+            self.fs.open_region(&self.path, self.len)?
         };
-        let r = self.fs.open_region(&self.path, len)?;
         if !existed {
             if let Some(dir) = self.path.parent() {
                 self.fs.sync_dir(dir)?;

@@ -1004,13 +1004,9 @@ impl Level0 for Matrix {
                 listing.rows.len()
             )));
         }
-        // As long as the file is, if it was cut short (a copy or a restore that stopped, a
-        // file system that ran out of room): the rows within it are read and checked, each
-        // row past its end is reported on its own, and repair keeps what is left.
-        let len = listing.container.min(fs.file_size(path)?);
-        let len = usize::try_from(len)
+        let len = usize::try_from(listing.container)
             .map_err(|_| Error::corrupt("the row directory's region does not fit in memory"))?;
-        let region = fs.open_region(path, len)?;
+        let region = crate::pmem::open_cut_short(&**fs, path, len)?;
         let keep: Arc<dyn Any + Send + Sync> = Arc::new(());
         let parts = listing
             .rows
