@@ -127,6 +127,7 @@ impl TableBuilder {
         }
         let raw = self.data.finish();
         let h = self.write_block(&raw, self.opts.compression)?;
+        self.data.recycle(raw);
         self.props.data_size += h.size + BLOCK_TRAILER_LEN as u64;
         self.props.num_data_blocks += 1;
         self.pending = Some(h);
