@@ -13,9 +13,10 @@ use super::InternalIterator;
 use crate::error::Result;
 use crate::key;
 
-/// The number of children from which a forward merge keeps a heap. Measured (BENCHMARKS.md,
-/// "A heap in the merging iterator"): column compactions of 50-128 rows spent 12 % of the
-/// compaction thread finding the smallest child linearly.
+/// The number of children from which a forward merge keeps a heap: chosen above the sources
+/// a read of a settled database sees, not measured at the break-even. What the heap gains
+/// where it applies (BENCHMARKS.md, "A heap in the merging iterator"): column compactions
+/// of 50-128 rows spent 12 % of the compaction thread finding the smallest child linearly.
 const HEAP_FROM: usize = 9;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
