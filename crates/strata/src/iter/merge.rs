@@ -33,7 +33,8 @@ pub struct MergingIterator {
     /// Whether a forward merge keeps `heap` (`HEAP_FROM` children or more).
     use_heap: bool,
     /// Going forward with `use_heap`: the valid children's indices, a min-heap by (key,
-    /// index), `heap[0] == current`. Empty and unused going backward.
+    /// index), `heap[0] == current`. Stale going backward: every forward positioning
+    /// (`settle_forward`) rebuilds it.
     heap: Vec<usize>,
 }
 
@@ -169,7 +170,6 @@ impl InternalIterator for MergingIterator {
             c.seek_to_last();
         }
         self.direction = Direction::Reverse;
-        self.heap.clear();
         self.find_largest();
     }
 
@@ -183,7 +183,8 @@ impl InternalIterator for MergingIterator {
 
     fn next(&mut self) {
         let Some(cur) = self.current else { return };
-        if self.direction != Direction::Forward {
+        let turned = self.direction != Direction::Forward;
+        if turned {
             // Every other child must be positioned after key().
             let k = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
@@ -196,12 +197,13 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Forward;
-            self.children[cur].next();
-            self.settle_forward();
-            return;
         }
         self.children[cur].next();
-        self.advance_forward();
+        if turned {
+            self.settle_forward();
+        } else {
+            self.advance_forward();
+        }
     }
 
     fn prev(&mut self) {
@@ -221,7 +223,6 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Reverse;
-            self.heap.clear();
         }
         self.children[cur].prev();
         self.find_largest();
