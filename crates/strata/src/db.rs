@@ -67,6 +67,9 @@ pub(crate) struct State {
     pub compactions_running: usize,
     /// Bumped after every flush or compaction install (waiters re-check their condition).
     pub progress: u64,
+    /// A job finished since the deletion thread's last pass began: it runs another
+    /// (`bg::delete_work`).
+    pub deletion_due: bool,
 }
 
 impl State {
@@ -248,8 +251,10 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
     pub read_only: bool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
-    /// The obsolete list's state; held through each pass of `delete_obsolete_files`.
+    /// The obsolete list's state; held while a list is written, not across deletions.
     pub obsolete: Mutex<compact::ObsoleteFiles>,
+    /// Held through each pass of `delete_obsolete_files` (one pass at a time).
+    pub deletion_pass: Mutex<()>,
     pub _lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 

@@ -15,6 +15,8 @@ use strata::{Db, Options, Result};
 struct SlowDeepFs {
     mem: MemFs,
     slow: Arc<AtomicBool>,
+    /// The name of the thread behind each `remove`.
+    removers: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 struct SlowFile {
@@ -64,6 +66,8 @@ impl Fs for SlowDeepFs {
         self.mem.list(dir)
     }
     fn remove(&self, path: &Path) -> Result<()> {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        self.removers.lock().unwrap().push(name);
         self.mem.remove(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -91,10 +95,19 @@ fn prop(db: &Db, name: &str) -> usize {
 }
 
 fn open(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>) {
+    let (db, slow, _) = open_recording(separate_flush_thread);
+    (db, slow)
+}
+
+type Removers = Arc<std::sync::Mutex<Vec<String>>>;
+
+fn open_recording(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>, Removers) {
     let slow = Arc::new(AtomicBool::new(false));
+    let removers = Removers::default();
     let fs = SlowDeepFs {
         mem: MemFs::new(),
         slow: slow.clone(),
+        removers: removers.clone(),
     };
     let opts = Options {
         write_buffer_size: 64 << 10,
@@ -106,7 +119,35 @@ fn open(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>) {
         fs: Arc::new(fs),
         ..Options::default()
     };
-    (Db::open("/db", opts).unwrap(), slow)
+    (Db::open("/db", opts).unwrap(), slow, removers)
+}
+
+/// Flush and compaction threads never delete files: the deletion thread does (an `unlink`
+/// may wait for the file system's discard, milliseconds per table, and a flush thread
+/// deleting leaves writes waiting for a memtable).
+#[test]
+fn obsolete_files_are_deleted_on_the_deletion_thread() {
+    for separate_flush_thread in [false, true] {
+        let (db, _, removers) = open_recording(separate_flush_thread);
+        for round in 0..6u8 {
+            for i in 0..400u32 {
+                db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let deleted = || removers.lock().unwrap().clone();
+        let start = Instant::now();
+        // WALs of the flushes and the inputs of the compactions they set off.
+        while deleted().len() < 8 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let by = deleted();
+        assert!(by.len() >= 8, "only {} files deleted", by.len());
+        assert!(
+            by.iter().all(|t| t == "strata-delete"),
+            "deleted by {by:?} (separate flush thread: {separate_flush_thread})"
+        );
+    }
 }
 
 #[test]
@@ -378,12 +419,12 @@ fn a_sequential_fill_moves_its_l0_tables_down_unmerged() {
     assert_eq!(n, 20_000);
 }
 
-/// A background job's pass writes the obsolete list at most every 100 ms and leaves what
-/// it would have to name for later: the worker deletes it when it goes idle. Two flushes in
-/// a row: the second one's WAL is obsolete within 100 ms of the first one's list, and must
-/// still be gone soon after, with no job after it.
+/// The deletion thread runs a pass at most every 100 ms; jobs that finish within the pause
+/// get one pass after it. Flushes in a row: the later ones' WALs become obsolete during the
+/// pause after the first one's pass, and must still be gone soon after, with no job after
+/// them.
 #[test]
-fn what_a_jobs_pass_puts_off_is_deleted_when_the_worker_goes_idle() {
+fn what_jobs_leave_during_the_deletion_pause_is_deleted_after_it() {
     for separate_flush_thread in [false, true] {
         let fs = Arc::new(MemFs::new());
         let db = Db::open(

@@ -202,6 +202,13 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
+        if c.l0_part.is_some() {
+            let inputs: Vec<FileNumber> = edit.deleted_files.iter().map(|d| d.1).collect();
+            if let Err(e) = db.list_before_edit(&inputs) {
+                lock(&db.versions).release_outputs(&outputs);
+                return Err(e);
+            }
+        }
         let mut versions = lock(&db.versions);
         if let Some(p) = &c.l0_part {
             // The part leaves L0 by the layout's change, applied to the layout current now
@@ -333,47 +340,48 @@ pub(crate) struct ObsoleteFiles {
     /// not be durable), and those directories.
     unsynced: ObsoleteList,
     unsynced_dirs: Vec<std::path::PathBuf>,
-    /// When this process last wrote the list.
-    written_at: Option<std::time::Instant>,
-    /// A pass after a job left tables or WALs for a later one, which the background
-    /// worker runs when it goes idle (`DbInner::delete_owed_obsolete_files`).
-    owed: bool,
+    /// Tables and WALs the running pass named and is deleting, outside this lock: every list
+    /// written meanwhile names them too, and the pass moves them to `unsynced` when done.
+    deleting: ObsoleteList,
+    /// Tables named before the edit that takes them out of the current version
+    /// ([`DbInner::list_before_edit`]): every list names them while the current version
+    /// still holds them (after the edit, the pass finds them obsolete by itself).
+    pinned: ObsoleteList,
 }
 
-/// A background job's pass writes the obsolete list (two syncs) at most this often; one
-/// within it leaves the tables and WALs the list would have to name for a later pass. The
-/// `leveldb` preset's small tables make about 40 jobs a second, and a list per job cost its
-/// overwrites 5 % (BENCHMARKS.md, "The obsolete list, before and after").
-const LIST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+impl ObsoleteFiles {
+    /// Writes `list` as the obsolete list and syncs the directories that make it and the
+    /// deletions in `unsynced` durable; on success `list` is what is listed and `unsynced`
+    /// is empty (named by the list just written, deleted durably).
+    fn write(&mut self, db: &DbInner, list: ObsoleteList) -> Result<()> {
+        let db_dir = db.placement.db_dir();
+        let mut dirs = self.unsynced_dirs.clone();
+        if !dirs.iter().any(|d| d == db_dir) {
+            dirs.push(db_dir.to_path_buf());
+        }
+        crate::obsolete::write_unsynced(&*db.fs, db_dir, &list)
+            .and_then(|()| dirs.iter().try_for_each(|d| db.fs.sync_dir(d)))?;
+        self.listed = Some(list);
+        self.unsynced = ObsoleteList::default();
+        self.unsynced_dirs.clear();
+        Ok(())
+    }
+}
+
+/// `a` with everything `b` names added.
+fn union(mut a: ObsoleteList, b: &ObsoleteList) -> ObsoleteList {
+    a.tables.extend(&b.tables);
+    a.wals.extend(&b.wals);
+    a
+}
 
 impl DbInner {
     /// Deletes tables no live version needs, WALs older than the oldest needed one, value
     /// files no live version names, and old manifests. Never runs once the database is
-    /// poisoned (the durable state is then unknown). One pass at a time (the obsolete list
-    /// must name what a pass deletes until its deletion is durable).
-    pub(crate) fn delete_obsolete_files(&self) {
-        let mut ob = lock(&self.obsolete);
-        self.delete_obsolete_pass(&mut ob, false);
-    }
-
-    /// [`Self::delete_obsolete_files`] after a background job: tables and WALs that would
-    /// need the list written again within [`LIST_INTERVAL`] of the last one are left for a
-    /// later pass (the next job's, or the one the worker runs when it goes idle); value
-    /// files and manifests are deleted at once.
-    pub(crate) fn delete_obsolete_files_after_job(&self) {
-        let mut ob = lock(&self.obsolete);
-        self.delete_obsolete_pass(&mut ob, true);
-    }
-
-    /// Runs the pass an earlier [`Self::delete_obsolete_files_after_job`] put off, if any.
-    pub(crate) fn delete_owed_obsolete_files(&self) {
-        let mut ob = lock(&self.obsolete);
-        if ob.owed {
-            self.delete_obsolete_pass(&mut ob, false);
-        }
-    }
-
-    /// [`Self::delete_obsolete_files`] under its lock.
+    /// poisoned (the durable state is then unknown). One pass at a time; the obsolete
+    /// list's state is locked only around the list's write, not across the deletions
+    /// (an `unlink` can take milliseconds, and [`Self::list_before_edit`] waits for that
+    /// lock on a compaction's way to its edit).
     ///
     /// Before a table or WAL is deleted, the obsolete list names it with every other one
     /// the current version no longer needs that is still on disk, and it stays named until
@@ -382,10 +390,52 @@ impl DbInner {
     /// directories are synced once per list written: that sync makes the new list durable
     /// and the deletions of the passes before it, which the new list still names (the
     /// list after it drops them).
-    fn delete_obsolete_pass(&self, ob: &mut ObsoleteFiles, may_defer: bool) {
+    pub(crate) fn delete_obsolete_files(&self) {
+        let _pass = lock(&self.deletion_pass);
         if lock(&self.state).bg_error.is_some() {
             return;
         }
+        let doomed = {
+            let mut ob = lock(&self.obsolete);
+            self.name_obsolete_files(&mut ob)
+        };
+        let mut removed: Vec<std::path::PathBuf> = Vec::new();
+        for (path, listed) in doomed {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            match filename::parse(&name) {
+                Some(FileType::Table(n)) => self.tables.evict(n),
+                Some(FileType::Value(n, _)) => {
+                    self.values.evict(n.0);
+                }
+                _ => {}
+            }
+            // A failed delete only wastes space; the next pass retries.
+            if self.fs.remove(&path).is_ok() && listed {
+                removed.push(path);
+            }
+        }
+        let mut ob = lock(&self.obsolete);
+        let db_dir = self.placement.db_dir();
+        for path in removed {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            match filename::parse(&name) {
+                Some(FileType::Table(n)) => ob.unsynced.tables.insert(n.0),
+                Some(FileType::Wal(n)) => ob.unsynced.wals.insert(n.0),
+                _ => false,
+            };
+            let dir = path.parent().unwrap_or(db_dir).to_path_buf();
+            if !ob.unsynced_dirs.contains(&dir) {
+                ob.unsynced_dirs.push(dir);
+            }
+        }
+        // What failed to delete is still on disk: the next pass finds it again.
+        ob.deleting = ObsoleteList::default();
+    }
+
+    /// The first half of a pass, under the obsolete list's lock: finds what is obsolete,
+    /// writes the list if it does not name all of it, and returns the files to delete
+    /// (with whether the list names them), those the list names marked as being deleted.
+    fn name_obsolete_files(&self, ob: &mut ObsoleteFiles) -> Vec<(std::path::PathBuf, bool)> {
         let (live, current, log_number, manifest, next) = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs of
@@ -399,7 +449,11 @@ impl DbInner {
                 next,
             )
         };
-        let mut obsolete = ob.unsynced.clone();
+        // Pinned tables the current version no longer holds are obsolete like any other.
+        ob.pinned
+            .tables
+            .retain(|&n| current.contains(&FileNumber(n)));
+        let mut obsolete = union(union(ob.unsynced.clone(), &ob.deleting), &ob.pinned);
         // (path, whether the obsolete list must name it first)
         let mut doomed: Vec<(std::path::PathBuf, bool)> = Vec::new();
         let mut dirs: Vec<&std::path::Path> = Vec::new();
@@ -436,71 +490,71 @@ impl DbInner {
         let db_dir = self.placement.db_dir();
         let first = ob.listed.is_none() && self.fs.exists(&db_dir.join(filename::OBSOLETE));
         let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));
-        let mut may_delete_listed = true;
-        let recent = ob.written_at.is_some_and(|t| t.elapsed() < LIST_INTERVAL);
-        if lists && !covered && !first && may_defer && recent {
-            ob.owed = true;
-            may_delete_listed = false;
-        } else if (lists && !covered) || first {
-            let mut dirs = ob.unsynced_dirs.clone();
-            if !dirs.iter().any(|d| d == db_dir) {
-                dirs.push(db_dir.to_path_buf());
-            }
-            let written = crate::obsolete::write_unsynced(&*self.fs, db_dir, &obsolete)
-                .and_then(|()| dirs.iter().try_for_each(|d| self.fs.sync_dir(d)));
-            match written {
-                Ok(()) => {
-                    ob.written_at = Some(std::time::Instant::now());
-                    ob.listed = Some(obsolete);
-                    // Durable now, and named by the list just written: the next one may
-                    // leave them out.
-                    ob.unsynced = ObsoleteList::default();
-                    ob.unsynced_dirs.clear();
-                }
-                // Nothing it should name is deleted: the next pass tries again.
-                Err(_) => may_delete_listed = false,
-            }
+        if ((lists && !covered) || first) && ob.write(self, obsolete).is_err() {
+            // Nothing it should name is deleted: the next pass tries again.
+            doomed.retain(|d| !d.1);
+            return doomed;
         }
-        if may_delete_listed {
-            ob.owed = false;
-            // The WALs the list names no longer need a sync before a later WAL's: dropped
-            // (unmapped and truncated, which takes milliseconds for a large log) outside
-            // the WAL's lock.
-            let listed = ob.listed.as_ref().map(|l| &l.wals);
-            let done: Vec<_> = {
-                let mut wal = lock(&self.wal);
-                let (done, keep) = std::mem::take(&mut wal.unsynced)
-                    .into_iter()
-                    .partition(|(n, _)| listed.is_some_and(|l| l.contains(&n.0)));
-                wal.unsynced = keep;
-                done
-            };
-            drop(done);
-        }
-        for (path, listed) in doomed {
-            if listed && !may_delete_listed {
+        // The WALs the list names no longer need a sync before a later WAL's: dropped
+        // (unmapped and truncated, which takes milliseconds for a large log) outside the
+        // WAL's lock.
+        let listed = ob.listed.as_ref().map(|l| &l.wals);
+        let done: Vec<_> = {
+            let mut wal = lock(&self.wal);
+            let (done, keep) = std::mem::take(&mut wal.unsynced)
+                .into_iter()
+                .partition(|(n, _)| listed.is_some_and(|l| l.contains(&n.0)));
+            wal.unsynced = keep;
+            done
+        };
+        drop(done);
+        for (path, listed) in &doomed {
+            if !listed {
                 continue;
             }
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             match filename::parse(&name) {
-                Some(FileType::Table(n)) => self.tables.evict(n),
-                Some(FileType::Value(n, _)) => {
-                    self.values.evict(n.0);
-                }
-                _ => {}
-            }
-            // A failed delete only wastes space; the next pass retries.
-            if self.fs.remove(&path).is_ok() && listed {
-                match filename::parse(&name) {
-                    Some(FileType::Table(n)) => ob.unsynced.tables.insert(n.0),
-                    Some(FileType::Wal(n)) => ob.unsynced.wals.insert(n.0),
-                    _ => false,
-                };
-                let dir = path.parent().unwrap_or(db_dir).to_path_buf();
-                if !ob.unsynced_dirs.contains(&dir) {
-                    ob.unsynced_dirs.push(dir);
+                Some(FileType::Table(n)) => ob.deleting.tables.insert(n.0),
+                Some(FileType::Wal(n)) => ob.deleting.wals.insert(n.0),
+                _ => false,
+            };
+        }
+        doomed
+    }
+
+    /// Names `tables` in the obsolete list, durably, before an edit takes them out of the
+    /// current version together with data outside tables that shadows them: a column
+    /// compaction's L1 inputs, whose outputs may have dropped a tombstone with the values
+    /// it hid while the tombstone leaves the matrix's rows by the same edit (the row
+    /// directory is rewritten before it). A crash after the directory write would
+    /// otherwise leave `repair` the old values in inputs no list names yet, and no
+    /// tombstone. The outputs are durable already (the job synced them), so a repair that
+    /// leaves the inputs out loses nothing even if the edit never lands.
+    pub(crate) fn list_before_edit(&self, tables: &[FileNumber]) -> Result<()> {
+        if tables.is_empty() {
+            return Ok(());
+        }
+        let mut ob = lock(&self.obsolete);
+        let mut more = ObsoleteList::default();
+        more.tables.extend(tables.iter().map(|n| n.0));
+        let mut list = union(union(ob.unsynced.clone(), &ob.deleting), &ob.pinned);
+        list = union(list, &more);
+        match &ob.listed {
+            Some(l) => list = union(list, l),
+            // Whatever an earlier process listed, until this process's first pass replaced
+            // it (a damaged list names nothing repair would trust: it reads every file).
+            None => {
+                let db_dir = self.placement.db_dir();
+                if let Ok(Some(old)) = crate::obsolete::read(&*self.fs, db_dir) {
+                    list = union(list, &old);
                 }
             }
         }
+        if !ob.listed.as_ref().is_some_and(|l| l.covers(&list)) {
+            ob.write(self, list)
+                .map_err(|e| e.context("writing the obsolete list before a column edit"))?;
+        }
+        ob.pinned = union(std::mem::take(&mut ob.pinned), &more);
+        Ok(())
     }
 }

@@ -276,6 +276,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
             flush_running: false,
             compactions_running: 0,
             progress: 0,
+            deletion_due: false,
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
@@ -296,6 +297,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         obsolete: Mutex::default(),
+        deletion_pass: Mutex::default(),
         _lock: Mutex::new(p.lock),
         read_only: p.read_only,
         opts,
@@ -786,6 +788,12 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     let result = db
         .sync_values()
         .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()));
+    // The deletion thread's last pass may be owed (it runs at most every 100 ms, and jobs
+    // finished while it paused or exited): what the last jobs made obsolete goes now, so
+    // a closed database holds no file it no longer needs.
+    if !db.read_only {
+        db.delete_obsolete_files();
+    }
     lock(&db._lock).take();
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
 }
