@@ -582,8 +582,9 @@ fn newest_l0_record(
     None
 }
 
-/// The files a database's L0 layout keeps outside tables (the matrix's region and row
-/// directory): the layout the newest manifest record names, and the configured one.
+/// The files a database's L0 layouts keep outside tables (the matrix's region and row
+/// directory): the layout the newest manifest record names, and every layout this build
+/// knows (the configured one first).
 fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some((_, rec)) = newest_l0_record(&*opts.fs, manifests) {
@@ -592,8 +593,7 @@ fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) ->
             out.extend(l0.own_files());
         }
     }
-    let ctx = crate::l0::L0Context::new(opts, placement);
-    if let Ok(l0) = crate::l0::configured(opts, &ctx) {
+    for l0 in crate::l0::every_layout(opts, placement) {
         out.extend(l0.own_files());
     }
     let mut seen = std::collections::HashSet::new();
@@ -602,8 +602,10 @@ fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) ->
 }
 
 /// Adds to `children` the parts of L0 a layout keeps outside tables (the matrix's RowTables
-/// in its region): as the configured layout's own files locate them (the matrix's row
-/// directory, never behind the manifest), or else as the newest L0 layout record in
+/// in its region): as the layouts' own files locate them (the matrix's row directory,
+/// never behind the manifest; every layout is asked, not only the configured one: a
+/// database killed while an open migrated its L0 to the configured layout still holds
+/// the old layout's parts), or else as the newest L0 layout record in
 /// `manifests` (newest first, each read up to its damage) names them; a part that fails
 /// its checks is reported as damage. Returns the layout's files that exist, for the caller
 /// to move aside (the repaired database starts an empty layout), and the parts read: with
@@ -635,20 +637,27 @@ fn read_l0_parts(
             }
         }
     };
-    let ctx = crate::l0::L0Context::new(opts, placement);
-    let located = crate::l0::configured(opts, &ctx).and_then(|l0| l0.located_parts());
-    let located = match located {
-        Ok(l) => l,
-        Err(e) => {
-            let at = files.last().unwrap_or(&first);
-            damage(at, 0, format!("L0's locator, not used: {e}"));
-            None
+    let mut found = false;
+    for l0 in crate::l0::every_layout(opts, placement) {
+        match l0.located_parts() {
+            Ok(Some(parts)) => {
+                found = true;
+                take(parts, damage);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let own = l0.own_files();
+                let at = own.last().unwrap_or(&first);
+                damage(at, 0, format!("L0's locator, not used: {e}"));
+            }
         }
+    }
+    let record = if found {
+        None
+    } else {
+        newest_l0_record(&**fs, manifests)
     };
-    let mut found = located.is_some();
-    if let Some(parts) = located {
-        take(parts, damage);
-    } else if let Some((manifest, rec)) = newest_l0_record(&**fs, manifests) {
+    if let Some((manifest, rec)) = record {
         // A context of its own: the configured layout's holds a region of the configured
         // size, which the record's may not be. Salvaging: a region cut short gives the
         // rows within it.

@@ -467,11 +467,31 @@ impl L0Context {
 /// # Errors
 /// Errors of a layout that keeps data outside tables and cannot set it up.
 pub(crate) fn configured(opts: &Options, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
-    Ok(match opts.l0_layout {
+    initial(opts.l0_layout, ctx)
+}
+
+/// Every layout this build knows (the registration list `every_layout` walks).
+const LAYOUTS: [L0Layout; 3] = [L0Layout::Flat, L0Layout::Buckets, L0Layout::Matrix];
+
+/// Layout `kind` in its initial state.
+fn initial(kind: L0Layout, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
+    Ok(match kind {
         L0Layout::Flat => flat(),
         L0Layout::Buckets => Arc::new(Buckets::initial(ctx.config)),
         L0Layout::Matrix => Arc::new(Matrix::initial(ctx)?),
     })
+}
+
+/// Every layout this build knows, in its initial state with the options of `opts` and a
+/// context of its own each (the configured one first): `repair` asks each for the data it
+/// keeps outside tables, whatever the options name now, since a database opened with
+/// another layout may have been killed while it migrated L0 away from this one. Layouts
+/// that cannot be set up with these options are left out.
+pub(crate) fn every_layout(opts: &Options, placement: &Placement) -> Vec<Arc<dyn Level0>> {
+    std::iter::once(opts.l0_layout)
+        .chain(LAYOUTS.into_iter().filter(|&k| k != opts.l0_layout))
+        .filter_map(|k| initial(k, &L0Context::new(opts, placement)).ok())
+        .collect()
 }
 
 /// The layout a manifest record describes.
