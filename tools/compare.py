@@ -203,7 +203,13 @@ def main():
             db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
             log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
             rc, res, p99, amp = run(engine_args(a.bin, e, db, extra_for, bin_for) + ["--histogram=1"] + flags, log)
-            for d in [db] + [os.path.join(work, x) for x in os.listdir(work) if x.startswith(os.path.basename(db) + "-")]:
+            # The run's directories: its database, siblings named after it, and any other
+            # path a flag built from {db} (such as --pmem_dir=/dev/shm{db}: left behind, a
+            # 1 GiB matrix region per run filled the tmpfs and starved later runs' page cache).
+            made = [f.split("=", 1)[-1].replace("{db}", db).split(":")[0]
+                    for f in extra_for.get(e, []) if "{db}" in f]
+            for d in [db] + [os.path.join(work, x) for x in os.listdir(work) if x.startswith(os.path.basename(db) + "-")] \
+                    + [m for m in made if db in m and m != db]:
                 shutil.rmtree(d, ignore_errors=True)
             if rc != 0 or not res:
                 ok = False
