@@ -47,6 +47,21 @@ fn fill(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, len: impl Fn(u32) -> us
     db.wait_for_compactions().unwrap();
 }
 
+/// `preset` on `fs` with persistent memory at `/pmem` (a 1 MiB matrix region) and sizes
+/// small enough that a few hundred keys make rows, tables and levels.
+fn pmem_options(fs: &Arc<MemFs>, preset: &str) -> Options {
+    Options {
+        pmem_dir: Some("/pmem".into()),
+        matrix_container_size: 1 << 20,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        block_size: 1024,
+        fs: fs.clone(),
+        ..Options::preset(preset).unwrap()
+    }
+}
+
 fn destroy_manifest(fs: &MemFs, dir: &Path) {
     for name in fs.list(dir).unwrap() {
         if name.starts_with("MANIFEST-") || name == "CURRENT" {
@@ -347,16 +362,7 @@ fn l0_in_persistent_memory_survives_repair() {
         for lose in ["CURRENT", "manifests", "manifests and directory"] {
             let what = format!("{preset}, {lose} lost");
             let fs = Arc::new(MemFs::new());
-            let opts = || Options {
-                pmem_dir: Some("/pmem".into()),
-                matrix_container_size: 1 << 20,
-                write_buffer_size: 64 << 10,
-                target_file_size_base: 32 << 10,
-                max_bytes_for_level_base: 128 << 10,
-                block_size: 1024,
-                fs: fs.clone(),
-                ..Options::preset(preset).unwrap()
-            };
+            let opts = || pmem_options(&fs, preset);
             let mut model = BTreeMap::new();
             {
                 let db = Db::open("/db", opts()).unwrap();
@@ -420,16 +426,7 @@ fn l0_in_persistent_memory_survives_repair() {
 fn rows_of_another_layout_survive_repair() {
     for preset in ["rocksdb-l0-nvm", "default", "ohdb-l0p"] {
         let fs = Arc::new(MemFs::new());
-        let opts = |preset: &str| Options {
-            pmem_dir: Some("/pmem".into()),
-            matrix_container_size: 1 << 20,
-            write_buffer_size: 64 << 10,
-            target_file_size_base: 32 << 10,
-            max_bytes_for_level_base: 128 << 10,
-            block_size: 1024,
-            fs: fs.clone(),
-            ..Options::preset(preset).unwrap()
-        };
+        let opts = |preset: &str| pmem_options(&fs, preset);
         let mut model = BTreeMap::new();
         {
             let db = Db::open("/db", opts("matrixkv")).unwrap();
