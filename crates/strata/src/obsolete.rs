@@ -38,6 +38,22 @@ impl ObsoleteList {
         other.tables.is_subset(&self.tables) && other.wals.is_subset(&self.wals)
     }
 
+    /// Adds every file of `other`.
+    pub fn extend(&mut self, other: &ObsoleteList) {
+        self.tables.extend(&other.tables);
+        self.wals.extend(&other.wals);
+    }
+
+    /// Adds `file` if it is a table or a WAL (the kinds a list names).
+    pub fn insert(&mut self, file: crate::filename::FileType) {
+        use crate::filename::FileType;
+        match file {
+            FileType::Table(n) => self.tables.insert(n.0),
+            FileType::Wal(n) => self.wals.insert(n.0),
+            _ => false,
+        };
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![VERSION];
         for set in [&self.tables, &self.wals] {

@@ -349,6 +349,14 @@ pub(crate) struct ObsoleteFiles {
     pinned: ObsoleteList,
 }
 
+/// A file an obsolete-file pass deletes.
+struct Doomed {
+    path: std::path::PathBuf,
+    file: FileType,
+    /// Whether the obsolete list must name it first (tables and WALs).
+    listed: bool,
+}
+
 impl ObsoleteFiles {
     /// Writes `list` as the obsolete list and syncs the directories that make it and the
     /// deletions in `unsynced` durable; on success `list` is what is listed and `unsynced`
@@ -366,13 +374,15 @@ impl ObsoleteFiles {
         self.unsynced_dirs.clear();
         Ok(())
     }
-}
 
-/// `a` with everything `b` names added.
-fn union(mut a: ObsoleteList, b: &ObsoleteList) -> ObsoleteList {
-    a.tables.extend(&b.tables);
-    a.wals.extend(&b.wals);
-    a
+    /// What every list written now must name, whatever else is obsolete: deletions not yet
+    /// durable, those under way, and the pinned tables.
+    fn must_name(&self) -> ObsoleteList {
+        let mut list = self.unsynced.clone();
+        list.extend(&self.deleting);
+        list.extend(&self.pinned);
+        list
+    }
 }
 
 impl DbInner {
@@ -399,31 +409,25 @@ impl DbInner {
             let mut ob = lock(&self.obsolete);
             self.name_obsolete_files(&mut ob)
         };
-        let mut removed: Vec<std::path::PathBuf> = Vec::new();
-        for (path, listed) in doomed {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            match filename::parse(&name) {
-                Some(FileType::Table(n)) => self.tables.evict(n),
-                Some(FileType::Value(n, _)) => {
+        let mut removed: Vec<Doomed> = Vec::new();
+        for d in doomed {
+            match d.file {
+                FileType::Table(n) => self.tables.evict(n),
+                FileType::Value(n, _) => {
                     self.values.evict(n.0);
                 }
                 _ => {}
             }
             // A failed delete only wastes space; the next pass retries.
-            if self.fs.remove(&path).is_ok() && listed {
-                removed.push(path);
+            if self.fs.remove(&d.path).is_ok() && d.listed {
+                removed.push(d);
             }
         }
         let mut ob = lock(&self.obsolete);
         let db_dir = self.placement.db_dir();
-        for path in removed {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            match filename::parse(&name) {
-                Some(FileType::Table(n)) => ob.unsynced.tables.insert(n.0),
-                Some(FileType::Wal(n)) => ob.unsynced.wals.insert(n.0),
-                _ => false,
-            };
-            let dir = path.parent().unwrap_or(db_dir).to_path_buf();
+        for d in removed {
+            ob.unsynced.insert(d.file);
+            let dir = d.path.parent().unwrap_or(db_dir).to_path_buf();
             if !ob.unsynced_dirs.contains(&dir) {
                 ob.unsynced_dirs.push(dir);
             }
@@ -433,9 +437,9 @@ impl DbInner {
     }
 
     /// The first half of a pass, under the obsolete list's lock: finds what is obsolete,
-    /// writes the list if it does not name all of it, and returns the files to delete
-    /// (with whether the list names them), those the list names marked as being deleted.
-    fn name_obsolete_files(&self, ob: &mut ObsoleteFiles) -> Vec<(std::path::PathBuf, bool)> {
+    /// writes the list if it does not name all of it, and returns the files to delete,
+    /// those the list names marked as being deleted.
+    fn name_obsolete_files(&self, ob: &mut ObsoleteFiles) -> Vec<Doomed> {
         let (live, current, log_number, manifest, next) = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs of
@@ -453,9 +457,8 @@ impl DbInner {
         ob.pinned
             .tables
             .retain(|&n| current.contains(&FileNumber(n)));
-        let mut obsolete = union(union(ob.unsynced.clone(), &ob.deleting), &ob.pinned);
-        // (path, whether the obsolete list must name it first)
-        let mut doomed: Vec<(std::path::PathBuf, bool)> = Vec::new();
+        let mut obsolete = ob.must_name();
+        let mut doomed: Vec<Doomed> = Vec::new();
         let mut dirs: Vec<&std::path::Path> = Vec::new();
         for dir in self.placement.dirs() {
             if !dirs.contains(&dir) {
@@ -467,32 +470,39 @@ impl DbInner {
                 continue;
             };
             for name in names {
-                let listed = match filename::parse(&name) {
-                    Some(FileType::Table(n)) if n < next && !current.contains(&n) => {
+                let Some(file) = filename::parse(&name) else {
+                    continue;
+                };
+                let listed = match file {
+                    FileType::Table(n) if n < next && !current.contains(&n) => {
                         obsolete.tables.insert(n.0);
                         if live.contains(&n) {
                             continue; // an older version still reads it
                         }
                         true
                     }
-                    Some(FileType::Wal(n)) if n < log_number => {
+                    FileType::Wal(n) if n < log_number => {
                         obsolete.wals.insert(n.0);
                         true
                     }
-                    Some(FileType::Value(n, _)) if n < next && !live.contains(&n) => false,
-                    Some(FileType::Manifest(n)) if n < manifest => false,
+                    FileType::Value(n, _) if n < next && !live.contains(&n) => false,
+                    FileType::Manifest(n) if n < manifest => false,
                     _ => continue,
                 };
-                doomed.push((dir.join(name), listed));
+                doomed.push(Doomed {
+                    path: dir.join(name),
+                    file,
+                    listed,
+                });
             }
         }
-        let lists = doomed.iter().any(|d| d.1);
+        let lists = doomed.iter().any(|d| d.listed);
         let db_dir = self.placement.db_dir();
         let first = ob.listed.is_none() && self.fs.exists(&db_dir.join(filename::OBSOLETE));
         let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));
         if ((lists && !covered) || first) && ob.write(self, obsolete).is_err() {
             // Nothing it should name is deleted: the next pass tries again.
-            doomed.retain(|d| !d.1);
+            doomed.retain(|d| !d.listed);
             return doomed;
         }
         // The WALs the list names no longer need a sync before a later WAL's: dropped
@@ -508,16 +518,8 @@ impl DbInner {
             done
         };
         drop(done);
-        for (path, listed) in &doomed {
-            if !listed {
-                continue;
-            }
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            match filename::parse(&name) {
-                Some(FileType::Table(n)) => ob.deleting.tables.insert(n.0),
-                Some(FileType::Wal(n)) => ob.deleting.wals.insert(n.0),
-                _ => false,
-            };
+        for d in doomed.iter().filter(|d| d.listed) {
+            ob.deleting.insert(d.file);
         }
         doomed
     }
@@ -537,16 +539,16 @@ impl DbInner {
         let mut ob = lock(&self.obsolete);
         let mut more = ObsoleteList::default();
         more.tables.extend(tables.iter().map(|n| n.0));
-        let mut list = union(union(ob.unsynced.clone(), &ob.deleting), &ob.pinned);
-        list = union(list, &more);
+        let mut list = ob.must_name();
+        list.extend(&more);
         match &ob.listed {
-            Some(l) => list = union(list, l),
+            Some(l) => list.extend(l),
             // Whatever an earlier process listed, until this process's first pass replaced
             // it (a damaged list names nothing repair would trust: it reads every file).
             None => {
                 let db_dir = self.placement.db_dir();
                 if let Ok(Some(old)) = crate::obsolete::read(&*self.fs, db_dir) {
-                    list = union(list, &old);
+                    list.extend(&old);
                 }
             }
         }
@@ -554,7 +556,7 @@ impl DbInner {
             ob.write(self, list)
                 .map_err(|e| e.context("writing the obsolete list before a column edit"))?;
         }
-        ob.pinned = union(std::mem::take(&mut ob.pinned), &more);
+        ob.pinned.extend(&more);
         Ok(())
     }
 }
