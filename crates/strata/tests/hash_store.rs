@@ -849,14 +849,28 @@ fn records_of_writes_the_wal_lost_are_cut_whatever_sequence_the_manifest_holds()
     db.put(b"gone", big(1, 0)).unwrap();
     db.put(b"kept", big(2, 0)).unwrap();
     db.flush().unwrap();
-    // Fill until a memtable switch sends its flush to the shut gate.
+    // Fill until a memtable switch sends its flush to the shut gate. The puts stop at the
+    // switch: the next memtable filling before the flush reached the gate (a loaded
+    // machine) would stall the next put for ever, the flush held.
     gated.set(true);
     let flushes = db.stats().flushes;
+    let imms = |db: &Db| -> usize {
+        let n = db.property("strata.num-immutable-memtables").unwrap();
+        n.parse().unwrap()
+    };
     let mut i = 0;
-    while !gated.waiting() {
+    while imms(&db) == 0 {
         db.put(format!("fill{i:05}"), big(i, 1)).unwrap();
         i += 1;
-        assert!(i < 100_000, "no flush started");
+        assert!(i < 100_000, "no memtable switch");
+    }
+    let start = std::time::Instant::now();
+    while !gated.waiting() {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the flush did not reach the gate"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
     // Into the next memtable, its WAL never synced: a delete and an overwrite, each
     // leaving a record in its key's group. Then the held flush records their sequences.
