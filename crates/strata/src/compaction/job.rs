@@ -19,7 +19,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::options::TableCut;
 use crate::placement::{FileKind, PathId, Placement};
-use crate::sst::{TableBuilder, TableOptions};
+use crate::sst::{TableBuilder, TableOptions, UnsyncedTable};
 use crate::table_cache::TableCache;
 use crate::version::{level_iterator, Version};
 use crate::version_filter::{Verdict, VersionFilter};
@@ -148,6 +148,7 @@ impl CompactionJob<'_> {
         };
         let mut bound_index = 0usize;
         let mut moved = Vec::new();
+        let mut syncer = TableSyncer::default();
         let mut seen_key = false;
         let mut last_user_key: Vec<u8> = Vec::new();
         input.seek_to_first();
@@ -202,7 +203,7 @@ impl CompactionJob<'_> {
                 });
                 if cut {
                     gp_overlap = 0;
-                    self.finish_output(current.take(), path_id, &mut out)?;
+                    self.finish_output(current.take(), path_id, &mut out, Some(&mut syncer))?;
                 }
             }
             let verdict = filter.judge(p.user_key, p.seq, p.kind, || {
@@ -263,7 +264,9 @@ impl CompactionJob<'_> {
             input.next();
         }
         input.status()?;
-        self.finish_output(current.take(), path_id, &mut out)?;
+        // The last table is synced here: the job waits for it anyway.
+        self.finish_output(current.take(), path_id, &mut out, None)?;
+        syncer.wait()?;
         if let Some(r) = self.relocate.as_mut() {
             // Before the tables' directory sync: both precede the edit.
             out.new_value_files = r.writer.finish()?;
@@ -274,23 +277,105 @@ impl CompactionJob<'_> {
         Ok(out)
     }
 
+    /// Finishes an output table: synced here, or handed to `syncer` to sync while the merge
+    /// goes on.
     fn finish_output(
         &self,
         o: Option<Output>,
         path_id: PathId,
         out: &mut CompactionOutput,
+        syncer: Option<&mut TableSyncer>,
     ) -> Result<()> {
         let Some(o) = o else { return Ok(()) };
         let smallest = o.builder.first_key().to_vec();
         let largest = o.builder.last_key().to_vec();
-        let props = o
+        let (props, mut unsynced) = o
             .builder
-            .finish()
+            .finish_unsynced()
             .map_err(|e| e.context(o.path.display()))?;
+        match syncer {
+            Some(s) => s.submit(unsynced)?,
+            None => unsynced.sync()?,
+        }
         out.bytes_written += props.file_size;
         let mut meta = FileMeta::from_properties(o.number, path_id, &props, smallest, largest);
         meta.oldest_value_file = o.oldest.0;
         out.files.push(meta);
         Ok(())
+    }
+}
+
+/// Syncs a compaction's finished tables on a thread of its own while the merge goes on.
+///
+/// A table's `fdatasync` waits for the device (its writeback was started as it grew, so what
+/// is left is the tail and the file system's commit: about 1.4 ms per 8 MiB table here, a
+/// tenth of a compaction thread's time in a 4 KiB fill); the merge needs a core, the sync
+/// none. The thread is started with a job's second table (a one-table job never starts it)
+/// and at most [`SYNCS_QUEUED`] tables wait for it. [`TableSyncer::wait`] returns once every
+/// table handed over is durable, and the job calls it before it reports its outputs: nothing
+/// names a table before it is synced, as before. Dropped on an error path, it still waits
+/// (the caller may then delete the tables).
+#[derive(Default)]
+struct TableSyncer {
+    queue: Option<std::sync::mpsc::SyncSender<UnsyncedTable>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+/// Finished tables that may wait for the syncing thread before the merge itself waits.
+const SYNCS_QUEUED: usize = 4;
+
+impl TableSyncer {
+    /// Hands `table` to the syncing thread (started on first use; if it cannot be started,
+    /// the table is synced here).
+    fn submit(&mut self, mut table: UnsyncedTable) -> Result<()> {
+        if self.queue.is_none() {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<UnsyncedTable>(SYNCS_QUEUED);
+            let spawned = std::thread::Builder::new()
+                .name("strata-sync".into())
+                .spawn(move || -> Result<()> {
+                    for mut t in rx {
+                        t.sync()?;
+                    }
+                    Ok(())
+                });
+            match spawned {
+                Ok(h) => {
+                    self.queue = Some(tx);
+                    self.thread = Some(h);
+                }
+                Err(_) => return table.sync(),
+            }
+        }
+        let queue = self.queue.as_ref().expect("started above");
+        if queue.send(table).is_err() {
+            // The thread stopped at a failed sync; that error is the job's.
+            return Err(self.wait().err().unwrap_or_else(|| {
+                Error::new(crate::ErrorKind::Io, "the table-sync thread stopped early")
+            }));
+        }
+        Ok(())
+    }
+
+    /// Waits until every table handed over is synced.
+    ///
+    /// # Errors
+    /// The first failed sync.
+    fn wait(&mut self) -> Result<()> {
+        self.queue = None;
+        match self.thread.take() {
+            None => Ok(()),
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(Error::new(
+                    crate::ErrorKind::Io,
+                    "a thread syncing compaction outputs panicked",
+                ))
+            }),
+        }
+    }
+}
+
+impl Drop for TableSyncer {
+    fn drop(&mut self) {
+        let _ = self.wait();
     }
 }

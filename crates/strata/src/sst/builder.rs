@@ -1,7 +1,8 @@
 //! [`TableBuilder`]: writes a table from internal keys added in order.
 //!
 //! Write path: flush and compaction stream sorted entries in; `finish` writes the filter,
-//! properties, meta-index, index and footer, then syncs. Nothing is readable until `finish`.
+//! properties, meta-index, index and footer, then syncs (or, with `finish_unsynced`, leaves
+//! the sync to the caller). Nothing is readable until `finish`.
 
 use std::path::PathBuf;
 
@@ -189,7 +190,19 @@ impl TableBuilder {
     ///
     /// # Errors
     /// I/O errors; the file is then incomplete and must be deleted by the caller.
-    pub fn finish(mut self) -> Result<TableProperties> {
+    pub fn finish(self) -> Result<TableProperties> {
+        let (props, mut unsynced) = self.finish_unsynced()?;
+        unsynced.sync()?;
+        Ok(props)
+    }
+
+    /// Writes the remaining blocks and the footer and hands the file back written out (in
+    /// the page cache) but not synced: the caller syncs it ([`UnsyncedTable::sync`]) before
+    /// anything names the table.
+    ///
+    /// # Errors
+    /// I/O errors; the file is then incomplete and must be deleted by the caller.
+    pub fn finish_unsynced(mut self) -> Result<(TableProperties, UnsyncedTable)> {
         self.flush_data_block()?;
         if let Some(h) = self.pending.take() {
             let sep = key::separator(&self.last_key, None);
@@ -221,9 +234,33 @@ impl TableBuilder {
         self.file.append(&footer.encode())?;
         self.offset += super::format::FOOTER_LEN as u64;
         self.file
-            .sync()
+            .flush()
             .map_err(|e| e.context(format!("finishing table {}", self.path.display())))?;
         self.props.file_size = self.offset;
-        Ok(self.props)
+        Ok((
+            self.props,
+            UnsyncedTable {
+                file: self.file,
+                path: self.path,
+            },
+        ))
+    }
+}
+
+/// A finished table whose bytes are written but not yet synced.
+pub struct UnsyncedTable {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+}
+
+impl UnsyncedTable {
+    /// Makes the table durable.
+    ///
+    /// # Errors
+    /// I/O errors; the table must then be deleted by the caller.
+    pub fn sync(&mut self) -> Result<()> {
+        self.file
+            .sync()
+            .map_err(|e| e.context(format!("finishing table {}", self.path.display())))
     }
 }

@@ -9,7 +9,7 @@ pub mod format;
 pub mod properties;
 pub mod table;
 
-pub use builder::{TableBuilder, TableOptions};
+pub use builder::{TableBuilder, TableOptions, UnsyncedTable};
 pub use format::Compression;
 pub use properties::TableProperties;
 pub use table::{BlockCache, Table, TableIterator};
