@@ -3,12 +3,14 @@
 //! metamorphic test runs under.
 
 pub mod configs;
+pub mod fs;
 pub mod model;
 pub mod oracle;
 pub mod rng;
 pub mod tempdir;
 
 pub use configs::{configs, Config};
+pub use fs::InterceptFs;
 pub use model::Model;
 pub use rng::Rng;
 pub use tempdir::TempDir;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use strata::fs::{CrashMode, FaultFs, Fs, MemFs};
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
-use strata_testkit::{configs, Config, Rng};
+use strata_testkit::{configs, Config, InterceptFs, Rng};
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -347,11 +347,7 @@ fn an_empty_synced_write_makes_the_writes_before_it_durable() {
     }
 }
 
-/// Syncs of `.sst` files take 40 ms (a slow device), everything else goes straight to the
-/// fault-injecting file system below.
-#[derive(Debug)]
-struct SlowTableSyncFs(FaultFs);
-
+/// A file whose syncs take 40 ms (a slow device).
 struct SlowSyncFile(Box<dyn strata::fs::WritableFile>);
 
 impl strata::fs::WritableFile for SlowSyncFile {
@@ -370,59 +366,6 @@ impl strata::fs::WritableFile for SlowSyncFile {
     }
 }
 
-impl Fs for SlowTableSyncFs {
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
-        let f = self.0.create(path)?;
-        if path.extension().is_some_and(|e| e == "sst") {
-            return Ok(Box::new(SlowSyncFile(f)));
-        }
-        Ok(f)
-    }
-    fn create_log(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
-        self.0.create_log(path)
-    }
-    fn open(&self, path: &Path) -> strata::Result<Arc<dyn strata::fs::RandomAccessFile>> {
-        self.0.open(path)
-    }
-    fn open_with(
-        &self,
-        path: &Path,
-        access: strata::fs::ReadAccess,
-    ) -> strata::Result<Arc<dyn strata::fs::RandomAccessFile>> {
-        self.0.open_with(path, access)
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::SequentialFile>> {
-        self.0.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.exists(path)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn remove(&self, path: &Path) -> strata::Result<()> {
-        self.0.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.0.rename(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> strata::Result<()> {
-        self.0.sync_file(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.0.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::FileLock>> {
-        self.0.lock(path)
-    }
-}
-
 /// A compaction syncs its tables on a thread of its own while it merges
 /// (compaction/job.rs, `TableSyncer`); its edit must still wait for every sync. A power cut
 /// the moment a many-table compaction is installed, with table syncs slowed so that they
@@ -437,7 +380,14 @@ fn compaction_tables_synced_on_a_thread_are_durable_before_the_edit_names_them()
         level0_file_num_compaction_trigger: 100,
         level0_slowdown_writes_trigger: 100,
         level0_stop_writes_trigger: 100,
-        fs: Arc::new(SlowTableSyncFs(fault.clone())),
+        fs: Arc::new(InterceptFs::new(Arc::new(fault.clone()), |path, fs| {
+            let f = fs.create(path)?;
+            Ok(if path.extension().is_some_and(|e| e == "sst") {
+                Box::new(SlowSyncFile(f))
+            } else {
+                f
+            })
+        })),
         ..strata::Options::default()
     };
     let db = Db::open(dir, opts()).unwrap();
@@ -450,7 +400,10 @@ fn compaction_tables_synced_on_a_thread_are_durable_before_the_edit_names_them()
     }
     db.compact_range(None, None).unwrap();
     let tables: usize = db.stats().files_per_level.iter().skip(1).sum();
-    assert!(tables >= 6, "the compaction wrote {tables} tables; the test needs several");
+    assert!(
+        tables >= 6,
+        "the compaction wrote {tables} tables; the test needs several"
+    );
     // No close: the image is the one a power cut right after the compaction would leave.
     let image = fault.crash_clone(CrashMode::DropUnsynced);
     drop(db);

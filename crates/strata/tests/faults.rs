@@ -193,76 +193,38 @@ fn poisoned_database_refuses_writes_but_serves_reads() {
     assert_eq!(db.get(b"key00099").unwrap(), Some(value(99)));
 }
 
-/// A file system whose table creation panics: models a bug in a background job.
-#[derive(Debug)]
-struct PanickingFs(MemFs, std::sync::atomic::AtomicBool);
-
-impl strata::fs::Fs for PanickingFs {
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
-        if self.1.load(std::sync::atomic::Ordering::SeqCst)
-            && path.to_string_lossy().contains(".sst")
-        {
-            panic!("simulated bug while creating {}", path.display());
-        }
-        self.0.create(path)
-    }
-    fn open(&self, path: &Path) -> strata::Result<Arc<dyn strata::fs::RandomAccessFile>> {
-        self.0.open(path)
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::SequentialFile>> {
-        self.0.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.exists(path)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn remove(&self, path: &Path) -> strata::Result<()> {
-        self.0.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.0.rename(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> strata::Result<()> {
-        self.0.sync_file(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.0.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::FileLock>> {
-        self.0.lock(path)
-    }
-}
-
 #[test]
 fn background_panic_poisons_instead_of_crashing() {
     let mem = MemFs::new();
-    let pfs = Arc::new(PanickingFs(
-        mem.clone(),
-        std::sync::atomic::AtomicBool::new(false),
+    // Table creation panics once armed: a bug in a background job.
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arm = armed.clone();
+    let pfs = Arc::new(strata_testkit::InterceptFs::new(
+        Arc::new(mem.clone()),
+        move |path, fs| {
+            if arm.load(std::sync::atomic::Ordering::SeqCst)
+                && path.to_string_lossy().contains(".sst")
+            {
+                panic!("simulated bug while creating {}", path.display());
+            }
+            fs.create(path)
+        },
     ));
     let o = Options {
         write_buffer_size: 64 << 10,
-        fs: pfs.clone(),
+        fs: pfs,
         ..Options::default()
     };
     let db = Db::open("/db", o).unwrap();
     db.put(b"before", b"1").unwrap();
-    pfs.1.store(true, std::sync::atomic::Ordering::SeqCst);
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
     let e = db.flush().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Poisoned);
     assert!(e.message().contains("panicked"), "{e}");
     assert_eq!(db.put(b"x", b"y").unwrap_err().kind(), ErrorKind::Poisoned);
     assert_eq!(db.get(b"before").unwrap(), Some(b"1".to_vec()));
     drop(db);
-    pfs.1.store(false, std::sync::atomic::Ordering::SeqCst);
+    armed.store(false, std::sync::atomic::Ordering::SeqCst);
     let db = Db::open(
         "/db",
         Options {
