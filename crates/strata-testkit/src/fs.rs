@@ -1,5 +1,6 @@
-//! [`InterceptFs`]: a file system that passes every call on to another one, except file
-//! creation, which a test takes over (to slow a file down, fail it, or panic in it).
+//! [`InterceptFs`]: a file system that passes every call on to another one, except the calls
+//! a test takes over (file creation, opening for reads, removal), to slow a file down, fail
+//! it, panic in it, or record what the engine did.
 
 use std::fmt;
 use std::path::Path;
@@ -10,25 +11,64 @@ use strata::fs::{
 };
 use strata::Result;
 
-/// What [`InterceptFs::create`] does instead: given the path and the file system below.
+/// What [`Fs::create`] does instead, given the path and the file system below.
 pub type OnCreate = dyn Fn(&Path, &dyn Fs) -> Result<Box<dyn WritableFile>> + Send + Sync;
+/// What [`Fs::open_with`] does instead.
+pub type OnOpen =
+    dyn Fn(&Path, ReadAccess, &dyn Fs) -> Result<Arc<dyn RandomAccessFile>> + Send + Sync;
+/// What [`Fs::remove`] does instead.
+pub type OnRemove = dyn Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync;
 
-/// Passes every call on to `inner`; [`Fs::create`] goes through the test's `on_create`.
+/// Passes every call on to the file system below, but those a hook takes over.
 pub struct InterceptFs {
     inner: Arc<dyn Fs>,
-    on_create: Box<OnCreate>,
+    on_create: Option<Box<OnCreate>>,
+    on_open: Option<Box<OnOpen>>,
+    on_remove: Option<Box<OnRemove>>,
 }
 
 impl InterceptFs {
-    /// `inner` with its `create` replaced by `on_create`.
-    pub fn new(
-        inner: Arc<dyn Fs>,
-        on_create: impl Fn(&Path, &dyn Fs) -> Result<Box<dyn WritableFile>> + Send + Sync + 'static,
-    ) -> Self {
+    /// `inner`, with no call taken over yet.
+    pub fn new(inner: Arc<dyn Fs>) -> Self {
         InterceptFs {
             inner,
-            on_create: Box::new(on_create),
+            on_create: None,
+            on_open: None,
+            on_remove: None,
         }
+    }
+
+    /// Takes over [`Fs::create`].
+    #[must_use]
+    pub fn on_create(
+        mut self,
+        f: impl Fn(&Path, &dyn Fs) -> Result<Box<dyn WritableFile>> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_create = Some(Box::new(f));
+        self
+    }
+
+    /// Takes over [`Fs::open_with`] (the way the engine opens tables and value files).
+    #[must_use]
+    pub fn on_open(
+        mut self,
+        f: impl Fn(&Path, ReadAccess, &dyn Fs) -> Result<Arc<dyn RandomAccessFile>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.on_open = Some(Box::new(f));
+        self
+    }
+
+    /// Takes over [`Fs::remove`].
+    #[must_use]
+    pub fn on_remove(
+        mut self,
+        f: impl Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_remove = Some(Box::new(f));
+        self
     }
 }
 
@@ -42,7 +82,10 @@ impl fmt::Debug for InterceptFs {
 
 impl Fs for InterceptFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        (self.on_create)(path, &*self.inner)
+        match &self.on_create {
+            Some(f) => f(path, &*self.inner),
+            None => self.inner.create(path),
+        }
     }
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.inner.create_log(path)
@@ -51,7 +94,10 @@ impl Fs for InterceptFs {
         self.inner.open(path)
     }
     fn open_with(&self, path: &Path, access: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_with(path, access)
+        match &self.on_open {
+            Some(f) => f(path, access, &*self.inner),
+            None => self.inner.open_with(path, access),
+        }
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)
@@ -63,7 +109,10 @@ impl Fs for InterceptFs {
         self.inner.list(dir)
     }
     fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
+        match &self.on_remove {
+            Some(f) => f(path, &*self.inner),
+            None => self.inner.remove(path),
+        }
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         self.inner.rename(from, to)

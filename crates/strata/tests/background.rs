@@ -7,18 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata::fs::{FileLock, Fs, MemFs, RandomAccessFile, SequentialFile, WritableFile};
+use strata::fs::{Fs, MemFs, WritableFile};
 use strata::{Db, Options, Result};
+use strata_testkit::InterceptFs;
 
-/// Appends to files under `/deep/` (levels >= 1, i.e. compaction outputs) are slow.
-#[derive(Debug)]
-struct SlowDeepFs {
-    mem: MemFs,
-    slow: Arc<AtomicBool>,
-    /// The name of the thread behind each `remove`.
-    removers: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
+/// A file whose appends are slow while `slow` is set.
 struct SlowFile {
     inner: Box<dyn WritableFile>,
     slow: Arc<AtomicBool>,
@@ -42,54 +35,6 @@ impl WritableFile for SlowFile {
     }
 }
 
-impl Fs for SlowDeepFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let inner = self.mem.create(path)?;
-        if path.to_string_lossy().contains("/deep/") {
-            return Ok(Box::new(SlowFile {
-                inner,
-                slow: self.slow.clone(),
-            }));
-        }
-        Ok(inner)
-    }
-    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.mem.open(path)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.mem.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.mem.exists(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.mem.list(dir)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        let name = std::thread::current().name().unwrap_or("").to_string();
-        self.removers.lock().unwrap().push(name);
-        self.mem.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.mem.rename(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.mem.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.mem.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> Result<()> {
-        self.mem.sync_file(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.mem.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.mem.lock(path)
-    }
-}
-
 fn prop(db: &Db, name: &str) -> usize {
     db.property(name).unwrap().parse().unwrap()
 }
@@ -104,11 +49,25 @@ type Removers = Arc<std::sync::Mutex<Vec<String>>>;
 fn open_recording(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>, Removers) {
     let slow = Arc::new(AtomicBool::new(false));
     let removers = Removers::default();
-    let fs = SlowDeepFs {
-        mem: MemFs::new(),
-        slow: slow.clone(),
-        removers: removers.clone(),
-    };
+    // Appends to files under `/deep/` (levels >= 1, i.e. compaction outputs) are slow while
+    // `slow` is set; every `remove` records the thread behind it.
+    let (slowing, recording) = (slow.clone(), removers.clone());
+    let fs = InterceptFs::new(Arc::new(MemFs::new()))
+        .on_create(move |path, fs| {
+            let inner = fs.create(path)?;
+            if path.to_string_lossy().contains("/deep/") {
+                return Ok(Box::new(SlowFile {
+                    inner,
+                    slow: slowing.clone(),
+                }));
+            }
+            Ok(inner)
+        })
+        .on_remove(move |path, fs| {
+            let name = std::thread::current().name().unwrap_or("").to_string();
+            recording.lock().unwrap().push(name);
+            fs.remove(path)
+        });
     let opts = Options {
         write_buffer_size: 64 << 10,
         level0_file_num_compaction_trigger: 2,

@@ -380,14 +380,16 @@ fn compaction_tables_synced_on_a_thread_are_durable_before_the_edit_names_them()
         level0_file_num_compaction_trigger: 100,
         level0_slowdown_writes_trigger: 100,
         level0_stop_writes_trigger: 100,
-        fs: Arc::new(InterceptFs::new(Arc::new(fault.clone()), |path, fs| {
-            let f = fs.create(path)?;
-            Ok(if path.extension().is_some_and(|e| e == "sst") {
-                Box::new(SlowSyncFile(f))
-            } else {
-                f
-            })
-        })),
+        fs: Arc::new(
+            InterceptFs::new(Arc::new(fault.clone())).on_create(|path, fs| {
+                let f = fs.create(path)?;
+                Ok(if path.extension().is_some_and(|e| e == "sst") {
+                    Box::new(SlowSyncFile(f))
+                } else {
+                    f
+                })
+            }),
+        ),
         ..strata::Options::default()
     };
     let db = Db::open(dir, opts()).unwrap();

@@ -199,17 +199,16 @@ fn background_panic_poisons_instead_of_crashing() {
     // Table creation panics once armed: a bug in a background job.
     let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let arm = armed.clone();
-    let pfs = Arc::new(strata_testkit::InterceptFs::new(
-        Arc::new(mem.clone()),
-        move |path, fs| {
+    let pfs = Arc::new(
+        strata_testkit::InterceptFs::new(Arc::new(mem.clone())).on_create(move |path, fs| {
             if arm.load(std::sync::atomic::Ordering::SeqCst)
                 && path.to_string_lossy().contains(".sst")
             {
                 panic!("simulated bug while creating {}", path.display());
             }
             fs.create(path)
-        },
-    ));
+        }),
+    );
     let o = Options {
         write_buffer_size: 64 << 10,
         fs: pfs,

@@ -778,52 +778,21 @@ impl GatedTables {
     fn waiting(&self) -> bool {
         self.gate.0.lock().unwrap().1 > 0
     }
-}
 
-impl Fs for GatedTables {
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
-        if path.to_string_lossy().contains(".sst") {
-            let (m, cv) = &*self.gate;
-            let mut g = m.lock().unwrap();
-            g.1 += 1;
-            cv.notify_all();
-            g = cv.wait_while(g, |g| g.0).unwrap();
-            g.1 -= 1;
-        }
-        self.mem.create(path)
-    }
-    fn open(&self, path: &Path) -> strata::Result<Arc<dyn strata::fs::RandomAccessFile>> {
-        self.mem.open(path)
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::SequentialFile>> {
-        self.mem.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.mem.exists(path)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.mem.list(dir)
-    }
-    fn remove(&self, path: &Path) -> strata::Result<()> {
-        self.mem.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.mem.rename(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> strata::Result<()> {
-        self.mem.sync_file(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.mem.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::FileLock>> {
-        self.mem.lock(path)
+    /// The file system: `mem`, with table creations held at the gate.
+    fn fs(&self) -> strata_testkit::InterceptFs {
+        let gate = self.gate.clone();
+        strata_testkit::InterceptFs::new(Arc::new(self.mem.clone())).on_create(move |path, fs| {
+            if path.to_string_lossy().contains(".sst") {
+                let (m, cv) = &*gate;
+                let mut g = m.lock().unwrap();
+                g.1 += 1;
+                cv.notify_all();
+                g = cv.wait_while(g, |g| g.0).unwrap();
+                g.1 -= 1;
+            }
+            fs.create(path)
+        })
     }
 }
 
@@ -843,7 +812,7 @@ fn records_of_writes_the_wal_lost_are_cut_whatever_sequence_the_manifest_holds()
     // Room enough that no GC runs before the crash (its moves would sync the WAL).
     let roomy = Options {
         hash_main_segment_size: 1 << 20,
-        ..opts_wt(Arc::new(gated.clone()))
+        ..opts_wt(Arc::new(gated.fs()))
     };
     let db = Db::open("/db", roomy).unwrap();
     db.put(b"gone", big(1, 0)).unwrap();

@@ -6,22 +6,31 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use strata::fs::{FileLock, Fs, MemFs, RandomAccessFile, ReadAccess, SequentialFile, WritableFile};
-use strata::{Db, Options, Result};
+use strata::fs::{Fs, MemFs, ReadAccess};
+use strata::{Db, Options};
 use strata_testkit::model::assert_db_matches;
+use strata_testkit::InterceptFs;
 
 /// A file system that records how each table was opened.
-#[derive(Debug)]
 struct Recording {
-    inner: MemFs,
-    opened: Mutex<Vec<(String, ReadAccess)>>,
+    fs: Arc<InterceptFs>,
+    opened: Arc<Mutex<Vec<(String, ReadAccess)>>>,
 }
 
 impl Recording {
     fn new() -> Arc<Recording> {
+        let opened: Arc<Mutex<Vec<(String, ReadAccess)>>> = Arc::default();
+        let log = opened.clone();
+        let fs = InterceptFs::new(Arc::new(MemFs::new())).on_open(move |path, access, fs| {
+            if path.extension().is_some_and(|e| e == "sst") {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                log.lock().unwrap().push((name, access));
+            }
+            fs.open_with(path, access)
+        });
         Arc::new(Recording {
-            inner: MemFs::new(),
-            opened: Mutex::new(Vec::new()),
+            fs: Arc::new(fs),
+            opened,
         })
     }
 
@@ -36,59 +45,13 @@ impl Recording {
     }
 }
 
-impl Fs for Recording {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open(path)
-    }
-    fn open_with(&self, path: &Path, access: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
-        if path.extension().is_some_and(|e| e == "sst") {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            self.opened.lock().unwrap().push((name, access));
-        }
-        self.inner.open_with(path, access)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> Result<()> {
-        self.inner.sync_file(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-}
-
 fn reads(db: &Db) -> String {
     db.property("strata.table-reads").unwrap()
 }
 
 /// The tables in the database directory.
 fn tables(fs: &Recording) -> Vec<String> {
-    let mut t: Vec<String> = fs.inner.list(Path::new("/db")).unwrap();
+    let mut t: Vec<String> = fs.fs.list(Path::new("/db")).unwrap();
     t.retain(|n| n.ends_with(".sst"));
     t
 }
@@ -103,7 +66,7 @@ fn opts(fs: Arc<Recording>) -> Options {
         max_bytes_for_level_base: 128 << 10,
         block_size: 1024,
         memory_limit: Some(640 << 10),
-        fs,
+        fs: fs.fs.clone(),
         ..Options::default()
     }
 }
