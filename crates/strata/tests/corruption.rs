@@ -344,3 +344,93 @@ fn table_damage_is_detected_on_every_read(access: strata::fs::ReadAccess, pin: b
         );
     }
 }
+
+/// A file whose first append has one byte flipped: a table damaged between the checksums
+/// its builder computed and the file (memory, a driver, the page cache).
+struct FlipFirstAppend {
+    inner: Box<dyn strata::fs::WritableFile>,
+    flipped: bool,
+}
+
+impl strata::fs::WritableFile for FlipFirstAppend {
+    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
+        if self.flipped || data.len() < 64 {
+            return self.inner.append(data);
+        }
+        self.flipped = true;
+        let mut d = data.to_vec();
+        d[40] ^= 0x10;
+        self.inner.append(&d)
+    }
+    fn flush(&mut self) -> strata::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> strata::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+/// A compaction's output that does not read back as it was written is never installed: the
+/// job reads each new table back through its map (`Table::verify_new`) before the edit. The
+/// compaction fails, the database refuses writes, and a reopen finds every key as it was.
+#[test]
+fn a_compaction_output_damaged_on_its_way_to_the_file_is_never_installed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = strata_testkit::tempdir::TempDir::new("damaged-output");
+    let path = dir.path().join("db");
+    let damage = Arc::new(AtomicBool::new(false));
+    let armed = damage.clone();
+    let fs = strata_testkit::InterceptFs::new(Arc::new(strata::fs::RealFs::new())).on_create(
+        move |p, fs| {
+            let inner = fs.create(p)?;
+            if armed.load(Ordering::SeqCst) && p.extension().is_some_and(|e| e == "sst") {
+                return Ok(Box::new(FlipFirstAppend {
+                    inner,
+                    flipped: false,
+                }));
+            }
+            Ok(inner)
+        },
+    );
+    let opts = || Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 16 << 10,
+        level0_file_num_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 100,
+        level0_stop_writes_trigger: 100,
+        table_reads: Some(strata::fs::ReadAccess::Mapped),
+        ..Options::default()
+    };
+    let db = Db::open(
+        &path,
+        Options {
+            fs: Arc::new(fs),
+            ..opts()
+        },
+    )
+    .unwrap();
+    for round in 0..3u32 {
+        for i in 0..1500u32 {
+            db.put(format!("key{i:05}"), format!("{round}-{}", value(i).len()))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    damage.store(true, Ordering::SeqCst);
+    let e = db.compact_range(None, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.message().contains(".sst"), "names no file: {e}");
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    assert_eq!(db.stats().files_per_level.iter().skip(1).sum::<usize>(), 0);
+    for i in 0..1500u32 {
+        assert_eq!(
+            db.get(format!("key{i:05}")).unwrap(),
+            Some(format!("2-{}", value(i).len()).into_bytes()),
+            "key {i}"
+        );
+    }
+}
