@@ -310,8 +310,8 @@ impl CompactionJob<'_> {
 /// A table's `fdatasync` waits for the device (its writeback was started as it grew, so what
 /// is left is the tail and the file system's commit: about 1.4 ms per 8 MiB table here, a
 /// tenth of a compaction thread's time in a 4 KiB fill); the merge needs a core, the sync
-/// none. The thread is started with a job's second table (a one-table job never starts it)
-/// and at most [`SYNCS_QUEUED`] tables wait for it. [`TableSyncer::wait`] returns once every
+/// none. The thread is started when a job cuts its first table (a one-table job never starts
+/// it) and at most [`SYNCS_QUEUED`] tables wait for it. [`TableSyncer::wait`] returns once every
 /// table handed over is durable, and the job calls it before it reports its outputs: nothing
 /// names a table before it is synced, as before. Dropped on an error path, it still waits
 /// (the caller may then delete the tables).
