@@ -760,8 +760,8 @@ fn crashes_with_open_files_lose_nothing_synced_and_leave_no_record_behind() {
     }
 }
 
-/// A file system whose table creations wait while its gate is shut: a flush held midway.
-#[derive(Debug, Clone)]
+/// A `MemFs` and a gate: the file system `fs()` builds on them holds table creations while
+/// the gate is shut (a flush held midway).
 struct GatedTables {
     mem: MemFs,
     /// (shut, flushes waiting at the gate)

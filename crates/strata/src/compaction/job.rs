@@ -338,15 +338,14 @@ impl TableSyncer {
                     }
                     Ok(())
                 });
-            match spawned {
-                Ok(h) => {
-                    self.queue = Some(tx);
-                    self.thread = Some(h);
-                }
-                Err(_) => return table.sync(),
+            if let Ok(h) = spawned {
+                self.queue = Some(tx);
+                self.thread = Some(h);
             }
         }
-        let queue = self.queue.as_ref().expect("started above");
+        let Some(queue) = &self.queue else {
+            return table.sync();
+        };
         if queue.send(table).is_err() {
             // The thread stopped at a failed sync; that error is the job's.
             return Err(self.wait().err().unwrap_or_else(|| {
