@@ -120,9 +120,45 @@ struct LiveRow {
     live_from: u32,
     /// The first page still held: the page of entry `live_from`.
     first_page: u32,
+    /// The row's pages from `first_page` on, held while any layout (or a column or a
+    /// change being applied) names this row so: successive layouts share it, so a layout
+    /// holds its pages for the price of one reference count per row rather than one per
+    /// page (docs/design/matrixkv.md, "Pages held per row").
+    _hold: Arc<Held>,
 }
 
 impl LiveRow {
+    /// `row` from entry `live_from` (on page `first_page`) on, its pages held.
+    ///
+    /// # Errors
+    /// `Corruption` when its pages are past the region.
+    fn new(
+        pages: &Arc<Pages>,
+        row: Arc<CheckedRow>,
+        live_from: u32,
+        first_page: u32,
+    ) -> Result<Self> {
+        let hold = Arc::new(pages.hold(row.row.runs_from(first_page))?);
+        Ok(LiveRow {
+            row,
+            live_from,
+            first_page,
+            _hold: hold,
+        })
+    }
+
+    /// The row from entry `live_from` (on page `first_page`) on: the same pages held if
+    /// the first page is the same, else the fewer pages it keeps.
+    fn cut(&self, pages: &Arc<Pages>, live_from: u32, first_page: u32) -> Result<Self> {
+        if first_page == self.first_page {
+            return Ok(LiveRow {
+                live_from,
+                ..self.clone()
+            });
+        }
+        Self::new(pages, self.row.clone(), live_from, first_page)
+    }
+
     fn r(&self) -> &Row {
         &self.row.row
     }
@@ -137,8 +173,9 @@ struct State {
     compactor: usize,
     /// The compactor's first user key still in L0.
     cursor: Vec<u8>,
-    /// The pages this state names.
-    _hold: Held,
+    /// `encode()`, once asked: every flush and column compaction records the layout it
+    /// makes and compares the layout it replaces.
+    encoded: OnceLock<Vec<u8>>,
 }
 
 /// The matrix layout (`L0Layout::Matrix`).
@@ -203,18 +240,13 @@ impl Matrix {
         compactor: usize,
         cursor: Vec<u8>,
     ) -> Result<Self> {
-        let runs = rows
-            .iter()
-            .flat_map(|r| r.r().runs_from(r.first_page))
-            .collect();
-        let hold = shared.pages.hold(runs)?;
         Ok(Matrix(Arc::new(State {
             shared,
             cfg,
             rows,
             compactor,
             cursor,
-            _hold: hold,
+            encoded: OnceLock::new(),
         })))
     }
 
@@ -299,11 +331,12 @@ impl Matrix {
             if first_page > row.page_count() {
                 return Err(bad(&format!("row {id}'s live page is past its pages")));
             }
-            rows.push(LiveRow {
-                row: intern(&shared, row, false, None),
+            rows.push(LiveRow::new(
+                &shared.pages,
+                intern(&shared, row, false, None),
                 live_from,
                 first_page,
-            });
+            )?);
         }
         if !s.is_empty() {
             return Err(bad("trailing bytes"));
@@ -311,7 +344,11 @@ impl Matrix {
         Self::build(shared, ctx.config, rows, compactor, cursor)
     }
 
-    fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> &[u8] {
+        self.0.encoded.get_or_init(|| self.encode_now())
+    }
+
+    fn encode_now(&self) -> Vec<u8> {
         let st = &self.0;
         let mut b = vec![RECORD_VERSION];
         put_varint64(&mut b, st.shared.pages.len() as u64);
@@ -330,7 +367,7 @@ impl Matrix {
             put_varint32(&mut b, lr.first_page);
             let runs = r.runs();
             put_varint32(&mut b, runs.len() as u32);
-            for &(start, len) in &runs {
+            for &(start, len) in runs {
                 put_varint32(&mut b, start);
                 put_varint32(&mut b, len);
             }
@@ -681,9 +718,8 @@ fn as_matrix(current: &dyn Level0) -> Result<&Matrix> {
 /// A flush's row, added to the receiver.
 #[derive(Debug)]
 struct AddRow {
+    /// The row, its pages held until a version's layout names them (and then by it).
     row: LiveRow,
-    /// The row's pages, held until a version's layout names them.
-    _pages: Held,
 }
 
 impl L0Change for AddRow {
@@ -743,8 +779,7 @@ impl L0Change for ColumnDone {
             Some(c) => {
                 let mut rows = st.rows.clone();
                 for (r, &(from, page)) in rows.iter_mut().zip(&self.after) {
-                    r.live_from = from;
-                    r.first_page = page;
+                    *r = r.cut(&st.shared.pages, from, page)?;
                 }
                 m.rebuilt(rows, n, c.clone())
             }
@@ -855,7 +890,7 @@ impl Level0 for Matrix {
     fn record(&self) -> super::L0Record {
         super::L0Record {
             layout: super::layout_id(L0Layout::Matrix),
-            state: self.encode(),
+            state: self.encode().to_vec(),
         }
     }
 
@@ -888,15 +923,18 @@ impl Level0 for Matrix {
         let Some(row::Written { row, held, filter }) = writer.finish()? else {
             return Ok(Ingested::default());
         };
+        // The writer's pages are the row's from page 0 on: they become its hold.
+        debug_assert_eq!(held.runs(), row.runs_from(0));
         let row = LiveRow {
             row: intern(&st.shared, row, true, filter),
             live_from: 0,
             first_page: 0,
+            _hold: Arc::new(held),
         };
         Ok(Ingested {
             tables: Vec::new(),
             other_bytes: row.r().len(),
-            change: Some(Arc::new(AddRow { row, _pages: held })),
+            change: Some(Arc::new(AddRow { row })),
         })
     }
 
@@ -1139,4 +1177,47 @@ fn row_pages(write_buffer_size: usize) -> usize {
 /// Bytes a row of a memtable of `write_buffer_size` bytes may take.
 pub(crate) fn row_bytes(write_buffer_size: usize) -> u64 {
     (row_pages(write_buffer_size) * PAGE) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{Fs, MemFs};
+
+    /// A layout holds a row's pages through the row's hold, shared by every layout that
+    /// names the row at the same first page: a column's cut holds only the pages from its
+    /// new first page on, and the pages below it are free once no older layout is left.
+    #[test]
+    fn a_cut_row_frees_the_pages_below_its_cut_once_older_layouts_are_gone() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let pages = Arc::new(Pages::new(fs, std::path::PathBuf::from("/r"), 64 * PAGE));
+        let mut held = Held::empty(&pages);
+        for _ in 0..8 {
+            pages.allocate(&mut held).unwrap();
+        }
+        let row = Row::new(1, 0, 1, 10, (b"a".to_vec(), b"z".to_vec()), held.runs().to_vec())
+            .unwrap();
+        let live = LiveRow {
+            row: Arc::new(CheckedRow {
+                row: Arc::new(row),
+                checked: AtomicBool::new(true),
+                filter: OnceLock::new(),
+            }),
+            live_from: 0,
+            first_page: 0,
+            _hold: Arc::new(held),
+        };
+        assert_eq!(pages.free(), 56);
+        let older = live.clone();
+        let cut = live.cut(&pages, 5, 3).unwrap();
+        drop(live);
+        assert_eq!(pages.free(), 56, "an older layout still names all eight pages");
+        drop(older);
+        assert_eq!(pages.free(), 59, "pages 0..3 are below the cut");
+        let same_page = cut.cut(&pages, 6, 3).unwrap();
+        drop(cut);
+        assert_eq!(pages.free(), 59, "a cut on the same page keeps its hold");
+        drop(same_page);
+        assert_eq!(pages.free(), 64);
+    }
 }

@@ -51,6 +51,9 @@ pub(crate) struct Row {
     /// Logical pages before `pages` that are not known: a row located by the row directory
     /// names only the pages it still holds ([`Row::located`]); 0 for a recorded row.
     skipped: u32,
+    /// `pages` as runs (each as long as it can be), kept: every layout record and row
+    /// directory names them, and a flush's record names every row's.
+    runs: Vec<Run>,
 }
 
 /// Pages the entries of a row with `data_len` bytes of them touch: one checksum each.
@@ -94,6 +97,7 @@ impl Row {
             data_len,
             smallest: bounds.0,
             largest: bounds.1,
+            runs: runs_of(&pages),
             pages,
             skipped: 0,
         };
@@ -114,6 +118,10 @@ impl Row {
         first_page: u32,
         runs: &[Run],
     ) -> Result<Self> {
+        let pages: Vec<u32> = runs
+            .iter()
+            .flat_map(|&(s, l)| s..s.saturating_add(l))
+            .collect();
         let row = Row {
             id,
             prev: 0,
@@ -121,10 +129,8 @@ impl Row {
             data_len,
             smallest: Vec::new(),
             largest: Vec::new(),
-            pages: runs
-                .iter()
-                .flat_map(|&(s, l)| s..s.saturating_add(l))
-                .collect(),
+            runs: runs_of(&pages),
+            pages,
             skipped: first_page,
         };
         row.check_pages()?;
@@ -153,15 +159,26 @@ impl Row {
 
     /// The runs of the row's pages (what the layout record names; a recorded row knows
     /// them all).
-    pub fn runs(&self) -> Vec<Run> {
+    pub fn runs(&self) -> &[Run] {
         debug_assert_eq!(self.skipped, 0, "a located row's first pages are not known");
-        runs_of(&self.pages)
+        &self.runs
     }
 
-    /// The runs of pages from logical page `first` on (what a layout holds of the row).
+    /// The runs of pages from logical page `first` on (what a layout holds of the row):
+    /// the kept runs less their first `first` pages, as `runs_of` would cut them from the
+    /// pages (which the test `runs_from_cuts_the_kept_runs_as_the_pages_would` checks).
     pub fn runs_from(&self, first: u32) -> Vec<Run> {
-        let from = first.saturating_sub(self.skipped) as usize;
-        runs_of(self.pages.get(from..).unwrap_or(&[]))
+        let mut skip = first.saturating_sub(self.skipped);
+        let mut out = Vec::new();
+        for &(start, len) in &self.runs {
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            out.push((start + skip, len - skip));
+            skip = 0;
+        }
+        out
     }
 
     /// Pages of the row.
@@ -717,5 +734,28 @@ impl InternalIterator for RowIter {
             Some(e) => Err(e.clone()),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_from_cuts_the_kept_runs_as_the_pages_would() {
+        // Runs as a record may give them: the first two touch, so they are one run.
+        let given = vec![(5, 3), (8, 2), (20, 1), (30, 4), (2, 2)];
+        let row = Row::new(7, 0, 1, 10, (b"a".to_vec(), b"b".to_vec()), given).unwrap();
+        assert_eq!(row.runs(), &[(5, 5), (20, 1), (30, 4), (2, 2)]);
+        let pages: Vec<u32> = row.pages.clone();
+        for first in 0..=pages.len() as u32 + 2 {
+            let from = (first as usize).min(pages.len());
+            assert_eq!(row.runs_from(first), runs_of(&pages[from..]), "from page {first}");
+        }
+        // A located row knows its pages from `skipped` on.
+        let located = Row::located(7, 1, 10, 3, &[(8, 2), (20, 1)]).unwrap();
+        assert_eq!(located.runs_from(0), vec![(8, 2), (20, 1)]);
+        assert_eq!(located.runs_from(4), vec![(9, 1), (20, 1)]);
+        assert_eq!(located.runs_from(6), vec![]);
     }
 }
