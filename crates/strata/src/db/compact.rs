@@ -214,7 +214,10 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             // The part leaves L0 by the layout's change, applied to the layout current now
             // (flushes may have changed it meanwhile).
             match p.column.change().apply(&*versions.current().l0) {
-                Ok(l) => edit.l0_layout = Some(l.record()),
+                Ok(l) => {
+                    edit.l0_layout = Some(l.record());
+                    edit.l0_built = Some(crate::version::BuiltLayout(l));
+                }
                 Err(e) => {
                     versions.release_outputs(&outputs);
                     return Err(e);

@@ -88,7 +88,10 @@ impl DbInner {
             .map(|c| c.apply(&*v.l0))
             .transpose()
         {
-            Ok(l) => edit.l0_layout = l.map(|l| l.record()),
+            Ok(l) => {
+                edit.l0_layout = l.as_ref().map(|l| l.record());
+                edit.l0_built = l.map(crate::version::BuiltLayout);
+            }
             Err(e) => {
                 versions.release_outputs(&outputs);
                 return Err(e);

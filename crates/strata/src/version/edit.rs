@@ -101,6 +101,23 @@ pub struct VersionEdit {
     pub deleted_value_files: Vec<u64>,
     /// From this edit on, the kept files (replacing any earlier record).
     pub kept: Option<KeptFiles>,
+    /// The layout `l0_layout` records, as the change that made it built it: applying the
+    /// edit takes it instead of decoding the record again (a matrix's record names every
+    /// row and its pages, and decoding it held them all anew at every flush). Never
+    /// encoded: `None` in an edit read from a manifest.
+    pub l0_built: Option<BuiltLayout>,
+}
+
+/// A layout built by a change, carried by the edit that records it ([`VersionEdit::l0_built`]).
+#[derive(Debug, Clone)]
+pub struct BuiltLayout(pub(crate) std::sync::Arc<dyn crate::l0::Level0>);
+
+impl PartialEq for BuiltLayout {
+    /// The same layout object: two edits that carry different objects for one record are
+    /// different edits in memory, whatever they encode to.
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl VersionEdit {
@@ -451,6 +468,7 @@ mod tests {
                 reason: "MANIFEST-000004 at offset 812: checksum mismatch".into(),
                 files: vec![21, 22],
             }),
+            l0_built: None,
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc).unwrap(), e);

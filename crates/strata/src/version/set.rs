@@ -90,7 +90,13 @@ fn apply(
     // were cut for the layout it records.
     if let Some(rec) = &edit.l0_layout {
         if rec != &v.l0.record() {
-            let layout = l0::from_record(rec, ctx)?;
+            let layout = match &edit.l0_built {
+                Some(built) => {
+                    debug_assert!(built.0.record() == *rec, "a built layout is its record's");
+                    built.0.clone()
+                }
+                None => l0::from_record(rec, ctx)?,
+            };
             if !v.l0_is_empty() && layout.kind() != v.l0.kind() {
                 return Err(Error::corrupt(
                     "edit changes the L0 layout while level 0 holds tables",
