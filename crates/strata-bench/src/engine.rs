@@ -233,6 +233,10 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         strata::Compression::None
     };
     o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
+    // A directory named for the WALs places them, unless asked otherwise.
+    o.wal_in_pmem = flags
+        .wal_in_pmem
+        .unwrap_or(o.wal_in_pmem && o.wal_dir.is_none());
     o.level_dir = flags.level_dir.as_ref().map(Into::into);
     if let Some(d) = &flags.pmem_dir {
         o.pmem_dir = Some(d.into());

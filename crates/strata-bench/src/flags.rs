@@ -106,6 +106,7 @@ pub struct Flags {
     pub matrix_column_tables: Option<u32>,
     /// Cross-row hints in the matrix (strata only).
     pub matrix_hints: Option<bool>,
+    pub wal_in_pmem: Option<bool>,
     /// `Options::matrix_row_bloom_bits`.
     pub matrix_row_bloom_bits: Option<u32>,
     /// `Options::coalesce_item_threshold`.
@@ -252,6 +253,7 @@ impl Default for Flags {
             matrix_receiver_percent: None,
             matrix_column_tables: None,
             matrix_hints: None,
+            wal_in_pmem: None,
             matrix_row_bloom_bits: None,
             coalesce_item_threshold: None,
             table_reads: None,
@@ -472,6 +474,7 @@ impl Flags {
                 "matrix_receiver_percent" => f.matrix_receiver_percent = Some(num(&name, v)?),
                 "matrix_column_tables" => f.matrix_column_tables = Some(num(&name, v)?),
                 "matrix_hints" => f.matrix_hints = Some(num::<u8>(&name, v)? != 0),
+                "wal_in_pmem" => f.wal_in_pmem = Some(num::<u8>(&name, v)? != 0),
                 "matrix_row_bloom_bits" => f.matrix_row_bloom_bits = Some(num(&name, v)?),
                 "coalesce_item_threshold" => f.coalesce_item_threshold = Some(num(&name, v)?),
                 "table_reads" => f.table_reads = Some(v.to_string()),
@@ -603,6 +606,7 @@ strata-only flags:
   --separate_flush_thread=0|1 --compaction_priority=round-robin|min-overlap
   --level_sizing=classic|dynamic|flattened|hyperleveldb|hyperleveldb-1.0 (default: the preset's)
   --wal_dir=DIR --level_dir=DIR --value_dir=DIR --pmem_dir=DIR (a tmpfs such as /dev/shm emulates persistent memory)
+  --wal_in_pmem=0|1 (WALs in pmem_dir; the matrixkv presets' default; a --wal_dir turns it off unless given)
   --enable_blob_files=0|1 --min_blob_size=N  values in blob files (RocksDB too: its BlobDB)
   --vlog_segment_size=BYTES --vlog_capacity=BYTES --blob_gc_garbage_ratio=F  (presets blob, wisckey)
   --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1

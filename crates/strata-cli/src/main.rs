@@ -370,7 +370,12 @@ fn options(m: &ArgMatches) -> Result<Options, Failure> {
         })?,
         None => Options::preset(preset)?,
     };
-    opts.wal_dir = dir("wal-dir").or(opts.wal_dir);
+    if let Some(w) = dir("wal-dir") {
+        // A directory named for the WALs places them (WALs left in `pmem_dir` by a
+        // `matrixkv` preset are still found there: an open lists every directory).
+        opts.wal_dir = Some(w);
+        opts.wal_in_pmem = false;
+    }
     opts.level_dir = dir("level-dir").or(opts.level_dir);
     opts.value_dir = dir("value-dir").or(opts.value_dir);
     opts.pmem_dir = dir("pmem-dir").or(opts.pmem_dir);

@@ -10,7 +10,7 @@
 mod compact;
 mod flush;
 mod iter;
-mod open;
+pub(crate) mod open;
 mod read;
 mod snapshot;
 pub(crate) mod value_gc;

@@ -558,17 +558,9 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             what: e.to_string(),
         }),
     }
-    let mut wals: Vec<u64> = fs
-        .list(placement.wal_dir())?
-        .iter()
-        .filter_map(|n| match crate::filename::parse(n) {
-            Some(crate::filename::FileType::Wal(FileNumber(n))) if n >= log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    for (i, n) in wals.iter().enumerate() {
-        let path = placement.wal_path(FileNumber(*n));
+    let wals = crate::db::open::wals_on_disk(&fs, &placement, FileNumber(log_number))?;
+    for (i, (_, path)) in wals.iter().enumerate() {
+        let path = path.clone();
         let mut found = walk_log(&path, &mut sink, |_, offset, data| {
             Ok(WriteBatch::decode(data)
                 .err()

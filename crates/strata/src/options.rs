@@ -423,8 +423,18 @@ pub struct Options {
     pub migrate_l0_layout: bool,
     /// What recovery does with a damaged or torn WAL. Defaults to `TolerateTornTail`.
     pub wal_recovery_mode: WalRecoveryMode,
-    /// Directory for WALs. Defaults to the database directory.
+    /// Directory for WALs. Defaults to the database directory (or `pmem_dir`, with
+    /// `wal_in_pmem`).
     pub wal_dir: Option<PathBuf>,
+    /// WALs in `pmem_dir`: MatrixKV's write-ahead log on NVM (its paper: "write requests
+    /// from users are inserted into a write-ahead log on NVMs"). Without `pmem_dir` the
+    /// WALs stay in the database directory; with `wal_dir` as well, `validate` refuses (two
+    /// options naming the WALs' directory). Give the same placement at every open, as
+    /// with `wal_dir`: an open finds WALs in every directory it is given (database, WAL,
+    /// levels, values, persistent memory), not in one it is not. Defaults to false; the
+    /// `matrixkv` presets set it (`rocksdb-l0-nvm`, the paper's baseline, keeps RocksDB's
+    /// WAL in the database directory; docs/design/matrixkv.md).
+    pub wal_in_pmem: bool,
     /// Directory for tables of levels >= 1 (OHDB's second disk). Defaults to the database
     /// directory.
     pub level_dir: Option<PathBuf>,
@@ -635,6 +645,7 @@ impl std::fmt::Debug for Options {
             .field("wal_dir", &self.wal_dir)
             .field("level_dir", &self.level_dir)
             .field("pmem_dir", &self.pmem_dir)
+            .field("wal_in_pmem", &self.wal_in_pmem)
             .field("value_store", &self.value_store)
             .field("min_blob_size", &self.min_blob_size)
             .field("value_dir", &self.value_dir)
@@ -830,6 +841,7 @@ impl Options {
                 "wal_dir" => o.wal_dir = path(value),
                 "level_dir" => o.level_dir = path(value),
                 "pmem_dir" => o.pmem_dir = path(value),
+                "wal_in_pmem" => o.wal_in_pmem = flag(value)?,
                 "l0_layout" => {
                     o.l0_layout = pick!(value, L0Layout::Flat, L0Layout::Buckets, L0Layout::Matrix)
                 }
@@ -948,6 +960,7 @@ impl Options {
             wal_dir,
             level_dir,
             pmem_dir,
+            wal_in_pmem,
             l0_layout,
             l0_buckets,
             bucket_compaction_trigger,
@@ -1032,6 +1045,7 @@ impl Options {
         optional!(write_stall_limit);
         plain!(migrate_l0_layout wal_recovery_mode);
         path!(wal_dir level_dir pmem_dir);
+        plain!(wal_in_pmem);
         plain!(
             l0_layout l0_buckets bucket_compaction_trigger bucket_compaction_bytes l0_skips_l1_wait
             bucket_boundaries value_store
@@ -1097,6 +1111,7 @@ impl Default for Options {
             wal_dir: None,
             level_dir: None,
             pmem_dir: None,
+            wal_in_pmem: false,
             l0_layout: L0Layout::Flat,
             l0_buckets: 10,
             bucket_compaction_trigger: 4,
@@ -1316,8 +1331,9 @@ impl Options {
     /// MatrixKV (seeds/matrixkv-matrix-l0.txt) at this machine's scale, every size of the
     /// paper's setup divided by 8: `rocksdb` with L0 as a matrix container of 1 GiB in
     /// `pmem_dir` (the paper's 8 GB), 8 MiB memtables and tables (64 MB), column compactions
-    /// of 5 to 10 tables' bytes (AF = 10), and flattened levels (L1 as large as the
-    /// container; docs/design/matrixkv.md).
+    /// of 5 to 10 tables' bytes (AF = 10), flattened levels (L1 as large as the
+    /// container), and the WALs in `pmem_dir` too (`wal_in_pmem`: the paper's write-ahead
+    /// log on NVM; docs/design/matrixkv.md).
     pub fn matrixkv(pmem_dir: impl Into<PathBuf>) -> Self {
         Options {
             pmem_dir: Some(pmem_dir.into()),
@@ -1334,6 +1350,7 @@ impl Options {
             write_buffer_size: 8 * MIB,
             target_file_size_base: 8 * MIB as u64,
             matrix_column_tables: 10,
+            wal_in_pmem: true,
             ..Options::rocksdb()
         }
     }
@@ -1527,6 +1544,12 @@ impl Options {
             return bad(
                 "level0_stop_writes_trigger",
                 "must be >= level0_slowdown_writes_trigger",
+            );
+        }
+        if self.wal_in_pmem && self.wal_dir.is_some() {
+            return bad(
+                "wal_in_pmem",
+                "puts WALs in pmem_dir, and wal_dir names another directory: set one of them",
             );
         }
         if self.vlog_segment_size < 64 * KIB as u64 {
@@ -1847,7 +1870,7 @@ mod tests {
             assert!(!value.is_empty(), "{line}");
             assert!(names.insert(name.to_string()), "{name} twice");
         }
-        assert_eq!(names.len(), 77, "every field but fs");
+        assert_eq!(names.len(), 78, "every field but fs");
         for want in [
             "write_buffer_size = 67108864",
             "memory_limit = 1073741824",

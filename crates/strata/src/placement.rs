@@ -26,7 +26,8 @@ impl PathId {
     pub const DB: PathId = PathId(0);
     /// The directory of tables of levels >= 1 (`Options::level_dir`).
     pub const LEVELS: PathId = PathId(1);
-    /// The WAL directory (`Options::wal_dir`). Not persisted: WALs are found by listing it.
+    /// The WAL directory (`Options::wal_dir`, or `pmem_dir` with `Options::wal_in_pmem`).
+    /// Not persisted: WALs are found by listing every directory of the placement.
     pub const WAL: PathId = PathId(2);
     /// The value store's directory (`Options::value_dir`).
     pub const VALUES: PathId = PathId(3);
@@ -91,7 +92,12 @@ impl Placement {
     /// Where the database at `db_dir` keeps its files under `opts` (its WAL, level and value
     /// directories).
     pub fn of(db_dir: &Path, opts: &crate::Options) -> Self {
-        Placement::new(db_dir, opts.wal_dir.as_deref(), opts.level_dir.as_deref())
+        let wal_dir = if opts.wal_in_pmem {
+            opts.pmem_dir.as_deref().or(opts.wal_dir.as_deref())
+        } else {
+            opts.wal_dir.as_deref()
+        };
+        Placement::new(db_dir, wal_dir, opts.level_dir.as_deref())
             .with_value_dir(opts.value_dir.as_deref())
             .with_pmem_dir(opts.pmem_dir.as_deref())
     }

@@ -523,6 +523,35 @@ struct Replayed {
     last_replayed: SeqNo,
 }
 
+/// The WALs numbered >= `log_number`, oldest first, in whichever of the placement's
+/// directories each is: the WAL directory is not recorded, and a database reopened with
+/// another (`wal_dir`, or `wal_in_pmem` turned on or off, as the kill loop's preset
+/// rotation does) must replay the WALs the last session wrote where it put them. The
+/// WAL directory must be listable; another that is missing holds none.
+pub(crate) fn wals_on_disk(
+    fs: &dyn fs::Fs,
+    placement: &Placement,
+    log_number: FileNumber,
+) -> Result<Vec<(FileNumber, PathBuf)>> {
+    let mut wals = Vec::new();
+    for dir in placement.dirs() {
+        let names = if dir == placement.wal_dir() {
+            fs.list(dir)?
+        } else {
+            fs.list(dir).unwrap_or_default()
+        };
+        for name in names {
+            if let Some(FileType::Wal(w)) = filename::parse(&name) {
+                if w >= log_number {
+                    wals.push((w, dir.join(name)));
+                }
+            }
+        }
+    }
+    wals.sort();
+    Ok(wals)
+}
+
 /// Replays WALs numbered >= `log_number` into L0 tables added to `edit`, or, given `keep`
 /// (a read-only open), into memtables kept there, oldest first, writing nothing.
 fn replay_wals(
@@ -535,15 +564,7 @@ fn replay_wals(
     mut keep: Option<&mut Vec<Arc<MemTable>>>,
 ) -> Result<Replayed> {
     let fs = &opts.fs;
-    let mut wals: Vec<FileNumber> = fs
-        .list(placement.wal_dir())?
-        .iter()
-        .filter_map(|n| match filename::parse(n) {
-            Some(FileType::Wal(w)) if w >= log_number => Some(w),
-            _ => None,
-        })
-        .collect();
-    wals.sort();
+    let wals = wals_on_disk(&**fs, placement, log_number)?;
     // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
     let mut mem = Arc::new(MemTable::new(0));
     let mut value_log_lengths: HashMap<u64, u64> = HashMap::new();
@@ -553,11 +574,11 @@ fn replay_wals(
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
     let count = wals.len();
-    for (i, &w) in wals.iter().enumerate() {
+    for (i, (_, path)) in wals.iter().enumerate() {
         if stop {
             break;
         }
-        let path = placement.wal_path(w);
+        let path = path.clone();
         let mut reader = LogReader::new(fs::read_all(&**fs, &path)?);
         let mut records = 0usize;
         loop {
