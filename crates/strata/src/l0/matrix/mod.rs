@@ -123,7 +123,7 @@ struct LiveRow {
     /// The row's pages from `first_page` on, held while any layout (or a column or a
     /// change being applied) names this row so: successive layouts share it, so a layout
     /// holds its pages for the price of one reference count per row rather than one per
-    /// page (docs/design/matrixkv.md, "Pages held per row").
+    /// page (docs/design/matrixkv.md, "What a flush paid for the layout's record").
     _hold: Arc<Held>,
 }
 
