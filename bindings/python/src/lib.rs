@@ -235,15 +235,50 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
                 ],
             )?;
         }
-        // The compaction-policy enums (compaction_priority, compaction_picker,
-        // level_sizing, table_cut, read_charging, seek_charging, write_slowdown,
-        // bucket_boundaries, table_reads) come with presets; `fs` is Rust's.
-        _ => {
-            return Err(PyTypeError::new_err(format!(
-                "unknown option {name:?} (see help(strata.DB); policy options come with presets)"
-            )))
-        }
+        // Every other field of the options text (docs/format/options.md) by its name
+        // there: `pmem_dir`, `wal_in_pmem`, the matrix's, the hash store's and the
+        // coalescing options, the policy enums by their variant names
+        // (`level_sizing="Flattened"`); `fs` is Rust's.
+        _ => set_by_text(o, name, value)?,
     }
+    Ok(())
+}
+
+/// Sets option `name` as the options text would (`Options::from_text`): the value written
+/// as that text writes it (`none` for `None`, `true`/`false`, numbers, paths, variant names).
+fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let text = o.to_text();
+    let known = text
+        .lines()
+        .any(|l| l.split_once(" = ").is_some_and(|(n, _)| n == name));
+    if !known {
+        return Err(PyTypeError::new_err(format!(
+            "unknown option {name:?} (see help(strata.DB))"
+        )));
+    }
+    let bad = |why: &str| InvalidArgumentError::new_err(format!("option {name}: {why}"));
+    let v = if value.is_none() {
+        "none".to_string()
+    } else if let Ok(b) = value.extract::<bool>() {
+        b.to_string()
+    } else if let Ok(n) = value.extract::<u64>() {
+        n.to_string()
+    } else if let Ok(x) = value.extract::<f64>() {
+        x.to_string()
+    } else if let Ok(p) = value.extract::<std::path::PathBuf>() {
+        p.to_string_lossy().into_owned()
+    } else {
+        return Err(bad("expects None, a bool, a number, a string or a path"));
+    };
+    if v.contains('\n') {
+        return Err(bad("expects a value on one line"));
+    }
+    let mut parsed = strata::Options::from_text(&format!("{text}{name} = {v}\n"))
+        .map_err(|e| bad(&format!("cannot read {v:?} ({e})")))?;
+    // The two fields the text does not hold.
+    parsed.fs = o.fs.clone();
+    parsed.info_log = o.info_log.clone();
+    *o = parsed;
     Ok(())
 }
 
@@ -255,8 +290,8 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
 /// `preset` names a preset
 /// (`"default"`, `"leveldb"`, `"blob"`, `"wisckey"`, ...), and options set `strata::Options`
 /// fields by name (`write_buffer_size`, `block_cache_size`, `compression="lz4"`,
-/// `value_store="blob"`, `min_blob_size`, `value_dir`, ...). Use as a context manager, or
-/// call `close()`.
+/// `value_store="blob"`, `min_blob_size`, `value_dir`, `pmem_dir`, ...: every field of the
+/// options text, docs/format/options.md). Use as a context manager, or call `close()`.
 #[pyclass(module = "strata")]
 struct DB {
     db: RwLock<Option<Arc<strata::Db>>>,

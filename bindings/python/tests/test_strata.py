@@ -346,3 +346,27 @@ def test_plyvel_style_api(path):
     strata.destroy_db(path)
     with pytest.raises(strata.InvalidArgumentError):
         strata.DB(path)
+
+
+def test_every_field_of_the_options_text_can_be_set_by_name(path, tmp_path):
+    # pmem_dir and wal_in_pmem are not among the typed options: set through the options
+    # text, as are the matrix's and the policy enums (by variant name).
+    pmem = str(tmp_path / "pmem")
+    with strata.DB(path, create_if_missing=True, preset="matrixkv", pmem_dir=pmem,
+                   matrix_container_size=1 << 20, write_buffer_size=64 << 10,
+                   level_sizing="Flattened") as db:
+        for i in range(2000):
+            db.put(b"k%05d" % i, b"v" * 100)
+        names = os.listdir(pmem)
+        assert "matrix.pmem" in names, names
+        assert any(n.endswith(".log") for n in names), "the preset's WAL in pmem_dir"
+        assert not any(n.endswith(".log") for n in os.listdir(path))
+    with strata.DB(path, preset="matrixkv", pmem_dir=pmem, matrix_container_size=1 << 20,
+                   write_buffer_size=64 << 10, wal_in_pmem=False) as db:
+        assert db.get(b"k01999") == b"v" * 100
+        db.put(b"later", b"x")
+        assert any(n.endswith(".log") for n in os.listdir(path))
+    with pytest.raises(TypeError):
+        strata.DB(path, no_such_option=1)
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path, level_sizing="Sideways")

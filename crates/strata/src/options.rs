@@ -911,8 +911,9 @@ impl Options {
 
     /// The options as the text of an `OPTIONS` file (docs/format/options.md): one
     /// `name = value` line per field, in declaration order; `none` for an unset optional
-    /// field. The file system is not recorded.
-    pub(crate) fn to_text(&self) -> String {
+    /// field. Neither the file system nor `info_log` is recorded. [`Options::from_text`]
+    /// reads it back (a later line for a name overrides an earlier one).
+    pub fn to_text(&self) -> String {
         // Every field is named here, so a new option cannot be forgotten: the pattern
         // stops compiling.
         let Options {
