@@ -106,6 +106,7 @@ pub struct Flags {
     pub matrix_column_tables: Option<u32>,
     /// Cross-row hints in the matrix (strata only).
     pub matrix_hints: Option<bool>,
+    /// `Options::wal_in_pmem` (strata only; with `--wal_dir` and no `--wal_in_pmem`, off).
     pub wal_in_pmem: Option<bool>,
     /// `Options::matrix_row_bloom_bits`.
     pub matrix_row_bloom_bits: Option<u32>,
