@@ -546,7 +546,10 @@ fn wals_in(fs: &MemFs, dir: &str) -> usize {
 fn wals_in_persistent_memory_are_replayed_wherever_the_next_open_puts_its_own() {
     let fs = Arc::new(MemFs::new());
     let o = opts(&(fs.clone() as Arc<dyn Fs>));
-    assert!(o.wal_in_pmem, "the preset keeps its WALs in persistent memory");
+    assert!(
+        o.wal_in_pmem,
+        "the preset keeps its WALs in persistent memory"
+    );
     let db = Db::open("/db", o).unwrap();
     put_synced(&db, b"a", b"1");
     assert!(wals_in(&fs, "/db/pmem") > 0, "a WAL in pmem_dir");
@@ -559,16 +562,31 @@ fn wals_in_persistent_memory_are_replayed_wherever_the_next_open_puts_its_own() 
         ..opts(&(cut.clone() as Arc<dyn Fs>))
     };
     let db = Db::open("/db", o).unwrap();
-    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "replayed from pmem_dir");
+    assert_eq!(
+        db.get(b"a").unwrap().as_deref(),
+        Some(&b"1"[..]),
+        "replayed from pmem_dir"
+    );
     put_synced(&db, b"b", b"2");
-    assert!(wals_in(&cut, "/db") > 0, "this session's WAL in the database directory");
+    assert!(
+        wals_in(&cut, "/db") > 0,
+        "this session's WAL in the database directory"
+    );
     let cut = Arc::new(cut.crash_clone(strata::fs::CrashMode::DropUnsynced));
     drop(db);
 
     let db = Db::open("/db", opts(&(cut.clone() as Arc<dyn Fs>))).unwrap();
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
-    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]), "replayed from /db");
+    assert_eq!(
+        db.get(b"b").unwrap().as_deref(),
+        Some(&b"2"[..]),
+        "replayed from /db"
+    );
     db.close().unwrap();
     // Nothing the last open replayed is left behind in either directory.
-    assert_eq!(wals_in(&cut, "/db"), 0, "old WALs in the database directory deleted");
+    assert_eq!(
+        wals_in(&cut, "/db"),
+        0,
+        "old WALs in the database directory deleted"
+    );
 }

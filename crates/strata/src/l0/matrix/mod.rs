@@ -1195,8 +1195,15 @@ mod tests {
         for _ in 0..8 {
             pages.allocate(&mut held).unwrap();
         }
-        let row = Row::new(1, 0, 1, 10, (b"a".to_vec(), b"z".to_vec()), held.runs().to_vec())
-            .unwrap();
+        let row = Row::new(
+            1,
+            0,
+            1,
+            10,
+            (b"a".to_vec(), b"z".to_vec()),
+            held.runs().to_vec(),
+        )
+        .unwrap();
         let live = LiveRow {
             row: Arc::new(CheckedRow {
                 row: Arc::new(row),
@@ -1211,7 +1218,11 @@ mod tests {
         let older = live.clone();
         let cut = live.cut(&pages, 5, 3).unwrap();
         drop(live);
-        assert_eq!(pages.free(), 56, "an older layout still names all eight pages");
+        assert_eq!(
+            pages.free(),
+            56,
+            "an older layout still names all eight pages"
+        );
         drop(older);
         assert_eq!(pages.free(), 59, "pages 0..3 are below the cut");
         let same_page = cut.cut(&pages, 6, 3).unwrap();

@@ -750,7 +750,11 @@ mod tests {
         let pages: Vec<u32> = row.pages.clone();
         for first in 0..=pages.len() as u32 + 2 {
             let from = (first as usize).min(pages.len());
-            assert_eq!(row.runs_from(first), runs_of(&pages[from..]), "from page {first}");
+            assert_eq!(
+                row.runs_from(first),
+                runs_of(&pages[from..]),
+                "from page {first}"
+            );
         }
         // A located row knows its pages from `skipped` on.
         let located = Row::located(7, 1, 10, 3, &[(8, 2), (20, 1)]).unwrap();
