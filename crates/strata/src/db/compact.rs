@@ -214,10 +214,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             // The part leaves L0 by the layout's change, applied to the layout current now
             // (flushes may have changed it meanwhile).
             match p.column.change().apply(&*versions.current().l0) {
-                Ok(l) => {
-                    edit.l0_layout = Some(l.record());
-                    edit.l0_built = Some(crate::version::BuiltLayout(l));
-                }
+                Ok(l) => edit.set_l0_layout(l),
                 Err(e) => {
                     versions.release_outputs(&outputs);
                     return Err(e);

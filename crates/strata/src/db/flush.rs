@@ -89,8 +89,9 @@ impl DbInner {
             .transpose()
         {
             Ok(l) => {
-                edit.l0_layout = l.as_ref().map(|l| l.record());
-                edit.l0_built = l.map(crate::version::BuiltLayout);
+                if let Some(l) = l {
+                    edit.set_l0_layout(l);
+                }
             }
             Err(e) => {
                 versions.release_outputs(&outputs);

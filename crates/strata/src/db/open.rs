@@ -110,7 +110,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         && current.l0_is_empty()
         && edit.new_files.is_empty()
     {
-        edit.l0_layout = Some(configured.record());
+        edit.set_l0_layout(configured.clone());
     }
     let version = versions.log_and_apply(edit)?;
     // What locates L0's data for a repair, as the manifest has it, before anything deletes
@@ -468,10 +468,8 @@ fn migrate_l0(db: &DbInner) -> Result<()> {
             configured.kind()
         )));
     }
-    let edit = VersionEdit {
-        l0_layout: Some(configured.record()),
-        ..Default::default()
-    };
+    let mut edit = VersionEdit::default();
+    edit.set_l0_layout(configured);
     let v = versions.log_and_apply(edit)?;
     let mut st = lock(&db.state);
     db.install_super_version(&mut st, v);
@@ -774,7 +772,7 @@ fn flush_recovered(
     edit.value_garbage
         .extend(job.dropped_values.take().into_records());
     if let Some(c) = ingested.change {
-        edit.l0_layout = Some(c.apply(&*layout)?.record());
+        edit.set_l0_layout(c.apply(&*layout)?);
     }
     edit.new_files
         .extend(ingested.tables.into_iter().map(|m| (0, m)));

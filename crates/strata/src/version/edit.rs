@@ -108,6 +108,15 @@ pub struct VersionEdit {
     pub l0_built: Option<BuiltLayout>,
 }
 
+impl VersionEdit {
+    /// Records `layout` as L0's from this edit on, and carries it so that applying the edit
+    /// takes it rather than decoding its record ([`VersionEdit::l0_built`]).
+    pub(crate) fn set_l0_layout(&mut self, layout: std::sync::Arc<dyn crate::l0::Level0>) {
+        self.l0_layout = Some(layout.record());
+        self.l0_built = Some(BuiltLayout(layout));
+    }
+}
+
 /// A layout built by a change, carried by the edit that records it ([`VersionEdit::l0_built`]).
 #[derive(Debug, Clone)]
 pub struct BuiltLayout(pub(crate) std::sync::Arc<dyn crate::l0::Level0>);

@@ -11,7 +11,6 @@ pub(crate) mod set;
 mod version;
 
 pub use crate::file_meta::FileMeta;
-pub(crate) use edit::BuiltLayout;
 pub use edit::{KeptFiles, L0Record, VersionEdit};
 pub use level_iter::level_iterator;
 pub use set::{Recovered, VersionSet, MANIFEST_FORMAT_VERSION};

@@ -73,6 +73,13 @@ fn runs_of(pages: &[u32]) -> Vec<Run> {
     runs
 }
 
+/// The pages `runs` name, in order.
+fn pages_of(runs: &[Run]) -> Vec<u32> {
+    runs.iter()
+        .flat_map(|&(s, l)| s..s.saturating_add(l))
+        .collect()
+}
+
 impl Row {
     /// A row as recorded: `runs` (its pages, in order) must cover its bytes.
     ///
@@ -86,10 +93,7 @@ impl Row {
         bounds: (Vec<u8>, Vec<u8>),
         runs: Vec<Run>,
     ) -> Result<Self> {
-        let pages: Vec<u32> = runs
-            .iter()
-            .flat_map(|&(s, l)| s..s.saturating_add(l))
-            .collect();
+        let pages = pages_of(&runs);
         let row = Row {
             id,
             prev,
@@ -118,10 +122,7 @@ impl Row {
         first_page: u32,
         runs: &[Run],
     ) -> Result<Self> {
-        let pages: Vec<u32> = runs
-            .iter()
-            .flat_map(|&(s, l)| s..s.saturating_add(l))
-            .collect();
+        let pages = pages_of(runs);
         let row = Row {
             id,
             prev: 0,
