@@ -543,7 +543,16 @@ impl Engine for StrataEngine {
     }
 
     fn stats_text(&self) -> String {
-        self.db.property("strata.stats").unwrap_or_default()
+        let mut text = self.db.property("strata.stats").unwrap_or_default();
+        // Each value store's state and its GC's counters, when any store has files.
+        if let Some(stores) = self.db.property("strata.value-stores") {
+            if !stores.trim().is_empty() {
+                text.push_str("\nValue stores:\n");
+                text.push_str(stores.trim_end());
+                text.push('\n');
+            }
+        }
+        text
     }
 
     fn wait_idle(&self) -> Result<(), String> {
