@@ -155,6 +155,20 @@ pub trait PmemRegion: Send + Sync {
         out.copy_from_slice(&self.read_at(offset, out.len())?);
         Ok(())
     }
+    /// Bytes `offset..offset + len` in place, where the region is memory this process
+    /// reads directly (a map): a reader that only passes bytes on (a column compaction
+    /// copying values into tables) then copies them once, not twice. `None` where the
+    /// region has no such memory; the caller then copies with `read_into`. By default
+    /// `None`.
+    ///
+    /// # Safety
+    /// No thread writes these bytes while the returned slice lives (`write_at`'s contract
+    /// seen from the reader: the caller holds what keeps writers off them, such as the
+    /// pages' hold).
+    unsafe fn bytes(&self, offset: usize, len: usize) -> Option<&[u8]> {
+        let _ = (offset, len);
+        None
+    }
     /// Makes bytes `offset..offset + len` durable: a power cut from now on keeps them.
     ///
     /// # Errors

@@ -747,6 +747,14 @@ impl PmemRegion for RealRegion {
         Ok(())
     }
 
+    unsafe fn bytes(&self, offset: usize, len: usize) -> Option<&[u8]> {
+        let r = super::region_range(&self.path, offset, len, self.len).ok()?;
+        // SAFETY: `r` lies inside the mapping (checked above), which lives as long as
+        // `self` and so as long as the slice; the caller guarantees no thread writes these
+        // bytes while the slice lives, so reading them as shared memory races with nothing.
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(r.start), r.len()) })
+    }
+
     fn persist(&self, offset: usize, len: usize) -> Result<()> {
         let r = super::region_range(&self.path, offset, len, self.len)?;
         if r.is_empty() {

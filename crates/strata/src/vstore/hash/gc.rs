@@ -571,7 +571,7 @@ impl HashGc {
                 .filter(|(_, n)| n.kind != record::Kind::Tombstone)
                 .collect()
         };
-        live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        live.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let hot_cold = self.opts.hash_hot_cold;
         let mut out = Outputs::new(self, ctx, groups_in(v, &self.opts));
         let mut main: Option<GroupWriter> = None;
