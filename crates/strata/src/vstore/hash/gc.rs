@@ -527,7 +527,14 @@ impl HashGc {
         }
         // Keys borrowed from the files' bytes, hashed with a seeded xxh3: std's SipHash and
         // a key copied per record were a fifth of this thread's time.
-        let records: usize = files.iter().map(|f| f.records as usize).sum();
+        // (The manifest's record counts, bounded by the bytes read, a record being at least
+        // 8 bytes: a damaged count must not ask for more memory than the files could use.)
+        let bytes_read: usize = contents.values().map(Vec::len).sum();
+        let records = files
+            .iter()
+            .map(|f| usize::try_from(f.records).unwrap_or(usize::MAX))
+            .fold(0usize, usize::saturating_add)
+            .min(bytes_read / 8);
         let mut newest: HashMap<&[u8], Newest, KeyHash> =
             HashMap::with_capacity_and_hasher(records, KeyHash::new(self.random()));
         for f in &files {
