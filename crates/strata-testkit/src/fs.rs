@@ -136,3 +136,13 @@ impl Fs for InterceptFs {
         self.inner.open_region(path, len)
     }
 }
+
+/// How many files in `dir` have names ending in `suffix` (`.sst`, `.log`, `.hkv`...); 0 for
+/// a directory that cannot be listed.
+pub fn count_files(fs: &dyn Fs, dir: &Path, suffix: &str) -> usize {
+    fs.list(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.ends_with(suffix))
+        .count()
+}

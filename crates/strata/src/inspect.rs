@@ -560,8 +560,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     }
     let wals = crate::db::open::wals_on_disk(&fs, &placement, FileNumber(log_number))?;
     for (i, (_, path)) in wals.iter().enumerate() {
-        let path = path.clone();
-        let mut found = walk_log(&path, &mut sink, |_, offset, data| {
+        let mut found = walk_log(path, &mut sink, |_, offset, data| {
             Ok(WriteBatch::decode(data)
                 .err()
                 .map(|e| format!("bad batch at {offset}: {e}")))

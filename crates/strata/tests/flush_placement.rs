@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::fs::{Fs, MemFs};
+use strata::fs::MemFs;
 use strata::{Db, Options};
 
 fn files(db: &Db) -> Vec<usize> {
@@ -75,11 +75,7 @@ fn off_by_default() {
 
 /// Tables in `dir` (the numbers of its `.sst` files).
 fn tables_in(fs: &MemFs, dir: &str) -> usize {
-    fs.list(Path::new(dir))
-        .unwrap()
-        .iter()
-        .filter(|n| n.ends_with(".sst"))
-        .count()
+    strata_testkit::count_files(fs, Path::new(dir), ".sst")
 }
 
 #[test]

@@ -38,11 +38,7 @@ fn manifest_names(fs: &dyn Fs, bytes: &[u8]) -> bool {
 }
 
 fn hash_files(fs: &dyn Fs, dir: &Path) -> usize {
-    fs.list(dir)
-        .unwrap_or_default()
-        .iter()
-        .filter(|n| n.ends_with(".hkv"))
-        .count()
+    strata_testkit::count_files(fs, dir, ".hkv")
 }
 
 fn big(i: u32, round: u32) -> Vec<u8> {

@@ -527,13 +527,9 @@ fn put_synced(db: &Db, key: &[u8], value: &[u8]) {
     db.write(&sync, b).unwrap();
 }
 
-/// WAL files holding anything in `dir`.
+/// WAL files in `dir`.
 fn wals_in(fs: &MemFs, dir: &str) -> usize {
-    fs.list(Path::new(dir))
-        .unwrap()
-        .iter()
-        .filter(|n| n.ends_with(".log"))
-        .count()
+    strata_testkit::count_files(fs, Path::new(dir), ".log")
 }
 
 /// MatrixKV's write-ahead log is in persistent memory (`wal_in_pmem`, set by the preset):

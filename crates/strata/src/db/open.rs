@@ -576,8 +576,7 @@ fn replay_wals(
         if stop {
             break;
         }
-        let path = path.clone();
-        let mut reader = LogReader::new(fs::read_all(&**fs, &path)?);
+        let mut reader = LogReader::new(fs::read_all(&**fs, path)?);
         let mut records = 0usize;
         loop {
             let (data, offset) = match reader.next_event() {
@@ -585,7 +584,7 @@ fn replay_wals(
                 LogEvent::End => break,
                 LogEvent::Torn { offset } => match opts.wal_recovery_mode {
                     WalRecoveryMode::AbsoluteConsistency => {
-                        return Err(Error::corruption(&path, offset, "WAL ends inside a record"));
+                        return Err(Error::corruption(path, offset, "WAL ends inside a record"));
                     }
                     WalRecoveryMode::PointInTime => {
                         stop = true;
@@ -606,7 +605,7 @@ fn replay_wals(
                     WalRecoveryMode::SkipAnyCorrupted => continue,
                     _ => {
                         return Err(Error::corruption(
-                            &path,
+                            path,
                             offset,
                             format!("WAL record: {reason}"),
                         ))
@@ -621,7 +620,7 @@ fn replay_wals(
                         stop = true;
                         break;
                     }
-                    _ => return Err(Error::corruption(&path, offset, e.message())),
+                    _ => return Err(Error::corruption(path, offset, e.message())),
                 },
             };
             records += 1;
@@ -639,7 +638,7 @@ fn replay_wals(
                 // between them): the writes end before it.
                 match opts.wal_recovery_mode {
                     WalRecoveryMode::AbsoluteConsistency => {
-                        return Err(Error::corruption(&path, offset, lost));
+                        return Err(Error::corruption(path, offset, lost));
                     }
                     WalRecoveryMode::SkipAnyCorrupted => continue,
                     _ => {
@@ -654,7 +653,7 @@ fn replay_wals(
                 if last_logged.is_some_and(|l| linked > l) {
                     hole(
                         opts,
-                        &path,
+                        path,
                         "an earlier WAL lost records that this one follows",
                         &mut stop,
                     )?;
@@ -687,7 +686,7 @@ fn replay_wals(
             // held is lost, so the later ones must not be replayed after it.
             hole(
                 opts,
-                &path,
+                path,
                 "this WAL lost every record, and a later WAL exists",
                 &mut stop,
             )?;

@@ -274,12 +274,6 @@ fn pointed_to<'k>(
 #[derive(Clone, Copy)]
 struct KeyHash(u64);
 
-impl KeyHash {
-    fn new(seed: u64) -> Self {
-        KeyHash(seed)
-    }
-}
-
 impl std::hash::BuildHasher for KeyHash {
     type Hasher = KeyHasher;
 
@@ -536,7 +530,7 @@ impl HashGc {
             .fold(0usize, usize::saturating_add)
             .min(bytes_read / 8);
         let mut newest: HashMap<&[u8], Newest, KeyHash> =
-            HashMap::with_capacity_and_hasher(records, KeyHash::new(self.random()));
+            HashMap::with_capacity_and_hasher(records, KeyHash(self.random()));
         for f in &files {
             let bytes = &contents[&f.number];
             let (records, stop) = record::walk(bytes);
