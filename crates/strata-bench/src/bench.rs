@@ -31,7 +31,16 @@ pub struct ThreadStats {
     unreported: u64,
     start: Instant,
     end: Instant,
+    /// Ops of at least [`SLOW_OP`]: when they ended and how long they took (the first
+    /// [`SLOW_OPS_KEPT`]).
+    slow: Vec<(Instant, Duration)>,
 }
+
+/// An op at least this slow is listed with the time it ended (`slow ops` after a result):
+/// to line it up with the engine's own log of long waits (strata's `strata.write-stalls`).
+const SLOW_OP: Duration = Duration::from_millis(50);
+/// How many slow ops a thread lists.
+const SLOW_OPS_KEPT: usize = 20;
 
 impl ThreadStats {
     fn new(interval: f64, origin: Instant, progress: Arc<AtomicU64>) -> Self {
@@ -50,6 +59,7 @@ impl ThreadStats {
             unreported: 0,
             start: now,
             end: now,
+            slow: Vec::new(),
         }
     }
 
@@ -59,6 +69,9 @@ impl ThreadStats {
         let ns = now.duration_since(t0).as_nanos().max(1) as u64;
         let _ = self.hists.entry(kind).or_insert_with(new_hist).record(ns);
         self.ops += n;
+        if ns >= SLOW_OP.as_nanos() as u64 && self.slow.len() < SLOW_OPS_KEPT {
+            self.slow.push((now, Duration::from_nanos(ns)));
+        }
         if self.interval > 0.0 {
             let idx = (now.duration_since(self.origin).as_secs_f64() / self.interval) as u64;
             if self.current.as_ref().is_none_or(|c| c.0 != idx) {
@@ -94,6 +107,9 @@ pub struct Runner {
     dir: PathBuf,
     temp: bool,
     engine: Option<Arc<dyn Engine>>,
+    /// When the engine was last opened: slow ops are listed by their time since then, the
+    /// base of strata's own wait log.
+    opened: Instant,
     sizes: ValueSizes,
     /// Highest key id inserted by YCSB/HashKV loads and inserts.
     newest: Arc<AtomicU64>,
@@ -212,6 +228,7 @@ impl Runner {
             dir,
             temp,
             engine: None,
+            opened: Instant::now(),
             sizes,
             newest: Arc::new(AtomicU64::new(0)),
             live: Vec::new(),
@@ -255,6 +272,7 @@ impl Runner {
         if self.engine.is_none() {
             std::fs::create_dir_all(&self.dir)
                 .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+            self.opened = Instant::now();
             self.engine = Some(engine::open(&self.flags, &self.dir)?);
         }
         self.engine
@@ -302,6 +320,9 @@ impl Runner {
             for r in results {
                 println!("{}", r.line());
                 println!("{}", r.engine_line());
+                if let Some(slow) = r.slow_ops_line() {
+                    println!("{slow}");
+                }
                 if self.flags.histogram {
                     print!("{}", r.histogram_text());
                 }
@@ -448,6 +469,12 @@ impl Runner {
             for (k, h) in ts.hists {
                 let _ = r.hists.entry(k).or_insert_with(new_hist).add(&h);
             }
+            r.slow_ops.extend(ts.slow.iter().map(|&(at, took)| {
+                (
+                    at.saturating_duration_since(self.opened).as_secs_f64(),
+                    took.as_secs_f64() * 1e3,
+                )
+            }));
             for (idx, n, h) in ts.intervals {
                 let slot = intervals.entry(idx).or_insert_with(|| (0, new_hist()));
                 slot.0 += n;

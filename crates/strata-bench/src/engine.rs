@@ -552,6 +552,14 @@ impl Engine for StrataEngine {
                 text.push('\n');
             }
         }
+        // What writes waited for, when they waited.
+        if let Some(waits) = self.db.property("strata.write-stalls") {
+            if !waits.trim().is_empty() {
+                text.push_str("\nWrite stalls:\n");
+                text.push_str(waits.trim_end());
+                text.push('\n');
+            }
+        }
         text
     }
 

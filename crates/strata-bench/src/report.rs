@@ -75,6 +75,9 @@ pub struct BenchResult {
     /// Bytes of live keys and values after the benchmark (fill/overwrite/delete benchmarks
     /// since the database was created), if known.
     pub live_bytes: Option<u64>,
+    /// Ops of 50 ms or more (each thread's first 20): seconds from the engine's open to the
+    /// op's end, and its latency in milliseconds.
+    pub slow_ops: Vec<(f64, f64)>,
 }
 
 impl BenchResult {
@@ -118,6 +121,24 @@ impl BenchResult {
             if extra.is_empty() { "" } else { " " },
             extra
         )
+    }
+
+    /// The ops of 50 ms or more, if any: when each ended (seconds since the engine opened,
+    /// the time base of strata's `strata.write-stalls`) and how long it took.
+    pub fn slow_ops_line(&self) -> Option<String> {
+        if self.slow_ops.is_empty() {
+            return None;
+        }
+        let mut ops = self.slow_ops.clone();
+        ops.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let list: Vec<String> = ops
+            .iter()
+            .map(|(at, ms)| format!("{at:.3} s: {ms:.1} ms"))
+            .collect();
+        Some(format!(
+            "             : slow ops (>= 50 ms, ended at, since open): {}",
+            list.join(", ")
+        ))
     }
 
     /// The line after the result: amplification, stalls, compactions, space.

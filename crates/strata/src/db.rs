@@ -320,6 +320,16 @@ impl DbInner {
         u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// Notes in the write-stall log a wait for `cause` that began at `started` and ends now.
+    pub(crate) fn note_wait(&self, cause: crate::stats::WaitCause, started: std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.stats.waits.note(
+            cause,
+            now.saturating_duration_since(started),
+            now.saturating_duration_since(self.opened),
+        );
+    }
+
     /// How long the database has seen no write and no read (since the open, if none came).
     /// Writes are stamped as they come; a read only raises `read_seen`, which the caller
     /// turns into a stamp here, so a stop of reads counts from when it was first looked for.
@@ -653,7 +663,12 @@ impl Db {
     /// (TW), `strata.compaction-bytes-read` (CR), `strata.compaction-bytes-written` (CW);
     /// the value store's `strata.value-files`, `strata.value-bytes` (their size),
     /// `strata.value-live-bytes` and `strata.value-garbage-bytes` (records whose pointers
-    /// compactions dropped), and `strata.options` (the options this open was given, as
+    /// compactions dropped), `strata.value-stores` (each value store's state and GC
+    /// counters), `strata.write-stalls` (what writes waited for since the open, by cause:
+    /// stops for the memtables, L0 or pending compaction bytes, slowdowns, memtable switches,
+    /// value space, contended locks; with the count, total and longest wait of each, and the
+    /// latest waits of 20 ms or more with when they ended, in seconds since the open; empty
+    /// if no write waited), and `strata.options` (the options this open was given, as
     /// written to the `OPTIONS` file: docs/format/options.md).
     pub fn property(&self, name: &str) -> Option<String> {
         self.property_value(name)
@@ -681,6 +696,7 @@ impl Db {
         "strata.value-live-bytes",
         "strata.value-garbage-bytes",
         "strata.value-stores",
+        "strata.write-stalls",
         "strata.options",
     ];
 
@@ -707,6 +723,8 @@ impl Db {
                 Some(self.stats().compaction_bytes_written().to_string())
             }
             "strata.stats" => Some(self.stats().to_text()),
+            // What writes waited for, by cause, and the latest long waits.
+            "strata.write-stalls" => Some(self.inner.stats.waits.to_text()),
             // The value store: files, their size, and the bytes of records compactions found
             // dropped (garbage) and of the rest (live).
             "strata.value-files"

@@ -4,8 +4,10 @@
 //! [`Stats::snapshot`]. Write amplification = bytes the engine wrote to tables (flush +
 //! compaction) / user bytes written; "device" write amplification adds WAL and manifest bytes.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Deepest level tracked per level.
 pub const MAX_LEVELS: usize = 16;
@@ -39,6 +41,142 @@ pub struct Stats {
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdowns: AtomicU64,
     pub(crate) coalesced_items: AtomicU64,
+    /// What writes waited for, by cause (`strata.write-stalls`).
+    pub(crate) waits: WaitLog,
+}
+
+/// What a write waited for in the write path's slow paths (`strata.write-stalls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitCause {
+    /// Stopped: the immutable memtables are at `max_write_buffer_number - 1`.
+    Memtables,
+    /// Stopped: L0 (in its layout's unit) at its stop point.
+    L0,
+    /// Stopped: pending compaction bytes at the hard limit.
+    PendingBytes,
+    /// Slowed down (paced or slept) by L0 or pending compaction bytes.
+    Slowdown,
+    /// A memtable switch: the new WAL created and the memtable frozen.
+    Switch,
+    /// A value store's GC pacing writes for space.
+    ValueSpace,
+    /// The database state's lock, held by another thread when the leader wanted it.
+    StateLock,
+    /// The WAL's lock, held by another thread (a sync or a flush's log cleanup).
+    WalLock,
+}
+
+impl WaitCause {
+    const ALL: [WaitCause; 8] = [
+        WaitCause::Memtables,
+        WaitCause::L0,
+        WaitCause::PendingBytes,
+        WaitCause::Slowdown,
+        WaitCause::Switch,
+        WaitCause::ValueSpace,
+        WaitCause::StateLock,
+        WaitCause::WalLock,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            WaitCause::Memtables => "stop: memtables full",
+            WaitCause::L0 => "stop: L0",
+            WaitCause::PendingBytes => "stop: pending compaction bytes",
+            WaitCause::Slowdown => "slowdown",
+            WaitCause::Switch => "memtable switch",
+            WaitCause::ValueSpace => "value store space",
+            WaitCause::StateLock => "state lock held",
+            WaitCause::WalLock => "WAL lock held",
+        }
+    }
+}
+
+/// A wait of at least [`WaitLog::LONG`], kept in [`WaitLog`]'s recent list.
+#[derive(Clone, Copy, Debug)]
+struct LongWait {
+    /// When it ended, since the database opened.
+    at: std::time::Duration,
+    took: std::time::Duration,
+    cause: WaitCause,
+}
+
+/// Per cause: how many waits, their total and longest time; and the latest long ones.
+/// Written only on the write path's slow paths (a stop, a slowdown, a switch, a contended
+/// lock), so it costs a put nothing otherwise.
+#[derive(Debug, Default)]
+pub(crate) struct WaitLog {
+    count: [AtomicU64; 8],
+    micros: [AtomicU64; 8],
+    longest: [AtomicU64; 8],
+    recent: Mutex<VecDeque<LongWait>>,
+}
+
+impl WaitLog {
+    /// Waits at least this long are listed with their time.
+    pub(crate) const LONG: std::time::Duration = std::time::Duration::from_millis(20);
+    /// How many long waits the list keeps (the latest).
+    const KEPT: usize = 32;
+
+    /// Notes a wait for `cause` of `took` that ended `at` after the open.
+    pub(crate) fn note(
+        &self,
+        cause: WaitCause,
+        took: std::time::Duration,
+        at: std::time::Duration,
+    ) {
+        let i = cause as usize;
+        let us = took.as_micros() as u64;
+        self.count[i].fetch_add(1, Ordering::Relaxed);
+        self.micros[i].fetch_add(us, Ordering::Relaxed);
+        self.longest[i].fetch_max(us, Ordering::Relaxed);
+        if took >= Self::LONG {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            if recent.len() == Self::KEPT {
+                recent.pop_front();
+            }
+            recent.push_back(LongWait { at, took, cause });
+        }
+    }
+
+    /// The `strata.write-stalls` report: a line per cause that occurred, then the latest
+    /// long waits.
+    pub(crate) fn to_text(&self) -> String {
+        let mut s = String::new();
+        for c in WaitCause::ALL {
+            let i = c as usize;
+            let n = self.count[i].load(Ordering::Relaxed);
+            if n == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "{}: {n} waits, {:.3} s in all, longest {:.3} ms",
+                c.name(),
+                self.micros[i].load(Ordering::Relaxed) as f64 / 1e6,
+                self.longest[i].load(Ordering::Relaxed) as f64 / 1e3,
+            );
+        }
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if !recent.is_empty() {
+            let _ = writeln!(
+                s,
+                "waits of {} ms or more (the latest {}; ended at, since open):",
+                Self::LONG.as_millis(),
+                Self::KEPT
+            );
+            for w in recent.iter() {
+                let _ = writeln!(
+                    s,
+                    "  {:.3} s: {} for {:.1} ms",
+                    w.at.as_secs_f64(),
+                    w.cause.name(),
+                    w.took.as_secs_f64() * 1e3
+                );
+            }
+        }
+        s
+    }
 }
 
 /// A point-in-time copy of the counters.

@@ -421,3 +421,54 @@ fn what_jobs_leave_during_the_deletion_pause_is_deleted_after_it() {
         );
     }
 }
+
+/// `strata.write-stalls` says what a write waited for and when: with every flush made slow
+/// (each table append sleeps) and one immutable memtable allowed, writes stop for the flush,
+/// and the report names that cause with its long waits listed; a database that never
+/// waited reports nothing.
+#[test]
+fn the_write_stall_log_names_a_stop_for_a_slow_flush() {
+    let slow = Arc::new(AtomicBool::new(true));
+    let slowing = slow.clone();
+    let fs = InterceptFs::new(Arc::new(MemFs::new())).on_create(move |path, fs| {
+        let inner = fs.create(path)?;
+        // (A flush writes its tables as `NNNNNN.sst.dbtmp` until it publishes them.)
+        if path.to_string_lossy().contains(".sst") {
+            return Ok(Box::new(SlowFile {
+                inner,
+                slow: slowing.clone(),
+            }));
+        }
+        Ok(inner)
+    });
+    let o = Options {
+        fs: Arc::new(fs),
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 2,
+        idle_compaction_delay: None,
+        ..Options::default()
+    };
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.property("strata.write-stalls").unwrap(), "");
+    for i in 0..4_000u32 {
+        db.put(format!("key{i:06}"), vec![7u8; 100]).unwrap();
+    }
+    slow.store(false, Ordering::SeqCst);
+    let report = db.property("strata.write-stalls").unwrap();
+    let stops = report
+        .lines()
+        .find(|l| l.starts_with("stop: memtables full:"))
+        .unwrap_or_else(|| panic!("no stop for the flush in {report:?}"));
+    assert!(!stops.contains(": 0 waits"), "{report}");
+    assert!(
+        report.contains("waits of 20 ms or more")
+            && report
+                .lines()
+                .any(|l| l.contains("s: stop: memtables full for")),
+        "a flush of 20 ms per block must leave long waits listed: {report}"
+    );
+    assert!(db.stats().stalls > 0);
+    for i in (0..4_000u32).step_by(97) {
+        assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![7u8; 100]));
+    }
+}

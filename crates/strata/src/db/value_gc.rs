@@ -116,4 +116,5 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     );
     Stats::add(&db.stats.stalls, 1);
     Stats::add(&db.stats.stall_micros, started.elapsed().as_micros() as u64);
+    db.note_wait(crate::stats::WaitCause::ValueSpace, started);
 }

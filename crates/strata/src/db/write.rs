@@ -21,7 +21,7 @@ use crate::fs::WritableFile;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::{WriteOptions, WriteSlowdown};
-use crate::stats::Stats;
+use crate::stats::{Stats, WaitCause};
 use crate::wal::LogWriter;
 
 pub(crate) use crate::vstore::Relocated;
@@ -312,7 +312,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
         }
     }
     if !disable_wal {
-        let mut wal = lock(&db.wal);
+        let mut wal = lock_timed(db, &db.wal, WaitCause::WalLock);
         let Some(writer) = wal.writer.as_mut() else {
             return Err(Error::new(
                 ErrorKind::Poisoned,
@@ -383,7 +383,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
 fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable>> {
     let mut allow_delay = !force;
     let mut stopped: Option<(Instant, u64)> = None;
-    let mut st = lock(&db.state);
+    let mut st = lock_timed(db, &db.state, WaitCause::StateLock);
     loop {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
@@ -417,9 +417,10 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
                 let t = Instant::now();
                 std::thread::sleep(d);
                 Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
+                db.note_wait(WaitCause::Slowdown, t);
             }
             allow_delay = false;
-            st = lock(&db.state);
+            st = lock_timed(db, &db.state, WaitCause::StateLock);
             continue;
         }
         // NB: an empty memtable is never frozen, however large a single entry makes it.
@@ -433,12 +434,19 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         if force && st.mem.is_empty() {
             return Ok(st.mem.clone());
         }
-        let stop = st.imms.len() + 1 >= db.opts.max_write_buffer_number || pressure.stops(&db.opts);
-        if stop {
+        let memtables = st.imms.len() + 1 >= db.opts.max_write_buffer_number;
+        if memtables || pressure.stops(&db.opts) {
             let t = Instant::now();
             if stopped.is_none() {
                 Stats::add(&db.stats.stalls, 1);
             }
+            let cause = if memtables {
+                WaitCause::Memtables
+            } else if pressure.l0.stops() {
+                WaitCause::L0
+            } else {
+                WaitCause::PendingBytes
+            };
             db.bg_cv.notify_all();
             // Since when, and at which progress, writes have stood still.
             let (since, progress) = *stopped.get_or_insert((t, st.progress));
@@ -457,6 +465,8 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             st = s;
             if st.progress != progress {
                 stopped = None;
+                // One wait per stop, from its start to the progress that ended it.
+                db.note_wait(cause, since);
             } else if let Some(limit) = db.opts.write_stall_limit {
                 let idle = !st.flush_running && st.compactions_running == 0;
                 if since.elapsed() >= limit
@@ -472,6 +482,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         }
         // Switch: a new WAL, the old memtable becomes immutable.
         drop(st);
+        let switch_started = Instant::now();
         let number = FileNumber(db.next_file.fetch_add(1, Ordering::SeqCst));
         if let Err(e) = switch_wal(db, number) {
             db.poison(&e);
@@ -487,7 +498,27 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         let v = st.super_version.version.clone();
         db.install_super_version(&mut st, v);
         db.bg_cv.notify_all();
+        db.note_wait(WaitCause::Switch, switch_started);
         force = false;
+    }
+}
+
+/// Locks `m`; when another thread holds it, times the wait and notes it as `cause` (an
+/// uncontended lock costs no clock read).
+fn lock_timed<'a, T>(
+    db: &DbInner,
+    m: &'a std::sync::Mutex<T>,
+    cause: WaitCause,
+) -> std::sync::MutexGuard<'a, T> {
+    match m.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            let t = Instant::now();
+            let g = lock(m);
+            db.note_wait(cause, t);
+            g
+        }
     }
 }
 
