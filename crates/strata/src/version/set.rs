@@ -372,7 +372,28 @@ impl VersionSet {
     /// # Errors
     /// I/O errors writing the manifest (the caller must poison the database: the manifest's
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
+        self.log_and_apply_then(edit, |_| ())
+    }
+
+    /// [`VersionSet::log_and_apply`], calling `written` with the new version once its record
+    /// is written to the manifest file and before the record is synced: a flush hands its
+    /// memtable's place to the writers there (docs/design/core-engine.md, "A flush's
+    /// memtable leaves before its manifest sync"). The version is current when `written`
+    /// runs; whatever the caller makes of it there must not need the edit durable (no
+    /// file it drops may be deleted before this returns `Ok`), and the caller keeps the
+    /// versions' lock throughout, so nothing that deletes files (they look at the versions
+    /// under that lock) sees the edit before it is synced.
+    ///
+    /// # Errors
+    /// As `log_and_apply`; an error from the sync comes after `written` ran and the version
+    /// became current: the caller must poison the database before it lets go of the lock
+    /// (the in-memory log number is then ahead of the manifest's).
+    pub fn log_and_apply_then(
+        &mut self,
+        mut edit: VersionEdit,
+        written: impl FnOnce(&Arc<Version>),
+    ) -> Result<Arc<Version>> {
         let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
         if !Arc::ptr_eq(&v.l0, &self.current.l0) {
             // What lets a repair find the layout's data without a manifest, before the edit
@@ -404,9 +425,9 @@ impl VersionSet {
             return Err(Error::new(ErrorKind::Io, "no manifest open"));
         };
         let before = m.len();
-        let written = m.add_record(&edit.encode()).and_then(|()| m.sync());
+        let appended = m.add_record(&edit.encode()).and_then(|()| m.flush());
         self.manifest_bytes += m.len() - before;
-        if let Err(e) = written {
+        if let Err(e) = appended {
             self.manifest = None;
             return Err(e);
         }
@@ -419,7 +440,17 @@ impl VersionSet {
                 self.compact_pointers[level] = k;
             }
         }
-        Ok(self.install(v))
+        let v = self.install(v);
+        written(&v);
+        let Some(m) = self.manifest.as_mut() else {
+            unreachable!("the manifest was open above, and `written` cannot reach it");
+        };
+        if let Err(e) = m.sync() {
+            // What is durable of the record is unknown: nothing more may be appended.
+            self.manifest = None;
+            return Err(e);
+        }
+        Ok(v)
     }
 
     fn install(&mut self, v: Version) -> Arc<Version> {
