@@ -260,7 +260,7 @@ pub(crate) struct DbInner {
 
 /// An open database.
 pub struct Db {
-    inner: Arc<DbInner>,
+    pub(crate) inner: Arc<DbInner>,
 }
 
 impl std::fmt::Debug for Db {

@@ -134,17 +134,24 @@ fn guarded(db: &DbInner, what: &str, job: impl FnOnce() -> Result<()>) {
         Ok(Ok(())) => return,
         Ok(Err(e)) if e.kind() == ErrorKind::Closed => return,
         Ok(Err(e)) => e.context(what),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            Error::new(ErrorKind::Poisoned, format!("{what} panicked: {msg}"))
-        }
+        Err(panic) => panicked(what, &*panic),
     };
     db.poison(&err);
 }
+
+/// The error a panic in `what` poisons the database with.
+fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    Error::new(ErrorKind::Poisoned, format!("{what} panicked: {msg}"))
+}
+
+/// Tests: the address of the database whose next compaction pick panics (0: none).
+#[cfg(test)]
+static PANIC_IN_PICK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// What a background thread may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +194,18 @@ fn next_job(db: &DbInner, worker: Worker, idle: bool) -> Option<Job> {
         }
     }
     if worker.compacts() {
+        #[cfg(test)]
+        if PANIC_IN_PICK
+            .compare_exchange(
+                std::ptr::from_ref(db) as usize,
+                0,
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+            )
+            .is_ok()
+        {
+            panic!("a pick that panics (test)");
+        }
         if db.opts.compaction_yields_to_flush && worker == Worker::Compaction {
             // OHDB's flush priority: no new compaction while a memtable waits for its flush.
             let st = lock(&db.state);
@@ -242,7 +261,15 @@ fn work(db: &DbInner, worker: Worker) {
         if db.shutting_down.load(Ordering::Acquire) {
             return;
         }
-        match next_job(db, worker, watch.idle(db)) {
+        // Picking runs under the same guard as the jobs: a panic there (a layout's pick
+        // on a state it did not expect) ended the thread, and writes waiting for its
+        // compactions stopped for ever.
+        let job = catch_unwind(AssertUnwindSafe(|| next_job(db, worker, watch.idle(db))))
+            .unwrap_or_else(|panic| {
+                db.poison(&panicked("picking a background job", &*panic));
+                None
+            });
+        match job {
             Some(Job::Flush) => {
                 guarded(db, "flush", || db.flush_one());
                 // NB: a compaction thread that yields to flushes may have looked while this
@@ -276,5 +303,63 @@ fn work(db: &DbInner, worker: Worker) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod pick_tests {
+    use super::*;
+
+    /// A panic while picking a job poisons the database, as one in a job does: the writes
+    /// then fail instead of waiting for ever for the compaction thread the panic ended.
+    #[test]
+    fn a_panic_while_picking_poisons_the_database() {
+        let db = Arc::new(
+            crate::Db::open(
+                "/db",
+                crate::Options {
+                    fs: Arc::new(crate::fs::MemFs::new()),
+                    write_buffer_size: 64 << 10,
+                    level0_file_num_compaction_trigger: 1,
+                    level0_slowdown_writes_trigger: 2,
+                    level0_stop_writes_trigger: 3,
+                    idle_compaction_delay: None,
+                    ..crate::Options::default()
+                },
+            )
+            .unwrap(),
+        );
+        PANIC_IN_PICK.store(
+            Arc::as_ptr(&db.inner) as usize,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut outcome = Ok(());
+                for i in 0..100_000u32 {
+                    outcome = db.put(format!("key{i:08}"), [1u8; 100]);
+                    if outcome.is_err() {
+                        break;
+                    }
+                }
+                let _ = tx.send(outcome);
+            })
+        };
+        let outcome = rx.recv_timeout(Duration::from_secs(30));
+        PANIC_IN_PICK.store(0, std::sync::atomic::Ordering::SeqCst);
+        let err = match outcome {
+            Ok(Err(e)) => e,
+            Ok(Ok(())) => panic!("the writes never failed: the pick did not panic"),
+            Err(_) => panic!("writes stopped for ever behind a compaction thread a panic ended"),
+        };
+        assert_eq!(err.kind(), ErrorKind::Poisoned, "{err}");
+        assert!(
+            err.to_string()
+                .contains("picking a background job panicked"),
+            "{err}"
+        );
+        writer.join().unwrap();
     }
 }
