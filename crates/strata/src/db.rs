@@ -320,14 +320,19 @@ impl DbInner {
         u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Notes in the write-stall log a wait for `cause` that began at `started` and ends now.
-    pub(crate) fn note_wait(&self, cause: crate::stats::WaitCause, started: std::time::Instant) {
+    /// Notes in the write-stall log a wait for `cause` that began at `started` and ends now;
+    /// returns how long it took.
+    pub(crate) fn note_wait(
+        &self,
+        cause: crate::stats::WaitCause,
+        started: std::time::Instant,
+    ) -> std::time::Duration {
         let now = std::time::Instant::now();
-        self.stats.waits.note(
-            cause,
-            now.saturating_duration_since(started),
-            now.saturating_duration_since(self.opened),
-        );
+        let took = now.saturating_duration_since(started);
+        self.stats
+            .waits
+            .note(cause, took, now.saturating_duration_since(self.opened));
+        took
     }
 
     /// How long the database has seen no write and no read (since the open, if none came).

@@ -115,6 +115,6 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
             .wait_timeout_while(st, std::time::Duration::from_millis(100), asleep),
     );
     Stats::add(&db.stats.stalls, 1);
-    Stats::add(&db.stats.stall_micros, started.elapsed().as_micros() as u64);
-    db.note_wait(crate::stats::WaitCause::ValueSpace, started);
+    let took = db.note_wait(crate::stats::WaitCause::ValueSpace, started);
+    Stats::add(&db.stats.stall_micros, took.as_micros() as u64);
 }

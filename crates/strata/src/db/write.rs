@@ -416,8 +416,8 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             if let Some(d) = sleep {
                 let t = Instant::now();
                 std::thread::sleep(d);
-                Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
-                db.note_wait(WaitCause::Slowdown, t);
+                let took = db.note_wait(WaitCause::Slowdown, t);
+                Stats::add(&db.stats.stall_micros, took.as_micros() as u64);
             }
             allow_delay = false;
             st = lock_timed(db, &db.state, WaitCause::StateLock);
@@ -466,7 +466,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             if st.progress != progress {
                 stopped = None;
                 // One wait per stop, from its start to the progress that ended it.
-                db.note_wait(cause, since);
+                let _ = db.note_wait(cause, since);
             } else if let Some(limit) = db.opts.write_stall_limit {
                 let idle = !st.flush_running && st.compactions_running == 0;
                 if since.elapsed() >= limit
@@ -498,7 +498,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         let v = st.super_version.version.clone();
         db.install_super_version(&mut st, v);
         db.bg_cv.notify_all();
-        db.note_wait(WaitCause::Switch, switch_started);
+        let _ = db.note_wait(WaitCause::Switch, switch_started);
         force = false;
     }
 }
@@ -516,7 +516,7 @@ fn lock_timed<'a, T>(
         Err(std::sync::TryLockError::WouldBlock) => {
             let t = Instant::now();
             let g = lock(m);
-            db.note_wait(cause, t);
+            let _ = db.note_wait(cause, t);
             g
         }
     }
