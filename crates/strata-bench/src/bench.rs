@@ -14,7 +14,7 @@ use crate::engine::{self, Engine, Metrics};
 use crate::flags::Flags;
 use crate::keys::{fnv64, make_key, KeyDist, Rng, ValueSizes, ValueSource, Zipf};
 use crate::progress::Progress;
-use crate::report::{new_hist, BenchResult, Interval};
+use crate::report::{new_hist, BenchResult, Interval, SlowOp};
 
 /// Per-thread measurements.
 pub struct ThreadStats {
@@ -118,6 +118,8 @@ pub struct Runner {
     live: Vec<AtomicU64>,
     ycsb_loaded: bool,
     pub results: Vec<BenchResult>,
+    /// The host's steal time, sampled (`--steal_sample_ms`; Linux).
+    steal: Option<Arc<crate::steal::StealSampler>>,
 }
 
 fn dir_size(p: &Path) -> u64 {
@@ -223,6 +225,7 @@ impl Runner {
             ),
         };
         let sizes = ValueSizes::parse(&flags.value_size_dist, flags.value_size)?;
+        let steal = crate::steal::StealSampler::start(Duration::from_millis(flags.steal_sample_ms));
         Ok(Runner {
             flags,
             dir,
@@ -234,6 +237,7 @@ impl Runner {
             live: Vec::new(),
             ycsb_loaded: false,
             results: Vec::new(),
+            steal,
         })
     }
 
@@ -322,6 +326,9 @@ impl Runner {
                 println!("{}", r.engine_line());
                 if let Some(slow) = r.slow_ops_line() {
                     println!("{slow}");
+                }
+                if let Some(steal) = r.host_steal_line() {
+                    println!("{steal}");
                 }
                 if self.flags.histogram {
                     print!("{}", r.histogram_text());
@@ -469,11 +476,14 @@ impl Runner {
             for (k, h) in ts.hists {
                 let _ = r.hists.entry(k).or_insert_with(new_hist).add(&h);
             }
-            r.slow_ops.extend(ts.slow.iter().map(|&(at, took)| {
-                (
-                    at.saturating_duration_since(self.opened).as_secs_f64(),
-                    took.as_secs_f64() * 1e3,
-                )
+            let steal = self.steal.as_deref();
+            if let Some(s) = steal {
+                s.wait_past(ts.end, Duration::from_millis(200));
+            }
+            r.slow_ops.extend(ts.slow.iter().map(|&(at, took)| SlowOp {
+                ended_s: at.saturating_duration_since(self.opened).as_secs_f64(),
+                took_ms: took.as_secs_f64() * 1e3,
+                steal_ms: steal.and_then(|s| s.stolen_ms(at - took, at)),
             }));
             for (idx, n, h) in ts.intervals {
                 let slot = intervals.entry(idx).or_insert_with(|| (0, new_hist()));
@@ -482,6 +492,14 @@ impl Runner {
             }
         }
         r.elapsed = end.duration_since(origin).as_secs_f64();
+        if let Some(s) = &self.steal {
+            s.wait_past(end, Duration::from_millis(200));
+            if let Some(total) = s.stolen_ms(origin, end) {
+                let (worst, at) = s.worst_window_ms(origin, end, Duration::from_millis(100));
+                let at = at.saturating_duration_since(self.opened).as_secs_f64();
+                r.host_steal = Some((total, worst, at));
+            }
+        }
         let iv = self.flags.report_interval_seconds;
         let elapsed = r.elapsed;
         r.timeline = intervals

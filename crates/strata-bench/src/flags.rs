@@ -197,6 +197,8 @@ pub struct Flags {
     pub json: Option<String>,
     /// Progress display: auto (bar on a terminal), bar, plain, none.
     pub progress: String,
+    /// How often the host's steal time is sampled, in milliseconds (0: not sampled).
+    pub steal_sample_ms: u64,
 }
 
 impl Default for Flags {
@@ -221,6 +223,7 @@ impl Default for Flags {
             histogram: false,
             seed: 0,
             report_interval_seconds: 0.0,
+            steal_sample_ms: 20,
             batch_size: 1,
             seek_nexts: 10,
             benchmark_write_rate_limit: 0,
@@ -416,6 +419,7 @@ impl Flags {
                 "histogram" => f.histogram = parse_bool(&name, v)?,
                 "seed" => f.seed = num(&name, v)?,
                 "report_interval_seconds" => f.report_interval_seconds = num(&name, v)?,
+                "steal_sample_ms" => f.steal_sample_ms = num(&name, v)?,
                 "batch_size" => f.batch_size = num(&name, v)?,
                 "seek_nexts" => f.seek_nexts = num(&name, v)?,
                 "benchmark_write_rate_limit" => f.benchmark_write_rate_limit = num(&name, v)?,
@@ -634,6 +638,8 @@ strata-only flags:
   --bucket_compaction_bytes=N  a bucket also compacts at N bytes (0: tables only)
   --l0_skips_l1_wait=0|1  buckets merge into L1 without waiting for it to drain (not OHDB's)
   --device_model=DIR:MBps[:latency_us],...  each DIR on a modelled device of its own
+  --steal_sample_ms=N    sample the host's steal time (/proc/stat) every N ms and print it
+                         with each result and slow op (default 20; 0: off)
   --key_dist=uniform|zipfian|latest|sequential  --zipf_theta=F (default 0.99)
   --value_size_dist=fixed|uniform:MIN:MAX|zipf:MIN:MAX|mix:SMALL:LARGE:SMALL_PCT (mix: a key's size by its hash)
   --ycsb_ops=N (ops per ycsb_* workload / updates per hashkv phase; default num; records = num)

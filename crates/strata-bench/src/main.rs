@@ -17,6 +17,7 @@ mod peers;
 mod plot;
 mod progress;
 mod report;
+mod steal;
 
 use std::process::ExitCode;
 

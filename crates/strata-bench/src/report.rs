@@ -75,9 +75,24 @@ pub struct BenchResult {
     /// Bytes of live keys and values after the benchmark (fill/overwrite/delete benchmarks
     /// since the database was created), if known.
     pub live_bytes: Option<u64>,
-    /// Ops of 50 ms or more (each thread's first 20): seconds from the engine's open to the
-    /// op's end, and its latency in milliseconds.
-    pub slow_ops: Vec<(f64, f64)>,
+    /// Ops of 50 ms or more (each thread's first 20).
+    pub slow_ops: Vec<SlowOp>,
+    /// CPU time the host took from this machine's CPUs during the benchmark, if sampled
+    /// (`steal.rs`): milliseconds in all, the most in any 100 ms, and when (seconds since
+    /// the engine opened) that 100 ms ended.
+    pub host_steal: Option<(f64, f64, f64)>,
+}
+
+/// An op of 50 ms or more.
+#[derive(Clone, Copy, Debug)]
+pub struct SlowOp {
+    /// Seconds from the engine's open to the op's end.
+    pub ended_s: f64,
+    /// Its latency, milliseconds.
+    pub took_ms: f64,
+    /// CPU time (all CPUs) the host took while it ran, if sampled: an upper bound, one
+    /// sampling period wide at each end.
+    pub steal_ms: Option<f64>,
 }
 
 impl BenchResult {
@@ -130,15 +145,34 @@ impl BenchResult {
             return None;
         }
         let mut ops = self.slow_ops.clone();
-        ops.sort_by(|a, b| a.0.total_cmp(&b.0));
+        ops.sort_by(|a, b| a.ended_s.total_cmp(&b.ended_s));
         let list: Vec<String> = ops
             .iter()
-            .map(|(at, ms)| format!("{at:.3} s: {ms:.1} ms"))
+            .map(|o| match o.steal_ms {
+                Some(st) => format!(
+                    "{:.3} s: {:.1} ms (host steal {st:.0} ms)",
+                    o.ended_s, o.took_ms
+                ),
+                None => format!("{:.3} s: {:.1} ms", o.ended_s, o.took_ms),
+            })
             .collect();
         Some(format!(
             "             : slow ops (>= 50 ms, ended at, since open): {}",
             list.join(", ")
         ))
+    }
+
+    /// The host's steal time during the benchmark, if sampled and any: CPU time taken from
+    /// this machine's virtual CPUs by the hypervisor, which no engine can wait less for.
+    pub fn host_steal_line(&self) -> Option<String> {
+        let (total, worst, at) = self.host_steal?;
+        (total > 0.0).then(|| {
+            format!(
+                "             : host steal {:.2} s of CPU time (all cores, /proc/stat); \
+                 busiest 100 ms: {worst:.0} ms stolen, ending {at:.3} s since open",
+                total / 1e3
+            )
+        })
     }
 
     /// The line after the result: amplification, stalls, compactions, space.
