@@ -1,6 +1,6 @@
 //! [`InterceptFs`]: a file system that passes every call on to another one, except the calls
-//! a test takes over (file creation, opening for reads, removal), to slow a file down, fail
-//! it, panic in it, or record what the engine did.
+//! a test takes over (file creation, opening for reads, removal, syncing a file by path), to
+//! slow a file down, fail it, panic in it, or record what the engine did.
 
 use std::fmt;
 use std::path::Path;
@@ -18,6 +18,8 @@ pub type OnOpen =
     dyn Fn(&Path, ReadAccess, &dyn Fs) -> Result<Arc<dyn RandomAccessFile>> + Send + Sync;
 /// What [`Fs::remove`] does instead.
 pub type OnRemove = dyn Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync;
+/// What [`Fs::sync_file`] does instead.
+pub type OnSyncFile = dyn Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync;
 
 /// Passes every call on to the file system below, but those a hook takes over.
 pub struct InterceptFs {
@@ -25,6 +27,7 @@ pub struct InterceptFs {
     on_create: Option<Box<OnCreate>>,
     on_open: Option<Box<OnOpen>>,
     on_remove: Option<Box<OnRemove>>,
+    on_sync_file: Option<Box<OnSyncFile>>,
 }
 
 impl InterceptFs {
@@ -35,6 +38,7 @@ impl InterceptFs {
             on_create: None,
             on_open: None,
             on_remove: None,
+            on_sync_file: None,
         }
     }
 
@@ -68,6 +72,17 @@ impl InterceptFs {
         f: impl Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
         self.on_remove = Some(Box::new(f));
+        self
+    }
+
+    /// Takes over [`Fs::sync_file`] (how the engine syncs the manifest after letting go of
+    /// the versions' lock).
+    #[must_use]
+    pub fn on_sync_file(
+        mut self,
+        f: impl Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_sync_file = Some(Box::new(f));
         self
     }
 }
@@ -124,7 +139,10 @@ impl Fs for InterceptFs {
         self.inner.sync_dir(dir)
     }
     fn sync_file(&self, path: &Path) -> Result<()> {
-        self.inner.sync_file(path)
+        match &self.on_sync_file {
+            Some(f) => f(path, &*self.inner),
+            None => self.inner.sync_file(path),
+        }
     }
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)

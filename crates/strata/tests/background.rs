@@ -487,12 +487,7 @@ impl WritableFile for GatedSync {
         self.inner.flush()
     }
     fn sync(&mut self) -> Result<()> {
-        let (closed, cv) = &*self.gate;
-        let mut c = closed.lock().unwrap();
-        while *c {
-            c = cv.wait(c).unwrap();
-        }
-        drop(c);
+        wait_gate(&self.gate);
         self.inner.sync()
     }
     fn len(&self) -> u64 {
@@ -500,24 +495,41 @@ impl WritableFile for GatedSync {
     }
 }
 
-/// A file system whose manifest syncs wait while the returned gate is closed (`true`).
+/// A file system whose manifest syncs (through its writer, or by path) wait while the
+/// returned gate is closed (`true`).
 fn gated_manifest_fs() -> (
     InterceptFs,
     Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
 ) {
     let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let gated = gate.clone();
-    let fs = InterceptFs::new(Arc::new(MemFs::new())).on_create(move |path, fs| {
-        let inner = fs.create(path)?;
-        if path.to_string_lossy().contains("MANIFEST") {
-            return Ok(Box::new(GatedSync {
-                inner,
-                gate: gated.clone(),
-            }));
-        }
-        Ok(inner)
-    });
+    let gated_by_path = gate.clone();
+    let fs = InterceptFs::new(Arc::new(MemFs::new()))
+        .on_create(move |path, fs| {
+            let inner = fs.create(path)?;
+            if path.to_string_lossy().contains("MANIFEST") {
+                return Ok(Box::new(GatedSync {
+                    inner,
+                    gate: gated.clone(),
+                }));
+            }
+            Ok(inner)
+        })
+        .on_sync_file(move |path, fs| {
+            if path.to_string_lossy().contains("MANIFEST") {
+                wait_gate(&gated_by_path);
+            }
+            fs.sync_file(path)
+        });
     (fs, gate)
+}
+
+fn wait_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
+    let (closed, cv) = gate;
+    let mut c = closed.lock().unwrap();
+    while *c {
+        c = cv.wait(c).unwrap();
+    }
 }
 
 fn set_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar), closed: bool) {
@@ -571,6 +583,148 @@ fn writers_go_on_while_a_flush_syncs_the_manifest() {
     db.flush().unwrap();
     for i in (0..1_000u32).step_by(37) {
         assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![3u8; 100]));
+    }
+}
+
+/// A compaction syncs its manifest record after letting go of the versions' lock
+/// (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"): while that
+/// sync is held up, a flush still appends its own record and hands its memtable back, so
+/// about two memtables' worth of puts complete. (With the sync under the lock, the flush
+/// waited for the lock with its memtable, and the writers stopped behind it.)
+#[test]
+fn writers_go_on_while_a_compaction_syncs_the_manifest() {
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let slow = Arc::new(AtomicBool::new(true));
+    // Manifest syncs made on a background thread other than the flush's (the compaction's,
+    // or the deletion thread's, which may sync the compaction's record first) wait while
+    // the gate is closed, whether through the manifest's writer or by path; compaction
+    // outputs (under `/deep/`) are slow to write while `slow` is set.
+    let gated_here = || {
+        std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("strata-") && n != "strata-flush")
+    };
+    let hold = {
+        let (gate, held) = (gate.clone(), held.clone());
+        move || {
+            if gated_here() {
+                held.fetch_add(1, Ordering::SeqCst);
+                wait_gate(&gate);
+                held.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    };
+    let hold = Arc::new(hold);
+    let (holding, slowing) = (hold.clone(), slow.clone());
+    let fs = InterceptFs::new(Arc::new(MemFs::new()))
+        .on_create(move |path, fs| {
+            let inner = fs.create(path)?;
+            if path.to_string_lossy().contains("MANIFEST") {
+                return Ok(Box::new(HeldSync {
+                    inner,
+                    hold: holding.clone(),
+                }));
+            }
+            if path.to_string_lossy().contains("/deep/") {
+                return Ok(Box::new(SlowFile {
+                    inner,
+                    slow: slowing.clone(),
+                }));
+            }
+            Ok(inner)
+        })
+        .on_sync_file(move |path, fs| {
+            if path.to_string_lossy().contains("MANIFEST") {
+                hold();
+            }
+            fs.sync_file(path)
+        });
+    let db = Arc::new(
+        Db::open(
+            "/db",
+            Options {
+                fs: Arc::new(fs),
+                write_buffer_size: 64 << 10,
+                max_write_buffer_number: 2,
+                level0_file_num_compaction_trigger: 2,
+                level_dir: Some("/db/deep".into()),
+                target_file_size_base: 64 << 10,
+                idle_compaction_delay: None,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    );
+    // Two flushes make L0 due; its compaction writes slowly, and its edit is then held up
+    // in its sync.
+    for round in 0..2u8 {
+        for i in 0..400u32 {
+            db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let t = Instant::now();
+    while prop(&db, "strata.num-running-compactions") == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no compaction started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    set_gate(&gate, true);
+    slow.store(false, Ordering::SeqCst);
+    while held.load(Ordering::SeqCst) == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no compaction reached its manifest sync"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            // ~1.7 memtables of 64 KiB.
+            for i in 0..1_000u32 {
+                db.put(format!("new{i:06}"), vec![4u8; 100]).unwrap();
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let finished = rx.recv_timeout(Duration::from_secs(20)).is_ok();
+    set_gate(&gate, false);
+    writer.join().unwrap();
+    assert!(
+        finished,
+        "writes stopped behind a compaction's manifest sync"
+    );
+    db.flush().unwrap();
+    assert_eq!(db.get(b"key00123").unwrap(), Some(vec![1u8; 100]));
+    for i in (0..1_000u32).step_by(37) {
+        assert_eq!(db.get(format!("new{i:06}")).unwrap(), Some(vec![4u8; 100]));
+    }
+}
+
+/// A manifest file whose syncs go through `hold` first.
+struct HeldSync {
+    inner: Box<dyn WritableFile>,
+    hold: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl WritableFile for HeldSync {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        (self.hold)();
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Compaction as the database runs it: pick under the locks, merge without them, install
 //! under them; `compact_range`; and deletion of files no version needs.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use super::{lock, DbInner};
@@ -226,24 +227,29 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
                 edit.compact_pointers.push((c.level, last.largest.clone()));
             }
         }
-        let applied = versions.log_and_apply(edit);
+        // Synced after the versions' lock is let go, so that a flush (and the writers
+        // behind it) need not wait for this edit's sync (docs/design/core-engine.md,
+        // "Manifest syncs outside the versions' lock").
+        let applied = versions.log_and_apply_unsynced(edit, |_| ());
         versions.release_outputs(&outputs);
-        let v = applied?;
+        let (v, pending) = applied?;
         let mut st = lock(&db.state);
         db.install_super_version(&mut st, v);
         drop(st);
         drop(versions);
+        pending.wait()?;
         Stats::add(&db.stats.compactions[out_level], 1);
         Stats::add(&db.stats.merges_from[in_level], 1);
         db.warm_values(&written);
         return Ok(());
     }
     let mut versions = lock(&db.versions);
-    let v = versions.log_and_apply(edit)?;
+    let (v, pending) = versions.log_and_apply_unsynced(edit, |_| ())?;
     let mut st = lock(&db.state);
     db.install_super_version(&mut st, v);
     drop(st);
     drop(versions);
+    pending.wait()?;
     Stats::add(&db.stats.compactions[out_level], 1);
     Ok(())
 }
@@ -349,6 +355,20 @@ pub(crate) struct ObsoleteFiles {
     pinned: ObsoleteList,
 }
 
+/// What an obsolete-file pass read of the versions, under their lock.
+struct Seen {
+    /// Files some version still in use holds (and outputs being written).
+    live: HashSet<FileNumber>,
+    /// Tables of the current version (and outputs being written).
+    current: HashSet<FileNumber>,
+    /// WALs below it are redundant.
+    log_number: FileNumber,
+    /// Manifests below it are old.
+    manifest: FileNumber,
+    /// The first file number not handed out.
+    next: FileNumber,
+}
+
 /// A file an obsolete-file pass deletes.
 struct Doomed {
     path: std::path::PathBuf,
@@ -405,9 +425,34 @@ impl DbInner {
         if lock(&self.state).bg_error.is_some() {
             return;
         }
+        let seen = {
+            let mut versions = lock(&self.versions);
+            // NB: `next` is read with the live set: files numbered from it on may be outputs
+            // of jobs that started after this point and must not be touched.
+            let next = FileNumber(self.next_file.load(Ordering::SeqCst));
+            let sync = versions.manifest_sync();
+            let mark = sync.appended();
+            (
+                Seen {
+                    live: versions.live_files(),
+                    current: versions.current_tables(),
+                    log_number: versions.log_number(),
+                    manifest: versions.manifest_number(),
+                    next,
+                },
+                sync,
+                mark,
+            )
+        };
+        let (seen, sync, mark) = seen;
+        // What the versions say may be ahead of the durable manifest (edits are synced after
+        // the versions' lock is let go): nothing they drop is deleted before it is durable.
+        if sync.wait_for(mark).is_err() {
+            return;
+        }
         let doomed = {
             let mut ob = lock(&self.obsolete);
-            self.name_obsolete_files(&mut ob)
+            self.name_obsolete_files(&mut ob, seen)
         };
         let mut removed: Vec<Doomed> = Vec::new();
         for d in doomed {
@@ -439,20 +484,14 @@ impl DbInner {
     /// The first half of a pass, under the obsolete list's lock: finds what is obsolete,
     /// writes the list if it does not name all of it, and returns the files to delete,
     /// those the list names marked as being deleted.
-    fn name_obsolete_files(&self, ob: &mut ObsoleteFiles) -> Vec<Doomed> {
-        let (live, current, log_number, manifest, next) = {
-            let mut versions = lock(&self.versions);
-            // NB: `next` is read with the live set: files numbered from it on may be outputs of
-            // jobs that started after this point and must not be touched.
-            let next = FileNumber(self.next_file.load(Ordering::SeqCst));
-            (
-                versions.live_files(),
-                versions.current_tables(),
-                versions.log_number(),
-                versions.manifest_number(),
-                next,
-            )
-        };
+    fn name_obsolete_files(&self, ob: &mut ObsoleteFiles, seen: Seen) -> Vec<Doomed> {
+        let Seen {
+            live,
+            current,
+            log_number,
+            manifest,
+            next,
+        } = seen;
         // Pinned tables the current version no longer holds are obsolete like any other.
         ob.pinned
             .tables
@@ -558,5 +597,165 @@ impl DbInner {
         }
         ob.pinned.extend(&more);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod manifest_sync_tests {
+    use std::path::Path;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    use crate::fs::{
+        CrashMode, FileLock, Fs, MemFs, PmemRegion, RandomAccessFile, ReadAccess, SequentialFile,
+        WritableFile,
+    };
+    use crate::{Db, Options, Result};
+
+    /// `MemFs`, with syncs of the manifest by path waiting while `closed` is set.
+    #[derive(Debug)]
+    struct HoldFs {
+        inner: Arc<MemFs>,
+        gate: Arc<(Mutex<(bool, usize)>, Condvar)>,
+    }
+
+    impl Fs for HoldFs {
+        fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+            self.inner.create(path)
+        }
+        fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open(path)
+        }
+        fn open_with(&self, path: &Path, a: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open_with(path, a)
+        }
+        fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+            self.inner.open_sequential(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn list(&self, dir: &Path) -> Result<Vec<String>> {
+            self.inner.list(dir)
+        }
+        fn remove(&self, path: &Path) -> Result<()> {
+            self.inner.remove(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn create_dir_all(&self, dir: &Path) -> Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn sync_file(&self, path: &Path) -> Result<()> {
+            if path.to_string_lossy().contains("MANIFEST") {
+                let (m, cv) = &*self.gate;
+                let mut g = m.lock().unwrap();
+                g.1 += 1;
+                cv.notify_all();
+                while g.0 {
+                    g = cv.wait(g).unwrap();
+                }
+                g.1 -= 1;
+            }
+            self.inner.sync_file(path)
+        }
+        fn file_size(&self, path: &Path) -> Result<u64> {
+            self.inner.file_size(path)
+        }
+        fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+            self.inner.lock(path)
+        }
+        fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
+            self.inner.open_region(path, len)
+        }
+    }
+
+    fn set(gate: &(Mutex<(bool, usize)>, Condvar), closed: bool) {
+        gate.0.lock().unwrap().0 = closed;
+        gate.1.notify_all();
+    }
+
+    /// An edit is synced after the versions' lock is let go; an obsolete-file pass that
+    /// runs meanwhile deletes nothing the edit made redundant until it is durable: here a
+    /// flush's edit, whose new log number makes the flushed memtable's WAL obsolete. A
+    /// crash then finds the WAL the durable manifest still needs (the pass waits for the
+    /// manifest to be durable up to what it saw of the versions; the tables an edit drops
+    /// are kept besides by the version the pending sync holds).
+    #[test]
+    fn a_wal_an_unsynced_flush_made_obsolete_outlives_a_crash() {
+        let mem = Arc::new(MemFs::new());
+        let gate = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+        let opts = |fs: Arc<dyn Fs>| Options {
+            fs,
+            write_buffer_size: 1 << 20,
+            idle_compaction_delay: None,
+            ..Options::default()
+        };
+        let db = Arc::new(
+            Db::open(
+                "/db",
+                opts(Arc::new(HoldFs {
+                    inner: mem.clone(),
+                    gate: gate.clone(),
+                })),
+            )
+            .unwrap(),
+        );
+        for i in 0..300u32 {
+            db.put(format!("key{i:05}"), vec![7u8; 100]).unwrap();
+        }
+        // Synced writes: the WAL holding them is durable.
+        let synced = crate::WriteOptions {
+            sync: true,
+            ..Default::default()
+        };
+        db.write(&synced, crate::WriteBatch::new()).unwrap();
+        // The flush's edit is appended and its sync held up.
+        set(&gate, true);
+        let flush = {
+            let db = db.clone();
+            std::thread::spawn(move || db.flush())
+        };
+        let t = Instant::now();
+        while gate.0.lock().unwrap().1 == 0 {
+            assert!(t.elapsed() < Duration::from_secs(20), "no manifest sync");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Two passes meanwhile (a pass makes the deletions of the one before it durable).
+        let passes = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                db.inner.delete_obsolete_files();
+                db.inner.delete_obsolete_files();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let wals = |fs: &MemFs| {
+            let names = fs.list(Path::new("/db")).unwrap();
+            names.into_iter().filter(|n| n.ends_with(".log")).count()
+        };
+        // The flushed memtable's WAL and the next memtable's.
+        assert_eq!(
+            wals(&mem),
+            2,
+            "a WAL was deleted before the edit making it obsolete was durable"
+        );
+        let crashed = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        set(&gate, false);
+        flush.join().unwrap().unwrap();
+        passes.join().unwrap();
+        drop(db);
+        let db = Db::open("/db", opts(crashed)).unwrap();
+        for i in (0..300u32).step_by(7) {
+            assert_eq!(
+                db.get(format!("key{i:05}")).unwrap(),
+                Some(vec![7u8; 100]),
+                "key{i:05} after a crash while the flush's edit was not durable"
+            );
+        }
     }
 }

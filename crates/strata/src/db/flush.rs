@@ -130,10 +130,11 @@ impl DbInner {
         // is synced: a writer stopped for a memtable's place goes on then. (The sync under
         // the compaction's writeback took up to 135 ms, while `matrixkv`'s 8 MiB memtable
         // fills in 30 ms: docs/design/core-engine.md, "A flush's memtable leaves before its
-        // manifest sync".) Nothing the edit drops (WALs below its log number) is deleted
-        // before the sync: the obsolete-file pass reads the versions under the lock held
-        // here.
-        let applied = versions.log_and_apply_then(edit, |v| {
+        // manifest sync".) The sync itself runs after the versions' lock is let go, so the
+        // next flush need not wait for it ("Manifest syncs outside the versions' lock");
+        // nothing the edit drops (WALs below its log number) is deleted before it is
+        // durable: the obsolete-file pass waits for the manifest to be.
+        let applied = versions.log_and_apply_unsynced(edit, |v| {
             let mut st = lock(&self.state);
             let popped = st.imms.pop_front();
             debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, &mem)));
@@ -143,13 +144,21 @@ impl DbInner {
             self.done_cv.notify_all();
         });
         versions.release_outputs(&outputs);
-        if let Err(e) = &applied {
-            // Before the lock is let go: the versions' log number may be ahead of the
-            // manifest, and a poisoned database deletes nothing.
-            self.poison(&e.clone().context("flush"));
-        }
-        applied?;
+        let pending = match applied {
+            Ok((_, pending)) => pending,
+            Err(e) => {
+                // Before the lock is let go: a poisoned database deletes nothing.
+                self.poison(&e.clone().context("flush"));
+                return Err(e);
+            }
+        };
         drop(versions);
+        if let Err(e) = pending.wait() {
+            // The memtable has left and its WAL is below the log number in memory: a
+            // poisoned database deletes nothing and takes no writes.
+            self.poison(&e.clone().context("flush"));
+            return Err(e);
+        }
         // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
         // syncs first until the obsolete list names them (`delete_obsolete_files`, which
         // drops them): a repair, which has no manifest, reads a WAL the list does not name,
@@ -244,11 +253,12 @@ pub(crate) fn flush_and_wait(db: &DbInner) -> Result<()> {
             return Err(e.clone());
         }
         if st.imms.is_empty() {
-            // A flush hands its memtable back before its manifest record is synced: the
-            // versions' lock is held until then, and a failed sync poisons the database
-            // before it is let go.
+            // A flush hands its memtable back before its manifest record is synced: wait
+            // for the manifest to be durable up to every record appended so far (a failed
+            // sync fails here, and poisons the database in the flush).
             drop(st);
-            drop(lock(&db.versions));
+            let sync = lock(&db.versions).manifest_sync();
+            sync.wait_all()?;
             st = lock(&db.state);
             return match &st.bg_error {
                 Some(e) => Err(e.clone()),

@@ -72,8 +72,10 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the entries of `dir` (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
-    /// Makes the bytes of the existing file `path` durable (a file written by an earlier
-    /// process, found after a crash).
+    /// Makes the bytes of the existing file `path` durable: a file written by an earlier
+    /// process, found after a crash, or one a writer of this process appends to (the
+    /// manifest, synced after the versions' lock is let go), of which every byte its writer
+    /// flushed before the call. May run while that writer appends and flushes more.
     fn sync_file(&self, path: &Path) -> Result<()>;
     /// Size of the file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;

@@ -3,13 +3,18 @@
 //!
 //! Concurrency: the database keeps the `VersionSet` behind its own mutex, taken by flush,
 //! compaction and open (never by reads or the write path). `log_and_apply` appends and syncs
-//! the edit before the new version becomes current, so what readers see is always durable.
+//! the edit under that mutex; `log_and_apply_unsynced` appends it and makes the new version
+//! current, and the caller syncs it (`PendingSync::wait`) after letting go of the mutex, so
+//! that a slow sync holds up no other flush or compaction (docs/design/core-engine.md,
+//! "Manifest syncs outside the versions' lock"). Until then the version the edit replaced
+//! is held, and the obsolete-file pass waits for the manifest to be durable up to what it
+//! saw: nothing an edit drops is deleted or reused before the edit is durable.
 //! Lock order: `VersionSet` before the database state mutex.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::edit::VersionEdit;
 use super::version::Version;
@@ -48,6 +53,153 @@ pub struct VersionSet {
     pending_outputs: HashSet<FileNumber>,
     /// Bytes appended to manifests by this process.
     manifest_bytes: u64,
+    /// How much of the manifest is durable (shared with the threads syncing it).
+    sync: Arc<ManifestSync>,
+}
+
+/// How much of the manifest is durable, shared by the threads that sync edits after letting
+/// go of the versions' lock: one sync at a time, and a sync covers every record flushed to
+/// the file before it began (group commit).
+pub(crate) struct ManifestSync {
+    fs: Arc<dyn Fs>,
+    placement: Placement,
+    state: Mutex<SyncState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// The manifest appended to now.
+    number: u64,
+    /// Its bytes pushed to the file system.
+    flushed: u64,
+    /// Its bytes known durable.
+    synced: u64,
+    /// Whether a thread is syncing it now.
+    syncing: bool,
+    /// The first failed sync: what is durable of the manifest is unknown from then on, so
+    /// nothing more is appended and every wait fails.
+    failed: Option<Error>,
+    /// The versions edits replaced whose syncs failed or were never waited for: kept while
+    /// the database lives, so that nothing they hold (tables, value files, a matrix's
+    /// persistent-memory pages) is deleted or reused while the durable manifest may still
+    /// name it.
+    kept: Vec<Arc<Version>>,
+}
+
+/// Where the manifest had been appended to: a record is durable once this is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ManifestMark {
+    number: u64,
+    len: u64,
+}
+
+impl ManifestSync {
+    fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
+        ManifestSync {
+            fs,
+            placement,
+            state: Mutex::new(SyncState::default()),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What has been appended so far.
+    pub(crate) fn appended(&self) -> ManifestMark {
+        let st = self.state();
+        ManifestMark {
+            number: st.number,
+            len: st.flushed,
+        }
+    }
+
+    /// Waits until the manifest is durable up to `mark`, syncing it unless another thread
+    /// is (then its sync, or the next, covers the mark).
+    ///
+    /// # Errors
+    /// The sync's error, and from then on that error for every wait.
+    pub(crate) fn wait_for(&self, mark: ManifestMark) -> Result<()> {
+        let mut st = self.state();
+        loop {
+            if let Some(e) = &st.failed {
+                return Err(e.clone());
+            }
+            // A manifest written since is synced whole with everything before it.
+            if st.number > mark.number || st.synced >= mark.len {
+                return Ok(());
+            }
+            if st.syncing {
+                st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            st.syncing = true;
+            let (number, upto) = (st.number, st.flushed);
+            drop(st);
+            let path = self.placement.manifest_path(FileNumber(number));
+            let synced = self.fs.sync_file(&path);
+            st = self.state();
+            st.syncing = false;
+            if st.number == number {
+                match synced {
+                    Ok(()) => st.synced = st.synced.max(upto),
+                    Err(e) => st.failed = Some(e.context("syncing the manifest")),
+                }
+            }
+            // (Otherwise a new manifest was written and synced meanwhile, whole, and the
+            // old one may be gone: the loop finds the mark covered.)
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until everything appended so far is durable.
+    ///
+    /// # Errors
+    /// As [`ManifestSync::wait_for`].
+    pub(crate) fn wait_all(&self) -> Result<()> {
+        self.wait_for(self.appended())
+    }
+
+    fn keep(&self, v: Arc<Version>) {
+        self.state().kept.push(v);
+    }
+}
+
+/// An edit appended to the manifest and made current, not yet known durable: `wait` syncs
+/// it (or waits for a sync that covers it). Until then it holds the version the edit
+/// replaced, so that nothing that version holds is deleted or reused; dropped unwaited or
+/// failed, it leaves that version held for as long as the database lives.
+#[must_use = "an edit is durable only once `wait` returns `Ok`"]
+pub(crate) struct PendingSync {
+    sync: Arc<ManifestSync>,
+    mark: ManifestMark,
+    before: Option<Arc<Version>>,
+}
+
+impl PendingSync {
+    /// Makes the edit durable.
+    ///
+    /// # Errors
+    /// The sync's error: the database must be poisoned (what is durable of the manifest is
+    /// unknown).
+    pub(crate) fn wait(mut self) -> Result<()> {
+        let r = self.sync.wait_for(self.mark);
+        if r.is_ok() {
+            self.before = None;
+        }
+        r
+    }
+}
+
+impl Drop for PendingSync {
+    fn drop(&mut self) {
+        if let Some(v) = self.before.take() {
+            self.sync.keep(v);
+        }
+    }
 }
 
 /// What recovery learned from the manifest.
@@ -181,6 +333,7 @@ impl VersionSet {
         max_manifest_size: u64,
         l0: l0::L0Context,
     ) -> Self {
+        let sync = Arc::new(ManifestSync::new(fs.clone(), placement.clone()));
         VersionSet {
             fs,
             placement,
@@ -197,6 +350,7 @@ impl VersionSet {
             manifest_number: FileNumber(0),
             pending_outputs: HashSet::new(),
             manifest_bytes: 0,
+            sync,
         }
     }
 
@@ -363,6 +517,12 @@ impl VersionSet {
         fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
         self.manifest = Some(w);
         self.manifest_number = n;
+        let mut st = self.sync.state();
+        st.number = n.0;
+        st.flushed = self.manifest.as_ref().map_or(0, LogWriter::len);
+        st.synced = st.flushed;
+        drop(st);
+        self.sync.cv.notify_all();
         Ok(())
     }
 
@@ -373,27 +533,33 @@ impl VersionSet {
     /// I/O errors writing the manifest (the caller must poison the database: the manifest's
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
-        self.log_and_apply_then(edit, |_| ())
+        let (v, pending) = self.log_and_apply_unsynced(edit, |_| ())?;
+        pending.wait()?;
+        Ok(v)
     }
 
-    /// [`VersionSet::log_and_apply`], calling `written` with the new version once its record
-    /// is written to the manifest file and before the record is synced: a flush hands its
-    /// memtable's place to the writers there (docs/design/core-engine.md, "A flush's
-    /// memtable leaves before its manifest sync"). The version is current when `written`
-    /// runs; whatever the caller makes of it there must not need the edit durable (no
-    /// file it drops may be deleted before this returns `Ok`), and the caller keeps the
-    /// versions' lock throughout, so nothing that deletes files (they look at the versions
-    /// under that lock) sees the edit before it is synced.
+    /// Applies `edit`, appends its record to the manifest and makes the result current,
+    /// calling `written` with the new version then; the record is durable once the returned
+    /// [`PendingSync`] is waited for, which the caller does after letting go of the
+    /// versions' lock (docs/design/core-engine.md, "Manifest syncs outside the versions'
+    /// lock"). Whatever the caller makes of the version before that must not need the edit
+    /// durable: a flush hands its memtable's place to the writers (its WAL stays until the
+    /// obsolete-file pass finds the edit durable), a compaction installs its outputs for
+    /// readers. Nothing the edit drops is deleted or reused before it is durable: the
+    /// pending sync holds the version it replaced, and the obsolete-file pass waits for
+    /// the manifest to be durable up to what it saw.
     ///
     /// # Errors
-    /// As `log_and_apply`; an error from the sync comes after `written` ran and the version
-    /// became current: the caller must poison the database before it lets go of the lock
-    /// (the in-memory log number is then ahead of the manifest's).
-    pub fn log_and_apply_then(
+    /// As `log_and_apply`, for the append (the version is then unchanged); and once a sync
+    /// has failed, every call fails with its error.
+    pub(crate) fn log_and_apply_unsynced(
         &mut self,
         mut edit: VersionEdit,
         written: impl FnOnce(&Arc<Version>),
-    ) -> Result<Arc<Version>> {
+    ) -> Result<(Arc<Version>, PendingSync)> {
+        if let Some(e) = &self.sync.state().failed {
+            return Err(e.clone());
+        }
         let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
         if !Arc::ptr_eq(&v.l0, &self.current.l0) {
             // What lets a repair find the layout's data without a manifest, before the edit
@@ -431,6 +597,14 @@ impl VersionSet {
             self.manifest = None;
             return Err(e);
         }
+        let mark = {
+            let mut st = self.sync.state();
+            st.flushed = m.len();
+            ManifestMark {
+                number: st.number,
+                len: st.flushed,
+            }
+        };
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
@@ -440,17 +614,22 @@ impl VersionSet {
                 self.compact_pointers[level] = k;
             }
         }
+        let replaced = self.current.clone();
         let v = self.install(v);
         written(&v);
-        let Some(m) = self.manifest.as_mut() else {
-            unreachable!("the manifest was open above, and `written` cannot reach it");
-        };
-        if let Err(e) = m.sync() {
-            // What is durable of the record is unknown: nothing more may be appended.
-            self.manifest = None;
-            return Err(e);
-        }
-        Ok(v)
+        Ok((
+            v,
+            PendingSync {
+                sync: self.sync.clone(),
+                mark,
+                before: Some(replaced),
+            },
+        ))
+    }
+
+    /// The manifest's durability, for waiting on it without this set's lock.
+    pub(crate) fn manifest_sync(&self) -> Arc<ManifestSync> {
+        self.sync.clone()
     }
 
     fn install(&mut self, v: Version) -> Arc<Version> {
