@@ -586,6 +586,49 @@ fn writers_go_on_while_a_flush_syncs_the_manifest() {
     }
 }
 
+/// The flush thread hands its record's sync to the sync thread and takes the next memtable
+/// (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"): with every
+/// manifest sync held up, puts go on through many memtables. (When the flush thread waited
+/// for its own sync, they stopped after about two.) `Db::flush` still waits for the sync.
+#[test]
+fn flushes_go_on_while_their_records_sync() {
+    let (fs, gate) = gated_manifest_fs();
+    let db = open_gated(fs);
+    set_gate(&gate, true);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            // ~6 memtables of 64 KiB.
+            for i in 0..3_500u32 {
+                db.put(format!("key{i:06}"), vec![6u8; 100]).unwrap();
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let finished = rx.recv_timeout(Duration::from_secs(20)).is_ok();
+    let flushed = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let flush_returned_early = flushed.is_finished();
+    set_gate(&gate, false);
+    writer.join().unwrap();
+    flushed.join().unwrap().unwrap();
+    assert!(
+        finished,
+        "writes stopped behind the flushes' manifest syncs"
+    );
+    assert!(
+        !flush_returned_early,
+        "Db::flush returned before the manifest sync"
+    );
+    for i in (0..3_500u32).step_by(37) {
+        assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![6u8; 100]));
+    }
+}
+
 /// A compaction syncs its manifest record after letting go of the versions' lock
 /// (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"): while that
 /// sync is held up, a flush still appends its own record and hands its memtable back, so

@@ -33,12 +33,44 @@ pub(crate) fn start(db: &Arc<DbInner>) {
     }
     let d = db.clone();
     threads.push(spawn("strata-delete", move || delete_work(&d)));
+    if !db.read_only {
+        let d = db.clone();
+        threads.push(spawn("strata-sync", move || sync_work(&d)));
+    }
     for i in 0..db.values.gcs().len() {
         // A thread of its own per store GC job: GC writes through the write path, which
         // may wait for the flush and compaction threads.
         let d = db.clone();
         let name = db.values.gcs()[i].thread_name();
         threads.push(spawn(name, move || gc_work(&d, i)));
+    }
+}
+
+/// The sync thread: syncs the manifest records flushes hand it (`DbInner::flush_syncs`),
+/// so that the flush thread takes the next memtable while the last one's record is being
+/// synced (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"). One
+/// sync covers every record appended before it. A failed sync poisons the database. At
+/// shutdown it syncs what is queued and ends; `close` syncs what came after.
+fn sync_work(db: &DbInner) {
+    loop {
+        let batch: Vec<_> = {
+            let mut q = lock(&db.flush_syncs);
+            while q.is_empty() {
+                if db.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                q = db
+                    .flush_sync_cv
+                    .wait(q)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            q.drain(..).collect()
+        };
+        for pending in batch {
+            if let Err(e) = pending.wait() {
+                db.poison(&e.context("flush"));
+            }
+        }
     }
 }
 

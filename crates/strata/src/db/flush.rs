@@ -153,12 +153,10 @@ impl DbInner {
             }
         };
         drop(versions);
-        if let Err(e) = pending.wait() {
-            // The memtable has left and its WAL is below the log number in memory: a
-            // poisoned database deletes nothing and takes no writes.
-            self.poison(&e.clone().context("flush"));
-            return Err(e);
-        }
+        // The sync thread syncs the record (and poisons the database if that fails): this
+        // thread may take the next memtable meanwhile, whose record a sync then covers too.
+        lock(&self.flush_syncs).push_back(pending);
+        self.flush_sync_cv.notify_all();
         // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
         // syncs first until the obsolete list names them (`delete_obsolete_files`, which
         // drops them): a repair, which has no manifest, reads a WAL the list does not name,

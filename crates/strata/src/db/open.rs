@@ -19,6 +19,7 @@ use crate::placement::Placement;
 use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
+use crate::version::set::PendingSync;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
@@ -296,6 +297,8 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
+        flush_syncs: Mutex::default(),
+        flush_sync_cv: Condvar::new(),
         obsolete: Mutex::default(),
         deletion_pass: Mutex::default(),
         _lock: Mutex::new(p.lock),
@@ -788,6 +791,10 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         db.bg_cv.notify_all();
         db.done_cv.notify_all();
     }
+    {
+        let _q = lock(&db.flush_syncs);
+        db.flush_sync_cv.notify_all();
+    }
     let threads: Vec<_> = lock(&db.threads).drain(..).collect();
     for t in threads {
         let _ = t.join();
@@ -803,6 +810,10 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+    // A flush's record the sync thread left (it may end before the flush thread's last
+    // hand-off): synced here.
+    let pending: Vec<_> = lock(&db.flush_syncs).drain(..).collect();
+    let manifest = pending.into_iter().try_for_each(PendingSync::wait);
     let result = db
         .sync_values()
         .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()));
@@ -813,6 +824,8 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         db.delete_obsolete_files();
     }
     lock(&db._lock).take();
+    manifest
+        .map_err(|e| Error::new(ErrorKind::Io, format!("syncing the manifest at close: {e}")))?;
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
 }
 
