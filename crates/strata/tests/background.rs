@@ -532,6 +532,9 @@ fn wait_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
     }
 }
 
+/// A gate: closed while the flag is set.
+type Gate = (std::sync::Mutex<bool>, std::sync::Condvar);
+
 fn set_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar), closed: bool) {
     *gate.0.lock().unwrap() = closed;
     gate.1.notify_all();
@@ -553,13 +556,10 @@ fn open_gated(fs: InterceptFs) -> Arc<Db> {
     )
 }
 
-/// A flush hands its memtable's place to the writers once its manifest record is written,
-/// not once it is synced (docs/design/core-engine.md, "A flush's memtable leaves before its
-/// manifest sync"): with every manifest sync held up and one immutable memtable allowed,
-/// about two memtables' worth of puts still complete (they stopped behind the first flush's
-/// sync when the memtable left after it).
-#[test]
-fn writers_go_on_while_a_flush_syncs_the_manifest() {
+/// Opens a database whose manifest syncs are all held up, and writes `puts` puts of 100
+/// bytes (64 KiB memtables, one immutable memtable allowed) on a thread: the database, the
+/// gate (still closed), and whether the puts completed within 20 s.
+fn put_with_manifest_syncs_held(puts: u32) -> (Arc<Db>, Arc<Gate>, bool) {
     let (fs, gate) = gated_manifest_fs();
     let db = open_gated(fs);
     set_gate(&gate, true);
@@ -567,8 +567,7 @@ fn writers_go_on_while_a_flush_syncs_the_manifest() {
     let writer = {
         let db = db.clone();
         std::thread::spawn(move || {
-            // ~1.7 memtables of 64 KiB.
-            for i in 0..1_000u32 {
+            for i in 0..puts {
                 db.put(format!("key{i:06}"), vec![3u8; 100]).unwrap();
             }
             tx.send(()).unwrap();
@@ -576,9 +575,23 @@ fn writers_go_on_while_a_flush_syncs_the_manifest() {
     };
     // (Generous: the puts take milliseconds once nothing holds them up.)
     let finished = rx.recv_timeout(Duration::from_secs(20)).is_ok();
-    // (No `Db::stats` here: it reads the versions, whose lock the held-up sync keeps.)
-    set_gate(&gate, false);
+    if !finished {
+        set_gate(&gate, false);
+    }
     writer.join().unwrap();
+    (db, gate, finished)
+}
+
+/// A flush hands its memtable's place to the writers once its manifest record is written,
+/// not once it is synced (docs/design/core-engine.md, "A flush's memtable leaves before its
+/// manifest sync"): with every manifest sync held up and one immutable memtable allowed,
+/// about two memtables' worth of puts still complete (they stopped behind the first flush's
+/// sync when the memtable left after it).
+#[test]
+fn writers_go_on_while_a_flush_syncs_the_manifest() {
+    // ~1.7 memtables of 64 KiB.
+    let (db, gate, finished) = put_with_manifest_syncs_held(1_000);
+    set_gate(&gate, false);
     assert!(finished, "writes stopped behind a flush's manifest sync");
     db.flush().unwrap();
     for i in (0..1_000u32).step_by(37) {
@@ -592,21 +605,12 @@ fn writers_go_on_while_a_flush_syncs_the_manifest() {
 /// for its own sync, they stopped after about two.) `Db::flush` still waits for the sync.
 #[test]
 fn flushes_go_on_while_their_records_sync() {
-    let (fs, gate) = gated_manifest_fs();
-    let db = open_gated(fs);
-    set_gate(&gate, true);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let writer = {
-        let db = db.clone();
-        std::thread::spawn(move || {
-            // ~6 memtables of 64 KiB.
-            for i in 0..3_500u32 {
-                db.put(format!("key{i:06}"), vec![6u8; 100]).unwrap();
-            }
-            tx.send(()).unwrap();
-        })
-    };
-    let finished = rx.recv_timeout(Duration::from_secs(20)).is_ok();
+    // ~6 memtables of 64 KiB.
+    let (db, gate, finished) = put_with_manifest_syncs_held(3_500);
+    assert!(
+        finished,
+        "writes stopped behind the flushes' manifest syncs"
+    );
     let flushed = {
         let db = db.clone();
         std::thread::spawn(move || db.flush())
@@ -614,18 +618,13 @@ fn flushes_go_on_while_their_records_sync() {
     std::thread::sleep(Duration::from_millis(100));
     let flush_returned_early = flushed.is_finished();
     set_gate(&gate, false);
-    writer.join().unwrap();
     flushed.join().unwrap().unwrap();
-    assert!(
-        finished,
-        "writes stopped behind the flushes' manifest syncs"
-    );
     assert!(
         !flush_returned_early,
         "Db::flush returned before the manifest sync"
     );
     for i in (0..3_500u32).step_by(37) {
-        assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![6u8; 100]));
+        assert_eq!(db.get(format!("key{i:06}")).unwrap(), Some(vec![3u8; 100]));
     }
 }
 

@@ -425,6 +425,13 @@ impl DbInner {
         if lock(&self.state).bg_error.is_some() {
             return;
         }
+        // Versions held for edits a sync has not covered yet keep what they hold live
+        // (`PendingSync`): make everything appended so far durable first, which lets them
+        // go, so that this pass sees what the last jobs dropped.
+        let sync = lock(&self.versions).manifest_sync();
+        if sync.wait_all().is_err() {
+            return;
+        }
         let seen = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs

@@ -80,11 +80,32 @@ struct SyncState {
     /// The first failed sync: what is durable of the manifest is unknown from then on, so
     /// nothing more is appended and every wait fails.
     failed: Option<Error>,
-    /// The versions edits replaced whose syncs failed or were never waited for: kept while
-    /// the database lives, so that nothing they hold (tables, value files, a matrix's
-    /// persistent-memory pages) is deleted or reused while the durable manifest may still
-    /// name it.
-    kept: Vec<Arc<Version>>,
+    /// The versions edits not yet durable replaced, each with where its edit's record
+    /// ends: held until a sync covers the record (whoever syncs), so that nothing they hold
+    /// (tables, value files, a matrix's persistent-memory pages) is deleted or reused while
+    /// the durable manifest may still name it. After a failed sync, held for good.
+    held: Vec<(ManifestMark, Arc<Version>)>,
+}
+
+impl SyncState {
+    /// Whether the manifest is durable up to `mark`.
+    fn covers(&self, mark: ManifestMark) -> bool {
+        // A manifest written since is synced whole with everything before it.
+        self.number > mark.number || self.synced >= mark.len
+    }
+
+    /// Takes out the versions whose edits are durable now (dropped by the caller, outside
+    /// the lock: the last holder of a layout frees its pages).
+    fn release(&mut self) -> Vec<Arc<Version>> {
+        if self.failed.is_some() {
+            return Vec::new();
+        }
+        let (done, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(m, _)| self.covers(*m));
+        self.held = held;
+        done.into_iter().map(|(_, v)| v).collect()
+    }
 }
 
 /// Where the manifest had been appended to: a record is durable once this is.
@@ -128,8 +149,10 @@ impl ManifestSync {
             if let Some(e) = &st.failed {
                 return Err(e.clone());
             }
-            // A manifest written since is synced whole with everything before it.
-            if st.number > mark.number || st.synced >= mark.len {
+            if st.covers(mark) {
+                let released = st.release();
+                drop(st);
+                drop(released);
                 return Ok(());
             }
             if st.syncing {
@@ -162,21 +185,16 @@ impl ManifestSync {
     pub(crate) fn wait_all(&self) -> Result<()> {
         self.wait_for(self.appended())
     }
-
-    fn keep(&self, v: Arc<Version>) {
-        self.state().kept.push(v);
-    }
 }
 
 /// An edit appended to the manifest and made current, not yet known durable: `wait` syncs
-/// it (or waits for a sync that covers it). Until then it holds the version the edit
-/// replaced, so that nothing that version holds is deleted or reused; dropped unwaited or
-/// failed, it leaves that version held for as long as the database lives.
+/// it (or waits for a sync that covers it). Until a sync covers it (this one's or any
+/// other's), the version the edit replaced is held (`SyncState::held`), so that nothing
+/// that version holds is deleted or reused.
 #[must_use = "an edit is durable only once `wait` returns `Ok`"]
 pub(crate) struct PendingSync {
     sync: Arc<ManifestSync>,
     mark: ManifestMark,
-    before: Option<Arc<Version>>,
 }
 
 impl PendingSync {
@@ -185,20 +203,8 @@ impl PendingSync {
     /// # Errors
     /// The sync's error: the database must be poisoned (what is durable of the manifest is
     /// unknown).
-    pub(crate) fn wait(mut self) -> Result<()> {
-        let r = self.sync.wait_for(self.mark);
-        if r.is_ok() {
-            self.before = None;
-        }
-        r
-    }
-}
-
-impl Drop for PendingSync {
-    fn drop(&mut self) {
-        if let Some(v) = self.before.take() {
-            self.sync.keep(v);
-        }
+    pub(crate) fn wait(self) -> Result<()> {
+        self.sync.wait_for(self.mark)
     }
 }
 
@@ -521,7 +527,9 @@ impl VersionSet {
         st.number = n.0;
         st.flushed = self.manifest.as_ref().map_or(0, LogWriter::len);
         st.synced = st.flushed;
+        let released = st.release();
         drop(st);
+        drop(released);
         self.sync.cv.notify_all();
         Ok(())
     }
@@ -600,10 +608,12 @@ impl VersionSet {
         let mark = {
             let mut st = self.sync.state();
             st.flushed = m.len();
-            ManifestMark {
+            let mark = ManifestMark {
                 number: st.number,
                 len: st.flushed,
-            }
+            };
+            st.held.push((mark, self.current.clone()));
+            mark
         };
         if let Some(n) = edit.log_number {
             self.log_number = n;
@@ -614,7 +624,6 @@ impl VersionSet {
                 self.compact_pointers[level] = k;
             }
         }
-        let replaced = self.current.clone();
         let v = self.install(v);
         written(&v);
         Ok((
@@ -622,7 +631,6 @@ impl VersionSet {
             PendingSync {
                 sync: self.sync.clone(),
                 mark,
-                before: Some(replaced),
             },
         ))
     }
