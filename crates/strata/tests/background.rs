@@ -109,11 +109,10 @@ fn obsolete_files_are_deleted_on_the_deletion_thread() {
     }
 }
 
-#[test]
-fn flush_does_not_wait_behind_a_compaction() {
-    let (db, slow) = open(true);
-    slow.store(true, Ordering::SeqCst);
-    // Two flushes trigger an L0 -> L1 compaction, whose output appends are slow.
+/// Writes 400 keys twice, flushing each time (`key00000`.. with values of 0s, then 1s),
+/// and returns once the L0 -> L1 compaction the two tables make due is running (with two
+/// as the trigger).
+fn start_a_compaction(db: &Db) {
     for round in 0..2u8 {
         for i in 0..400u32 {
             db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
@@ -121,13 +120,21 @@ fn flush_does_not_wait_behind_a_compaction() {
         db.flush().unwrap();
     }
     let t = Instant::now();
-    while prop(&db, "strata.num-running-compactions") == 0 {
+    while prop(db, "strata.num-running-compactions") == 0 {
         assert!(
             t.elapsed() < Duration::from_secs(10),
             "no compaction started"
         );
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+#[test]
+fn flush_does_not_wait_behind_a_compaction() {
+    let (db, slow) = open(true);
+    slow.store(true, Ordering::SeqCst);
+    // Two flushes trigger an L0 -> L1 compaction, whose output appends are slow.
+    start_a_compaction(&db);
     // While it runs: a new memtable is flushed, and the compaction is still going.
     db.put(b"during", b"compaction").unwrap();
     let t = Instant::now();
@@ -700,20 +707,8 @@ fn writers_go_on_while_a_compaction_syncs_the_manifest() {
     );
     // Two flushes make L0 due; its compaction writes slowly, and its edit is then held up
     // in its sync.
-    for round in 0..2u8 {
-        for i in 0..400u32 {
-            db.put(format!("key{i:05}"), vec![round; 100]).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    start_a_compaction(&db);
     let t = Instant::now();
-    while prop(&db, "strata.num-running-compactions") == 0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "no compaction started"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
     set_gate(&gate, true);
     slow.store(false, Ordering::SeqCst);
     while held.load(Ordering::SeqCst) == 0 {
