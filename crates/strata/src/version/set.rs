@@ -554,8 +554,8 @@ impl VersionSet {
     /// durable: a flush hands its memtable's place to the writers (its WAL stays until the
     /// obsolete-file pass finds the edit durable), a compaction installs its outputs for
     /// readers. Nothing the edit drops is deleted or reused before it is durable: the
-    /// pending sync holds the version it replaced, and the obsolete-file pass waits for
-    /// the manifest to be durable up to what it saw.
+    /// version it replaced is held until a sync covers its record, and the obsolete-file
+    /// pass waits for the manifest to be durable up to what it saw.
     ///
     /// # Errors
     /// As `log_and_apply`, for the append (the version is then unchanged); and once a sync
