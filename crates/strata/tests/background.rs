@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata::fs::{Fs, MemFs, WritableFile};
+use strata::fs::{CrashMode, Fs, MemFs, WritableFile};
 use strata::{Db, Options, Result};
 use strata_testkit::InterceptFs;
 
@@ -483,7 +483,7 @@ fn the_write_stall_log_names_a_stop_for_a_slow_flush() {
 /// A manifest file whose syncs wait while its gate is closed.
 struct GatedSync {
     inner: Box<dyn WritableFile>,
-    gate: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    gate: Arc<Gate>,
 }
 
 impl WritableFile for GatedSync {
@@ -504,14 +504,16 @@ impl WritableFile for GatedSync {
 
 /// A file system whose manifest syncs (through its writer, or by path) wait while the
 /// returned gate is closed (`true`).
-fn gated_manifest_fs() -> (
-    InterceptFs,
-    Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-) {
+fn gated_manifest_fs() -> (InterceptFs, Arc<Gate>) {
+    gated_manifest_fs_over(Arc::new(MemFs::new()))
+}
+
+/// [`gated_manifest_fs`] over `mem`.
+fn gated_manifest_fs_over(mem: Arc<MemFs>) -> (InterceptFs, Arc<Gate>) {
     let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let gated = gate.clone();
     let gated_by_path = gate.clone();
-    let fs = InterceptFs::new(Arc::new(MemFs::new()))
+    let fs = InterceptFs::new(mem)
         .on_create(move |path, fs| {
             let inner = fs.create(path)?;
             if path.to_string_lossy().contains("MANIFEST") {
@@ -531,7 +533,7 @@ fn gated_manifest_fs() -> (
     (fs, gate)
 }
 
-fn wait_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
+fn wait_gate(gate: &Gate) {
     let (closed, cv) = gate;
     let mut c = closed.lock().unwrap();
     while *c {
@@ -542,7 +544,7 @@ fn wait_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
 /// A gate: closed while the flag is set.
 type Gate = (std::sync::Mutex<bool>, std::sync::Condvar);
 
-fn set_gate(gate: &(std::sync::Mutex<bool>, std::sync::Condvar), closed: bool) {
+fn set_gate(gate: &Gate, closed: bool) {
     *gate.0.lock().unwrap() = closed;
     gate.1.notify_all();
 }
@@ -762,6 +764,62 @@ impl WritableFile for HeldSync {
     }
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+}
+
+/// An edit is synced after the versions' lock is let go; an obsolete-file pass that runs
+/// meanwhile deletes nothing the edit made redundant until it is durable: here a flush's
+/// edit, whose new log number makes the flushed memtable's WAL obsolete (the deletion
+/// thread runs a pass after every flush). A crash then finds the WAL the durable manifest
+/// still needs.
+#[test]
+fn a_wal_an_unsynced_flush_made_obsolete_outlives_a_crash() {
+    let mem = Arc::new(MemFs::new());
+    let (fs, gate) = gated_manifest_fs_over(mem.clone());
+    let opts = |fs: Arc<dyn Fs>| Options {
+        fs,
+        write_buffer_size: 1 << 20,
+        idle_compaction_delay: None,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open("/db", opts(Arc::new(fs))).unwrap());
+    for i in 0..300u32 {
+        db.put(format!("key{i:05}"), vec![7u8; 100]).unwrap();
+    }
+    // A synced write: the WAL holding the puts is durable.
+    let synced = strata::WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    db.write(&synced, strata::WriteBatch::new()).unwrap();
+    // The flush's edit is appended, its sync held up, and the passes after it run.
+    set_gate(&gate, true);
+    let flush = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let wals = |fs: &MemFs| {
+        let names = fs.list(Path::new("/db")).unwrap();
+        names.into_iter().filter(|n| n.ends_with(".log")).count()
+    };
+    // The flushed memtable's WAL and the next memtable's.
+    assert_eq!(
+        wals(&mem),
+        2,
+        "a WAL was deleted before the edit making it obsolete was durable"
+    );
+    let crashed = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+    set_gate(&gate, false);
+    flush.join().unwrap().unwrap();
+    drop(db);
+    let db = Db::open("/db", opts(crashed)).unwrap();
+    for i in (0..300u32).step_by(7) {
+        assert_eq!(
+            db.get(format!("key{i:05}")).unwrap(),
+            Some(vec![7u8; 100]),
+            "key{i:05} after a crash while the flush's edit was not durable"
+        );
     }
 }
 

@@ -426,32 +426,26 @@ impl DbInner {
             return;
         }
         // Versions held for edits a sync has not covered yet keep what they hold live
-        // (`PendingSync`): make everything appended so far durable first, which lets them
+        // (`ManifestSync`): make everything appended so far durable first, which lets them
         // go, so that this pass sees what the last jobs dropped.
         let sync = lock(&self.versions).manifest_sync();
         if sync.wait_all().is_err() {
             return;
         }
-        let seen = {
+        let (seen, mark) = {
             let mut versions = lock(&self.versions);
             // NB: `next` is read with the live set: files numbered from it on may be outputs
             // of jobs that started after this point and must not be touched.
             let next = FileNumber(self.next_file.load(Ordering::SeqCst));
-            let sync = versions.manifest_sync();
-            let mark = sync.appended();
-            (
-                Seen {
-                    live: versions.live_files(),
-                    current: versions.current_tables(),
-                    log_number: versions.log_number(),
-                    manifest: versions.manifest_number(),
-                    next,
-                },
-                sync,
-                mark,
-            )
+            let seen = Seen {
+                live: versions.live_files(),
+                current: versions.current_tables(),
+                log_number: versions.log_number(),
+                manifest: versions.manifest_number(),
+                next,
+            };
+            (seen, sync.appended())
         };
-        let (seen, sync, mark) = seen;
         // What the versions say may be ahead of the durable manifest (edits are synced after
         // the versions' lock is let go): nothing they drop is deleted before it is durable.
         if sync.wait_for(mark).is_err() {
@@ -604,165 +598,5 @@ impl DbInner {
         }
         ob.pinned.extend(&more);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod manifest_sync_tests {
-    use std::path::Path;
-    use std::sync::{Arc, Condvar, Mutex};
-    use std::time::{Duration, Instant};
-
-    use crate::fs::{
-        CrashMode, FileLock, Fs, MemFs, PmemRegion, RandomAccessFile, ReadAccess, SequentialFile,
-        WritableFile,
-    };
-    use crate::{Db, Options, Result};
-
-    /// `MemFs`, with syncs of the manifest by path waiting while `closed` is set.
-    #[derive(Debug)]
-    struct HoldFs {
-        inner: Arc<MemFs>,
-        gate: Arc<(Mutex<(bool, usize)>, Condvar)>,
-    }
-
-    impl Fs for HoldFs {
-        fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-            self.inner.create(path)
-        }
-        fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-            self.inner.open(path)
-        }
-        fn open_with(&self, path: &Path, a: ReadAccess) -> Result<Arc<dyn RandomAccessFile>> {
-            self.inner.open_with(path, a)
-        }
-        fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-            self.inner.open_sequential(path)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            self.inner.exists(path)
-        }
-        fn list(&self, dir: &Path) -> Result<Vec<String>> {
-            self.inner.list(dir)
-        }
-        fn remove(&self, path: &Path) -> Result<()> {
-            self.inner.remove(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn create_dir_all(&self, dir: &Path) -> Result<()> {
-            self.inner.create_dir_all(dir)
-        }
-        fn sync_dir(&self, dir: &Path) -> Result<()> {
-            self.inner.sync_dir(dir)
-        }
-        fn sync_file(&self, path: &Path) -> Result<()> {
-            if path.to_string_lossy().contains("MANIFEST") {
-                let (m, cv) = &*self.gate;
-                let mut g = m.lock().unwrap();
-                g.1 += 1;
-                cv.notify_all();
-                while g.0 {
-                    g = cv.wait(g).unwrap();
-                }
-                g.1 -= 1;
-            }
-            self.inner.sync_file(path)
-        }
-        fn file_size(&self, path: &Path) -> Result<u64> {
-            self.inner.file_size(path)
-        }
-        fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-            self.inner.lock(path)
-        }
-        fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
-            self.inner.open_region(path, len)
-        }
-    }
-
-    fn set(gate: &(Mutex<(bool, usize)>, Condvar), closed: bool) {
-        gate.0.lock().unwrap().0 = closed;
-        gate.1.notify_all();
-    }
-
-    /// An edit is synced after the versions' lock is let go; an obsolete-file pass that
-    /// runs meanwhile deletes nothing the edit made redundant until it is durable: here a
-    /// flush's edit, whose new log number makes the flushed memtable's WAL obsolete. A
-    /// crash then finds the WAL the durable manifest still needs (the pass waits for the
-    /// manifest to be durable up to what it saw of the versions; the tables an edit drops
-    /// are kept besides by the version the pending sync holds).
-    #[test]
-    fn a_wal_an_unsynced_flush_made_obsolete_outlives_a_crash() {
-        let mem = Arc::new(MemFs::new());
-        let gate = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
-        let opts = |fs: Arc<dyn Fs>| Options {
-            fs,
-            write_buffer_size: 1 << 20,
-            idle_compaction_delay: None,
-            ..Options::default()
-        };
-        let db = Arc::new(
-            Db::open(
-                "/db",
-                opts(Arc::new(HoldFs {
-                    inner: mem.clone(),
-                    gate: gate.clone(),
-                })),
-            )
-            .unwrap(),
-        );
-        for i in 0..300u32 {
-            db.put(format!("key{i:05}"), vec![7u8; 100]).unwrap();
-        }
-        // Synced writes: the WAL holding them is durable.
-        let synced = crate::WriteOptions {
-            sync: true,
-            ..Default::default()
-        };
-        db.write(&synced, crate::WriteBatch::new()).unwrap();
-        // The flush's edit is appended and its sync held up.
-        set(&gate, true);
-        let flush = {
-            let db = db.clone();
-            std::thread::spawn(move || db.flush())
-        };
-        let t = Instant::now();
-        while gate.0.lock().unwrap().1 == 0 {
-            assert!(t.elapsed() < Duration::from_secs(20), "no manifest sync");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // Two passes meanwhile (a pass makes the deletions of the one before it durable).
-        let passes = {
-            let db = db.clone();
-            std::thread::spawn(move || {
-                db.inner.delete_obsolete_files();
-                db.inner.delete_obsolete_files();
-            })
-        };
-        std::thread::sleep(Duration::from_millis(300));
-        let wals = |fs: &MemFs| {
-            let names = fs.list(Path::new("/db")).unwrap();
-            names.into_iter().filter(|n| n.ends_with(".log")).count()
-        };
-        // The flushed memtable's WAL and the next memtable's.
-        assert_eq!(
-            wals(&mem),
-            2,
-            "a WAL was deleted before the edit making it obsolete was durable"
-        );
-        let crashed = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
-        set(&gate, false);
-        flush.join().unwrap().unwrap();
-        passes.join().unwrap();
-        drop(db);
-        let db = Db::open("/db", opts(crashed)).unwrap();
-        for i in (0..300u32).step_by(7) {
-            assert_eq!(
-                db.get(format!("key{i:05}")).unwrap(),
-                Some(vec![7u8; 100]),
-                "key{i:05} after a crash while the flush's edit was not durable"
-            );
-        }
     }
 }

@@ -48,7 +48,6 @@ pub struct VersionSet {
     log_number: FileNumber,
     compact_pointers: Vec<Vec<u8>>,
     manifest: Option<LogWriter>,
-    manifest_number: FileNumber,
     /// Files being written by flush or compaction, not yet in any version.
     pending_outputs: HashSet<FileNumber>,
     /// Bytes appended to manifests by this process.
@@ -353,7 +352,6 @@ impl VersionSet {
             log_number: FileNumber(0),
             compact_pointers: vec![Vec::new(); num_levels],
             manifest: None,
-            manifest_number: FileNumber(0),
             pending_outputs: HashSet::new(),
             manifest_bytes: 0,
             sync,
@@ -522,7 +520,6 @@ impl VersionSet {
         let name = format!("{}\n", filename::manifest_name(n));
         fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
         self.manifest = Some(w);
-        self.manifest_number = n;
         let mut st = self.sync.state();
         st.number = n.0;
         st.flushed = self.manifest.as_ref().map_or(0, LogWriter::len);
@@ -703,7 +700,7 @@ impl VersionSet {
 
     /// The live manifest's number.
     pub fn manifest_number(&self) -> FileNumber {
-        self.manifest_number
+        FileNumber(self.sync.state().number)
     }
 
     /// Files that must be kept: tables and value files in some live version, and files
