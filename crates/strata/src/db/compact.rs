@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::obsolete::ObsoleteList;
 use crate::stats::{Stats, MAX_LEVELS};
+use crate::version::set::DurableFirst;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::ValueStore;
 
@@ -230,7 +231,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         // Synced after the versions' lock is let go, so that a flush (and the writers
         // behind it) need not wait for this edit's sync (docs/design/core-engine.md,
         // "Manifest syncs outside the versions' lock").
-        let applied = versions.log_and_apply_unsynced(edit, |_| ());
+        let applied = versions.log_and_apply_unsynced(edit, DurableFirst::default(), |_| ());
         versions.release_outputs(&outputs);
         let (v, pending) = applied?;
         let mut st = lock(&db.state);
@@ -244,7 +245,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         return Ok(());
     }
     let mut versions = lock(&db.versions);
-    let (v, pending) = versions.log_and_apply_unsynced(edit, |_| ())?;
+    let (v, pending) = versions.log_and_apply_unsynced(edit, DurableFirst::default(), |_| ())?;
     let mut st = lock(&db.state);
     db.install_super_version(&mut st, v);
     drop(st);

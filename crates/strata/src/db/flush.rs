@@ -2,10 +2,11 @@
 //! installs them, in L0 or, where nothing overlaps, placed deeper
 //! (`Options::max_mem_compaction_level`).
 //!
-//! Runs on the flush thread (or the shared background thread). The tables are written and
-//! synced, their directory synced, then the edit (new L0 files + the oldest WAL still
-//! needed) is logged; only then is the memtable dropped and its WAL deleted. A crash before
-//! the edit leaves tables no manifest names: open deletes them.
+//! Runs on the flush thread (or the shared background thread). The tables are written, then
+//! the edit (new L0 files + the oldest WAL still needed) is queued for the manifest and the
+//! memtable leaves; the manifest's next sync makes the tables and their directory durable
+//! and then writes and syncs the record, and only then may the WAL be deleted. A crash
+//! before the record is durable leaves tables no manifest names: open deletes them.
 
 use std::sync::Arc;
 
@@ -18,7 +19,13 @@ use crate::options::{LevelSizing, Options};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::TableOptions;
 use crate::stats::{Stats, MAX_LEVELS};
+use crate::version::set::DurableFirst;
 use crate::version::{Version, VersionEdit};
+
+/// How many manifest records (with the tables they name) may wait for their sync before a
+/// flush waits for them: the tables and WALs of that many flushes stay in the page cache,
+/// unsynced, meanwhile.
+const FLUSHES_AHEAD: u64 = 8;
 
 impl DbInner {
     /// Flushes the oldest immutable memtable through the L0 layout of the current version.
@@ -47,6 +54,10 @@ impl DbInner {
             dropped_values: Default::default(),
             stage: true,
             staged: Vec::new(),
+            // The tables are synced with the edit's record, by whichever thread syncs the
+            // manifest next (docs/design/core-engine.md, "A flush's tables are synced with
+            // its record").
+            durable_first: Some(DurableFirst::default()),
         };
         let mut run = || -> Result<_> {
             let ingested = layout.ingest(&mut job, &mem, base.files(0))?;
@@ -70,6 +81,7 @@ impl DbInner {
         if result.is_err() {
             job.discard_staged();
         }
+        let first = job.durable_first.take().unwrap_or_default();
         let mut versions = lock(&self.versions);
         let (ingested, value_files, dropped, sealed) = match result {
             Ok(t) => t,
@@ -134,7 +146,7 @@ impl DbInner {
         // next flush need not wait for it ("Manifest syncs outside the versions' lock");
         // nothing the edit drops (WALs below its log number) is deleted before it is
         // durable: the obsolete-file pass waits for the manifest to be.
-        let applied = versions.log_and_apply_unsynced(edit, |v| {
+        let applied = versions.log_and_apply_unsynced(edit, first, |v| {
             let mut st = lock(&self.state);
             let popped = st.imms.pop_front();
             debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, &mem)));
@@ -153,10 +165,16 @@ impl DbInner {
             }
         };
         drop(versions);
-        // The sync thread syncs the record (and poisons the database if that fails): this
-        // thread may take the next memtable meanwhile, whose record a sync then covers too.
+        // The sync thread syncs the tables and the record (and poisons the database if that
+        // fails): this thread may take the next memtable meanwhile, whose record a sync then
+        // covers too, up to `FLUSHES_AHEAD` records not yet durable.
+        let sync = pending.manifest_sync();
         lock(&self.flush_syncs).push_back(pending);
         self.flush_sync_cv.notify_all();
+        if let Err(e) = sync.wait_within(FLUSHES_AHEAD) {
+            self.poison(&e.clone().context("flush"));
+            return Err(e);
+        }
         // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
         // syncs first until the obsolete list names them (`delete_obsolete_files`, which
         // drops them): a repair, which has no manifest, reads a WAL the list does not name,

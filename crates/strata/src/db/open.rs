@@ -766,6 +766,7 @@ fn flush_recovered(
         // (The WALs replayed stay until the open's edit names these tables.)
         stage: false,
         staged: Vec::new(),
+        durable_first: None,
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
     edit.new_value_files.extend(job.finish_values()?);

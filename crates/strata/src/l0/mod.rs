@@ -43,6 +43,7 @@ use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
+use crate::version::set::DurableFirst;
 use crate::version_filter::{Verdict, VersionFilter};
 use crate::vstore::{DroppedValues, FlushSeparator, OldestValueFile, ValueFile};
 
@@ -663,13 +664,17 @@ pub(crate) struct Ingest<'a> {
     pub stage: bool,
     /// The tables written under a temporary name: (temporary path, final path).
     pub staged: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// `Some`: leave the tables and their directory entries unsynced and list them here,
+    /// for the manifest to make durable before the record naming them (a live flush:
+    /// `VersionSet::log_and_apply_unsynced`); `None`: sync them here (recovery at open).
+    pub durable_first: Option<DurableFirst>,
 }
 
 impl Ingest<'_> {
     /// Writes the entries of `mem` from user key `from` (inclusive; `None` = the start) up
     /// to `to` (exclusive; `None` = the end) as one L0 table, as [`Ingest::entries`] gives
-    /// them. `None` if nothing is left. The table is synced; its directory is not (see
-    /// [`Ingest::sync_dir`]).
+    /// them. `None` if nothing is left. The table is synced (or listed in
+    /// [`Ingest::durable_first`]); its directory is not (see [`Ingest::sync_dir`]).
     ///
     /// # Errors
     /// I/O errors; `Corruption` for a malformed memtable key.
@@ -697,7 +702,14 @@ impl Ingest<'_> {
             self.staged.push((crate::fs::temp_path(&path), path));
         }
         let (smallest, largest) = (b.first_key().to_vec(), b.last_key().to_vec());
-        let props = b.finish()?;
+        let props = match self.durable_first.as_mut() {
+            Some(first) => {
+                let (props, _unsynced) = b.finish_unsynced()?;
+                first.files.push(self.placement.table_path(number, path_id));
+                props
+            }
+            None => b.finish()?,
+        };
         let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
         meta.oldest_value_file = oldest.0;
         Ok(Some(meta))
@@ -795,12 +807,22 @@ impl Ingest<'_> {
         }
     }
 
-    /// Syncs the tables' directory, so the tables written are found after a crash.
+    /// Syncs the tables' directory, so the tables written are found after a crash (or
+    /// lists it in [`Ingest::durable_first`]).
     ///
     /// # Errors
     /// I/O errors.
-    pub fn sync_dir(&self) -> Result<()> {
-        self.fs.sync_dir(self.placement.dir(self.path_id))
+    pub fn sync_dir(&mut self) -> Result<()> {
+        let dir = self.placement.dir(self.path_id);
+        match self.durable_first.as_mut() {
+            Some(first) => {
+                if !first.dirs.iter().any(|d| d == dir) {
+                    first.dirs.push(dir.to_path_buf());
+                }
+                Ok(())
+            }
+            None => self.fs.sync_dir(dir),
+        }
     }
 
     /// Gives the tables written under a temporary name their own, and syncs their

@@ -2,13 +2,15 @@
 //! the counters (file numbers, sequence, live WAL) persisted with it.
 //!
 //! Concurrency: the database keeps the `VersionSet` behind its own mutex, taken by flush,
-//! compaction and open (never by reads or the write path). `log_and_apply` appends and syncs
-//! the edit under that mutex; `log_and_apply_unsynced` appends it and makes the new version
-//! current, and the caller syncs it (`PendingSync::wait`) after letting go of the mutex, so
-//! that a slow sync holds up no other flush or compaction (docs/design/core-engine.md,
-//! "Manifest syncs outside the versions' lock"). Until then the version the edit replaced
-//! is held, and the obsolete-file pass waits for the manifest to be durable up to what it
-//! saw: nothing an edit drops is deleted or reused before the edit is durable.
+//! compaction and open (never by reads or the write path). `log_and_apply` queues the
+//! edit's record and syncs it under that mutex; `log_and_apply_unsynced` queues it and makes
+//! the new version current, and the caller syncs it (`PendingSync::wait`) after letting go of
+//! the mutex, so that a slow sync holds up no other flush or compaction (docs/design/
+//! core-engine.md, "Manifest syncs outside the versions' lock"). A record reaches the file
+//! only in a sync, after the files it names unsynced ([`DurableFirst`]). Until it is
+//! durable the version the edit replaced is held, and the obsolete-file pass waits for the
+//! manifest to be durable up to what it saw: nothing an edit drops is deleted or reused
+//! before the edit is durable.
 //! Lock order: `VersionSet` before the database state mutex.
 
 use std::collections::HashSet;
@@ -47,34 +49,44 @@ pub struct VersionSet {
     last_sequence: SeqNo,
     log_number: FileNumber,
     compact_pointers: Vec<Vec<u8>>,
-    manifest: Option<LogWriter>,
     /// Files being written by flush or compaction, not yet in any version.
     pending_outputs: HashSet<FileNumber>,
-    /// Bytes appended to manifests by this process.
-    manifest_bytes: u64,
-    /// How much of the manifest is durable (shared with the threads syncing it).
+    /// The manifest's writer and its durability (shared with the threads syncing it).
     sync: Arc<ManifestSync>,
 }
 
-/// How much of the manifest is durable, shared by the threads that sync edits after letting
-/// go of the versions' lock: one sync at a time, and a sync covers every record flushed to
-/// the file before it began (group commit).
+/// The manifest's writer and how much of it is durable, shared by the threads that sync
+/// edits after letting go of the versions' lock. An edit's record waits in a queue until a
+/// thread syncs: that thread first makes durable the files the queued records name but
+/// whose writers left unsynced ([`DurableFirst`]: a flush's tables), then writes the records
+/// to the file and syncs it, one sync at a time, each covering every record queued before
+/// it began (group commit). So no record is in the file, where any sync would make it
+/// durable, before what it names is durable.
 pub(crate) struct ManifestSync {
     fs: Arc<dyn Fs>,
     placement: Placement,
     state: Mutex<SyncState>,
     cv: Condvar,
+    /// The live manifest's writer: written only by the thread that set
+    /// `SyncState::syncing` (lock order: `state` before `writer`, never the reverse).
+    writer: Mutex<Option<LogWriter>>,
 }
 
 #[derive(Default)]
 struct SyncState {
-    /// The manifest appended to now.
+    /// The manifest written to now (0: none yet).
     number: u64,
-    /// Its bytes pushed to the file system.
-    flushed: u64,
-    /// Its bytes known durable.
+    /// Records appended by this process (queued or written), across manifests.
+    appended: u64,
+    /// Of those, how many are known durable (a prefix).
     synced: u64,
-    /// Whether a thread is syncing it now.
+    /// Records not yet written to the file, oldest first.
+    queue: Vec<Queued>,
+    /// The live manifest's length once the queue is written (when to start a new one).
+    len: u64,
+    /// Bytes written to manifests by this process.
+    bytes: u64,
+    /// Whether a thread is writing and syncing the queue now (or starting a manifest).
     syncing: bool,
     /// The first failed sync: what is durable of the manifest is unknown from then on, so
     /// nothing more is appended and every wait fails.
@@ -86,11 +98,28 @@ struct SyncState {
     held: Vec<(ManifestMark, Arc<Version>)>,
 }
 
+/// A record waiting to be written, with what must be durable before it is.
+struct Queued {
+    record: Vec<u8>,
+    first: DurableFirst,
+}
+
+/// Files an edit names that their writer left unsynced: synced (files, then directories)
+/// before the edit's record is written to the manifest. A flush hands its tables over this
+/// way, so that its memtable leaves without waiting for their sync (docs/design/
+/// core-engine.md, "A flush's tables are synced with its record").
+#[derive(Debug, Default)]
+pub(crate) struct DurableFirst {
+    /// Files to sync.
+    pub files: Vec<PathBuf>,
+    /// Directories whose entries for them to sync.
+    pub dirs: Vec<PathBuf>,
+}
+
 impl SyncState {
     /// Whether the manifest is durable up to `mark`.
     fn covers(&self, mark: ManifestMark) -> bool {
-        // A manifest written since is synced whole with everything before it.
-        self.number > mark.number || self.synced >= mark.len
+        self.synced >= mark.0
     }
 
     /// Takes out the versions whose edits are durable now (dropped by the caller, outside
@@ -107,12 +136,9 @@ impl SyncState {
     }
 }
 
-/// Where the manifest had been appended to: a record is durable once this is.
+/// How many records had been appended: a record is durable once this many are.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ManifestMark {
-    number: u64,
-    len: u64,
-}
+pub(crate) struct ManifestMark(u64);
 
 impl ManifestSync {
     fn new(fs: Arc<dyn Fs>, placement: Placement) -> Self {
@@ -121,6 +147,7 @@ impl ManifestSync {
             placement,
             state: Mutex::new(SyncState::default()),
             cv: Condvar::new(),
+            writer: Mutex::new(None),
         }
     }
 
@@ -128,17 +155,17 @@ impl ManifestSync {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// What has been appended so far.
-    pub(crate) fn appended(&self) -> ManifestMark {
-        let st = self.state();
-        ManifestMark {
-            number: st.number,
-            len: st.flushed,
-        }
+    fn writer(&self) -> MutexGuard<'_, Option<LogWriter>> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits until the manifest is durable up to `mark`, syncing it unless another thread
-    /// is (then its sync, or the next, covers the mark).
+    /// What has been appended so far.
+    pub(crate) fn appended(&self) -> ManifestMark {
+        ManifestMark(self.state().appended)
+    }
+
+    /// Waits until the manifest is durable up to `mark`, writing and syncing what is queued
+    /// unless another thread is (then its sync, or the next, covers the mark).
     ///
     /// # Errors
     /// The sync's error, and from then on that error for every wait.
@@ -159,20 +186,19 @@ impl ManifestSync {
                 continue;
             }
             st.syncing = true;
-            let (number, upto) = (st.number, st.flushed);
+            let batch = std::mem::take(&mut st.queue);
+            let (number, upto) = (st.number, st.appended);
             drop(st);
-            let path = self.placement.manifest_path(FileNumber(number));
-            let synced = self.fs.sync_file(&path);
+            let written = self.write_and_sync(number, &batch);
             st = self.state();
             st.syncing = false;
-            if st.number == number {
-                match synced {
-                    Ok(()) => st.synced = st.synced.max(upto),
-                    Err(e) => st.failed = Some(e.context("syncing the manifest")),
+            match written {
+                Ok(bytes) => {
+                    st.synced = st.synced.max(upto);
+                    st.bytes += bytes;
                 }
+                Err(e) => st.failed = Some(e),
             }
-            // (Otherwise a new manifest was written and synced meanwhile, whole, and the
-            // old one may be gone: the loop finds the mark covered.)
             self.cv.notify_all();
         }
     }
@@ -183,6 +209,65 @@ impl ManifestSync {
     /// As [`ManifestSync::wait_for`].
     pub(crate) fn wait_all(&self) -> Result<()> {
         self.wait_for(self.appended())
+    }
+
+    /// Waits until at most `n` of the records appended so far are not durable, syncing if
+    /// no other thread is (a flush running ahead of the syncs: the tables and WALs of those
+    /// records wait in the page cache meanwhile).
+    ///
+    /// # Errors
+    /// As [`ManifestSync::wait_for`].
+    pub(crate) fn wait_within(&self, n: u64) -> Result<()> {
+        let target = self.state().appended.saturating_sub(n);
+        self.wait_for(ManifestMark(target))
+    }
+
+    /// Syncs the files `batch` names as unsynced, then writes its records to manifest
+    /// `number` and syncs it. Returns the bytes written. REQUIRES: `syncing` set by the
+    /// caller.
+    fn write_and_sync(&self, number: u64, batch: &[Queued]) -> Result<u64> {
+        self.sync_first(batch)?;
+        let bytes = {
+            let mut w = self.writer();
+            let Some(w) = w.as_mut() else {
+                return Err(Error::new(ErrorKind::Io, "no manifest open"));
+            };
+            let before = w.len();
+            for q in batch {
+                w.add_record(&q.record)?;
+            }
+            w.flush()?;
+            w.len() - before
+        };
+        let path = self.placement.manifest_path(FileNumber(number));
+        self.fs
+            .sync_file(&path)
+            .map_err(|e| e.context("syncing the manifest"))?;
+        Ok(bytes)
+    }
+
+    /// Makes durable what `batch`'s records name unsynced: files first, then directories.
+    fn sync_first(&self, batch: &[Queued]) -> Result<()> {
+        let mut dirs: Vec<&PathBuf> = Vec::new();
+        for q in batch {
+            for f in &q.first.files {
+                self.fs.sync_file(f).map_err(|e| {
+                    e.context(format!(
+                        "syncing {} before the manifest names it",
+                        f.display()
+                    ))
+                })?;
+            }
+            for d in &q.first.dirs {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+        for d in dirs {
+            self.fs.sync_dir(d)?;
+        }
+        Ok(())
     }
 }
 
@@ -204,6 +289,11 @@ impl PendingSync {
     /// unknown).
     pub(crate) fn wait(self) -> Result<()> {
         self.sync.wait_for(self.mark)
+    }
+
+    /// The manifest's durability this edit waits on.
+    pub(crate) fn manifest_sync(&self) -> Arc<ManifestSync> {
+        self.sync.clone()
     }
 }
 
@@ -351,9 +441,7 @@ impl VersionSet {
             last_sequence: SeqNo::ZERO,
             log_number: FileNumber(0),
             compact_pointers: vec![Vec::new(); num_levels],
-            manifest: None,
             pending_outputs: HashSet::new(),
-            manifest_bytes: 0,
             sync,
         }
     }
@@ -485,10 +573,59 @@ impl VersionSet {
     }
 
     /// Starts a new manifest holding a snapshot of the current state and points CURRENT at it.
+    /// Records still queued are dropped (the snapshot holds their edits), once the files
+    /// they name unsynced are durable; a sync running meanwhile is waited for.
     ///
     /// # Errors
-    /// I/O errors.
+    /// I/O errors. If records were queued, the manifest is failed for good (they are in no
+    /// file).
     pub fn write_new_manifest(&mut self) -> Result<()> {
+        let mut st = self.sync.state();
+        while st.syncing {
+            st = self
+                .sync
+                .cv
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        st.syncing = true;
+        let batch = std::mem::take(&mut st.queue);
+        let upto = st.appended;
+        drop(st);
+        let written = self
+            .sync
+            .sync_first(&batch)
+            .and_then(|()| self.write_snapshot());
+        let mut st = self.sync.state();
+        st.syncing = false;
+        let result = match written {
+            Ok((n, w)) => {
+                st.number = n.0;
+                st.len = w.len();
+                st.bytes += w.len();
+                st.synced = upto;
+                *self.sync.writer() = Some(w);
+                Ok(())
+            }
+            Err(e) => {
+                if !batch.is_empty() {
+                    st.failed = Some(e.clone());
+                }
+                Err(e)
+            }
+        };
+        let released = st.release();
+        drop(st);
+        drop(released);
+        self.sync.cv.notify_all();
+        result
+    }
+
+    /// Writes a new manifest holding the current state, synced, and points CURRENT at it.
+    fn write_snapshot(&mut self) -> Result<(FileNumber, LogWriter)> {
         let n = self.new_file_number();
         let path = self.placement.manifest_path(n);
         let mut w = LogWriter::new(self.fs.create(&path)?);
@@ -515,20 +652,10 @@ impl VersionSet {
         snap.kept = self.current.kept.as_deref().cloned();
         w.add_record(&snap.encode())?;
         w.sync()?;
-        self.manifest_bytes += w.len();
         self.fs.sync_dir(self.placement.db_dir())?;
         let name = format!("{}\n", filename::manifest_name(n));
         fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
-        self.manifest = Some(w);
-        let mut st = self.sync.state();
-        st.number = n.0;
-        st.flushed = self.manifest.as_ref().map_or(0, LogWriter::len);
-        st.synced = st.flushed;
-        let released = st.release();
-        drop(st);
-        drop(released);
-        self.sync.cv.notify_all();
-        Ok(())
+        Ok((n, w))
     }
 
     /// Applies `edit` to the current version, logs it durably, and makes the result current.
@@ -538,14 +665,14 @@ impl VersionSet {
     /// I/O errors writing the manifest (the caller must poison the database: the manifest's
     /// durable content is then unknown), or `Corruption` if the edit does not apply.
     pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
-        let (v, pending) = self.log_and_apply_unsynced(edit, |_| ())?;
+        let (v, pending) = self.log_and_apply_unsynced(edit, DurableFirst::default(), |_| ())?;
         pending.wait()?;
         Ok(v)
     }
 
-    /// Applies `edit`, appends its record to the manifest and makes the result current,
+    /// Applies `edit`, queues its record for the manifest and makes the result current,
     /// calling `written` with the new version then; the record is durable once the returned
-    /// [`PendingSync`] is waited for, which the caller does after letting go of the
+    /// [`PendingSync`] is waited for (which syncs `first` before the record is written), which the caller does after letting go of the
     /// versions' lock (docs/design/core-engine.md, "Manifest syncs outside the versions'
     /// lock"). Whatever the caller makes of the version before that must not need the edit
     /// durable: a flush hands its memtable's place to the writers (its WAL stays until the
@@ -555,11 +682,13 @@ impl VersionSet {
     /// pass waits for the manifest to be durable up to what it saw.
     ///
     /// # Errors
-    /// As `log_and_apply`, for the append (the version is then unchanged); and once a sync
-    /// has failed, every call fails with its error.
+    /// `Corruption` if the edit does not apply, I/O errors starting a new manifest (the
+    /// version is then unchanged); and once a sync has failed, every call fails with its
+    /// error.
     pub(crate) fn log_and_apply_unsynced(
         &mut self,
         mut edit: VersionEdit,
+        first: DurableFirst,
         written: impl FnOnce(&Arc<Version>),
     ) -> Result<(Arc<Version>, PendingSync)> {
         if let Some(e) = &self.sync.state().failed {
@@ -585,30 +714,20 @@ impl VersionSet {
             .unwrap_or(self.last_sequence)
             .max(self.last_sequence);
         edit.last_sequence = Some(last_seq);
-        if self
-            .manifest
-            .as_ref()
-            .is_none_or(|m| m.len() > self.max_manifest_size)
-        {
+        let full = {
+            let st = self.sync.state();
+            st.number == 0 || st.len > self.max_manifest_size
+        };
+        if full {
             self.write_new_manifest()?;
         }
-        let Some(m) = self.manifest.as_mut() else {
-            return Err(Error::new(ErrorKind::Io, "no manifest open"));
-        };
-        let before = m.len();
-        let appended = m.add_record(&edit.encode()).and_then(|()| m.flush());
-        self.manifest_bytes += m.len() - before;
-        if let Err(e) = appended {
-            self.manifest = None;
-            return Err(e);
-        }
+        let record = edit.encode();
         let mark = {
             let mut st = self.sync.state();
-            st.flushed = m.len();
-            let mark = ManifestMark {
-                number: st.number,
-                len: st.flushed,
-            };
+            st.len += record.len() as u64;
+            st.queue.push(Queued { record, first });
+            st.appended += 1;
+            let mark = ManifestMark(st.appended);
             st.held.push((mark, self.current.clone()));
             mark
         };
@@ -693,9 +812,9 @@ impl VersionSet {
             .map_or(&[], |v| v.as_slice())
     }
 
-    /// Bytes appended to manifests by this process.
+    /// Bytes written to manifests by this process.
     pub fn manifest_bytes(&self) -> u64 {
-        self.manifest_bytes
+        self.sync.state().bytes
     }
 
     /// The live manifest's number.
