@@ -251,11 +251,13 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
     pub read_only: bool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Flushes' manifest records waiting to be synced by the sync thread (`bg::sync_work`),
-    /// oldest first: the flush thread takes the next memtable meanwhile.
-    pub flush_syncs: Mutex<std::collections::VecDeque<crate::version::set::PendingSync>>,
+    /// Flushes' and background compactions' manifest records waiting to be synced by the
+    /// sync thread (`bg::sync_work`), oldest first: the flush thread takes the next
+    /// memtable meanwhile, the compaction thread the next compaction
+    /// (`DbInner::sync_later`).
+    pub deferred_syncs: Mutex<std::collections::VecDeque<crate::version::set::PendingSync>>,
     /// Wakes the sync thread: a record to sync, or shutdown.
-    pub flush_sync_cv: Condvar,
+    pub deferred_sync_cv: Condvar,
     /// The obsolete list's state; held while a list is written, not across deletions.
     pub obsolete: Mutex<compact::ObsoleteFiles>,
     /// Held through each pass of `delete_obsolete_files` (one pass at a time).

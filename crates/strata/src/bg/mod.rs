@@ -46,7 +46,7 @@ pub(crate) fn start(db: &Arc<DbInner>) {
     }
 }
 
-/// The sync thread: syncs the manifest records flushes hand it (`DbInner::flush_syncs`),
+/// The sync thread: syncs the manifest records flushes hand it (`DbInner::deferred_syncs`),
 /// so that the flush thread takes the next memtable while the last one's record is being
 /// synced (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"). One
 /// sync covers every record appended before it. A failed sync poisons the database. At
@@ -54,13 +54,13 @@ pub(crate) fn start(db: &Arc<DbInner>) {
 fn sync_work(db: &DbInner) {
     loop {
         let batch: Vec<_> = {
-            let mut q = lock(&db.flush_syncs);
+            let mut q = lock(&db.deferred_syncs);
             while q.is_empty() {
                 if db.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
                 q = db
-                    .flush_sync_cv
+                    .deferred_sync_cv
                     .wait(q)
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
@@ -68,7 +68,7 @@ fn sync_work(db: &DbInner) {
         };
         for pending in batch {
             if let Err(e) = pending.wait() {
-                db.poison(&e.context("flush"));
+                db.poison(&e.context("syncing the manifest"));
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::obsolete::ObsoleteList;
 use crate::stats::{Stats, MAX_LEVELS};
-use crate::version::set::DurableFirst;
+use crate::version::set::{DurableFirst, PendingSync};
 use crate::version::{Version, VersionEdit};
 use crate::vstore::ValueStore;
 
@@ -238,7 +238,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         db.install_super_version(&mut st, v);
         drop(st);
         drop(versions);
-        pending.wait()?;
+        made_durable(db, c, pending)?;
         Stats::add(&db.stats.compactions[out_level], 1);
         Stats::add(&db.stats.merges_from[in_level], 1);
         db.warm_values(&written);
@@ -250,9 +250,20 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
     db.install_super_version(&mut st, v);
     drop(st);
     drop(versions);
-    pending.wait()?;
+    made_durable(db, c, pending)?;
     Stats::add(&db.stats.compactions[out_level], 1);
     Ok(())
+}
+
+/// A compaction's edit, installed, becomes durable: a manual one's before it returns
+/// (`compact_range` promises it), a background one's on the sync thread, so that the
+/// compaction thread merges on meanwhile (docs/design/core-engine.md, "A compaction does
+/// not wait for its record's sync"). Nothing it dropped is deleted before then either way.
+fn made_durable(db: &DbInner, c: &Compaction, pending: PendingSync) -> Result<()> {
+    if c.reason == picker::CompactionReason::Manual {
+        return pending.wait();
+    }
+    db.sync_later(pending)
 }
 
 /// `Db::compact_range`: flush, then push every overlapping file down level by level to the

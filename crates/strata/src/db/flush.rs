@@ -19,15 +19,30 @@ use crate::options::{LevelSizing, Options};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::TableOptions;
 use crate::stats::{Stats, MAX_LEVELS};
-use crate::version::set::DurableFirst;
+use crate::version::set::{DurableFirst, PendingSync};
 use crate::version::{Version, VersionEdit};
 
 /// How many manifest records (with the tables they name) may wait for their sync before a
-/// flush waits for them: the tables and WALs of that many flushes stay in the page cache,
-/// unsynced, meanwhile.
-const FLUSHES_AHEAD: u64 = 8;
+/// flush or compaction waits for them: the tables and WALs of that many edits stay in the
+/// page cache, unsynced, and the files they drop on disk, meanwhile.
+const SYNCS_AHEAD: u64 = 8;
 
 impl DbInner {
+    /// Hands an installed edit's sync to the sync thread (`bg::sync_work`, which poisons
+    /// the database if it fails), then waits, syncing if no other thread is, while more
+    /// than `SYNCS_AHEAD` records are not durable.
+    ///
+    /// # Errors
+    /// A failed sync (the database is then poisoned).
+    pub(crate) fn sync_later(&self, pending: PendingSync) -> Result<()> {
+        let sync = pending.manifest_sync();
+        lock(&self.deferred_syncs).push_back(pending);
+        self.deferred_sync_cv.notify_all();
+        sync.wait_within(SYNCS_AHEAD).inspect_err(|e| {
+            self.poison(&e.clone().context("syncing the manifest"));
+        })
+    }
+
     /// Flushes the oldest immutable memtable through the L0 layout of the current version.
     /// REQUIRES: the caller set `flush_running`.
     pub(crate) fn flush_one(&self) -> Result<()> {
@@ -165,16 +180,9 @@ impl DbInner {
             }
         };
         drop(versions);
-        // The sync thread syncs the tables and the record (and poisons the database if that
-        // fails): this thread may take the next memtable meanwhile, whose record a sync then
-        // covers too, up to `FLUSHES_AHEAD` records not yet durable.
-        let sync = pending.manifest_sync();
-        lock(&self.flush_syncs).push_back(pending);
-        self.flush_sync_cv.notify_all();
-        if let Err(e) = sync.wait_within(FLUSHES_AHEAD) {
-            self.poison(&e.clone().context("flush"));
-            return Err(e);
-        }
+        // The sync thread syncs the tables and the record: this thread may take the next
+        // memtable meanwhile, whose record a sync then covers too.
+        self.sync_later(pending)?;
         // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
         // syncs first until the obsolete list names them (`delete_obsolete_files`, which
         // drops them): a repair, which has no manifest, reads a WAL the list does not name,

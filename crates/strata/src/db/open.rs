@@ -297,8 +297,8 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
-        flush_syncs: Mutex::default(),
-        flush_sync_cv: Condvar::new(),
+        deferred_syncs: Mutex::default(),
+        deferred_sync_cv: Condvar::new(),
         obsolete: Mutex::default(),
         deletion_pass: Mutex::default(),
         _lock: Mutex::new(p.lock),
@@ -793,8 +793,8 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         db.done_cv.notify_all();
     }
     {
-        let _q = lock(&db.flush_syncs);
-        db.flush_sync_cv.notify_all();
+        let _q = lock(&db.deferred_syncs);
+        db.deferred_sync_cv.notify_all();
     }
     let threads: Vec<_> = lock(&db.threads).drain(..).collect();
     for t in threads {
@@ -813,7 +813,7 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     }
     // A flush's record the sync thread left (it may end before the flush thread's last
     // hand-off): synced here.
-    let pending: Vec<_> = lock(&db.flush_syncs).drain(..).collect();
+    let pending: Vec<_> = lock(&db.deferred_syncs).drain(..).collect();
     let manifest = pending.into_iter().try_for_each(PendingSync::wait);
     let result = db
         .sync_values()
