@@ -251,13 +251,13 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
     pub read_only: bool,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Flushes' and background compactions' manifest records waiting to be synced by the
-    /// sync thread (`bg::sync_work`), oldest first: the flush thread takes the next
-    /// memtable meanwhile, the compaction thread the next compaction
-    /// (`DbInner::sync_later`).
-    pub deferred_syncs: Mutex<std::collections::VecDeque<crate::version::set::PendingSync>>,
+    /// Set when a flush or background compaction leaves its manifest record's sync to the
+    /// sync thread (`DbInner::sync_later`), which clears it and makes everything queued for
+    /// the manifest durable: the flush thread takes the next memtable meanwhile, the
+    /// compaction thread the next compaction.
+    pub sync_wanted: Mutex<bool>,
     /// Wakes the sync thread: a record to sync, or shutdown.
-    pub deferred_sync_cv: Condvar,
+    pub sync_cv: Condvar,
     /// The obsolete list's state; held while a list is written, not across deletions.
     pub obsolete: Mutex<compact::ObsoleteFiles>,
     /// Held through each pass of `delete_obsolete_files` (one pass at a time).

@@ -597,7 +597,7 @@ fn put_with_manifest_syncs_held(puts: u32) -> (Arc<Db>, Arc<Gate>, bool) {
 /// about two memtables' worth of puts still complete (they stopped behind the first flush's
 /// sync when the memtable left after it).
 #[test]
-fn writers_go_on_while_a_deferred_syncs_the_manifest() {
+fn writers_go_on_while_a_flush_syncs_the_manifest() {
     // ~1.7 memtables of 64 KiB.
     let (db, gate, finished) = put_with_manifest_syncs_held(1_000);
     set_gate(&gate, false);

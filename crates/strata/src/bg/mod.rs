@@ -46,30 +46,31 @@ pub(crate) fn start(db: &Arc<DbInner>) {
     }
 }
 
-/// The sync thread: syncs the manifest records flushes hand it (`DbInner::deferred_syncs`),
-/// so that the flush thread takes the next memtable while the last one's record is being
-/// synced (docs/design/core-engine.md, "Manifest syncs outside the versions' lock"). One
-/// sync covers every record appended before it. A failed sync poisons the database. At
-/// shutdown it syncs what is queued and ends; `close` syncs what came after.
+/// The sync thread: makes the manifest durable whenever a flush or background compaction
+/// leaves its record's sync to it (`DbInner::sync_wanted`), so that the flush thread takes
+/// the next memtable, and the compaction thread the next compaction, while the last
+/// record (and a flush's tables) are being synced (docs/design/core-engine.md, "Manifest
+/// syncs outside the versions' lock"). One sync covers every record queued before it. A
+/// failed sync poisons the database. At shutdown it ends once nothing is wanted; `close`
+/// syncs what came after.
 fn sync_work(db: &DbInner) {
+    let sync = lock(&db.versions).manifest_sync();
     loop {
-        let batch: Vec<_> = {
-            let mut q = lock(&db.deferred_syncs);
-            while q.is_empty() {
+        {
+            let mut wanted = lock(&db.sync_wanted);
+            while !*wanted {
                 if db.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
-                q = db
-                    .deferred_sync_cv
-                    .wait(q)
+                wanted = db
+                    .sync_cv
+                    .wait(wanted)
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
-            q.drain(..).collect()
-        };
-        for pending in batch {
-            if let Err(e) = pending.wait() {
-                db.poison(&e.context("syncing the manifest"));
-            }
+            *wanted = false;
+        }
+        if let Err(e) = sync.wait_all() {
+            db.poison(&e.context("syncing the manifest"));
         }
     }
 }

@@ -35,9 +35,10 @@ impl DbInner {
     /// # Errors
     /// A failed sync (the database is then poisoned).
     pub(crate) fn sync_later(&self, pending: PendingSync) -> Result<()> {
+        // The sync thread's next sync covers this record with every other queued.
         let sync = pending.manifest_sync();
-        lock(&self.deferred_syncs).push_back(pending);
-        self.deferred_sync_cv.notify_all();
+        *lock(&self.sync_wanted) = true;
+        self.sync_cv.notify_all();
         sync.wait_within(SYNCS_AHEAD).inspect_err(|e| {
             self.poison(&e.clone().context("syncing the manifest"));
         })

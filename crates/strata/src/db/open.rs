@@ -19,7 +19,6 @@ use crate::placement::Placement;
 use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
-use crate::version::set::PendingSync;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
@@ -297,8 +296,8 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
-        deferred_syncs: Mutex::default(),
-        deferred_sync_cv: Condvar::new(),
+        sync_wanted: Mutex::new(false),
+        sync_cv: Condvar::new(),
         obsolete: Mutex::default(),
         deletion_pass: Mutex::default(),
         _lock: Mutex::new(p.lock),
@@ -793,8 +792,8 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         db.done_cv.notify_all();
     }
     {
-        let _q = lock(&db.deferred_syncs);
-        db.deferred_sync_cv.notify_all();
+        let _w = lock(&db.sync_wanted);
+        db.sync_cv.notify_all();
     }
     let threads: Vec<_> = lock(&db.threads).drain(..).collect();
     for t in threads {
@@ -811,10 +810,13 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
-    // A flush's record the sync thread left (it may end before the flush thread's last
-    // hand-off): synced here.
-    let pending: Vec<_> = lock(&db.deferred_syncs).drain(..).collect();
-    let manifest = pending.into_iter().try_for_each(PendingSync::wait);
+    // A record the sync thread left (it may end before the flush thread's last hand-off):
+    // synced here.
+    let manifest = if std::mem::take(&mut *lock(&db.sync_wanted)) {
+        lock(&db.versions).manifest_sync().wait_all()
+    } else {
+        Ok(())
+    };
     let result = db
         .sync_values()
         .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()));

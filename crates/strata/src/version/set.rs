@@ -88,6 +88,9 @@ struct SyncState {
     bytes: u64,
     /// Whether a thread is writing and syncing the queue now (or starting a manifest).
     syncing: bool,
+    /// Threads dropping versions taken out of `held` (outside the lock): a wait returns
+    /// only once none is, so that what a durable edit dropped is no longer live by then.
+    releasing: usize,
     /// The first failed sync: what is durable of the manifest is unknown from then on, so
     /// nothing more is appended and every wait fails.
     failed: Option<Error>,
@@ -122,9 +125,9 @@ impl SyncState {
         self.synced >= mark.0
     }
 
-    /// Takes out the versions whose edits are durable now (dropped by the caller, outside
-    /// the lock: the last holder of a layout frees its pages).
-    fn release(&mut self) -> Vec<Arc<Version>> {
+    /// Takes out the versions whose edits are durable now (dropped outside the lock:
+    /// [`ManifestSync::release_covered`]).
+    fn take_covered(&mut self) -> Vec<Arc<Version>> {
         if self.failed.is_some() {
             return Vec::new();
         }
@@ -176,9 +179,10 @@ impl ManifestSync {
                 return Err(e.clone());
             }
             if st.covers(mark) {
-                let released = st.release();
-                drop(st);
-                drop(released);
+                st = self.release_covered(st);
+                while st.releasing > 0 {
+                    st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                }
                 return Ok(());
             }
             if st.syncing {
@@ -201,6 +205,25 @@ impl ManifestSync {
             }
             self.cv.notify_all();
         }
+    }
+
+    /// Drops the versions held for edits now durable, outside the lock (the last holder of
+    /// a layout frees its pages), counted in `releasing` meanwhile.
+    fn release_covered<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, SyncState>,
+    ) -> MutexGuard<'a, SyncState> {
+        let released = st.take_covered();
+        if released.is_empty() {
+            return st;
+        }
+        st.releasing += 1;
+        drop(st);
+        drop(released);
+        let mut st = self.state();
+        st.releasing -= 1;
+        self.cv.notify_all();
+        st
     }
 
     /// Waits until everything appended so far is durable.
@@ -617,9 +640,7 @@ impl VersionSet {
                 Err(e)
             }
         };
-        let released = st.release();
-        drop(st);
-        drop(released);
+        drop(self.sync.release_covered(st));
         self.sync.cv.notify_all();
         result
     }
