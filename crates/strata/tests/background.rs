@@ -109,6 +109,57 @@ fn obsolete_files_are_deleted_on_the_deletion_thread() {
     }
 }
 
+/// Value-store GC threads never delete files either: the hash store's steps and the value
+/// log's collect files by the dozen, and a GC thread that ran the obsolete-file pass after
+/// each step listed the database's directories after each (a sixth of the CPU with 640
+/// groups).
+#[test]
+fn value_store_gc_threads_leave_deletions_to_the_deletion_thread() {
+    for name in ["hashkv", "wisckey"] {
+        let config = strata_testkit::configs()
+            .into_iter()
+            .find(|c| c.name == name)
+            .expect("a named configuration");
+        let removers: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+        let recording = removers.clone();
+        let fs = InterceptFs::new(Arc::new(MemFs::new())).on_remove(move |path, fs| {
+            let thread = std::thread::current().name().unwrap_or("").to_string();
+            let file = path.to_string_lossy().to_string();
+            recording.lock().unwrap().push((thread, file));
+            fs.remove(path)
+        });
+        let opts = (config.build)(Path::new("/db"), Arc::new(fs));
+        let db = Db::open("/db", opts).unwrap();
+        let value_files = |r: &[(String, String)]| {
+            r.iter()
+                .filter(|(_, f)| f.ends_with(".hkv") || f.ends_with(".vlog"))
+                .count()
+        };
+        // Overwrites of 200-byte values (separated by both), flushed often: garbage for
+        // every group and segment, so GC collects files.
+        let start = Instant::now();
+        let mut round = 0u8;
+        while value_files(&removers.lock().unwrap()) < 4 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{name}: no value file deleted"
+            );
+            for i in 0..300u32 {
+                db.put(format!("key{i:05}"), vec![round; 200]).unwrap();
+            }
+            db.flush().unwrap();
+            round = round.wrapping_add(1);
+        }
+        let by = removers.lock().unwrap().clone();
+        let wrong: Vec<_> = by.iter().filter(|(t, _)| t != "strata-delete").collect();
+        assert!(wrong.is_empty(), "{name}: deleted by {wrong:?}");
+        for i in 0..300u32 {
+            let v = db.get(format!("key{i:05}")).unwrap().expect("kept");
+            assert_eq!(v, vec![round.wrapping_sub(1); 200]);
+        }
+    }
+}
+
 /// Writes 400 keys twice, flushing each time (`key00000`.. with values of 0s, then 1s),
 /// and returns once the L0 -> L1 compaction the two tables make due is running (with two
 /// as the trigger).

@@ -307,20 +307,34 @@ pub(crate) fn is_feature(feature: &str) -> bool {
 /// The format features the value files `files` use, in registration order: each store's
 /// own, then those some of its files add ([`Store::file_features`]).
 pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
-    let files: Vec<&ValueFile> = files.into_iter().collect();
-    let mut out = Vec::new();
-    for s in STORES {
-        let mine: Vec<&ValueFile> = files
-            .iter()
-            .copied()
-            .filter(|f| f.store == s.id())
-            .collect();
+    // One pass, no copies: every edit naming a value file asks, over every file the
+    // version holds (thousands with a hash store of many groups).
+    let mut used: Vec<(bool, Vec<bool>)> = STORES
+        .iter()
+        .map(|s| (false, vec![false; s.more_features().len()]))
+        .collect();
+    for f in files {
+        let Some(i) = STORES.iter().position(|s| s.id() == f.store) else {
+            continue;
+        };
+        let (s, (any, extras)) = (STORES[i], &mut used[i]);
+        *any = true;
+        let mine = s.file_features(f);
         if mine.is_empty() {
             continue;
         }
+        for (seen, extra) in extras.iter_mut().zip(s.more_features()) {
+            *seen |= mine.contains(extra);
+        }
+    }
+    let mut out = Vec::new();
+    for (s, (any, extras)) in STORES.iter().zip(used) {
+        if !any {
+            continue;
+        }
         out.push(s.feature().to_string());
-        for extra in s.more_features() {
-            if mine.iter().any(|f| s.file_features(f).contains(extra)) {
+        for (seen, extra) in extras.into_iter().zip(s.more_features()) {
+            if seen {
                 out.push((*extra).to_string());
             }
         }

@@ -34,9 +34,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use super::separator::GroupWriter;
-use super::{
-    group_of, groups_in, kind_of, record, reserve, reserve_used, SegmentKind, COLD_GROUP, ID,
-};
+use super::{group_of, groups_in, kind_of, record, reserve, SegmentKind, Sizes, COLD_GROUP, ID};
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
 use crate::fs::Fs;
@@ -78,6 +76,8 @@ pub(super) struct HashGc {
     /// The space the last set of files seen gives (writes ask per write group; the set
     /// changes only with a flush, compaction or GC).
     space: Mutex<Option<(FileSet, Space)>>,
+    /// What the last set of files seen adds up to (a step asks several times).
+    sizes: Mutex<Option<(FileSet, Arc<Sizes>)>>,
 }
 
 /// A version's value files (shared by versions that differ only in tables).
@@ -86,7 +86,7 @@ type FileSet = Arc<std::collections::BTreeMap<u64, ValueFile>>;
 /// The store's space in one set of files.
 #[derive(Debug, Clone, Copy)]
 struct Space {
-    /// The reserve in use ([`reserve_used`]).
+    /// The reserve in use ([`Sizes::reserve_used`]).
     used: u64,
     /// Whether a step can lower it: a group past its room has log segments, or (with
     /// `hash_cold_takes_main`, where the cold log takes room) the cold log's GC is due.
@@ -170,8 +170,9 @@ impl<'a> Outputs<'a> {
         Ok(())
     }
 
-    /// Syncs the directory and names every file written, in the order reserved (naming
-    /// releases the number). On error, the numbers not named are released.
+    /// Syncs the directory and names every file written in one manifest edit (an edit per
+    /// file was a manifest sync and a copy of the version's file map each: a step at 640
+    /// groups writes two or three). The numbers reserved are released either way.
     fn name(mut self) -> Result<()> {
         // Written files were synced by `finish`; their directory entries now.
         if let Some(f) = self.written.first() {
@@ -180,16 +181,15 @@ impl<'a> Outputs<'a> {
                 return Err(e);
             }
         }
-        // NB: files are finished in the order their numbers were reserved except when a
-        // group file and a cold file are open at once: name by number, release the rest.
-        let written = std::mem::take(&mut self.written);
-        for f in written {
-            let n = f.number;
-            self.ctx.files().name(f)?;
-            self.reserved.retain(|&r| r != n);
-        }
+        let mut written = std::mem::take(&mut self.written);
+        written.sort_by_key(|f| f.number);
+        let named = if written.is_empty() {
+            Ok(())
+        } else {
+            self.ctx.files().name_all(written)
+        };
         self.release();
-        Ok(())
+        named
     }
 
     fn release(&mut self) {
@@ -330,7 +330,26 @@ impl HashGc {
                     | 1,
             ),
             space: Mutex::new(None),
+            sizes: Mutex::new(None),
         }
+    }
+
+    /// What `v`'s files add up to (cached per set of files).
+    fn sizes(&self, v: &Version) -> Arc<Sizes> {
+        let mut cached = lock(&self.sizes);
+        if let Some((values, s)) = cached.as_ref() {
+            if Arc::ptr_eq(values, &v.values) {
+                return s.clone();
+            }
+        }
+        let s = Arc::new(Sizes::of(v, &self.opts));
+        *cached = Some((v.values.clone(), s.clone()));
+        s
+    }
+
+    /// The reserve in use in `v`.
+    fn used(&self, v: &Version) -> u64 {
+        self.sizes(v).reserve_used(&self.opts)
     }
 
     /// The space `v`'s files give (cached per set of files).
@@ -342,7 +361,7 @@ impl HashGc {
             }
         }
         let s = Space {
-            used: reserve_used(v, &self.opts),
+            used: self.used(v),
             can_free: !self.collectable(v).is_empty()
                 || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
         };
@@ -354,11 +373,11 @@ impl HashGc {
     /// bytes of its log segments): those past their room with writes since their last GC
     /// (collecting a group of main segments alone frees nothing).
     fn collectable(&self, v: &Version) -> Vec<(u32, u64, u64)> {
-        let room = super::room(v, &self.opts);
-        super::group_bytes(v)
-            .into_iter()
-            .filter(|&(_, (all, logs))| all > room && logs > 0)
-            .map(|(g, (all, logs))| (g, all, logs))
+        let sizes = self.sizes(v);
+        let room = sizes.room(&self.opts);
+        sizes
+            .with_files()
+            .filter(|&(_, all, logs)| all > room && logs > 0)
             .collect()
     }
 
@@ -369,10 +388,11 @@ impl HashGc {
     /// GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
         if !self.configured {
-            return super::group_bytes(v)
-                .into_iter()
-                .max_by_key(|&(g, (all, _))| (all.max(1), std::cmp::Reverse(g)))
-                .map(|(g, _)| g);
+            return self
+                .sizes(v)
+                .with_files()
+                .max_by_key(|&(g, all, _)| (all.max(1), std::cmp::Reverse(g)))
+                .map(|(g, _, _)| g);
         }
         let mut eligible = self.collectable(v);
         // Most writes first (ties: the lower group), the order every policy starts from.
@@ -755,8 +775,8 @@ impl ValueGc for HashGc {
         if !self.configured {
             return files_of(v, ID).next().is_some();
         }
-        let groups = reserve_used(v, &self.opts) as f64 > TRIGGER * self.reserve as f64
-            && self.victim(v).is_some();
+        let groups =
+            self.used(v) as f64 > TRIGGER * self.reserve as f64 && self.victim(v).is_some();
         groups || self.cold_victim(v).is_some()
     }
 
@@ -768,8 +788,7 @@ impl ValueGc for HashGc {
         if !self.due(&v) {
             return Ok(false);
         }
-        let groups_due =
-            !self.configured || reserve_used(&v, &self.opts) as f64 > TRIGGER * self.reserve as f64;
+        let groups_due = !self.configured || self.used(&v) as f64 > TRIGGER * self.reserve as f64;
         let group = self.victim(&v).filter(|_| groups_due);
         let cold = self.cold_victim(&v);
         let group = group.filter(|_| cold.is_none() || !self.last_was_group.load(Relaxed));

@@ -158,50 +158,80 @@ pub(crate) fn group(user_key: &[u8], groups: u32) -> u32 {
     (xxhash_rust::xxh3::xxh3_64_with_seed(user_key, GROUP_SEED) % u64::from(groups.max(1))) as u32
 }
 
-/// The room a group's files have in `v` before they take reserve: its main segment, and
-/// with `hash_cold_takes_main` less its share of the cold log (hot/cold separation moves
-/// cold values out of the main space; counted against it, the room they leave does not
-/// fill with log segments no GC is due to collect; the paper's store does not count it).
-pub(crate) fn room(v: &Version, opts: &Options) -> u64 {
-    if !opts.hash_cold_takes_main {
-        return opts.hash_main_segment_size;
-    }
-    let cold: u64 = files_of(v, ID)
-        .filter(|f| kind_of(f) == SegmentKind::Cold)
-        .map(|f| f.size)
-        .sum();
-    opts.hash_main_segment_size
-        .saturating_sub(cold / u64::from(groups_in(v, opts)))
+/// What the store's files in a version add up to: one pass over them, which the GC keeps
+/// per set of files (a pass per question was several passes per step, a twentieth of the
+/// CPU with 640 groups' thousands of files).
+#[derive(Debug, Default)]
+pub(crate) struct Sizes {
+    /// Per group, by number (the cold log excluded): (bytes of all its files, bytes of its
+    /// log segments: its writes since its last GC).
+    pub groups: Vec<(u64, u64)>,
+    /// Bytes of the cold log's files.
+    pub cold: u64,
+    /// The group count keys are hashed with ([`groups_in`]).
+    pub count: u32,
 }
 
-/// The reserve in use in `v`: per group, the bytes of its files (main and log segments)
-/// past its [`room`]. As in the paper, a group's writes fill its main segment first (here:
-/// its log segments count against the main segment's room while the group fits in it) and
-/// only what overflows takes reserve; so a load that fits the main space runs no GC.
-pub(crate) fn reserve_used(v: &Version, opts: &Options) -> u64 {
-    let room = room(v, opts);
-    group_bytes(v)
-        .values()
-        .map(|&(all, _)| all.saturating_sub(room))
-        .sum()
-}
-
-/// Per group of `v` (the cold log excluded): (bytes of all its files, bytes of its log
-/// segments: its writes since its last GC).
-pub(crate) fn group_bytes(v: &Version) -> std::collections::HashMap<u32, (u64, u64)> {
-    let mut groups: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
-    for f in files_of(v, ID) {
-        if !is_group_segment(f) {
-            continue;
+impl Sizes {
+    pub fn of(v: &Version, opts: &Options) -> Sizes {
+        let mut s = Sizes {
+            count: groups_in(v, opts),
+            ..Sizes::default()
+        };
+        for f in files_of(v, ID) {
+            let kind = kind_of(f);
+            if kind == SegmentKind::Cold {
+                s.cold += f.size;
+            }
+            if !is_group_segment(f) {
+                continue;
+            }
+            let g = group_of(f) as usize;
+            if s.groups.len() <= g {
+                s.groups.resize(g + 1, (0, 0));
+            }
+            s.groups[g].0 += f.size;
+            if kind == SegmentKind::Log {
+                s.groups[g].1 += f.size;
+            }
         }
-        let kind = kind_of(f);
-        let e = groups.entry(group_of(f)).or_default();
-        e.0 += f.size;
-        if kind == SegmentKind::Log {
-            e.1 += f.size;
-        }
+        s
     }
-    groups
+
+    /// The room a group's files have before they take reserve: its main segment, and
+    /// with `hash_cold_takes_main` less its share of the cold log (hot/cold separation
+    /// moves cold values out of the main space; counted against it, the room they leave
+    /// does not fill with log segments no GC is due to collect; the paper's store does not
+    /// count it).
+    pub fn room(&self, opts: &Options) -> u64 {
+        if !opts.hash_cold_takes_main {
+            return opts.hash_main_segment_size;
+        }
+        opts.hash_main_segment_size
+            .saturating_sub(self.cold / u64::from(self.count.max(1)))
+    }
+
+    /// The reserve in use: per group, the bytes of its files (main and log segments) past
+    /// its [`Sizes::room`]. As in the paper, a group's writes fill its main segment first
+    /// (here: its log segments count against the main segment's room while the group fits
+    /// in it) and only what overflows takes reserve; so a load that fits the main space
+    /// runs no GC.
+    pub fn reserve_used(&self, opts: &Options) -> u64 {
+        let room = self.room(opts);
+        self.groups
+            .iter()
+            .map(|&(all, _)| all.saturating_sub(room))
+            .sum()
+    }
+
+    /// The groups with files, as (group, bytes of all its files, bytes of its log
+    /// segments).
+    pub fn with_files(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        (0u32..)
+            .zip(&self.groups)
+            .filter(|(_, &(all, _))| all > 0)
+            .map(|(g, &(all, logs))| (g, all, logs))
+    }
 }
 
 /// The reserve `opts` give: `hash_reserve_ratio` of the main space.
@@ -383,7 +413,7 @@ impl Store for HashStore {
 
     fn state(&self, v: &Version, opts: &Options) -> Option<String> {
         files_of(v, ID).next()?;
-        let groups = group_bytes(v);
+        let sizes = Sizes::of(v, opts);
         let (mut files, mut bytes, mut garbage, mut cold_files, mut cold_bytes) = (0, 0, 0, 0, 0);
         for f in files_of(v, ID) {
             files += 1;
@@ -394,14 +424,14 @@ impl Store for HashStore {
                 cold_bytes += f.size;
             }
         }
-        let logs: u64 = groups.values().map(|&(_, l)| l).sum();
+        let logs: u64 = sizes.groups.iter().map(|&(_, l)| l).sum();
         Some(format!(
             "{files} files, {bytes} B ({} of {} groups with files; {logs} B in log segments; \
              reserve in use {} B of {} B; cold log {cold_files} files, {cold_bytes} B), \
              {garbage} B counted as garbage",
-            groups.len(),
-            groups_in(v, opts),
-            reserve_used(v, opts),
+            sizes.with_files().count(),
+            sizes.count,
+            sizes.reserve_used(opts),
             reserve(opts),
         ))
     }
