@@ -26,8 +26,11 @@
 //! and WALs are replayed as recovery replays them: a WAL record whose value the crash cut
 //! off a value file ends the replay, and so does a hole (a WAL torn before a later one
 //! whose link record says it follows). A flush's tables take their names only once the
-//! values they point to are durable (`l0::Ingest::publish`), so with these rules what a
-//! repair after a crash rebuilds is a prefix of the writes, as an open's would be.
+//! values they point to are durable (`l0::Ingest::publish`), and a compaction starts only
+//! once its inputs are durable, so with these rules what a repair after a crash rebuilds
+//! is a prefix of the writes, as an open's would be, but for one case: two flushes' tables
+//! both unsynced, the later written back whole by the kernel and the earlier not
+//! (docs/design/core-engine.md, "A flush's tables are synced with its record").
 //!
 //! A full rewrite rather than LevelDB's "every table into level 0": tables that survive
 //! from both sides of an interrupted compaction hold the same entries twice and their

@@ -513,3 +513,94 @@ fn compaction_tables_synced_on_a_thread_are_durable_before_the_edit_names_them()
         );
     }
 }
+
+/// A compaction never makes durable what it derived from tables that are not: a flush's
+/// tables are synced with its manifest record, later (`DurableFirst`), and a compaction may
+/// take them as inputs before that. Here a delete and later writes are flushed, the sync of
+/// that flush's table is slowed, and the compaction that follows merges it with the older
+/// table holding the deleted value, at the last level, where the tombstone goes with the
+/// value it hid. Power cuts taken meanwhile, repaired without a manifest: the deleted value
+/// must never come back beside the writes that followed its delete. Fails when a compaction
+/// syncs its outputs before its inputs are durable (the output holds the later writes, the
+/// unsynced table with the tombstone is lost, the older table is still there).
+#[test]
+fn a_compaction_waits_for_its_inputs_to_be_durable() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Mutex;
+    let fault = FaultFs::new(MemFs::new());
+    let dir = Path::new("/db");
+    let opts = |fs: Arc<dyn Fs>| strata::Options {
+        write_buffer_size: 64 << 10,
+        level0_file_num_compaction_trigger: 2,
+        fs,
+        ..strata::Options::default()
+    };
+    // Once `armed`, the next table created is the flush's: its sync takes 300 ms.
+    let armed = Arc::new(AtomicBool::new(false));
+    let slow_table: Arc<Mutex<Option<std::path::PathBuf>>> = Arc::default();
+    let (arming, noting, slowing) = (armed.clone(), slow_table.clone(), slow_table.clone());
+    let fs: Arc<dyn Fs> = Arc::new(
+        InterceptFs::new(Arc::new(fault.clone()))
+            .on_create(move |path, fs| {
+                // A flush writes `NNNNNN.sst.dbtmp` and renames it.
+                let name = path.to_string_lossy().replace(".dbtmp", "");
+                if name.ends_with(".sst") && arming.swap(false, SeqCst) {
+                    *noting.lock().unwrap() = Some(name.into());
+                }
+                fs.create(path)
+            })
+            .on_sync_file(move |path, fs| {
+                if slowing.lock().unwrap().as_deref() == Some(path) {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                fs.sync_file(path)
+            }),
+    );
+    let db = Db::open(dir, opts(fs)).unwrap();
+    db.put("victim", "old").unwrap();
+    db.flush().unwrap();
+    armed.store(true, SeqCst);
+    db.delete("victim").unwrap();
+    let later = |i: u32| format!("later{i:05}");
+    let mut images = Vec::new();
+    // A memtable and a half of later writes: the memtable with the delete is flushed in
+    // the background, and its table compacted with the first one.
+    for i in 0..900u32 {
+        db.put(later(i), "x".repeat(100)).unwrap();
+        if i >= 500 && i % 10 == 0 {
+            images.push(fault.crash_clone(CrashMode::DropUnsynced));
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    for _ in 0..60 {
+        images.push(fault.crash_clone(CrashMode::DropUnsynced));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(
+        db.stats().flushes >= 2,
+        "the delete's memtable was not flushed"
+    );
+    assert!(slow_table.lock().unwrap().is_some(), "no table was slowed");
+    drop(db);
+    let mut seen_after = false;
+    for (n, image) in images.into_iter().enumerate() {
+        for name in image.list(dir).unwrap() {
+            if name.starts_with("MANIFEST-") || name == "CURRENT" {
+                image.remove(&dir.join(name)).unwrap();
+            }
+        }
+        strata::repair(dir, &opts(Arc::new(image.clone()))).unwrap();
+        let db = Db::open(dir, opts(Arc::new(image))).unwrap();
+        let after = (0..900u32)
+            .filter(|&i| db.get(later(i)).unwrap().is_some())
+            .count();
+        seen_after |= after > 0;
+        let victim = db.get("victim").unwrap();
+        assert!(
+            victim.is_none() || after == 0,
+            "image {n}: the deleted value is back beside {after} writes that followed its delete"
+        );
+    }
+    assert!(seen_after, "no image held a write after the delete");
+}

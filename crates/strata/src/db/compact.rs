@@ -157,6 +157,16 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         for f in &c.next_inputs {
             edit.deleted_files.push((c.output_level, f.number));
         }
+        // The inputs durable before anything derived from them is: a flush's tables are
+        // synced with its record (`DurableFirst`), which may not be yet, and outputs synced
+        // before them would survive a power cut that loses them. The manifest ignores such
+        // outputs (their record comes later), but `repair`, which reads every table, would
+        // take an output that dropped a tombstone with the value it hid while the input
+        // holding the tombstone is lost and the one holding the value is not: a deleted
+        // value back beside later writes (docs/design/core-engine.md). Mostly a sync that
+        // the flush's handoff has already started.
+        let sync = lock(&db.versions).manifest_sync();
+        sync.wait_for(sync.appended())?;
         let version = db.super_version().version.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
         let snapshots = db.snapshots.sequences();
