@@ -165,8 +165,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         // holding the tombstone is lost and the one holding the value is not: a deleted
         // value back beside later writes (docs/design/core-engine.md). Mostly a sync that
         // the flush's handoff has already started.
-        let sync = lock(&db.versions).manifest_sync();
-        sync.wait_for(sync.appended())?;
+        lock(&db.versions).manifest_sync().wait_all()?;
         let version = db.super_version().version.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
         let snapshots = db.snapshots.sequences();

@@ -73,11 +73,15 @@ pub(super) struct HashGc {
     last_gc: Mutex<HashMap<u32, std::time::Instant>>,
     opened: std::time::Instant,
     rng: Mutex<u64>,
-    /// The space the last set of files seen gives (writes ask per write group; the set
-    /// changes only with a flush, compaction or GC).
-    space: Mutex<Option<(FileSet, Space)>>,
-    /// What the last set of files seen adds up to (a step asks several times).
-    sizes: Mutex<Option<(FileSet, Arc<Sizes>)>>,
+    /// What the last set of files seen adds up to and gives (writes ask per write group,
+    /// a step several times; the set changes only with a flush, compaction or GC).
+    summary: Mutex<Option<(FileSet, Summary)>>,
+}
+
+/// One set of files, summed once.
+struct Summary {
+    sizes: Sizes,
+    space: Space,
 }
 
 /// A version's value files (shared by versions that differ only in tables).
@@ -329,51 +333,43 @@ impl HashGc {
                     .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
                     | 1,
             ),
-            space: Mutex::new(None),
-            sizes: Mutex::new(None),
+            summary: Mutex::new(None),
         }
     }
 
-    /// What `v`'s files add up to (cached per set of files).
-    fn sizes(&self, v: &Version) -> Arc<Sizes> {
-        let mut cached = lock(&self.sizes);
+    /// `f` of what `v`'s files add up to and give (computed once per set of files; the
+    /// write path asks for the space per write group, with a pointer comparison).
+    fn with_summary<R>(&self, v: &Version, f: impl FnOnce(&Summary) -> R) -> R {
+        let mut cached = lock(&self.summary);
         if let Some((values, s)) = cached.as_ref() {
             if Arc::ptr_eq(values, &v.values) {
-                return s.clone();
+                return f(s);
             }
         }
-        let s = Arc::new(Sizes::of(v, &self.opts));
-        *cached = Some((v.values.clone(), s.clone()));
-        s
+        let sizes = Sizes::of(v, &self.opts);
+        let space = Space {
+            used: sizes.reserve_used(&self.opts),
+            can_free: !self.collectable(&sizes).is_empty()
+                || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
+        };
+        let (_, s) = cached.insert((v.values.clone(), Summary { sizes, space }));
+        f(s)
     }
 
     /// The reserve in use in `v`.
     fn used(&self, v: &Version) -> u64 {
-        self.sizes(v).reserve_used(&self.opts)
+        self.space(v).used
     }
 
-    /// The space `v`'s files give (cached per set of files).
+    /// The space `v`'s files give.
     fn space(&self, v: &Version) -> Space {
-        let mut cached = lock(&self.space);
-        if let Some((values, s)) = cached.as_ref() {
-            if Arc::ptr_eq(values, &v.values) {
-                return *s;
-            }
-        }
-        let s = Space {
-            used: self.used(v),
-            can_free: !self.collectable(v).is_empty()
-                || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
-        };
-        *cached = Some((v.values.clone(), s));
-        s
+        self.with_summary(v, |s| s.space)
     }
 
-    /// The groups a step can free reserve from in `v`, as (group, bytes of its files,
-    /// bytes of its log segments): those past their room with writes since their last GC
+    /// The groups a step can free reserve from, as (group, bytes of its files, bytes of
+    /// its log segments): those past their room with writes since their last GC
     /// (collecting a group of main segments alone frees nothing).
-    fn collectable(&self, v: &Version) -> Vec<(u32, u64, u64)> {
-        let sizes = self.sizes(v);
+    fn collectable(&self, sizes: &Sizes) -> Vec<(u32, u64, u64)> {
         let room = sizes.room(&self.opts);
         sizes
             .with_files()
@@ -388,13 +384,14 @@ impl HashGc {
     /// GC is another step).
     fn victim(&self, v: &Version) -> Option<u32> {
         if !self.configured {
-            return self
-                .sizes(v)
-                .with_files()
-                .max_by_key(|&(g, all, _)| (all.max(1), std::cmp::Reverse(g)))
-                .map(|(g, _, _)| g);
+            return self.with_summary(v, |s| {
+                s.sizes
+                    .with_files()
+                    .max_by_key(|&(g, all, _)| (all.max(1), std::cmp::Reverse(g)))
+                    .map(|(g, _, _)| g)
+            });
         }
-        let mut eligible = self.collectable(v);
+        let mut eligible = self.with_summary(v, |s| self.collectable(&s.sizes));
         // Most writes first (ties: the lower group), the order every policy starts from.
         eligible.sort_unstable_by_key(|&(g, _, logs)| (std::cmp::Reverse(logs), g));
         let pick = |n: usize| (self.random() % n.max(1) as u64) as usize;
