@@ -291,12 +291,24 @@ impl ValueSource {
 
     /// The next `len` value bytes.
     pub fn next(&mut self, len: usize) -> &[u8] {
+        let r = self.next_range(len);
+        &self.data[r]
+    }
+
+    /// Where the next `len` value bytes lie in [`ValueSource::data`]: for a batch, whose
+    /// values are all borrowed at once, without copying them.
+    pub fn next_range(&mut self, len: usize) -> std::ops::Range<usize> {
         if self.pos + len > self.data.len() {
             self.pos = 0;
         }
-        let s = &self.data[self.pos..self.pos + len];
+        let r = self.pos..self.pos + len;
         self.pos += len.max(1);
-        s
+        r
+    }
+
+    /// The bytes [`ValueSource::next_range`] points into.
+    pub fn data(&self) -> &[u8] {
+        &self.data
     }
 }
 

@@ -246,6 +246,8 @@ pub(crate) struct DbInner {
     /// When a compaction thread last found `read_seen` raised, in nanoseconds since `opened`.
     pub last_read_nanos: AtomicU64,
     pub opened: std::time::Instant,
+    /// [`coarse_nanos`] at the open.
+    pub opened_coarse: u64,
     pub shutting_down: AtomicBool,
     pub closed: AtomicBool,
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
@@ -317,14 +319,40 @@ impl crate::vstore::NewValueFiles for DbInner {
     }
 }
 
+/// A monotonic clock in nanoseconds, read cheaply and only a few milliseconds fine: on
+/// Linux `CLOCK_MONOTONIC_COARSE` (the kernel's last tick, read from the vDSO without the
+/// time-stamp counter). Each write group stamps it for the idle watch, whose delays are
+/// seconds: the precise clock cost a 50-byte put 3 % of its time (docs/design/core-engine.md,
+/// "The write path's fixed cost").
+pub(crate) fn coarse_nanos() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the call's duration, and
+        // CLOCK_MONOTONIC_COARSE is a clock every Linux since 2.6.32 has.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } == 0 {
+            return (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64);
+        }
+    }
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+    u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl DbInner {
-    /// Now, in nanoseconds since `opened`.
+    /// Now, in nanoseconds since the open, on the coarse clock ([`coarse_nanos`]): what the
+    /// idle stamps (`last_write_nanos`, `last_read_nanos`) are kept in.
     pub fn nanos_since_open(&self) -> u64 {
-        u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        coarse_nanos().saturating_sub(self.opened_coarse)
     }
 
     /// Notes in the write-stall log a wait for `cause` that began at `started` and ends now;

@@ -293,6 +293,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         last_write_nanos: AtomicU64::new(0),
         last_read_nanos: AtomicU64::new(0),
         opened: std::time::Instant::now(),
+        opened_coarse: super::coarse_nanos(),
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),

@@ -115,12 +115,36 @@ pub(crate) fn force_switch(db: &DbInner) -> Result<()> {
     )
 }
 
+thread_local! {
+    /// The slot this thread's last write queued, kept for its next write: a write allocates
+    /// no slot of its own unless its last is still held (a leader that has not yet let go of
+    /// the group it woke this thread from).
+    static SLOT: std::cell::RefCell<Option<Arc<Slot>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A slot holding `writer`: this thread's kept one when no one else holds it, else a new one.
+fn slot_for(writer: Writer) -> Arc<Slot> {
+    SLOT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if let Some(slot) = kept.as_mut().and_then(Arc::get_mut) {
+            *slot
+                .w
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = writer;
+            return kept.clone().expect("a kept slot");
+        }
+        let slot = Arc::new(Slot {
+            cv: Condvar::new(),
+            w: std::sync::Mutex::new(writer),
+        });
+        *kept = Some(slot.clone());
+        slot
+    })
+}
+
 fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     let relocating = writer.relocate.is_some();
-    let slot = Arc::new(Slot {
-        cv: Condvar::new(),
-        w: std::sync::Mutex::new(writer),
-    });
+    let slot = slot_for(writer);
     let mut q = lock(&db.writers);
     q.slots.push_back(slot.clone());
     if relocating {
@@ -155,7 +179,8 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
             w.batch.as_ref().map_or(0, WriteBatch::encoded_len),
         )
     };
-    let mut group: Vec<Arc<Slot>> = vec![slot.clone()];
+    // The writers behind the leader that join its group (no allocation when none does).
+    let mut followers: Vec<Arc<Slot>> = Vec::new();
     if !force && !alone {
         let cap = if bytes <= 128 << 10 {
             bytes + (128 << 10)
@@ -177,7 +202,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
             }
             bytes += n;
             drop(w);
-            group.push(s.clone());
+            followers.push(s.clone());
         }
     }
     drop(q);
@@ -191,14 +216,14 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     } else if force {
         make_room(db, true, 0).map(|_| ())
     } else {
-        lead_group(db, &group)
+        lead_group(db, &slot, &followers)
     };
 
     let mut q = lock(&db.writers);
     let front = q.slots.pop_front();
     debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, &slot)));
     // The followers: done, and woken. (The leader's own slot is no one's to wait on.)
-    for s in &group[1..] {
+    for s in &followers {
         let front = q.slots.pop_front();
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, s)));
         let mut w = lock(&s.w);
@@ -241,9 +266,9 @@ pub(crate) fn relocation_queued(db: &DbInner) -> bool {
         .any(|s| lock(&s.w).relocate.is_some())
 }
 
-fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
+fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()> {
     let (mut batch, relocating, mut sync, disable_wal) = {
-        let mut w = lock(&group[0].w);
+        let mut w = lock(&leader.w);
         (
             w.batch.take().unwrap_or_default(),
             w.relocate.take(),
@@ -268,7 +293,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
             }
         }
     }
-    for s in &group[1..] {
+    for s in followers {
         let mut w = lock(&s.w);
         if let Some(b) = w.batch.take() {
             batch.append(&b);
@@ -362,7 +387,7 @@ fn lead_group(db: &DbInner, group: &[Arc<Slot>]) -> Result<()> {
     db.last_sequence.store(seq.0 - 1, Ordering::Release);
     Stats::add(&db.stats.user_bytes, user_bytes);
     if relocating.is_none() {
-        Stats::add(&db.stats.user_writes, group.len() as u64);
+        Stats::add(&db.stats.user_writes, 1 + followers.len() as u64);
         // Noted once visible: a GC that starts watching after this point finds these
         // entries by its lookups. Whatever store is configured: a store's GC runs under any
         // (issue 31); the lock is taken only where one may run.
@@ -590,4 +615,46 @@ fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
     }
     wal.number = number;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer(sync: bool) -> Writer {
+        Writer {
+            batch: None,
+            sync,
+            disable_wal: false,
+            force_switch: false,
+            relocate: None,
+            done: false,
+            result: Ok(()),
+        }
+    }
+
+    #[test]
+    fn a_thread_reuses_its_slot_only_once_no_one_else_holds_it() {
+        let first = slot_for(writer(false));
+        lock(&first.w).done = true;
+        // A leader still holding the group it woke this thread from.
+        let held = first.clone();
+        drop(first);
+        let second = slot_for(writer(true));
+        assert!(
+            !Arc::ptr_eq(&held, &second),
+            "a slot another thread still holds was handed out again"
+        );
+        assert!(lock(&held.w).done, "the held slot was overwritten");
+        drop(held);
+        let kept = Arc::as_ptr(&second);
+        drop(second);
+        let third = slot_for(writer(false));
+        assert_eq!(Arc::as_ptr(&third), kept, "the kept slot was not reused");
+        let w = lock(&third.w);
+        assert!(
+            !w.done && !w.sync,
+            "a reused slot keeps its last writer's state"
+        );
+    }
 }
