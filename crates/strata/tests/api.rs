@@ -404,6 +404,58 @@ fn concurrent_writers_and_readers() {
     }
 }
 
+/// Sixteen threads on a two-core machine keep the write queue full: leaders gather
+/// groups, wake their followers after letting go of the queue, and hand the lead on. Every
+/// write must land once, in order per thread, and no writer may wait for ever (a lost
+/// wakeup hangs this test).
+#[test]
+fn many_writers_each_land_once() {
+    let (_fs, mut o) = mem_opts();
+    o.write_buffer_size = 64 << 10;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let threads: Vec<_> = (0..16u32)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..1500u32 {
+                    let mut b = WriteBatch::new();
+                    b.put(format!("w{t:02}-{i:05}"), i.to_le_bytes());
+                    b.put(format!("w{t:02}-last"), i.to_le_bytes());
+                    let sync = i % 300 == 0;
+                    db.write(
+                        &WriteOptions {
+                            sync,
+                            ..Default::default()
+                        },
+                        b,
+                    )
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    // A hang fails here rather than stalling the suite.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for t in threads {
+            t.join().unwrap();
+        }
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("a writer failed, or still waits after two minutes (a lost wakeup)");
+    let seen: Vec<_> = db.iter(ReadOptions::default()).unwrap().collect();
+    assert_eq!(seen.len(), 16 * 1501, "every put lands once");
+    for t in 0..16u32 {
+        assert_eq!(
+            db.get(format!("w{t:02}-last")).unwrap(),
+            Some(1499u32.to_le_bytes().to_vec()),
+            "thread {t}'s last write is its newest"
+        );
+    }
+}
+
 #[test]
 fn iterators_and_snapshots_are_point_in_time() {
     let (_fs, o) = mem_opts();

@@ -222,17 +222,25 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     let mut q = lock(&db.writers);
     let front = q.slots.pop_front();
     debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, &slot)));
-    // The followers: done, and woken. (The leader's own slot is no one's to wait on.)
+    // The followers: done, under the queue's lock (a follower looks at `done` only under
+    // it, after each wait). (The leader's own slot is no one's to wait on.)
     for s in &followers {
         let front = q.slots.pop_front();
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, s)));
         let mut w = lock(&s.w);
         w.done = true;
         w.result = result.clone();
-        drop(w);
+    }
+    let next = q.slots.front().cloned();
+    drop(q);
+    // Woken once the lock is free: a waiter woken under it would only block again on the
+    // lock (two switches per follower instead of one; docs/design/core-engine.md, "Many
+    // writers"). No wakeup is lost: a follower not yet waiting holds or waits for the lock,
+    // and finds `done` (or itself at the front) when it gets it.
+    for s in &followers {
         s.cv.notify_one();
     }
-    if let Some(next) = q.slots.front() {
+    if let Some(next) = next {
         next.cv.notify_one();
     }
     result
