@@ -26,6 +26,12 @@ use crate::wal::LogWriter;
 
 pub(crate) use crate::vstore::Relocated;
 
+/// How long the writer next behind the leader waits awake (a few spins, then yielding the
+/// CPU) for its write or its turn before it sleeps (`commit`): a group of small puts takes
+/// a few microseconds, a sleep and its wakeup about as long again on a machine whose other
+/// core may be idle (measured with 2-8 writer threads: docs/design/core-engine.md, "Many
+/// writers").
+const SPIN: Duration = Duration::from_micros(20);
 /// Largest group a leader assembles, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 /// Entries of a write group whose memtable probes are prefetched before its WAL record is
@@ -50,6 +56,9 @@ pub(crate) struct Writer {
 struct Slot {
     cv: Condvar,
     w: std::sync::Mutex<Writer>,
+    /// Raised by a leader when it marks the slot done or hands it the lead: what a waiter
+    /// spins on before it sleeps.
+    signal: std::sync::atomic::AtomicBool,
 }
 
 /// Writers waiting to commit, front = current leader.
@@ -131,11 +140,13 @@ fn slot_for(writer: Writer) -> Arc<Slot> {
                 .w
                 .get_mut()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = writer;
+            *slot.signal.get_mut() = false;
             return kept.clone().expect("a kept slot");
         }
         let slot = Arc::new(Slot {
             cv: Condvar::new(),
             w: std::sync::Mutex::new(writer),
+            signal: std::sync::atomic::AtomicBool::new(false),
         });
         *kept = Some(slot.clone());
         slot
@@ -158,11 +169,32 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
     // A slot at the front of the queue is not done: a leader pops the slots it wrote
     // before it marks them done (both under the queue's lock). So an uncontended write
     // leads at once, without looking at its slot.
+    let mut spun = false;
     while !q.slots.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-        q = slot
-            .cv
-            .wait(q)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !spun && q.slots.get(1).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            // Next behind the leader: wait for it a little awake first (`SPIN`). Spins
+            // first, then yields: on two cores the leader or the flush may need this one.
+            spun = true;
+            drop(q);
+            let until = Instant::now() + SPIN;
+            let mut round = 0u32;
+            while !slot.signal.load(Ordering::Acquire) && Instant::now() < until {
+                if round < 8 {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    std::thread::yield_now();
+                }
+                round += 1;
+            }
+            q = lock(&db.writers);
+        } else {
+            q = slot
+                .cv
+                .wait(q)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
         let w = lock(&slot.w);
         if w.done {
             return w.result.clone();
@@ -230,8 +262,12 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
         let mut w = lock(&s.w);
         w.done = true;
         w.result = result.clone();
+        s.signal.store(true, Ordering::Release);
     }
     let next = q.slots.front().cloned();
+    if let Some(next) = &next {
+        next.signal.store(true, Ordering::Release);
+    }
     drop(q);
     // Woken once the lock is free: a waiter woken under it would only block again on the
     // lock (two switches per follower instead of one; docs/design/core-engine.md, "Many
