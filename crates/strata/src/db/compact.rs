@@ -164,8 +164,10 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         // take an output that dropped a tombstone with the value it hid while the input
         // holding the tombstone is lost and the one holding the value is not: a deleted
         // value back beside later writes (docs/design/core-engine.md). Mostly a sync that
-        // the flush's handoff has already started.
-        lock(&db.versions).manifest_sync().wait_all()?;
+        // the flush's handoff has already started. (Waited for with the versions' lock
+        // released: it may sync, and flushes and GC install their versions meanwhile.)
+        let sync = lock(&db.versions).manifest_sync();
+        sync.wait_all()?;
         let version = db.super_version().version.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
         let snapshots = db.snapshots.sequences();

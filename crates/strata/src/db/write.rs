@@ -8,7 +8,7 @@
 //! locking than the queue provides.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ struct Slot {
     w: std::sync::Mutex<Writer>,
     /// Raised by a leader when it marks the slot done or hands it the lead: what a waiter
     /// spins on before it sleeps.
-    signal: std::sync::atomic::AtomicBool,
+    signal: AtomicBool,
 }
 
 /// Writers waiting to commit, front = current leader.
@@ -146,7 +146,7 @@ fn slot_for(writer: Writer) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             cv: Condvar::new(),
             w: std::sync::Mutex::new(writer),
-            signal: std::sync::atomic::AtomicBool::new(false),
+            signal: AtomicBool::new(false),
         });
         *kept = Some(slot.clone());
         slot

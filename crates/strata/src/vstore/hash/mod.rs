@@ -414,16 +414,14 @@ impl Store for HashStore {
     fn state(&self, v: &Version, opts: &Options) -> Option<String> {
         files_of(v, ID).next()?;
         let sizes = Sizes::of(v, opts);
-        let (mut files, mut bytes, mut garbage, mut cold_files, mut cold_bytes) = (0, 0, 0, 0, 0);
+        let (mut files, mut bytes, mut garbage, mut cold_files) = (0, 0, 0, 0);
         for f in files_of(v, ID) {
             files += 1;
             bytes += f.size;
             garbage += f.garbage_bytes;
-            if kind_of(f) == SegmentKind::Cold {
-                cold_files += 1;
-                cold_bytes += f.size;
-            }
+            cold_files += u32::from(kind_of(f) == SegmentKind::Cold);
         }
+        let cold_bytes = sizes.cold;
         let logs: u64 = sizes.groups.iter().map(|&(_, l)| l).sum();
         Some(format!(
             "{files} files, {bytes} B ({} of {} groups with files; {logs} B in log segments; \
