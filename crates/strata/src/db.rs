@@ -208,7 +208,7 @@ pub(crate) struct DbInner {
     /// Per GC job (its index in `values.gcs()`), while it judges records live, the keys
     /// users write (the write-queue leader adds them): its move skips them instead of
     /// looking every key up again. One set per job: two stores' jobs may run at once.
-    pub gc_watch: Mutex<std::collections::HashMap<usize, std::collections::HashSet<Vec<u8>>>>,
+    pub gc_watch: Mutex<std::collections::HashMap<usize, value_gc::KeyWatch>>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,

@@ -118,3 +118,141 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     let took = db.note_wait(crate::stats::WaitCause::ValueSpace, started);
     Stats::add(&db.stats.stall_micros, took.as_micros() as u64);
 }
+
+/// The keys users wrote while a GC job watched (`DbInner::gc_watch`): exact membership
+/// without an allocation per key. The write leader adds every key of every write group
+/// while a job judges records live, so under a GC that runs most of the time (the hash
+/// store's first-GC wave) a set of copied keys cost the writing thread an allocation, a
+/// SipHash and a share of the set's rehashing per key, and the GC thread, which drops the
+/// set, freed those allocations from the writer's malloc arena while the writer allocated
+/// in it (both threads waiting on the arena's lock; BENCHMARKS.md, "Issue 31: the write
+/// watch without a copy per key"). Here the keys' bytes go to one buffer and a map from
+/// each key's seeded xxh3 hash to where the first key with that hash lies; a key whose
+/// hash is taken by a different key (rare, and not steerable by users: the seed is drawn
+/// per watch) goes to a plain set, so a lookup is exact whatever the hashes.
+pub(crate) struct KeyWatch {
+    seed: u64,
+    bytes: Vec<u8>,
+    /// Hash -> (offset, length) in `bytes` of the first key written with that hash.
+    first: std::collections::HashMap<u64, (usize, usize), PassThrough>,
+    /// Keys whose hash an earlier, different key holds in `first`.
+    others: std::collections::HashSet<Vec<u8>>,
+    /// Tests: every key hashes alike.
+    #[cfg(test)]
+    all_collide: bool,
+}
+
+impl Default for KeyWatch {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        KeyWatch {
+            seed: std::collections::hash_map::RandomState::new().hash_one(0u64),
+            bytes: Vec::new(),
+            first: Default::default(),
+            others: Default::default(),
+            #[cfg(test)]
+            all_collide: false,
+        }
+    }
+}
+
+impl KeyWatch {
+    fn hash(&self, key: &[u8]) -> u64 {
+        #[cfg(test)]
+        if self.all_collide {
+            return 7;
+        }
+        xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)
+    }
+
+    /// Notes that `key` was written.
+    pub(crate) fn insert(&mut self, key: &[u8]) {
+        use std::collections::hash_map::Entry;
+        let h = self.hash(key);
+        match self.first.entry(h) {
+            Entry::Vacant(e) => {
+                e.insert((self.bytes.len(), key.len()));
+                self.bytes.extend_from_slice(key);
+            }
+            Entry::Occupied(e) => {
+                let (at, len) = *e.get();
+                if &self.bytes[at..at + len] != key && !self.others.contains(key) {
+                    self.others.insert(key.to_vec());
+                }
+            }
+        }
+    }
+
+    /// Whether `key` was written since the watch began.
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        match self.first.get(&self.hash(key)) {
+            None => false,
+            Some(&(at, len)) => &self.bytes[at..at + len] == key || self.others.contains(key),
+        }
+    }
+}
+
+/// Hashes [`KeyWatch`]'s map keys, already xxh3 hashes, by passing them through.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PassThrough;
+
+impl std::hash::BuildHasher for PassThrough {
+    type Hasher = PassThroughHasher;
+
+    fn build_hasher(&self) -> PassThroughHasher {
+        PassThroughHasher(0)
+    }
+}
+
+/// [`PassThrough`]'s hasher: the one `u64` written is the hash.
+pub(crate) struct PassThroughHasher(u64);
+
+impl std::hash::Hasher for PassThroughHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `u64` keys; folded in anyway so any key type still hashes.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyWatch;
+
+    fn check(w: &mut KeyWatch) {
+        for i in 0..2_000u32 {
+            w.insert(format!("key{i}").as_bytes());
+        }
+        w.insert(b"key17"); // again
+        for i in 0..2_000u32 {
+            assert!(w.contains(format!("key{i}").as_bytes()), "key{i}");
+        }
+        assert!(!w.contains(b"key2000"));
+        assert!(!w.contains(b"key"));
+        assert!(!w.contains(b""));
+    }
+
+    #[test]
+    fn a_key_watch_is_exact_even_when_hashes_collide() {
+        let mut w = KeyWatch::default();
+        check(&mut w);
+        assert!(w.others.is_empty());
+        // Every key hashing alike: membership must still be exact.
+        let mut w = KeyWatch {
+            all_collide: true,
+            ..KeyWatch::default()
+        };
+        check(&mut w);
+        assert_eq!(w.first.len(), 1);
+        assert_eq!(w.others.len(), 1_999);
+    }
+}

@@ -438,7 +438,9 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
         if db.watch_writes {
             let mut watches = lock(&db.gc_watch);
             for watch in watches.values_mut() {
-                watch.extend(batch.iter().filter_map(|e| e.ok().map(|e| e.key.to_vec())));
+                for e in batch.iter().flatten() {
+                    watch.insert(e.key);
+                }
             }
         }
     }

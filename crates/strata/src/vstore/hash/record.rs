@@ -123,6 +123,16 @@ pub(crate) struct Record<'a> {
 
 /// The record at the start of `bytes` (which may go on past it), or what is wrong with it.
 pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Record<'_>, &'static str> {
+    parse_checked(bytes, true)
+}
+
+/// [`parse`] of a record whose checksum was checked in these very bytes already (a GC
+/// re-reading a record its walk found): the value is not hashed a second time.
+pub(crate) fn parse_walked(bytes: &[u8]) -> std::result::Result<Record<'_>, &'static str> {
+    parse_checked(bytes, false)
+}
+
+fn parse_checked(bytes: &[u8], check: bool) -> std::result::Result<Record<'_>, &'static str> {
     if bytes.len() < 8 {
         return Err("shorter than a record header");
     }
@@ -145,7 +155,7 @@ pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Record<'_>, &'static st
         return Err("lengths run past the record");
     }
     let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if masked_crc(&bytes[4..size]) != stored {
+    if check && masked_crc(&bytes[4..size]) != stored {
         return Err("checksum mismatch");
     }
     Ok(Record {
