@@ -125,8 +125,8 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
 /// store's first-GC wave) a set of copied keys cost the writing thread an allocation, a
 /// SipHash and a share of the set's rehashing per key, and the GC thread, which drops the
 /// set, freed those allocations from the writer's malloc arena while the writer allocated
-/// in it (both threads waiting on the arena's lock; BENCHMARKS.md, "Issue 31: the write
-/// watch without a copy per key"). Here the keys' bytes go to one buffer and a map from
+/// in it (both threads waiting on the arena's lock; docs/design/hashkv.md, "Where phase
+/// 2's time goes, and what was cut"). Here the keys' bytes go to one buffer and a map from
 /// each key's seeded xxh3 hash to where the first key with that hash lies; a key whose
 /// hash is taken by a different key (rare, and not steerable by users: the seed is drawn
 /// per watch) goes to a plain set, so a lookup is exact whatever the hashes.
@@ -194,7 +194,7 @@ impl KeyWatch {
 
 /// Hashes [`KeyWatch`]'s map keys, already xxh3 hashes, by passing them through.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct PassThrough;
+struct PassThrough;
 
 impl std::hash::BuildHasher for PassThrough {
     type Hasher = PassThroughHasher;
@@ -205,7 +205,7 @@ impl std::hash::BuildHasher for PassThrough {
 }
 
 /// [`PassThrough`]'s hasher: the one `u64` written is the hash.
-pub(crate) struct PassThroughHasher(u64);
+struct PassThroughHasher(u64);
 
 impl std::hash::Hasher for PassThroughHasher {
     fn write(&mut self, bytes: &[u8]) {
