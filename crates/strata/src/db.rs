@@ -139,6 +139,30 @@ impl WalState {
         self.unsynced.clear();
         Ok(())
     }
+
+    /// [`Self::sync_all`] in two halves: the WAL directory is synced now if it must be,
+    /// and the handles returned make every earlier unsynced WAL and the current one
+    /// durable up to what they hold now, when called after this lock is let go. `None` if
+    /// a file offers no handle (the caller syncs under the lock instead).
+    pub fn sync_handles(
+        &mut self,
+        fs: &dyn Fs,
+        dir: &Path,
+    ) -> Result<Option<Vec<Box<dyn crate::fs::SyncHandle>>>> {
+        if self.dir_unsynced {
+            fs.sync_dir(dir)?;
+            self.dir_unsynced = false;
+        }
+        let mut handles = Vec::new();
+        let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
+        for w in earlier.chain(self.writer.as_mut()) {
+            match w.sync_handle()? {
+                Some(h) => handles.push(h),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(handles))
+    }
 }
 
 /// How much of the rate a paced writer may run ahead (and a quiet spell may bank): a

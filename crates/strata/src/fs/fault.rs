@@ -206,6 +206,20 @@ impl FaultFs {
     }
 }
 
+/// A sync handle that injects faults as [`FaultWritable::sync`] does.
+struct FaultSync {
+    shared: Arc<Shared>,
+    path: std::path::PathBuf,
+    inner: Box<dyn crate::fs::SyncHandle>,
+}
+
+impl crate::fs::SyncHandle for FaultSync {
+    fn sync(&self) -> Result<()> {
+        self.shared.check(FsOp::Sync, &self.path)?;
+        self.inner.sync()
+    }
+}
+
 struct FaultWritable {
     shared: Arc<Shared>,
     path: std::path::PathBuf,
@@ -226,6 +240,17 @@ impl WritableFile for FaultWritable {
     fn sync(&mut self) -> Result<()> {
         self.shared.check(FsOp::Sync, &self.path)?;
         self.inner.sync()
+    }
+
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        self.shared.check(FsOp::Append, &self.path)?;
+        Ok(self.inner.sync_handle()?.map(|inner| {
+            Box::new(FaultSync {
+                shared: self.shared.clone(),
+                path: self.path.clone(),
+                inner,
+            }) as Box<dyn crate::fs::SyncHandle>
+        }))
     }
 
     fn len(&self) -> u64 {

@@ -241,6 +241,21 @@ impl MemFs {
 /// contract). A log (`Fs::create_log`) writes straight through, as RealFs's mapped log
 /// does, keeps the inode's preallocated size a chunk ahead while open, and gives it up
 /// when closed (RealFs truncates).
+/// [`crate::fs::SyncHandle`] of a [`MemFs`] file: the length it had when taken becomes
+/// durable (not more: bytes appended since stay unsynced, the strictest a real sync may be).
+struct MemSync {
+    inode: InodeRef,
+    len: usize,
+}
+
+impl crate::fs::SyncHandle for MemSync {
+    fn sync(&self) -> Result<()> {
+        let mut ino = lock(&self.inode);
+        ino.synced = ino.synced.max(self.len.min(ino.data.len()));
+        Ok(())
+    }
+}
+
 struct MemWritable {
     inode: InodeRef,
     log: bool,
@@ -281,6 +296,15 @@ impl WritableFile for MemWritable {
         let mut ino = lock(&self.inode);
         ino.synced = ino.data.len();
         Ok(())
+    }
+
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        self.write_out();
+        let len = lock(&self.inode).data.len();
+        Ok(Some(Box::new(MemSync {
+            inode: self.inode.clone(),
+            len,
+        })))
     }
 
     fn len(&self) -> u64 {

@@ -222,6 +222,26 @@ pub trait WritableFile: Send {
     fn mapped_bytes(&self) -> u64 {
         0
     }
+    /// Pushes buffered bytes to the OS and returns a handle that makes every byte appended
+    /// so far durable when called, from any thread and without this file: a WAL synced
+    /// outside its lock while writers go on appending. `None` (the default) if the file
+    /// offers none; callers then sync through [`WritableFile::sync`].
+    ///
+    /// # Errors
+    /// As for [`WritableFile::flush`].
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn SyncHandle>>> {
+        Ok(None)
+    }
+}
+
+/// Makes durable the bytes a file held when the handle was taken
+/// ([`WritableFile::sync_handle`]); later appends may become durable with them.
+pub trait SyncHandle: Send {
+    /// Syncs.
+    ///
+    /// # Errors
+    /// The sync's I/O error.
+    fn sync(&self) -> Result<()>;
 }
 
 /// Bytes read from a file: owned, or a range of a memory map that they keep alive.

@@ -45,6 +45,30 @@ fn start_writeback(file: &File, from: u64, len: u64) {
     let _ = (file, from, len);
 }
 
+/// [`crate::fs::SyncHandle`] of a real file: a duplicate of its descriptor.
+struct RealSync {
+    file: File,
+    path: PathBuf,
+}
+
+impl RealSync {
+    fn of(file: &File, path: &Path) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        let file = file.try_clone().map_err(|e| Error::io("dup", path, e))?;
+        Ok(Some(Box::new(RealSync {
+            file,
+            path: path.to_path_buf(),
+        })))
+    }
+}
+
+impl crate::fs::SyncHandle for RealSync {
+    fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("fsync", &self.path, e))
+    }
+}
+
 struct RealWritable {
     path: PathBuf,
     file: File,
@@ -109,6 +133,11 @@ impl WritableFile for RealWritable {
         self.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &self.path, e))
+    }
+
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        self.write_out()?;
+        RealSync::of(&self.file, &self.path)
     }
 
     fn len(&self) -> u64 {
@@ -308,6 +337,13 @@ impl WritableFile for MappedLog {
         self.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &self.path, e))
+    }
+
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        // (Bytes copied in through the map are the file's pages: `fdatasync` writes them
+        // back as it does those written by `pwrite`.)
+        self.write_out()?;
+        RealSync::of(&self.file, &self.path)
     }
 
     fn len(&self) -> u64 {

@@ -78,6 +78,11 @@ impl LogWriter {
         self.file.sync()
     }
 
+    /// [`crate::fs::WritableFile::sync_handle`] of the log's file.
+    pub fn sync_handle(&mut self) -> Result<Option<Box<dyn crate::fs::SyncHandle>>> {
+        self.file.sync_handle()
+    }
+
     /// Bytes in the log so far.
     pub fn len(&self) -> u64 {
         self.file.len()
