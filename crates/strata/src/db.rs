@@ -127,10 +127,7 @@ impl WalState {
     /// Syncs the WAL directory if a WAL was created since it was last synced, then every
     /// unsynced earlier WAL, then the current one.
     pub fn sync_all(&mut self, stats: &Stats, fs: &dyn Fs, dir: &Path) -> Result<()> {
-        if self.dir_unsynced {
-            fs.sync_dir(dir)?;
-            self.dir_unsynced = false;
-        }
+        self.sync_dir_if_new(fs, dir)?;
         let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
         for w in earlier.chain(self.writer.as_mut()) {
             w.sync()?;
@@ -149,10 +146,7 @@ impl WalState {
         fs: &dyn Fs,
         dir: &Path,
     ) -> Result<Option<Vec<Box<dyn crate::fs::SyncHandle>>>> {
-        if self.dir_unsynced {
-            fs.sync_dir(dir)?;
-            self.dir_unsynced = false;
-        }
+        self.sync_dir_if_new(fs, dir)?;
         let mut handles = Vec::new();
         let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
         for w in earlier.chain(self.writer.as_mut()) {
@@ -162,6 +156,15 @@ impl WalState {
             }
         }
         Ok(Some(handles))
+    }
+
+    /// Syncs the WAL directory if a WAL was created since it was last synced.
+    fn sync_dir_if_new(&mut self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        if self.dir_unsynced {
+            fs.sync_dir(dir)?;
+            self.dir_unsynced = false;
+        }
+        Ok(())
     }
 }
 

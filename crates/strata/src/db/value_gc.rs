@@ -51,7 +51,7 @@ impl GcContext for GcJob<'_> {
 
     fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo> {
         let at = write::write_relocated(self.db, self.job, moved)?;
-        sync_wal_unqueued(self.db)?;
+        write::sync_wal_unqueued(self.db)?;
         Ok(at)
     }
 
@@ -119,52 +119,6 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     Stats::add(&db.stats.stalls, 1);
     let took = db.note_wait(crate::stats::WaitCause::ValueSpace, started);
     Stats::add(&db.stats.stall_micros, took.as_micros() as u64);
-}
-
-/// Makes every write logged so far durable without holding the write queue through the
-/// sync (a GC's moves, written unsynced, must be durable before the files they replace
-/// go; synced in their own write group, they held up every user write queued behind them
-/// for the sync: docs/design/core-engine.md, "Many writers", and docs/design/hashkv.md).
-/// The write-time store's values are synced first, as a leader does before a synced
-/// write: every record logged so far then has its value durable, and a record logged
-/// during the sync whose value is not (its WAL bytes may become durable with ours) comes
-/// after the moves, so a replay that stops at it keeps them. The WAL's files are synced
-/// through handles taken under the WAL's lock and used after it is let go; writers append
-/// meanwhile. A failed sync poisons the database and closes the WAL, as a leader's does.
-pub(crate) fn sync_wal_unqueued(db: &DbInner) -> Result<()> {
-    let fail = |e: crate::error::Error| {
-        lock(&db.wal).writer = None;
-        db.poison(&e);
-        e
-    };
-    db.sync_values().map_err(fail)?;
-    let handles = {
-        let mut wal = lock(&db.wal);
-        if wal.writer.is_none() {
-            return Err(crate::error::Error::new(
-                crate::error::ErrorKind::Poisoned,
-                "no WAL is open (an earlier WAL error)",
-            ));
-        }
-        match wal.sync_handles(&*db.fs, db.placement.wal_dir()) {
-            Ok(Some(h)) => h,
-            Ok(None) => {
-                // A file system without handles: synced under the lock.
-                let r = wal.sync_all(&db.stats, &*db.fs, db.placement.wal_dir());
-                drop(wal);
-                return r.map_err(fail);
-            }
-            Err(e) => {
-                drop(wal);
-                return Err(fail(e));
-            }
-        }
-    };
-    for h in handles {
-        h.sync().map_err(fail)?;
-        Stats::add(&db.stats.wal_syncs, 1);
-    }
-    Ok(())
 }
 
 /// The keys users wrote while a GC job watched (`DbInner::gc_watch`): exact membership

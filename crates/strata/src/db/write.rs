@@ -284,8 +284,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
 
 /// Writes a value store GC's moves: for each key no user wrote since the GC started
 /// watching (a user write that came meanwhile wins), a put of the value through the write
-/// path, not synced (the caller syncs the WAL outside the queue:
-/// `value_gc::sync_wal_unqueued`). Returns the sequence after it.
+/// path, not synced (the caller syncs the WAL outside the queue: [`sync_wal_unqueued`]). Returns the sequence after it.
 pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -> Result<SeqNo> {
     commit(
         db,
@@ -300,6 +299,53 @@ pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -
         },
     )?;
     Ok(SeqNo(db.last_sequence.load(Ordering::Acquire)))
+}
+
+/// Makes every write logged so far durable without holding the write queue through the
+/// sync (a GC's moves, written unsynced, must be durable before the files they replace
+/// go; synced in their own write group, they held up every user write queued behind them
+/// for the sync: docs/design/core-engine.md, "A GC's moves are synced outside the write
+/// queue").
+/// The write-time store's values are synced first, as a leader does before a synced
+/// write: every record logged so far then has its value durable, and a record logged
+/// during the sync whose value is not (its WAL bytes may become durable with ours) comes
+/// after the moves, so a replay that stops at it keeps them. The WAL's files are synced
+/// through handles taken under the WAL's lock and used after it is let go; writers append
+/// meanwhile. A failed sync poisons the database and closes the WAL, as a leader's does.
+pub(crate) fn sync_wal_unqueued(db: &DbInner) -> Result<()> {
+    let fail = |e: Error| {
+        lock(&db.wal).writer = None;
+        db.poison(&e);
+        e
+    };
+    db.sync_values().map_err(fail)?;
+    let handles = {
+        let mut wal = lock(&db.wal);
+        if wal.writer.is_none() {
+            return Err(Error::new(
+                ErrorKind::Poisoned,
+                "no WAL is open (an earlier WAL error)",
+            ));
+        }
+        match wal.sync_handles(&*db.fs, db.placement.wal_dir()) {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                // A file system without handles: synced under the lock.
+                let r = wal.sync_all(&db.stats, &*db.fs, db.placement.wal_dir());
+                drop(wal);
+                return r.map_err(fail);
+            }
+            Err(e) => {
+                drop(wal);
+                return Err(fail(e));
+            }
+        }
+    };
+    for h in handles {
+        h.sync().map_err(fail)?;
+        Stats::add(&db.stats.wal_syncs, 1);
+    }
+    Ok(())
 }
 
 /// Whether a value store GC's write waits in the queue (a leader that waited for space
