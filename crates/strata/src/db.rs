@@ -106,6 +106,10 @@ impl State {
     }
 }
 
+/// A WAL's sync taken under its lock ([`WalState::sync_handles`]), with the number of the
+/// earlier WAL it syncs (`None`: the current one).
+pub(crate) type WalSyncHandle = (Option<FileNumber>, Box<dyn crate::fs::SyncHandle>);
+
 /// The current WAL; only the group-commit leader touches it.
 pub(crate) struct WalState {
     pub writer: Option<LogWriter>,
@@ -140,22 +144,26 @@ impl WalState {
     /// [`Self::sync_all`] in two halves: the WAL directory is synced now if it must be,
     /// and the handles returned make every earlier unsynced WAL and the current one
     /// durable up to what they hold now, when called after this lock is let go. `None` if
-    /// a file offers no handle (the caller syncs under the lock instead).
-    pub fn sync_handles(
-        &mut self,
-        fs: &dyn Fs,
-        dir: &Path,
-    ) -> Result<Option<Vec<Box<dyn crate::fs::SyncHandle>>>> {
+    /// a file offers no handle (the caller syncs under the lock instead). Each handle
+    /// comes with the number of the earlier WAL it syncs (`None`: the current one), for
+    /// [`Self::synced_earlier`] once they all succeeded.
+    pub fn sync_handles(&mut self, fs: &dyn Fs, dir: &Path) -> Result<Option<Vec<WalSyncHandle>>> {
         self.sync_dir_if_new(fs, dir)?;
         let mut handles = Vec::new();
-        let earlier = self.unsynced.iter_mut().map(|(_, w)| w);
-        for w in earlier.chain(self.writer.as_mut()) {
+        let earlier = self.unsynced.iter_mut().map(|(n, w)| (Some(*n), w));
+        for (n, w) in earlier.chain(self.writer.as_mut().map(|w| (None, w))) {
             match w.sync_handle()? {
-                Some(h) => handles.push(h),
+                Some(h) => handles.push((n, h)),
                 None => return Ok(None),
             }
         }
         Ok(Some(handles))
+    }
+
+    /// Forgets the earlier WALs in `synced`, made durable through [`Self::sync_handles`]:
+    /// a closed WAL takes no more appends, so a later synced write need not sync it again.
+    pub fn synced_earlier(&mut self, synced: &[FileNumber]) {
+        self.unsynced.retain(|(n, _)| !synced.contains(n));
     }
 
     /// Syncs the WAL directory if a WAL was created since it was last synced.

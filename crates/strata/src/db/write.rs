@@ -341,9 +341,14 @@ pub(crate) fn sync_wal_unqueued(db: &DbInner) -> Result<()> {
             }
         }
     };
-    for h in handles {
+    let mut earlier = Vec::new();
+    for (n, h) in handles {
         h.sync().map_err(fail)?;
         Stats::add(&db.stats.wal_syncs, 1);
+        earlier.extend(n);
+    }
+    if !earlier.is_empty() {
+        lock(&db.wal).synced_earlier(&earlier);
     }
     Ok(())
 }
@@ -748,6 +753,62 @@ mod tests {
         assert!(
             !w.done && !w.sync,
             "a reused slot keeps its last writer's state"
+        );
+    }
+
+    /// A closed WAL synced through its handle is forgotten, so the next synced write
+    /// syncs only what it wrote to; the current WAL stays, and what was synced survives a
+    /// power cut.
+    #[test]
+    fn earlier_wals_synced_through_handles_are_not_synced_again() {
+        use crate::db::WalState;
+        use crate::fs::{CrashMode, Fs, MemFs};
+        use crate::stats::Stats;
+        use std::path::Path;
+
+        let fs = MemFs::new();
+        let dir = Path::new("/w");
+        fs.create_dir_all(dir).unwrap();
+        fs.sync_dir(Path::new("/")).unwrap();
+        let mut earlier = start_wal(fs.create(&dir.join("1.log")).unwrap(), SeqNo(0)).unwrap();
+        earlier.add_record(b"earlier").unwrap();
+        let mut current = start_wal(fs.create(&dir.join("2.log")).unwrap(), SeqNo(1)).unwrap();
+        current.add_record(b"current").unwrap();
+        let mut wal = WalState {
+            writer: Some(current),
+            number: FileNumber(2),
+            unsynced: vec![(FileNumber(1), earlier)],
+            last_logged: SeqNo(1),
+            dir_unsynced: true,
+        };
+        let handles = wal
+            .sync_handles(&fs, dir)
+            .unwrap()
+            .expect("MemFs gives handles");
+        assert_eq!(handles.len(), 2);
+        let mut synced = Vec::new();
+        for (n, h) in handles {
+            h.sync().unwrap();
+            synced.extend(n);
+        }
+        assert_eq!(synced, vec![FileNumber(1)]);
+        wal.synced_earlier(&synced);
+        assert!(
+            wal.unsynced.is_empty(),
+            "a synced closed WAL is still listed"
+        );
+        assert!(wal.writer.is_some());
+        let after = fs.crash_clone(CrashMode::DropUnsynced);
+        for name in ["1.log", "2.log"] {
+            let len = after.file_size(&dir.join(name)).unwrap();
+            assert!(len > 0, "{name} lost its records");
+        }
+        let stats = Stats::default();
+        wal.sync_all(&stats, &fs, dir).unwrap();
+        assert_eq!(
+            stats.snapshot().wal_syncs,
+            1,
+            "only the current WAL is synced"
         );
     }
 }
