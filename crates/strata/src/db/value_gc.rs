@@ -135,8 +135,9 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
 pub(crate) struct KeyWatch {
     seed: u64,
     bytes: Vec<u8>,
-    /// Hash -> (offset, length) in `bytes` of the first key written with that hash.
-    first: std::collections::HashMap<u64, (usize, usize), PassThrough>,
+    /// Hash -> (offset, length) in `bytes` of the first key written with that hash (the
+    /// block cache's integer hasher: its keys are hashes already).
+    first: std::collections::HashMap<u64, (usize, usize), crate::cache::IntBuild>,
     /// Keys whose hash an earlier, different key holds in `first`.
     others: std::collections::HashSet<Vec<u8>>,
     /// Tests: every key hashes alike.
@@ -191,38 +192,6 @@ impl KeyWatch {
             None => false,
             Some(&(at, len)) => &self.bytes[at..at + len] == key || self.others.contains(key),
         }
-    }
-}
-
-/// Hashes [`KeyWatch`]'s map keys, already xxh3 hashes, by passing them through.
-#[derive(Clone, Copy, Default)]
-struct PassThrough;
-
-impl std::hash::BuildHasher for PassThrough {
-    type Hasher = PassThroughHasher;
-
-    fn build_hasher(&self) -> PassThroughHasher {
-        PassThroughHasher(0)
-    }
-}
-
-/// [`PassThrough`]'s hasher: the one `u64` written is the hash.
-struct PassThroughHasher(u64);
-
-impl std::hash::Hasher for PassThroughHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Not reached for `u64` keys; folded in anyway so any key type still hashes.
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

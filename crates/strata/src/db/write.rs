@@ -284,7 +284,8 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
 
 /// Writes a value store GC's moves: for each key no user wrote since the GC started
 /// watching (a user write that came meanwhile wins), a put of the value through the write
-/// path, not synced (the caller syncs the WAL outside the queue: [`sync_wal_unqueued`]). Returns the sequence after it.
+/// path, not synced (the caller syncs the WAL outside the queue: [`sync_wal_unqueued`]).
+/// Returns the sequence after it.
 pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -> Result<SeqNo> {
     commit(
         db,

@@ -235,12 +235,6 @@ impl MemFs {
     }
 }
 
-/// A file being appended to. As RealFs's writer, it keeps appended bytes in the process
-/// until `flush` or `sync` hands them to the "OS" (the inode): readers and crashes see
-/// nothing before that, and a writer dropped without a flush loses them (the fs module's
-/// contract). A log (`Fs::create_log`) writes straight through, as RealFs's mapped log
-/// does, keeps the inode's preallocated size a chunk ahead while open, and gives it up
-/// when closed (RealFs truncates).
 /// [`crate::fs::SyncHandle`] of a [`MemFs`] file: the length it had when taken becomes
 /// durable (not more: bytes appended since stay unsynced, the strictest a real sync may be).
 struct MemSync {
@@ -256,6 +250,12 @@ impl crate::fs::SyncHandle for MemSync {
     }
 }
 
+/// A file being appended to. As RealFs's writer, it keeps appended bytes in the process
+/// until `flush` or `sync` hands them to the "OS" (the inode): readers and crashes see
+/// nothing before that, and a writer dropped without a flush loses them (the fs module's
+/// contract). A log (`Fs::create_log`) writes straight through, as RealFs's mapped log
+/// does, keeps the inode's preallocated size a chunk ahead while open, and gives it up
+/// when closed (RealFs truncates).
 struct MemWritable {
     inode: InodeRef,
     log: bool,
