@@ -65,13 +65,30 @@ impl Slot {
     }
 }
 
+/// Of every 1,000 values, how many [`value_for`] makes large (5-65 KB); 0 unless a run
+/// sets it ([`set_large_values`]).
+static LARGE_PER_MILLE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Makes a `fraction` of the values [`value_for`] gives 5-65 KB long (the rest stay under
+/// 140 bytes). Every process that writes or checks one oracle must set the same fraction.
+pub fn set_large_values(fraction: f64) {
+    let per_mille = (fraction.clamp(0.0, 1.0) * 1000.0).round() as u32;
+    LARGE_PER_MILLE.store(per_mille, Ordering::Relaxed);
+}
+
 /// The value bytes for (key index, value id): self-describing, with a length that varies.
 pub fn value_for(key: u32, id: u64) -> Vec<u8> {
     let mut v = format!("v{key}:{id}:").into_bytes();
-    let h = (u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ id.wrapping_mul(0xbf58_476d_1ce4_e5b9))
-        >> 56;
-    v.resize(v.len() + h as usize % 120, b'.');
+    let mixed =
+        u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let h = mixed >> 56;
+    let large = LARGE_PER_MILLE.load(Ordering::Relaxed);
+    let len = if large > 0 && (mixed >> 16) % 1000 < u64::from(large) {
+        5000 + (mixed >> 24) as usize % 60_001
+    } else {
+        h as usize % 120
+    };
+    v.resize(v.len() + len, b'.');
     v
 }
 
@@ -129,6 +146,9 @@ impl Oracle {
                 path.display()
             ));
         }
+        // A process killed between sizing a new oracle and writing its header leaves a
+        // zeroed header (and zeroed slots): still a fresh oracle, not a foreign file.
+        let fresh = fresh || map[..16].iter().all(|&b| b == 0);
         if fresh {
             map[..8].copy_from_slice(&MAGIC.to_le_bytes());
             map[8..12].copy_from_slice(&2u32.to_le_bytes());
@@ -195,5 +215,35 @@ impl Oracle {
             + 1;
         c.store(id, Ordering::SeqCst);
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kill between sizing a new oracle and writing its header: the next run takes the
+    /// zeroed file for a fresh oracle (it said "not an oracle" and stopped the crash loop).
+    #[test]
+    fn a_sized_oracle_with_no_header_yet_is_fresh() {
+        let dir = std::env::temp_dir().join(format!("strata-oracle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("oracle");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len((HEADER + 10 * 16) as u64).unwrap();
+        drop(f);
+        let o = Oracle::open(&path, 10).unwrap();
+        assert_eq!(o.keys(), 10);
+        drop(o);
+        assert!(
+            Oracle::open(&path, 10).is_ok(),
+            "and reopens with its header"
+        );
+        std::fs::write(&path, vec![7u8; HEADER + 10 * 16]).unwrap();
+        assert!(
+            Oracle::open(&path, 10).is_err(),
+            "a foreign file is refused"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -170,6 +170,9 @@ pub fn dump_table(
     Ok(problems)
 }
 
+/// How a log's damage is marked when no record starts after it (a write cut short).
+const AT_TAIL: &str = " (at the tail: no record starts after it)";
+
 /// Walks the records of log file `path` (a WAL or a manifest), handing each to `record`;
 /// returns the damage met (a torn tail is reported too: after a crash it is expected).
 fn walk_log(
@@ -203,7 +206,7 @@ fn walk_log(
                 reason,
                 at_tail,
             } => {
-                let tail = if at_tail { " (only zeros follow)" } else { "" };
+                let tail = if at_tail { AT_TAIL } else { "" };
                 writeln!(out, "offset {offset}: DAMAGED: {reason}{tail}").map_err(io)?;
                 problems.push(problem(offset, format!("{reason}{tail}")));
             }
@@ -566,7 +569,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 .map(|e| format!("bad batch at {offset}: {e}")))
         })?;
         if i + 1 == wals.len() {
-            found.retain(|p| p.what != "torn tail" && !p.what.ends_with("(only zeros follow)"));
+            found.retain(|p| p.what != "torn tail" && !p.what.ends_with(AT_TAIL));
         }
         problems.extend(found);
         writeln!(out, "wal {}", path.display()).map_err(io)?;

@@ -4,6 +4,8 @@
 //! ```text
 //! strata-stress run --db=DIR --oracle=FILE [--threads=4] [--keys=20000] [--seconds=10]
 //!               [--sync=0.05] [--preset=default] [--slow_tables_ms=0] [option flags]
+//!               [--batch_keys=0]  (N > 0: every write a batch of N own keys; 0: mostly one)
+//!               [--large_values=0]  (the fraction of values made 5-65 KB long)
 //! option flags (as in strata-bench): --write_buffer_size --target_file_size_base
 //!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
 //!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number --num_levels
@@ -16,6 +18,9 @@
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=every preset in Options::PRESETS] [--threads=4] [--keys=20000]
 //!               [--repair_every=0]   (every Nth kill: manifests removed, `strata::repair`)
+//!               [--delay_from=spawn|open]   (the kill delay counts from the child's start,
+//!               or from the moment its database is open)
+//!               (a preset named twice in --presets runs twice as often)
 //! ```
 //!
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
@@ -36,7 +41,9 @@ use std::time::{Duration, Instant};
 
 use strata::fs::{FileLock, Fs, RandomAccessFile, RealFs, SequentialFile, WritableFile};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
-use strata_testkit::oracle::{key_for, key_index, matches, value_for, Oracle, Slot};
+use strata_testkit::oracle::{
+    key_for, key_index, matches, set_large_values, value_for, Oracle, Slot,
+};
 use strata_testkit::Rng;
 
 #[derive(Debug, Clone)]
@@ -312,6 +319,7 @@ fn worker(
 ) -> Result<(), String> {
     let keys = oracle.keys();
     let sync_fraction: f64 = a.get("sync", 0.05)?;
+    let batch_keys: usize = a.get("batch_keys", 0)?;
     let mut rng =
         Rng::new(a.get::<u64>("seed", 0)? ^ (u64::from(t) << 40) ^ std::process::id() as u64);
     let own = |rng: &mut Rng| {
@@ -323,7 +331,9 @@ fn worker(
         match rng.below(100) {
             // Put / delete / batch of own keys.
             0..=54 => {
-                let n = if rng.chance(0.2) {
+                let n = if batch_keys > 0 {
+                    batch_keys
+                } else if rng.chance(0.2) {
                     1 + rng.below(8) as usize
                 } else {
                     1
@@ -331,6 +341,13 @@ fn worker(
                 let mut ks: Vec<u32> = (0..n).map(|_| own(&mut rng)).collect();
                 ks.sort_unstable();
                 ks.dedup();
+                // A batch of exactly N keys (as long as the thread owns that many).
+                while ks.len() < n.min(((keys - t).div_ceil(threads)) as usize) {
+                    let k = own(&mut rng);
+                    if let Err(at) = ks.binary_search(&k) {
+                        ks.insert(at, k);
+                    }
+                }
                 let sync = rng.chance(sync_fraction);
                 let mut b = WriteBatch::new();
                 let mut slots = Vec::new();
@@ -455,7 +472,11 @@ fn run(a: &Args) -> Result<(), String> {
     let threads: u32 = a.get("threads", 4)?;
     let seconds: f64 = a.get("seconds", 10.0)?;
     let oracle = Oracle::open(&a.path("oracle")?, keys)?;
+    set_large_values(a.get("large_values", 0.0)?);
     let db = Db::open(&db_path, options(a)?).map_err(|e| format!("open: {e}"))?;
+    // The crash loop's cue (`--delay_from=open`): the database is open.
+    println!("strata-stress run: open");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     let stop = AtomicBool::new(false);
     let c = Counters {
         ops: AtomicU64::new(0),
@@ -512,7 +533,9 @@ struct Verified {
 fn verify(a: &Args) -> Result<Verified, String> {
     let keys: u32 = a.get("keys", 20_000)?;
     let oracle = Oracle::open(&a.path("oracle")?, keys)?;
-    let db = Db::open(a.path("db")?, options(a)?).map_err(|e| format!("open for verify: {e}"))?;
+    set_large_values(a.get("large_values", 0.0)?);
+    let db = Db::open(a.path("db")?, options(a)?)
+        .map_err(|e| format!("open for verify refused (a refused open fails the loop): {e}"))?;
     let threads: u32 = a.get("threads", 4)?;
     let mut v = Verified::default();
     // Per writer thread: the earliest lost unsynced write, and the ids of surviving writes.
@@ -601,6 +624,11 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     // rebuilt by `strata::repair` before it is verified (0: never).
     let repair_every: u32 = a.get("repair_every", 0)?;
     let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
+    let from_open = match a.str("delay_from", "spawn").as_str() {
+        "spawn" => false,
+        "open" => true,
+        other => return Err(format!("--delay_from: spawn or open, not {other:?}")),
+    };
     let presets: Vec<String> = a
         .str("presets", &Options::PRESETS.join(","))
         .split(',')
@@ -616,6 +644,8 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "threads",
         "keys",
         "sync",
+        "batch_keys",
+        "large_values",
         "write_buffer_size",
         "target_file_size_base",
         "max_bytes_for_level_base",
@@ -660,8 +690,26 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             .arg(format!("--seed={}", rng.next_u64()))
             .args(&passthrough)
             .args(reads)
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("spawn: {e}"))?;
+        // The child's output, passed on (its open cue waited for first, if asked).
+        let mut out = std::io::BufReader::new(child.stdout.take().ok_or("no child stdout")?);
+        if from_open {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let n = std::io::BufRead::read_line(&mut out, &mut line)
+                    .map_err(|e| format!("reading the child: {e}"))?;
+                if n == 0 || line.contains("strata-stress run: open") {
+                    break;
+                }
+                print!("{line}");
+            }
+        }
+        let relay = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut out, &mut std::io::stdout());
+        });
         std::thread::sleep(Duration::from_millis(delay));
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             return Err(format!(
@@ -670,6 +718,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         }
         child.kill().map_err(|e| format!("kill: {e}"))?;
         let _ = child.wait();
+        let _ = relay.join();
         let mut va = a.clone();
         va.0.insert("db".into(), db.display().to_string());
         va.0.insert("oracle".into(), oracle.display().to_string());
@@ -688,8 +737,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         total.wrong += v.wrong;
         total.holes += v.holes;
         println!(
-            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{}{}{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
+            "kill {:>4}: preset {preset:<12} after {delay:>5} ms{}{}{}{} | verified {} keys, lost synced {}, lost unsynced {}, holes {}, wrong {}",
             i + 1,
+            if from_open { " from open" } else { "" },
             if slow > 0 { " (slow tables)" } else { "" },
             if reads.is_empty() { "" } else { " (pread past 128 KiB)" },
             if repaired { " (repaired, manifests removed)" } else { "" },
@@ -701,7 +751,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        "crash-loop: kills {kills}, refused opens 0, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
         total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {

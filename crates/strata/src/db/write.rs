@@ -691,9 +691,16 @@ fn stalled(db: &DbInner, st: &State, limit: Duration, p: picker::WritePressure) 
 
 /// A writer for a new WAL `file`, its link record written: every WAL starts with one
 /// (docs/format/wal.md, "Link records").
+///
+/// The link record is written out on its own: each write out of a WAL holds one record, so
+/// that a kill in the middle of one (which may leave its head zeroed and its tail there)
+/// leaves no whole record after the damage, and the reader takes it for the torn tail it is
+/// (docs/format/wal.md, "What a crash leaves"). Sharing a write with the first batch, a
+/// torn link record was followed by that batch, whole: "zeroed header inside the log".
 pub(crate) fn start_wal(file: Box<dyn WritableFile>, last_logged: SeqNo) -> Result<LogWriter> {
     let mut writer = LogWriter::new(file);
     writer.add_record(WriteBatch::link(last_logged).encoded())?;
+    writer.flush()?;
     Ok(writer)
 }
 

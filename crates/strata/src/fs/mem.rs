@@ -26,6 +26,16 @@ pub enum CrashMode {
         /// Seeds the choice of prefix lengths.
         seed: u64,
     },
+    /// A process killed, the machine still up: every byte handed to the OS survives, synced
+    /// or not, and every directory entry; bytes still held in the process are lost. The last
+    /// write into a log or a region, if nothing has yet waited for it to be durable (a log
+    /// group not synced, region bytes not persisted), was in the middle of its copy: its
+    /// head is lost (a log's zeroed, a region's old bytes back) and its tail kept, the
+    /// split chosen from `seed` (docs/format/wal.md, "What a crash leaves").
+    Kill {
+        /// Seeds the choice of split.
+        seed: u64,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +50,21 @@ struct Inode {
     /// as `data`, which holds the bytes written. A crash keeps these (and, torn, some
     /// cache lines of `data` written since).
     persisted: Option<Vec<u8>>,
+    /// The last write a kill may catch in the middle of its copy: a log's last group
+    /// (written out at `flush`), or a region's last `write_at` with the bytes it replaced.
+    last_write: Option<LastWrite>,
+}
+
+/// See [`Inode::last_write`].
+#[derive(Debug)]
+struct LastWrite {
+    /// When, among every log's (or every region's) writes: only the newest of each kind
+    /// can be in the middle of its copy when the process dies (a write before it finished).
+    stamp: u64,
+    at: usize,
+    /// A region's bytes before the write (a log's were zeros).
+    before: Option<Vec<u8>>,
+    len: usize,
 }
 
 /// The next of a crash's pseudo-random choices (xorshift64; `rng` must not be 0).
@@ -48,6 +73,13 @@ fn xorshift(rng: &mut u64) -> u64 {
     *rng ^= *rng >> 7;
     *rng ^= *rng << 17;
     *rng
+}
+
+/// Orders writes for [`LastWrite::stamp`].
+static WRITE_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_stamp() -> u64 {
+    WRITE_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The unit a torn crash keeps or loses of a region's unpersisted bytes: a cache line.
@@ -110,6 +142,9 @@ impl MemFs {
         let mut rng = match mode {
             CrashMode::DropUnsynced => 0,
             CrashMode::TornTail { seed } => seed | 1,
+            CrashMode::Kill { seed } => {
+                return Self::kill_clone(&st, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+            }
         };
         // A power cut is one instant: every file is locked before any is copied, so no
         // write can land in one after it was copied and before another is (a process that
@@ -151,6 +186,7 @@ impl MemFs {
                             persisted: Some(data.clone()),
                             data,
                             prealloc: 0,
+                            last_write: None,
                         }));
                     }
                     let mut keep = ino.synced.min(ino.data.len());
@@ -168,6 +204,7 @@ impl MemFs {
                         synced,
                         prealloc: 0,
                         persisted: None,
+                        last_write: None,
                     }))
                 })
                 .clone();
@@ -184,6 +221,83 @@ impl MemFs {
                     .cloned()
                     .collect(),
                 durable_dirs: st.durable_dirs.clone(),
+                locks: BTreeSet::new(),
+            })),
+        }
+    }
+
+    /// [`CrashMode::Kill`]: the live namespace, each file as the OS holds it, the last
+    /// write of each log and region torn if nothing waited for it.
+    fn kill_clone(st: &State, mut rng: u64) -> MemFs {
+        let mut copies: BTreeMap<*const Mutex<Inode>, InodeRef> = BTreeMap::new();
+        let mut live = BTreeMap::new();
+        // Every inode locked first, as for a power cut: the kill is one instant.
+        let mut held: BTreeMap<*const Mutex<Inode>, MutexGuard<'_, Inode>> = BTreeMap::new();
+        for inode in st.live.values() {
+            held.entry(Arc::as_ptr(inode))
+                .or_insert_with(|| lock(inode));
+        }
+        // The newest log write and the newest region write.
+        let newest = |region: bool| {
+            held.values()
+                .filter_map(|i| i.last_write.as_ref())
+                .filter(|w| w.before.is_some() == region)
+                .map(|w| w.stamp)
+                .max()
+        };
+        let in_copy = [newest(false), newest(true)];
+        for (path, inode) in &st.live {
+            let key = Arc::as_ptr(inode);
+            let copy = copies
+                .entry(key)
+                .or_insert_with(|| {
+                    let ino = &held[&key];
+                    let mut data = ino.data.clone();
+                    if let Some(w) = ino
+                        .last_write
+                        .as_ref()
+                        .filter(|w| in_copy.contains(&Some(w.stamp)))
+                    {
+                        let end = (w.at + w.len).min(data.len());
+                        let waited = match &ino.persisted {
+                            Some(p) => p[w.at..end] == data[w.at..end],
+                            None => ino.synced >= end,
+                        };
+                        if !waited && end > w.at {
+                            // Lost: the first `cut` bytes (all, none, or a split).
+                            let n = end - w.at;
+                            let cut = match xorshift(&mut rng) % 4 {
+                                0 => 0,
+                                1 => n,
+                                _ => (xorshift(&mut rng) % (n as u64 + 1)) as usize,
+                            };
+                            let head = w.at..w.at + cut;
+                            match &w.before {
+                                Some(b) => data[head].copy_from_slice(&b[..cut]),
+                                None => data[head].fill(0),
+                            }
+                        }
+                    }
+                    if ino.prealloc > data.len() {
+                        data.resize(ino.prealloc, 0);
+                    }
+                    Arc::new(Mutex::new(Inode {
+                        synced: data.len(),
+                        persisted: ino.persisted.as_ref().map(|_| data.clone()),
+                        data,
+                        prealloc: 0,
+                        last_write: None,
+                    }))
+                })
+                .clone();
+            live.insert(path.clone(), copy);
+        }
+        MemFs {
+            state: Arc::new(Mutex::new(State {
+                live: live.clone(),
+                durable: live,
+                dirs: st.dirs.clone(),
+                durable_dirs: st.dirs.clone(),
                 locks: BTreeSet::new(),
             })),
         }
@@ -253,9 +367,10 @@ impl crate::fs::SyncHandle for MemSync {
 /// A file being appended to. As RealFs's writer, it keeps appended bytes in the process
 /// until `flush` or `sync` hands them to the "OS" (the inode): readers and crashes see
 /// nothing before that, and a writer dropped without a flush loses them (the fs module's
-/// contract). A log (`Fs::create_log`) writes straight through, as RealFs's mapped log
-/// does, keeps the inode's preallocated size a chunk ahead while open, and gives it up
-/// when closed (RealFs truncates).
+/// contract). A log (`Fs::create_log`) keeps the inode's preallocated size a chunk ahead
+/// while open, and gives it up when closed (RealFs truncates); as RealFs's mapped log, it
+/// writes out what it holds when dropped, and each write out is a group a kill may tear
+/// ([`CrashMode::Kill`]).
 struct MemWritable {
     inode: InodeRef,
     log: bool,
@@ -266,7 +381,20 @@ struct MemWritable {
 impl MemWritable {
     fn write_out(&mut self) {
         if !self.pending.is_empty() {
-            lock(&self.inode).data.extend_from_slice(&self.pending);
+            let mut ino = lock(&self.inode);
+            let at = ino.data.len();
+            ino.data.extend_from_slice(&self.pending);
+            if self.log {
+                ino.last_write = Some(LastWrite {
+                    stamp: next_stamp(),
+                    at,
+                    before: None,
+                    len: self.pending.len(),
+                });
+                if ino.prealloc < ino.data.len() {
+                    ino.prealloc = ino.data.len().div_ceil(LOG_CHUNK) * LOG_CHUNK;
+                }
+            }
             self.pending.clear();
         }
     }
@@ -274,15 +402,7 @@ impl MemWritable {
 
 impl WritableFile for MemWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        if !self.log {
-            self.pending.extend_from_slice(data);
-            return Ok(());
-        }
-        let mut ino = lock(&self.inode);
-        ino.data.extend_from_slice(data);
-        if ino.prealloc < ino.data.len() {
-            ino.prealloc = ino.data.len().div_ceil(LOG_CHUNK) * LOG_CHUNK;
-        }
+        self.pending.extend_from_slice(data);
         Ok(())
     }
 
@@ -315,7 +435,10 @@ impl WritableFile for MemWritable {
 impl Drop for MemWritable {
     fn drop(&mut self) {
         if self.log {
-            lock(&self.inode).prealloc = 0;
+            self.write_out();
+            let mut ino = lock(&self.inode);
+            ino.prealloc = 0;
+            ino.last_write = None;
         }
     }
 }
@@ -424,7 +547,15 @@ impl PmemRegion for MemRegion {
 
     unsafe fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
         let r = super::region_range(&self.path, offset, data.len(), self.len)?;
-        lock(&self.inode).data[r].copy_from_slice(data);
+        let mut ino = lock(&self.inode);
+        let before = ino.data[r.clone()].to_vec();
+        ino.data[r].copy_from_slice(data);
+        ino.last_write = Some(LastWrite {
+            stamp: next_stamp(),
+            at: offset,
+            before: Some(before),
+            len: data.len(),
+        });
         Ok(())
     }
 
@@ -584,6 +715,7 @@ impl Fs for MemFs {
                     synced: len,
                     prealloc: 0,
                     persisted: Some(vec![0; len]),
+                    last_write: None,
                 }));
                 st.live.insert(path.to_path_buf(), inode.clone());
                 inode
@@ -852,6 +984,96 @@ mod tests {
         let dir = PathBuf::from("/pm");
         fs.create_dir_all(&dir).unwrap();
         super::super::check_region_contract(&fs, &dir);
+    }
+
+    /// A process kill keeps every byte handed to the OS and every entry, synced or not,
+    /// and catches the last group written to an open log in the middle of its copy: head
+    /// zeroed, tail kept; a group a sync covered is never torn.
+    #[test]
+    fn a_kill_keeps_what_the_os_holds_and_tears_the_last_log_group() {
+        let (fs, dir) = setup();
+        let mut f = fs.create(&dir.join("table")).unwrap();
+        f.append(b"flushed").unwrap();
+        f.flush().unwrap();
+        f.append(b" held").unwrap();
+        let log = dir.join("000001.log");
+        let mut w = fs.create_log(&log).unwrap();
+        w.append(b"first group").unwrap();
+        w.flush().unwrap();
+        w.append(b"second ").unwrap();
+        w.append(b"group").unwrap();
+        w.flush().unwrap();
+        let mut shapes = BTreeSet::new();
+        for seed in 0..64 {
+            let k = fs.crash_clone(CrashMode::Kill { seed });
+            assert_eq!(
+                super::super::read_all(&k, &dir.join("table")).unwrap(),
+                b"flushed",
+                "entry kept without a directory sync, flushed bytes without a sync"
+            );
+            let data = super::super::read_all(&k, &log).unwrap();
+            assert_eq!(data.len(), LOG_CHUNK, "the preallocated tail stays");
+            assert_eq!(&data[..11], b"first group");
+            let second = &data[11..23];
+            let cut = second.iter().take_while(|&&b| b == 0).count();
+            assert_eq!(&second[cut..], &b"second group"[cut..], "seed {seed}");
+            assert!(data[23..].iter().all(|&b| b == 0));
+            shapes.insert(cut);
+        }
+        assert!(
+            shapes.len() > 3 && shapes.contains(&0) && shapes.contains(&12),
+            "{shapes:?}"
+        );
+        // Synced: nothing waits on a copy any more.
+        w.sync().unwrap();
+        for seed in 0..16 {
+            let data =
+                super::super::read_all(&fs.crash_clone(CrashMode::Kill { seed }), &log).unwrap();
+            assert_eq!(&data[..23], b"first groupsecond group");
+        }
+        drop(w);
+        assert_eq!(
+            super::super::read_all(&fs, &log).unwrap(),
+            b"first groupsecond group"
+        );
+    }
+
+    /// A kill in the middle of a region write that was not persisted yet: the write's head
+    /// holds the old bytes, its tail the new; persisted writes stay whole.
+    #[test]
+    fn a_kill_tears_the_last_unpersisted_region_write() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/pm");
+        fs.create_dir_all(&dir).unwrap();
+        let path = dir.join("000002.pmem");
+        let r = fs.open_region(&path, 4096).unwrap();
+        // SAFETY: no other thread uses the region.
+        unsafe { r.write_at(0, &[1u8; 4096]).unwrap() };
+        r.persist(0, 4096).unwrap();
+        // SAFETY: as above.
+        unsafe { r.write_at(100, &[2u8; 200]).unwrap() };
+        let mut cuts = BTreeSet::new();
+        for seed in 0..64 {
+            let k = fs.crash_clone(CrashMode::Kill { seed });
+            let bytes = k
+                .open_region(&path, 4096)
+                .unwrap()
+                .read_at(0, 4096)
+                .unwrap();
+            let cut = bytes[100..300].iter().take_while(|&&b| b == 1).count();
+            assert!(bytes[100 + cut..300].iter().all(|&b| b == 2), "seed {seed}");
+            assert!(bytes[..100].iter().chain(&bytes[300..]).all(|&b| b == 1));
+            cuts.insert(cut);
+        }
+        assert!(cuts.len() > 3, "{cuts:?}");
+        r.persist(100, 200).unwrap();
+        let k = fs.crash_clone(CrashMode::Kill { seed: 1 });
+        let bytes = k
+            .open_region(&path, 4096)
+            .unwrap()
+            .read_at(0, 4096)
+            .unwrap();
+        assert!(bytes[100..300].iter().all(|&b| b == 2));
     }
 
     #[test]

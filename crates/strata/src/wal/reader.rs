@@ -27,34 +27,102 @@ pub enum LogEvent {
         offset: u64,
         /// What was wrong.
         reason: &'static str,
-        /// True when nothing but zeros follows the damage: it is most likely a torn tail.
+        /// True when no record starts after the damage (nothing but the rest of the damaged
+        /// record, and zeros, follows): what a crash in the middle of a write leaves.
         at_tail: bool,
     },
 }
 
 /// Reads records from a log's bytes.
+///
+/// Damage is *at the tail* when no record starts after it (docs/format/wal.md, "Reading
+/// back: what is a torn tail"): a write cut short by a crash, in whatever order its bytes
+/// reached the file, leaves nothing after it but the rest of its own record (and the
+/// zero-filled space a log is written into), while damage in the middle of a log is
+/// followed by the records written after it.
 pub struct LogReader {
     data: Vec<u8>,
     pos: usize,
+    /// One past the last non-zero byte of `data`, once computed.
+    live_end: Option<usize>,
 }
 
 impl LogReader {
     /// A reader over the whole content of a log file.
     pub fn new(data: Vec<u8>) -> Self {
-        LogReader { data, pos: 0 }
+        LogReader {
+            data,
+            pos: 0,
+            live_end: None,
+        }
     }
 
-    fn only_zeros_from(&self, at: usize) -> bool {
-        self.data
-            .get(at..)
-            .is_none_or(|rest| rest.iter().all(|&b| b == 0))
+    /// One past the last non-zero byte (0 for a log of zeros).
+    fn live_end(&mut self) -> usize {
+        *self.live_end.get_or_insert_with(|| {
+            self.data
+                .iter()
+                .rposition(|&b| b != 0)
+                .map_or(0, |last| last + 1)
+        })
+    }
+
+    fn only_zeros_from(&mut self, at: usize) -> bool {
+        at >= self.live_end()
+    }
+
+    /// Whether a record starts at or after offset `from`: a Full fragment, or a First
+    /// fragment (which the writer always ends at its block's end), that passes its checksum.
+    /// Looked for at every byte offset, as damage leaves no fragment boundary to trust.
+    fn record_starts_from(&mut self, from: usize) -> bool {
+        let end = self.live_end();
+        let mut at = from;
+        // A fragment's type byte (its header's last) is non-zero, so a header that
+        // starts at or past `end - HEADER_SIZE + 1` would end in zeros.
+        while at + HEADER_SIZE <= end {
+            let block_left = BLOCK_SIZE - at % BLOCK_SIZE;
+            if block_left < HEADER_SIZE {
+                at += block_left;
+                continue;
+            }
+            let h = &self.data[at..at + HEADER_SIZE];
+            let type_byte = h[6];
+            let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
+            let room = block_left - HEADER_SIZE;
+            let shape_fits = (type_byte == FragmentType::Full as u8 && len <= room)
+                || (type_byte == FragmentType::First as u8 && len == room);
+            if shape_fits {
+                if let Some(payload) = self.data.get(at + HEADER_SIZE..at + HEADER_SIZE + len) {
+                    if u32_at(h, 0) == Some(masked_crc2(&[type_byte], payload)) {
+                        return true;
+                    }
+                }
+            }
+            at += 1;
+        }
+        false
+    }
+
+    /// A `Corrupt` event for damage at `offset` found reading the fragment at `at`. When no
+    /// record starts after the damage it is the log's tail, and reading ends there.
+    fn corrupt(&mut self, offset: usize, at: usize, reason: &'static str) -> LogEvent {
+        let at_tail = !self.record_starts_from(at + 1);
+        if at_tail {
+            self.pos = self.data.len();
+        }
+        LogEvent::Corrupt {
+            offset: offset as u64,
+            reason,
+            at_tail,
+        }
     }
 
     fn skip_to_next_block(&mut self, from: usize) {
         self.pos = (from / BLOCK_SIZE + 1) * BLOCK_SIZE;
     }
 
-    /// The next event. After `End` or `Torn`, every later call returns `End`.
+    /// The next event. After `End`, `Torn` or a `Corrupt` at the tail, every later call
+    /// returns `End`.
     pub fn next_event(&mut self) -> LogEvent {
         let mut record: Vec<u8> = Vec::new();
         let mut record_start: Option<usize> = None;
@@ -93,11 +161,23 @@ impl LogReader {
                         None => LogEvent::End,
                     };
                 }
-                self.skip_to_next_block(at);
+                // Data after a zeroed header: the last write of a process killed in the
+                // middle of copying it (its head not yet stored, some of the rest stored;
+                // docs/format/wal.md), or damage, if a record starts after it.
+                let offset = record_start.unwrap_or(at);
+                if self.record_starts_from(at + 1) {
+                    self.skip_to_next_block(at);
+                    return LogEvent::Corrupt {
+                        offset: offset as u64,
+                        reason: "zeroed header inside the log",
+                        at_tail: false,
+                    };
+                }
+                self.pos = self.data.len();
                 return LogEvent::Corrupt {
-                    offset: at as u64,
-                    reason: "zeroed header inside the log",
-                    at_tail: false,
+                    offset: offset as u64,
+                    reason: "a write cut short (zeroed header, then part of its record)",
+                    at_tail: true,
                 };
             }
             let end = at + HEADER_SIZE + len;
@@ -109,28 +189,16 @@ impl LogReader {
             }
             if len > BLOCK_SIZE - at % BLOCK_SIZE - HEADER_SIZE {
                 self.skip_to_next_block(at);
-                return LogEvent::Corrupt {
-                    offset: at as u64,
-                    reason: "fragment crosses a block boundary",
-                    at_tail: self.only_zeros_from(end),
-                };
+                return self.corrupt(at, at, "fragment crosses a block boundary");
             }
             let payload = &self.data[at + HEADER_SIZE..end];
             if masked_crc2(&[type_byte], payload) != crc {
                 self.skip_to_next_block(at);
-                return LogEvent::Corrupt {
-                    offset: at as u64,
-                    reason: "checksum mismatch",
-                    at_tail: self.only_zeros_from(end),
-                };
+                return self.corrupt(at, at, "checksum mismatch");
             }
             self.pos = end;
             let Some(kind) = FragmentType::from_u8(type_byte) else {
-                return LogEvent::Corrupt {
-                    offset: at as u64,
-                    reason: "unknown fragment type",
-                    at_tail: false,
-                };
+                return self.corrupt(at, at, "unknown fragment type");
             };
             match (kind, record_start) {
                 (FragmentType::Full, None) => {
@@ -152,14 +220,11 @@ impl LogReader {
                     };
                 }
                 (FragmentType::Middle | FragmentType::Last, None) => {
-                    return LogEvent::Corrupt {
-                        offset: at as u64,
-                        reason: "fragment without a first fragment",
-                        at_tail: false,
-                    };
+                    return self.corrupt(at, at, "fragment without a first fragment");
                 }
                 (FragmentType::Full | FragmentType::First, Some(s)) => {
-                    // The previous record never got its last fragment; restart here.
+                    // The previous record never got its last fragment; restart here (a
+                    // record starts here, so this is never the tail).
                     self.pos = at;
                     return LogEvent::Corrupt {
                         offset: s as u64,
@@ -168,11 +233,7 @@ impl LogReader {
                     };
                 }
                 (FragmentType::Zero, _) => {
-                    return LogEvent::Corrupt {
-                        offset: at as u64,
-                        reason: "zero-type fragment",
-                        at_tail: false,
-                    };
+                    return self.corrupt(at, at, "zero-type fragment");
                 }
             }
         }
