@@ -693,23 +693,31 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("spawn: {e}"))?;
-        // The child's output, passed on (its open cue waited for first, if asked).
-        let mut out = std::io::BufReader::new(child.stdout.take().ok_or("no child stdout")?);
-        if from_open {
-            let mut line = String::new();
-            loop {
-                line.clear();
-                let n = std::io::BufRead::read_line(&mut out, &mut line)
-                    .map_err(|e| format!("reading the child: {e}"))?;
-                if n == 0 || line.contains("strata-stress run: open") {
-                    break;
-                }
-                print!("{line}");
-            }
-        }
+        // The child's output, passed on; its open cue is told to this thread.
+        let out = child.stdout.take().ok_or("no child stdout")?;
+        let (opened_tx, opened) = std::sync::mpsc::channel();
         let relay = std::thread::spawn(move || {
-            let _ = std::io::copy(&mut out, &mut std::io::stdout());
+            for line in std::io::BufRead::lines(std::io::BufReader::new(out)) {
+                let Ok(line) = line else { break };
+                if line.contains("strata-stress run: open") {
+                    let _ = opened_tx.send(());
+                } else {
+                    println!("{line}");
+                }
+            }
         });
+        // A child that has not opened its database in two minutes is stuck (or exited,
+        // which the check below reports).
+        if from_open
+            && opened.recv_timeout(Duration::from_secs(120)).is_err()
+            && child.try_wait().map_err(|e| e.to_string())?.is_none()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "kill {i}: the stress process did not open its database in 120 s"
+            ));
+        }
         std::thread::sleep(Duration::from_millis(delay));
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             return Err(format!(

@@ -447,8 +447,11 @@ fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
                 Ok(b) if b.is_empty() => continue,
                 _ => return true,
             },
-            // A link record cut short by the crash that cut the creation short.
-            LogEvent::End | LogEvent::Torn { .. } => return false,
+            // A link record cut short by the crash that cut the creation short (a kill in
+            // the middle of its copy leaves its head zeroed: damage at the tail).
+            LogEvent::End | LogEvent::Torn { .. } | LogEvent::Corrupt { at_tail: true, .. } => {
+                return false
+            }
             LogEvent::Corrupt { .. } => return true,
         }
     }
@@ -894,6 +897,33 @@ mod tests {
     fn get(fs: &Arc<MemFs>, mode: WalRecoveryMode) -> crate::Result<(Value, Value)> {
         let db = Db::open("/db", opts(fs, mode))?;
         Ok((db.get(b"a")?, db.get(b"b")?))
+    }
+
+    /// A creation killed while it copied its first WAL's link record (head zeroed, tail
+    /// there, no CURRENT yet) is created over, as one cut off before: no write was taken.
+    /// A WAL that holds a write after its link record still refuses the creation.
+    #[test]
+    fn a_creation_killed_in_the_copy_of_its_link_record_is_created_over() {
+        for (torn, with_write) in [(true, false), (false, true)] {
+            let fs = Arc::new(MemFs::new());
+            fs.create_dir_all(Path::new("/db")).unwrap();
+            let wal = Path::new("/db").join(filename::wal_name(FileNumber(2)));
+            let mut w = LogWriter::new(fs.create(&wal).unwrap());
+            w.add_record(WriteBatch::link(SeqNo(0)).encoded()).unwrap();
+            if with_write {
+                let mut b = WriteBatch::new();
+                b.put(b"k", b"v");
+                b.set_sequence(SeqNo(1));
+                w.add_record(b.encoded()).unwrap();
+            }
+            w.sync().unwrap();
+            drop(w);
+            if torn {
+                fs.corrupt(&wal, 0, |b| b[..16].fill(0)).unwrap();
+            }
+            let opened = Db::open("/db", opts(&fs, WalRecoveryMode::default()));
+            assert_eq!(opened.is_ok(), torn, "torn {torn}: {:?}", opened.err());
+        }
     }
 
     #[test]

@@ -552,21 +552,28 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         // seals them, and only sealed files are collected.)
         let full = st.mem.is_full(db.opts.write_buffer_size)
             || (db.values.wants_rotation() && !st.mem.is_empty());
-        if !force && !full {
+        // L0 may have to take every unflushed memtable at once (a recovery): room for them
+        // and this write, or wait (`Level0::admits`).
+        let no_room = !force && !full && {
+            let unflushed =
+                st.mem.memory_usage() + st.imms.iter().map(|m| m.memory_usage()).sum::<usize>();
+            !sv.version.l0.admits(unflushed, bytes, &db.opts)
+        };
+        if !force && !full && !no_room {
             return Ok(st.mem.clone());
         }
         if force && st.mem.is_empty() {
             return Ok(st.mem.clone());
         }
-        let memtables = st.imms.len() + 1 >= db.opts.max_write_buffer_number;
-        if memtables || pressure.stops(&db.opts) {
+        let memtables = !no_room && st.imms.len() + 1 >= db.opts.max_write_buffer_number;
+        if no_room || memtables || pressure.stops(&db.opts) {
             let t = Instant::now();
             if stopped.is_none() {
                 Stats::add(&db.stats.stalls, 1);
             }
             let cause = if memtables {
                 WaitCause::Memtables
-            } else if pressure.l0.stops() {
+            } else if no_room || pressure.l0.stops() {
                 WaitCause::L0
             } else {
                 WaitCause::PendingBytes

@@ -58,8 +58,10 @@ struct Inode {
 /// See [`Inode::last_write`].
 #[derive(Debug)]
 struct LastWrite {
-    /// When, among every log's (or every region's) writes: only the newest of each kind
-    /// can be in the middle of its copy when the process dies (a write before it finished).
+    /// When, among every log's (or every region's) writes: the newest of each kind is the
+    /// one a kill catches in the middle of its copy (each kind is written by one thread at
+    /// a time: the WAL's writer, a flush's rows; a region write of another thread, caught
+    /// too in a real kill, is not torn here).
     stamp: u64,
     at: usize,
     /// A region's bytes before the write (a log's were zeros).
@@ -436,9 +438,9 @@ impl Drop for MemWritable {
     fn drop(&mut self) {
         if self.log {
             self.write_out();
-            let mut ino = lock(&self.inode);
-            ino.prealloc = 0;
-            ino.last_write = None;
+            // (Its last write stays a kill's to tear if no later log write came: a writer
+            // dropped after a failed write leaves the last one that succeeded the newest.)
+            lock(&self.inode).prealloc = 0;
         }
     }
 }

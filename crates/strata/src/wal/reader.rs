@@ -45,7 +45,16 @@ pub struct LogReader {
     pos: usize,
     /// One past the last non-zero byte of `data`, once computed.
     live_end: Option<usize>,
+    /// The last search for a record start: from where, and where it found one (so that
+    /// damage in block after block does not search the same bytes again).
+    searched: Option<(usize, Option<usize>)>,
 }
+
+/// Bytes one search for a record start may checksum. Bytes shaped like fragment headers
+/// (say, a stored value that is itself a log) cost a checksum at every offset; past this,
+/// the search gives up and calls the damage damage, not a torn tail: the open then reports
+/// it, and `PointInTime` recovery opens the log at the records before it.
+const SEARCH_BUDGET: usize = 256 << 20;
 
 impl LogReader {
     /// A reader over the whole content of a log file.
@@ -54,6 +63,7 @@ impl LogReader {
             data,
             pos: 0,
             live_end: None,
+            searched: None,
         }
     }
 
@@ -75,8 +85,26 @@ impl LogReader {
     /// fragment (which the writer always ends at its block's end), that passes its checksum.
     /// Looked for at every byte offset, as damage leaves no fragment boundary to trust.
     fn record_starts_from(&mut self, from: usize) -> bool {
+        if let Some((searched_from, found)) = self.searched {
+            if searched_from <= from {
+                match found {
+                    None => return false,
+                    Some(at) if at >= from => return true,
+                    Some(_) => {}
+                }
+            }
+        }
+        let found = self.search(from);
+        self.searched = Some((from, found));
+        found.is_some()
+    }
+
+    /// Where the first record start at or after `from` is (`from` itself if the search ran
+    /// out of its budget).
+    fn search(&mut self, from: usize) -> Option<usize> {
         let end = self.live_end();
         let mut at = from;
+        let mut budget = SEARCH_BUDGET;
         // A fragment's type byte (its header's last) is non-zero, so a header that
         // starts at or past `end - HEADER_SIZE + 1` would end in zeros.
         while at + HEADER_SIZE <= end {
@@ -94,19 +122,24 @@ impl LogReader {
             if shape_fits {
                 if let Some(payload) = self.data.get(at + HEADER_SIZE..at + HEADER_SIZE + len) {
                     if u32_at(h, 0) == Some(masked_crc2(&[type_byte], payload)) {
-                        return true;
+                        return Some(at);
+                    }
+                    budget = budget.saturating_sub(len + 1);
+                    if budget == 0 {
+                        return Some(from);
                     }
                 }
             }
             at += 1;
         }
-        false
+        None
     }
 
-    /// A `Corrupt` event for damage at `offset` found reading the fragment at `at`. When no
-    /// record starts after the damage it is the log's tail, and reading ends there.
-    fn corrupt(&mut self, offset: usize, at: usize, reason: &'static str) -> LogEvent {
-        let at_tail = !self.record_starts_from(at + 1);
+    /// A `Corrupt` event for damage at `offset`, with the search for a record after it
+    /// starting at `search_from`. When no record starts after the damage it is the log's
+    /// tail, and reading ends there.
+    fn corrupt(&mut self, offset: usize, search_from: usize, reason: &'static str) -> LogEvent {
+        let at_tail = !self.record_starts_from(search_from);
         if at_tail {
             self.pos = self.data.len();
         }
@@ -189,16 +222,24 @@ impl LogReader {
             }
             if len > BLOCK_SIZE - at % BLOCK_SIZE - HEADER_SIZE {
                 self.skip_to_next_block(at);
-                return self.corrupt(at, at, "fragment crosses a block boundary");
+                return self.corrupt(at, at + 1, "fragment crosses a block boundary");
             }
             let payload = &self.data[at + HEADER_SIZE..end];
             if masked_crc2(&[type_byte], payload) != crc {
                 self.skip_to_next_block(at);
-                return self.corrupt(at, at, "checksum mismatch");
+                // A header of a known type: most likely the fragment's own, its payload
+                // cut short or damaged, and a record stored inside that payload (a value
+                // that is itself a log) no record of this log.
+                let search_from = if (1..=4).contains(&type_byte) {
+                    end
+                } else {
+                    at + 1
+                };
+                return self.corrupt(at, search_from, "checksum mismatch");
             }
             self.pos = end;
             let Some(kind) = FragmentType::from_u8(type_byte) else {
-                return self.corrupt(at, at, "unknown fragment type");
+                return self.corrupt(at, at + 1, "unknown fragment type");
             };
             match (kind, record_start) {
                 (FragmentType::Full, None) => {
@@ -220,7 +261,7 @@ impl LogReader {
                     };
                 }
                 (FragmentType::Middle | FragmentType::Last, None) => {
-                    return self.corrupt(at, at, "fragment without a first fragment");
+                    return self.corrupt(at, at + 1, "fragment without a first fragment");
                 }
                 (FragmentType::Full | FragmentType::First, Some(s)) => {
                     // The previous record never got its last fragment; restart here (a
@@ -233,7 +274,7 @@ impl LogReader {
                     };
                 }
                 (FragmentType::Zero, _) => {
-                    return self.corrupt(at, at, "zero-type fragment");
+                    return self.corrupt(at, at + 1, "zero-type fragment");
                 }
             }
         }

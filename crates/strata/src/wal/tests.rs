@@ -326,3 +326,56 @@ fn damage_in_the_last_record_is_at_the_tail_even_when_its_fragments_follow() {
     );
     assert_eq!(events.len(), 3, "reading ends at the tail: {events:?}");
 }
+
+/// A record whose payload holds a valid log record (a value that is itself a log), cut
+/// short as `pwrite` cuts a write (a prefix, the header whole): at the tail. The search
+/// for a record after damage starts past a damaged fragment whose header is of a known
+/// type, not inside its payload (it found the stored record and refused the open).
+#[test]
+fn a_prefix_of_a_record_holding_a_log_record_is_at_the_tail() {
+    let inner = write_records(&[b"a stored record".to_vec()]);
+    let mut payload = vec![3u8; 100];
+    payload.extend_from_slice(&inner);
+    payload.extend_from_slice(&[4u8; 400]);
+    let full = write_records(&[b"before".to_vec(), payload]);
+    let start = HEADER_SIZE + 6;
+    // Kept: the header, the stored record, and some bytes after it.
+    let mut torn = full[..start + HEADER_SIZE + 100 + inner.len() + 50].to_vec();
+    torn.resize(full.len() + 4096, 0);
+    let (got, e) = records_then(torn);
+    assert_eq!(got, vec![b"before".to_vec()]);
+    assert!(
+        matches!(e, LogEvent::Corrupt { at_tail: true, .. }),
+        "{e:?}"
+    );
+}
+
+/// Damage in block after block, a record at the end: each damaged block finds that record
+/// without searching the bytes again (the search is remembered), and every block's damage
+/// is reported as such.
+#[test]
+fn damage_in_many_blocks_before_a_record_is_damage_in_each() {
+    let mut data = vec![0u8; 64 * BLOCK_SIZE];
+    for b in 0..64 {
+        // A zeroed header with bytes after it at the start of every block.
+        data[b * BLOCK_SIZE + 20..b * BLOCK_SIZE + 40].fill(0x55);
+    }
+    let tail = write_records(&[b"the record".to_vec()]);
+    data.extend_from_slice(&tail);
+    let mut r = LogReader::new(data);
+    let mut damaged = 0;
+    loop {
+        match r.next_event() {
+            LogEvent::Corrupt { at_tail, .. } => {
+                assert!(!at_tail);
+                damaged += 1;
+            }
+            LogEvent::Record { data, .. } => {
+                assert_eq!(data, b"the record");
+                break;
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(damaged, 64);
+}

@@ -1003,6 +1003,14 @@ impl Level0 for Matrix {
         }
     }
 
+    fn admits(&self, unflushed: usize, bytes: usize, opts: &Options) -> bool {
+        // Held back only while a column can free pages: a writer waiting here waits for one.
+        if self.0.compactor == 0 {
+            return true;
+        }
+        self.0.shared.pages.free() >= recovery_pages(unflushed + bytes, opts.write_buffer_size)
+    }
+
     fn compacts_all_of_l0(&self) -> bool {
         false
     }
@@ -1172,6 +1180,15 @@ impl Level0 for Matrix {
 /// and footer are no larger than the memtable's arena, with slack).
 fn row_pages(write_buffer_size: usize) -> usize {
     (write_buffer_size + write_buffer_size / 4) / PAGE + 2
+}
+
+/// Pages the rows of a recovery that replays `unflushed` bytes of memtables may take: it
+/// cuts a row once its memtable reaches `write_buffer_size` (at least that much in each
+/// row but the last, which may follow one that a large batch took past it), each row as
+/// [`row_pages`] bounds it.
+fn recovery_pages(unflushed: usize, write_buffer_size: usize) -> usize {
+    let rows = unflushed / write_buffer_size.max(1) + 2;
+    (unflushed + unflushed / 4) / PAGE + 2 * rows
 }
 
 /// Bytes a row of a memtable of `write_buffer_size` bytes may take.
