@@ -5,6 +5,7 @@
 //! strata-stress run --db=DIR --oracle=FILE [--threads=4] [--keys=20000] [--seconds=10]
 //!               [--sync=0.05] [--preset=default] [--slow_tables_ms=0] [option flags]
 //!               [--batch_keys=0]  (N > 0: every write a batch of N own keys; 0: mostly one)
+//!               [--writes=55]  (the percentage of ops that write; the rest read)
 //!               [--large_values=0]  (the fraction of values made 5-65 KB long)
 //! option flags (as in strata-bench): --write_buffer_size --target_file_size_base
 //!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
@@ -320,6 +321,7 @@ fn worker(
     let keys = oracle.keys();
     let sync_fraction: f64 = a.get("sync", 0.05)?;
     let batch_keys: usize = a.get("batch_keys", 0)?;
+    let writes: u64 = a.get::<u64>("writes", 55)?.clamp(1, 100);
     let mut rng =
         Rng::new(a.get::<u64>("seed", 0)? ^ (u64::from(t) << 40) ^ std::process::id() as u64);
     let own = |rng: &mut Rng| {
@@ -328,7 +330,14 @@ fn worker(
     };
     while !stop.load(Ordering::Relaxed) {
         c.ops.fetch_add(1, Ordering::Relaxed);
-        match rng.below(100) {
+        // `writes` percent of the ops write; the rest read in their usual shares.
+        let r = rng.below(100);
+        let op = if r < writes {
+            0
+        } else {
+            55 + (r - writes) * 45 / (100 - writes).max(1)
+        };
+        match op {
             // Put / delete / batch of own keys.
             0..=54 => {
                 let n = if batch_keys > 0 {
@@ -646,6 +655,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "sync",
         "batch_keys",
         "large_values",
+        "writes",
         "write_buffer_size",
         "target_file_size_base",
         "max_bytes_for_level_base",

@@ -556,8 +556,8 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
         // and this write, or wait (`Level0::admits`).
         let no_room = !force && !full && {
             let unflushed =
-                st.mem.memory_usage() + st.imms.iter().map(|m| m.memory_usage()).sum::<usize>();
-            !sv.version.l0.admits(unflushed, bytes, &db.opts)
+                || st.mem.memory_usage() + st.imms.iter().map(|m| m.memory_usage()).sum::<usize>();
+            !sv.version.l0.admits(&unflushed, bytes, &db.opts)
         };
         if !force && !full && !no_room {
             return Ok(st.mem.clone());

@@ -1003,12 +1003,13 @@ impl Level0 for Matrix {
         }
     }
 
-    fn admits(&self, unflushed: usize, bytes: usize, opts: &Options) -> bool {
+    fn admits(&self, unflushed: &dyn Fn() -> usize, bytes: usize, opts: &Options) -> bool {
         // Held back only while a column can free pages: a writer waiting here waits for one.
         if self.0.compactor == 0 {
             return true;
         }
-        self.0.shared.pages.free() >= recovery_pages(unflushed + bytes, opts.write_buffer_size)
+        let needed = recovery_pages(unflushed() + bytes, opts.write_buffer_size);
+        self.0.shared.pages.free() >= needed
     }
 
     fn compacts_all_of_l0(&self) -> bool {
