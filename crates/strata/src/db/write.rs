@@ -246,7 +246,7 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
         // background thread `close` has already joined, is the one writer let through.)
         Err(Error::new(ErrorKind::Closed, "database is closing"))
     } else if force {
-        make_room(db, true, 0).map(|_| ())
+        make_room(db, true, 0, 0).map(|_| ())
     } else {
         lead_group(db, &slot, &followers)
     };
@@ -397,7 +397,7 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
         }
         sync |= w.sync;
     }
-    let mem = make_room(db, false, batch.encoded_len())?;
+    let mem = make_room(db, false, batch.encoded_len(), batch.len())?;
     let user_bytes = if relocating.is_some() {
         0
     } else {
@@ -501,10 +501,10 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
 }
 
 /// Makes sure the memtable has room (or, with `force`, freezes it if non-empty), stalling
-/// while flush or compaction is behind; `bytes` is the size of the write about to happen
-/// (for pacing). Returns the memtable to write into.
+/// while flush or compaction is behind; `bytes` and `entries` are the size of the write
+/// about to happen (for pacing and `Level0::admits`). Returns the memtable to write into.
 /// REQUIRES: called by the write-queue leader.
-fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable>> {
+fn make_room(db: &DbInner, mut force: bool, bytes: usize, entries: usize) -> Result<Arc<MemTable>> {
     let mut allow_delay = !force;
     let mut stopped: Option<(Instant, u64)> = None;
     let mut st = lock_timed(db, &db.state, WaitCause::StateLock);
@@ -554,10 +554,11 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
             || (db.values.wants_rotation() && !st.mem.is_empty());
         // L0 may have to take every unflushed memtable at once (a recovery): room for them
         // and this write, or wait (`Level0::admits`).
-        let no_room = !force && !full && {
+        // (A switch of its own, `force`, writes nothing: it is not held back.)
+        let no_room = !force && !full && bytes > 0 && {
             let unflushed =
                 || st.mem.memory_usage() + st.imms.iter().map(|m| m.memory_usage()).sum::<usize>();
-            !sv.version.l0.admits(&unflushed, bytes, &db.opts)
+            !sv.version.l0.admits(&unflushed, bytes, entries, &db.opts)
         };
         if !force && !full && !no_room {
             return Ok(st.mem.clone());
@@ -605,7 +606,7 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize) -> Result<Arc<MemTable
                     && st.bg_error.is_none()
                     && !db.shutting_down.load(Ordering::Acquire)
                 {
-                    return Err(stalled(db, &st, limit, pressure));
+                    return Err(stalled(db, &st, limit, pressure, no_room));
                 }
             }
             Stats::add(&db.stats.stall_micros, t.elapsed().as_micros() as u64);
@@ -670,7 +671,13 @@ pub(crate) fn writable_memtable(
 /// The error of a write that waited `limit` with writes stopped while no background job ran
 /// or finished (`Options::write_stall_limit`): the tree's shape, for the bug report.
 /// REQUIRES: `state` locked.
-fn stalled(db: &DbInner, st: &State, limit: Duration, p: picker::WritePressure) -> Error {
+fn stalled(
+    db: &DbInner,
+    st: &State,
+    limit: Duration,
+    p: picker::WritePressure,
+    no_room: bool,
+) -> Error {
     let v = &st.super_version.version;
     Error::new(
         ErrorKind::Stalled,
@@ -678,7 +685,7 @@ fn stalled(db: &DbInner, st: &State, limit: Duration, p: picker::WritePressure) 
             "writes stopped for {limit:?} with no flush or compaction running or finishing \
              (a scheduling bug): files per level {}, level bytes [{}], L0 pressure {} \
              (stop at {}), pending compaction bytes {} (stop at {}), immutable memtables {} \
-             of {}, picker {:?}, L0 layout {:?}",
+             of {}, picker {:?}, L0 layout {:?}{}",
             v.level_summary(),
             (0..v.num_levels())
                 .map(|l| v.level_bytes(l).to_string())
@@ -692,6 +699,12 @@ fn stalled(db: &DbInner, st: &State, limit: Duration, p: picker::WritePressure) 
             db.opts.max_write_buffer_number - 1,
             db.opts.compaction_picker,
             db.opts.l0_layout,
+            if no_room {
+                ", the write held back: L0 has no room for a recovery of the unflushed \
+                 memtables with it (Level0::admits)"
+            } else {
+                ""
+            },
         ),
     )
 }

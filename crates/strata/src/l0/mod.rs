@@ -159,14 +159,21 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// How hard L0 presses on the write path, and where writes slow down and stop.
     fn pressure(&self, files: &[Arc<FileMeta>], opts: &Options) -> Pressure;
 
-    /// Whether a write of `bytes` may go into the memtable now, with `unflushed()` bytes in
+    /// Whether a write of `bytes` (`entries` entries, as a write batch encodes them) may go
+    /// into the memtable now, with `unflushed()` bytes in
     /// memtables not yet flushed (the one being filled and the immutable ones). A layout
     /// whose L0 has a hard bound on its room (a matrix region) says no while all of it
     /// might not fit in the room left and a compaction is there to make more: a recovery
     /// after a crash writes every unflushed memtable into L0 at once, with no compaction to
     /// wait for (docs/design/matrixkv.md, "Room for a recovery"). Checked for every write
     /// group; the default says yes.
-    fn admits(&self, _unflushed: &dyn Fn() -> usize, _bytes: usize, _opts: &Options) -> bool {
+    fn admits(
+        &self,
+        _unflushed: &dyn Fn() -> usize,
+        _bytes: usize,
+        _entries: usize,
+        _opts: &Options,
+    ) -> bool {
         true
     }
 

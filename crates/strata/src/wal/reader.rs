@@ -135,6 +135,53 @@ impl LogReader {
         None
     }
 
+    /// Whether a record starts in `from..to` from which the log reads cleanly to its end:
+    /// whole fragments, block trailers, then only zeros.
+    fn clean_record_within(&mut self, from: usize, to: usize) -> bool {
+        let mut at = from;
+        while at < to {
+            let Some(found) = self.search(at).filter(|&p| p < to) else {
+                return false;
+            };
+            if self.reads_cleanly_from(found) {
+                return true;
+            }
+            at = found + 1;
+        }
+        false
+    }
+
+    /// Whether every fragment from `at` on is whole and passes its checksum, up to a point
+    /// after which there are only zeros.
+    fn reads_cleanly_from(&mut self, mut at: usize) -> bool {
+        let end = self.live_end();
+        loop {
+            if at >= end {
+                return true;
+            }
+            let block_left = BLOCK_SIZE - at % BLOCK_SIZE;
+            if block_left < HEADER_SIZE {
+                at += block_left;
+                continue;
+            }
+            let Some(h) = self.data.get(at..at + HEADER_SIZE) else {
+                return false;
+            };
+            let type_byte = h[6];
+            let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
+            if !(1..=4).contains(&type_byte) || len > block_left - HEADER_SIZE {
+                return false;
+            }
+            let Some(payload) = self.data.get(at + HEADER_SIZE..at + HEADER_SIZE + len) else {
+                return false;
+            };
+            if u32_at(h, 0) != Some(masked_crc2(&[type_byte], payload)) {
+                return false;
+            }
+            at += HEADER_SIZE + len;
+        }
+    }
+
     /// A `Corrupt` event for damage at `offset`, with the search for a record after it
     /// starting at `search_from`. When no record starts after the damage it is the log's
     /// tail, and reading ends there.
@@ -227,15 +274,25 @@ impl LogReader {
             let payload = &self.data[at + HEADER_SIZE..end];
             if masked_crc2(&[type_byte], payload) != crc {
                 self.skip_to_next_block(at);
-                // A header of a known type: most likely the fragment's own, its payload
-                // cut short or damaged, and a record stored inside that payload (a value
-                // that is itself a log) no record of this log.
-                let search_from = if (1..=4).contains(&type_byte) {
-                    end
-                } else {
-                    at + 1
-                };
-                return self.corrupt(at, search_from, "checksum mismatch");
+                if !(1..=4).contains(&type_byte) {
+                    return self.corrupt(at, at + 1, "checksum mismatch");
+                }
+                // A header of a known type: most likely the fragment's own, its payload cut
+                // short or damaged. A record found inside that payload counts only if the
+                // log goes on cleanly from it to its end (a log stored inside a value, cut
+                // short with it, does not: the rest of the value follows it).
+                let mut event = self.corrupt(at, end, "checksum mismatch");
+                if let LogEvent::Corrupt { at_tail: true, .. } = event {
+                    if self.clean_record_within(at + 1, end) {
+                        self.pos = (at / BLOCK_SIZE + 1) * BLOCK_SIZE;
+                        event = LogEvent::Corrupt {
+                            offset: at as u64,
+                            reason: "checksum mismatch",
+                            at_tail: false,
+                        };
+                    }
+                }
+                return event;
             }
             self.pos = end;
             let Some(kind) = FragmentType::from_u8(type_byte) else {

@@ -379,3 +379,21 @@ fn damage_in_many_blocks_before_a_record_is_damage_in_each() {
     }
     assert_eq!(damaged, 64);
 }
+
+/// A damaged length field (the type byte intact) that makes a fragment swallow the log's
+/// last records: they read cleanly to the end, so the damage is reported, not taken for a
+/// torn tail that would drop them.
+#[test]
+fn a_length_that_swallows_the_last_records_is_damage() {
+    let recs = vec![b"first".to_vec(), b"second".to_vec(), b"third".to_vec()];
+    let mut data = write_records(&recs);
+    // "first"'s fragment claims 40 bytes: its declared end lies past the other two.
+    data[4] = 40;
+    data.resize(data.len() + 4096, 0);
+    let (got, e) = records_then(data);
+    assert!(got.is_empty());
+    assert!(
+        matches!(e, LogEvent::Corrupt { at_tail: false, .. }),
+        "{e:?}"
+    );
+}

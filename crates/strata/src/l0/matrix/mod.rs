@@ -1003,12 +1003,22 @@ impl Level0 for Matrix {
         }
     }
 
-    fn admits(&self, unflushed: &dyn Fn() -> usize, bytes: usize, opts: &Options) -> bool {
+    fn admits(
+        &self,
+        unflushed: &dyn Fn() -> usize,
+        bytes: usize,
+        entries: usize,
+        opts: &Options,
+    ) -> bool {
         // Held back only while a column can free pages: a writer waiting here waits for one.
+        // (With an empty compactor, the receiver below its switch point leaves the rest of
+        // the container, at least `100 - matrix_receiver_percent` percent, for a recovery.)
         if self.0.compactor == 0 {
             return true;
         }
-        let needed = recovery_pages(unflushed() + bytes, opts.write_buffer_size);
+        // The group as a row holds it (a memtable's entries already take more than that).
+        let group = bytes + entries * row::ENTRY_OVERHEAD;
+        let needed = recovery_pages(unflushed() + group, opts.write_buffer_size);
         self.0.shared.pages.free() >= needed
     }
 

@@ -28,6 +28,9 @@ pub(crate) const FOOTER: usize = 20;
 const META: usize = 8;
 /// Most bytes of an entry's header (two 32-bit varints).
 const MAX_HEADER: usize = 10;
+/// Most bytes an entry takes in a row beyond its user key and value: its header, the
+/// internal key's trailer and its metadata element.
+pub(crate) const ENTRY_OVERHEAD: usize = MAX_HEADER + 8 + META;
 /// Bytes a key probe reads at once: the header and a key of up to 54 bytes.
 const HEAD: usize = 64;
 
