@@ -478,6 +478,10 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         let Some(store) = crate::vstore::store(*store) else {
             continue;
         };
+        // The pointers kept were checked against the file as the OS holds it: after a
+        // process kill its tail may be in no sync yet, and a power cut after the repair
+        // would cut it from under the tables (the manifest names both).
+        fs.sync_file(p)?;
         let f = store.rebuilt(
             n,
             *id,

@@ -31,7 +31,9 @@ pub enum CrashMode {
     /// write into a log or a region, if nothing has yet waited for it to be durable (a log
     /// group not synced, region bytes not persisted), was in the middle of its copy: its
     /// head is lost (a log's zeroed, a region's old bytes back) and its tail kept, the
-    /// split chosen from `seed` (docs/format/wal.md, "What a crash leaves").
+    /// split chosen from `seed` (docs/format/wal.md, "What a crash leaves"). What was
+    /// durable stays just that: a power cut of the image (a second `crash_clone`) loses
+    /// what no sync had covered, as it would after the restart.
     Kill {
         /// Seeds the choice of split.
         seed: u64,
@@ -235,7 +237,7 @@ impl MemFs {
         let mut live = BTreeMap::new();
         // Every inode locked first, as for a power cut: the kill is one instant.
         let mut held: BTreeMap<*const Mutex<Inode>, MutexGuard<'_, Inode>> = BTreeMap::new();
-        for inode in st.live.values() {
+        for inode in st.live.values().chain(st.durable.values()) {
             held.entry(Arc::as_ptr(inode))
                 .or_insert_with(|| lock(inode));
         }
@@ -248,7 +250,13 @@ impl MemFs {
                 .max()
         };
         let in_copy = [newest(false), newest(true)];
-        for (path, inode) in &st.live {
+        let mut durable = BTreeMap::new();
+        for (in_live, (path, inode)) in st
+            .live
+            .iter()
+            .map(|e| (true, e))
+            .chain(st.durable.iter().map(|e| (false, e)))
+        {
             let key = Arc::as_ptr(inode);
             let copy = copies
                 .entry(key)
@@ -283,23 +291,29 @@ impl MemFs {
                     if ino.prealloc > data.len() {
                         data.resize(ino.prealloc, 0);
                     }
+                    // What is durable stays as it was: the machine is still up, and a power
+                    // cut after the restart loses what no sync has covered yet.
                     Arc::new(Mutex::new(Inode {
-                        synced: data.len(),
-                        persisted: ino.persisted.as_ref().map(|_| data.clone()),
+                        synced: ino.synced.min(data.len()),
+                        persisted: ino.persisted.clone(),
                         data,
                         prealloc: 0,
                         last_write: None,
                     }))
                 })
                 .clone();
-            live.insert(path.clone(), copy);
+            if in_live {
+                live.insert(path.clone(), copy);
+            } else {
+                durable.insert(path.clone(), copy);
+            }
         }
         MemFs {
             state: Arc::new(Mutex::new(State {
-                live: live.clone(),
-                durable: live,
+                live,
+                durable,
                 dirs: st.dirs.clone(),
-                durable_dirs: st.dirs.clone(),
+                durable_dirs: st.durable_dirs.clone(),
                 locks: BTreeSet::new(),
             })),
         }
