@@ -1169,3 +1169,49 @@ fn repaired_groups_bring_back_no_deleted_key() {
     assert_eq!(db.get(b"kept").unwrap(), Some(big(2, 0)));
     assert_eq!(db.get(b"overwritten").unwrap(), Some(big(3, 1)));
 }
+
+/// A recovery that flushes several memtables: a value the first recovery flush put in its
+/// group, then deleted (or overwritten small, inline) in a later one, stays deleted through
+/// the group GCs that follow. The later flush's separator saw only the recovered version,
+/// without the value files the earlier flush of the same open had written, took the group
+/// for one that never held the key and wrote no group-local tombstone: a GC then moved the
+/// old value and wrote a fresh pointer over the delete, and the key came back.
+#[test]
+fn a_value_deleted_in_a_later_recovery_flush_stays_deleted() {
+    for shrink in [false, true] {
+        let fs = Arc::new(MemFs::new());
+        let session = |wbs: usize| Options {
+            write_buffer_size: wbs,
+            ..opts(fs.clone())
+        };
+        {
+            // One memtable holds it all: the WAL alone has these writes at the reopen.
+            let db = Db::open("/db", session(64 << 20)).unwrap();
+            db.put(b"victim", vec![b'v'; 300]).unwrap();
+            for i in 0..3000u32 {
+                db.put(format!("small{i:05}"), format!("{i:060}")).unwrap();
+            }
+            if shrink {
+                db.put(b"victim", b"tiny!").unwrap();
+            } else {
+                db.delete(b"victim").unwrap();
+            }
+            db.close().unwrap();
+        }
+        let want = shrink.then(|| b"tiny!".to_vec());
+        // Several recovery flushes of 64 KiB memtables.
+        let db = Db::open("/db", session(64 << 10)).unwrap();
+        assert_eq!(db.get(b"victim").unwrap(), want);
+        let mut model = BTreeMap::new();
+        for round in 0..30 {
+            put_bigs(&db, &mut model, "k", 300, round);
+            db.flush().unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+        assert!(db.stats().value_gc_runs > 0);
+        assert_eq!(db.get(b"victim").unwrap(), want, "shrink {shrink}");
+        for (k, v) in &model {
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+        }
+    }
+}

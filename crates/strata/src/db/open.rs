@@ -751,6 +751,10 @@ fn flush_recovered(
     };
     let mut files: Vec<Arc<crate::file_meta::FileMeta>> = versions.current().files(0).to_vec();
     files.extend(edit.new_files.iter().map(|(_, m)| Arc::new(m.clone())));
+    // The value files earlier recovery flushes of this open wrote are in `edit` only: the
+    // separator must see them (a hash group that holds a key's value takes a group-local
+    // tombstone for its delete; without it a group GC brought the value back).
+    let values_view = versions.current_with_values_of(edit)?;
     let mut new_number = || versions.new_file_number();
     // No snapshots exist during recovery: only the newest version of each key is kept.
     let mut job = Ingest {
@@ -763,7 +767,7 @@ fn flush_recovered(
         values: crate::vstore::flush_separator(
             &crate::vstore::StoreEnv::recovering(opts, placement),
             opts.min_blob_size,
-            &versions.current(),
+            &values_view,
         ),
         dropped_values: Default::default(),
         // (The WALs replayed stay until the open's edit names these tables.)

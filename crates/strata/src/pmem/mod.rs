@@ -95,6 +95,9 @@ pub(crate) struct Pages {
     len: usize,
     region: OnceLock<Arc<dyn PmemRegion>>,
     table: Mutex<PageTable>,
+    /// The table's free count as of its last change (read on every write group, which
+    /// should not take the table's lock: `Level0::admits`).
+    free: std::sync::atomic::AtomicUsize,
     /// An existing region shorter than `len` is opened as long as it is (repair).
     salvage: bool,
 }
@@ -134,6 +137,7 @@ impl Pages {
             len,
             region: OnceLock::new(),
             table: Mutex::new(PageTable::new(len / PAGE)),
+            free: std::sync::atomic::AtomicUsize::new(len / PAGE),
             salvage: false,
         }
     }
@@ -167,13 +171,22 @@ impl Pages {
 
     /// Pages nothing holds.
     pub fn free(&self) -> usize {
-        self.lock().free
+        self.free.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, PageTable> {
         self.table
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the locked table, then publishes its free count.
+    fn change<T>(&self, f: impl FnOnce(&mut PageTable) -> T) -> T {
+        let mut table = self.lock();
+        let out = f(&mut table);
+        self.free
+            .store(table.free, std::sync::atomic::Ordering::Release);
+        out
     }
 
     /// The region, opened (or created, zero-filled, with its directory synced) on first use.
@@ -211,7 +224,7 @@ impl Pages {
     /// # Errors
     /// `Corruption` for pages past the region's end.
     pub fn hold(self: &Arc<Self>, runs: Vec<Run>) -> Result<Held> {
-        self.lock().hold(&runs)?;
+        self.change(|t| t.hold(&runs))?;
         Ok(Held {
             pages: self.clone(),
             runs,
@@ -223,7 +236,7 @@ impl Pages {
     /// # Errors
     /// `NoSpace` when every page is held.
     pub fn allocate(&self, into: &mut Held) -> Result<u32> {
-        let page = self.lock().allocate().ok_or_else(|| {
+        let page = self.change(PageTable::allocate).ok_or_else(|| {
             Error::new(
                 ErrorKind::NoSpace,
                 format!(
@@ -264,7 +277,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.pages.lock().release(&self.runs);
+        self.pages.change(|t| t.release(&self.runs));
     }
 }
 

@@ -790,6 +790,22 @@ impl VersionSet {
         self.current.clone()
     }
 
+    /// The current version with the value files `edit` adds, drops and charges garbage to:
+    /// what a value store must see of an edit still being built (a recovery's, whose every
+    /// flush may write value files the next flush's separator must know of).
+    ///
+    /// # Errors
+    /// `Corruption` if the edit does not apply.
+    pub(crate) fn current_with_values_of(&self, edit: &VersionEdit) -> Result<Version> {
+        let values = VersionEdit {
+            new_value_files: edit.new_value_files.clone(),
+            value_garbage: edit.value_garbage.clone(),
+            deleted_value_files: edit.deleted_value_files.clone(),
+            ..VersionEdit::default()
+        };
+        apply(&self.current, &values, self.num_levels, &self.l0)
+    }
+
     /// The shared file-number counter.
     pub fn file_number_counter(&self) -> Arc<AtomicU64> {
         self.next_file_number.clone()
