@@ -87,6 +87,61 @@ impl InterceptFs {
     }
 }
 
+/// A file whose every append waits `delay` first (while its switch, if it has one, is
+/// on): a flush or compaction writing it falls behind, so that a test (or the kill loop)
+/// lands inside one.
+pub struct SlowFile {
+    inner: Box<dyn WritableFile>,
+    delay: std::time::Duration,
+    switch: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl SlowFile {
+    /// `inner`, each append delayed by `delay`.
+    pub fn new(inner: Box<dyn WritableFile>, delay: std::time::Duration) -> Self {
+        SlowFile {
+            inner,
+            delay,
+            switch: None,
+        }
+    }
+
+    /// `inner`, each append delayed by `delay` while `switch` is on.
+    pub fn switched(
+        inner: Box<dyn WritableFile>,
+        delay: std::time::Duration,
+        switch: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        SlowFile {
+            inner,
+            delay,
+            switch: Some(switch),
+        }
+    }
+}
+
+impl WritableFile for SlowFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self
+            .switch
+            .as_ref()
+            .is_none_or(|on| on.load(std::sync::atomic::Ordering::SeqCst))
+        {
+            std::thread::sleep(self.delay);
+        }
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
 impl fmt::Debug for InterceptFs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InterceptFs")

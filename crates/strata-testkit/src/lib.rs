@@ -10,7 +10,7 @@ pub mod rng;
 pub mod tempdir;
 
 pub use configs::{configs, Config};
-pub use fs::{count_files, InterceptFs};
+pub use fs::{count_files, InterceptFs, SlowFile};
 pub use model::Model;
 pub use rng::Rng;
 pub use tempdir::TempDir;

@@ -9,31 +9,7 @@ use std::time::{Duration, Instant};
 
 use strata::fs::{CrashMode, Fs, MemFs, WritableFile};
 use strata::{Db, Options, Result};
-use strata_testkit::InterceptFs;
-
-/// A file whose appends are slow while `slow` is set.
-struct SlowFile {
-    inner: Box<dyn WritableFile>,
-    slow: Arc<AtomicBool>,
-}
-
-impl WritableFile for SlowFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        if self.slow.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> Result<()> {
-        self.inner.sync()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-}
+use strata_testkit::{InterceptFs, SlowFile};
 
 fn prop(db: &Db, name: &str) -> usize {
     db.property(name).unwrap().parse().unwrap()
@@ -56,10 +32,11 @@ fn open_recording(separate_flush_thread: bool) -> (Db, Arc<AtomicBool>, Removers
         .on_create(move |path, fs| {
             let inner = fs.create(path)?;
             if path.to_string_lossy().contains("/deep/") {
-                return Ok(Box::new(SlowFile {
+                return Ok(Box::new(SlowFile::switched(
                     inner,
-                    slow: slowing.clone(),
-                }));
+                    Duration::from_millis(20),
+                    slowing.clone(),
+                )));
             }
             Ok(inner)
         })
@@ -492,10 +469,11 @@ fn the_write_stall_log_names_a_stop_for_a_slow_flush() {
         let inner = fs.create(path)?;
         // (A flush writes its tables as `NNNNNN.sst.dbtmp` until it publishes them.)
         if path.to_string_lossy().contains(".sst") {
-            return Ok(Box::new(SlowFile {
+            return Ok(Box::new(SlowFile::switched(
                 inner,
-                slow: slowing.clone(),
-            }));
+                Duration::from_millis(20),
+                slowing.clone(),
+            )));
         }
         Ok(inner)
     });
@@ -729,10 +707,11 @@ fn writers_go_on_while_a_compaction_syncs_the_manifest() {
                 }));
             }
             if path.to_string_lossy().contains("/deep/") {
-                return Ok(Box::new(SlowFile {
+                return Ok(Box::new(SlowFile::switched(
                     inner,
-                    slow: slowing.clone(),
-                }));
+                    Duration::from_millis(20),
+                    slowing.clone(),
+                )));
             }
             Ok(inner)
         })

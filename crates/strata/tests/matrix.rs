@@ -642,31 +642,18 @@ fn a_kill_in_the_middle_of_a_row_write_loses_no_acknowledged_write() {
 /// is in use".
 #[test]
 fn a_kill_with_large_batches_unflushed_leaves_a_matrix_that_opens() {
-    use strata::fs::{CrashMode, WritableFile};
-    /// A table file whose appends take a millisecond each: column compactions fall behind
-    /// and the container stays nearly full.
-    struct Slow(Box<dyn WritableFile>);
-    impl WritableFile for Slow {
-        fn append(&mut self, data: &[u8]) -> strata::Result<()> {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            self.0.append(data)
-        }
-        fn flush(&mut self) -> strata::Result<()> {
-            self.0.flush()
-        }
-        fn sync(&mut self) -> strata::Result<()> {
-            self.0.sync()
-        }
-        fn len(&self) -> u64 {
-            self.0.len()
-        }
-    }
+    use strata::fs::CrashMode;
     let mem = MemFs::new();
     let fs: Arc<dyn Fs> = Arc::new(
         strata_testkit::InterceptFs::new(Arc::new(mem.clone())).on_create(|path, below| {
             let f = below.create(path)?;
+            // A millisecond per append of a table: columns fall behind, the container
+            // stays nearly full.
             Ok(if path.extension().is_some_and(|e| e == "sst") {
-                Box::new(Slow(f))
+                Box::new(strata_testkit::SlowFile::new(
+                    f,
+                    std::time::Duration::from_millis(1),
+                ))
             } else {
                 f
             })

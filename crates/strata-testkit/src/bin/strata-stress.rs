@@ -45,7 +45,7 @@ use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::oracle::{
     key_for, key_index, matches, set_large_values, value_for, Oracle, Slot,
 };
-use strata_testkit::Rng;
+use strata_testkit::{Rng, SlowFile};
 
 #[derive(Debug, Clone)]
 struct Args(BTreeMap<String, String>);
@@ -88,29 +88,11 @@ struct SlowTables {
     ms: u64,
 }
 
-struct SlowFile(Box<dyn WritableFile>, u64);
-
-impl WritableFile for SlowFile {
-    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
-        std::thread::sleep(Duration::from_millis(self.1));
-        self.0.append(data)
-    }
-    fn flush(&mut self) -> strata::Result<()> {
-        self.0.flush()
-    }
-    fn sync(&mut self) -> strata::Result<()> {
-        self.0.sync()
-    }
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-}
-
 impl Fs for SlowTables {
     fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
         let f = RealFs.create(path)?;
         if self.ms > 0 && path.extension().is_some_and(|e| e == "sst") {
-            return Ok(Box::new(SlowFile(f, self.ms)));
+            return Ok(Box::new(SlowFile::new(f, Duration::from_millis(self.ms))));
         }
         Ok(f)
     }
