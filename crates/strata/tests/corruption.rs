@@ -434,3 +434,46 @@ fn a_compaction_output_damaged_on_its_way_to_the_file_is_never_installed() {
         );
     }
 }
+
+/// A live table cut short (or grown) on disk is not the table the manifest describes: the
+/// open refuses with `Corruption` naming it and both sizes, before anything is written
+/// (the next `put` used to succeed over it, and reads found what they could).
+#[test]
+fn a_table_of_another_size_than_recorded_refuses_the_open() {
+    let base = MemFs::new();
+    build(&base, 3000, true);
+    let tables = files(&base, ".sst");
+    assert!(!tables.is_empty());
+    for grow in [false, true] {
+        let fs = base.crash_clone(strata::fs::CrashMode::DropUnsynced);
+        let path = &tables[tables.len() / 2];
+        let len = fs.file_size(path).unwrap() as usize;
+        if grow {
+            let mut w = fs.create(Path::new("/db/scratch")).unwrap();
+            let mut bytes = strata::fs::read_all(&fs, path).unwrap();
+            bytes.extend_from_slice(&[0u8; 10]);
+            w.append(&bytes).unwrap();
+            w.sync().unwrap();
+            drop(w);
+            fs.rename(Path::new("/db/scratch"), path).unwrap();
+        } else {
+            fs.truncate(path, len - 100).unwrap();
+        }
+        let before: Vec<String> = fs.list(Path::new("/db")).unwrap();
+        let Err(err) = Db::open("/db", opts(&fs)) else {
+            panic!("the open is refused (grown {grow})");
+        };
+        assert_eq!(err.kind(), ErrorKind::Corruption, "{err}");
+        let msg = err.to_string();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            msg.contains(&name) && msg.contains("the manifest says"),
+            "{msg}"
+        );
+        assert_eq!(
+            fs.list(Path::new("/db")).unwrap(),
+            before,
+            "the refusal wrote nothing"
+        );
+    }
+}

@@ -198,7 +198,27 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
 /// Loads the version CURRENT names and checks that every file it names is there.
 fn recover(versions: &mut VersionSet, opts: &Options) -> Result<crate::version::Recovered> {
     let r = versions.recover()?;
-    let missing = versions.missing_tables()?;
+    let unsound = versions.unsound_files();
+    let resized: Vec<String> = unsound
+        .iter()
+        .filter_map(|(p, s)| {
+            s.map(|(disk, recorded)| {
+                format!(
+                    "{} ({disk} bytes, the manifest says {recorded})",
+                    p.display()
+                )
+            })
+        })
+        .collect();
+    if !resized.is_empty() {
+        return Err(Error::corrupt(format!(
+            "tables named by the manifest are not the size it records (cut short or \
+             overwritten): {}. Nothing was changed; `strata repair` rebuilds the database \
+             from what the files still hold",
+            resized.join(", ")
+        )));
+    }
+    let missing: Vec<&PathBuf> = unsound.iter().map(|(p, _)| p).collect();
     if missing.is_empty() {
         return Ok(r);
     }

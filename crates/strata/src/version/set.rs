@@ -897,26 +897,27 @@ impl VersionSet {
         out
     }
 
-    /// Lists every table the current version names that is missing on disk.
-    ///
-    /// # Errors
-    /// I/O errors listing directories.
-    pub fn missing_tables(&self) -> Result<Vec<PathBuf>> {
-        let mut missing = Vec::new();
+    /// The files the current version names that are missing (`None`), and the tables whose
+    /// size on disk is not the one recorded (`Some((on disk, recorded))`): a table cut
+    /// short or grown is no longer the table the manifest describes. One `stat` a file.
+    pub fn unsound_files(&self) -> Vec<(PathBuf, Option<(u64, u64)>)> {
+        let mut unsound = Vec::new();
         for files in &self.current.levels {
             for f in files.iter() {
                 let p = self.placement.table_path(f.number, f.path_id);
-                if !self.fs.exists(&p) {
-                    missing.push(p);
+                match self.fs.file_size(&p) {
+                    Ok(size) if size == f.size => {}
+                    Ok(size) => unsound.push((p, Some((size, f.size)))),
+                    Err(_) => unsound.push((p, None)),
                 }
             }
         }
         for f in self.current.values.values() {
             let p = f.path(&self.placement);
             if !self.fs.exists(&p) {
-                missing.push(p);
+                unsound.push((p, None));
             }
         }
-        Ok(missing)
+        unsound
     }
 }
