@@ -198,7 +198,7 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
 /// Loads the version CURRENT names and checks that every file it names is there.
 fn recover(versions: &mut VersionSet, opts: &Options) -> Result<crate::version::Recovered> {
     let r = versions.recover()?;
-    let unsound = versions.unsound_files();
+    let unsound = versions.unsound_files()?;
     let resized: Vec<String> = unsound
         .iter()
         .filter_map(|(p, s)| {

@@ -442,6 +442,10 @@ pub(crate) fn features_of(v: &Version) -> Vec<String> {
     f
 }
 
+/// A file the current version names that is missing (`None`), or a table whose size on
+/// disk (first) is not the recorded one (second): [`VersionSet::unsound_files`].
+pub type UnsoundFile = (PathBuf, Option<(u64, u64)>);
+
 impl VersionSet {
     /// A version set for the database at `placement` (nothing read or written yet).
     pub fn new(
@@ -897,10 +901,14 @@ impl VersionSet {
         out
     }
 
-    /// The files the current version names that are missing (`None`), and the tables whose
-    /// size on disk is not the one recorded (`Some((on disk, recorded))`): a table cut
-    /// short or grown is no longer the table the manifest describes. One `stat` a file.
-    pub fn unsound_files(&self) -> Vec<(PathBuf, Option<(u64, u64)>)> {
+    /// The files the current version names that are missing (`None` beside the path), and
+    /// the tables whose size on disk is not the one recorded (`Some((on disk, recorded))`):
+    /// a table cut short or grown is no longer the table the manifest describes. One
+    /// `stat` a file.
+    ///
+    /// # Errors
+    /// The error of a `stat` that fails on a file that is there.
+    pub fn unsound_files(&self) -> Result<Vec<UnsoundFile>> {
         let mut unsound = Vec::new();
         for files in &self.current.levels {
             for f in files.iter() {
@@ -908,7 +916,8 @@ impl VersionSet {
                 match self.fs.file_size(&p) {
                     Ok(size) if size == f.size => {}
                     Ok(size) => unsound.push((p, Some((size, f.size)))),
-                    Err(_) => unsound.push((p, None)),
+                    Err(_) if !self.fs.exists(&p) => unsound.push((p, None)),
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -918,6 +927,6 @@ impl VersionSet {
                 unsound.push((p, None));
             }
         }
-        unsound
+        Ok(unsound)
     }
 }
