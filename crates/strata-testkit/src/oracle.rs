@@ -76,6 +76,17 @@ pub fn set_large_values(fraction: f64) {
     LARGE_PER_MILLE.store(per_mille, Ordering::Relaxed);
 }
 
+/// The smallest padding [`value_for`] gives a value that is not large (0 unless set).
+static SMALL_FROM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Makes the values that are not large at least `from` bytes of padding long (up to
+/// `from + 119`): two-key batches of 100-250 B values make WAL groups of 256-512 B, the
+/// ones a mapped log copies with the C library's copy. Every process that writes or checks
+/// one oracle must set the same value.
+pub fn set_small_values_from(from: usize) {
+    SMALL_FROM.store(from, Ordering::Relaxed);
+}
+
 /// The value bytes for (key index, value id): self-describing, with a length that varies.
 pub fn value_for(key: u32, id: u64) -> Vec<u8> {
     let mut v = format!("v{key}:{id}:").into_bytes();
@@ -86,7 +97,7 @@ pub fn value_for(key: u32, id: u64) -> Vec<u8> {
     let len = if large > 0 && (mixed >> 16) % 1000 < u64::from(large) {
         5000 + (mixed >> 24) as usize % 60_001
     } else {
-        h as usize % 120
+        SMALL_FROM.load(Ordering::Relaxed) + h as usize % 120
     };
     v.resize(v.len() + len, b'.');
     v

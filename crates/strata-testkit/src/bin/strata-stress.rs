@@ -7,6 +7,7 @@
 //!               [--batch_keys=0]  (N > 0: every write a batch of N own keys; 0: mostly one)
 //!               [--writes=55]  (the percentage of ops that write; the rest read)
 //!               [--large_values=0]  (the fraction of values made 5-65 KB long)
+//!               [--small_values_from=0]  (the other values' least padding: 0-119 bytes more)
 //! option flags (as in strata-bench): --write_buffer_size --target_file_size_base
 //!   --max_bytes_for_level_base --bloom_bits --level0_file_num_compaction_trigger
 //!   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --max_write_buffer_number --num_levels
@@ -43,7 +44,7 @@ use std::time::{Duration, Instant};
 use strata::fs::{FileLock, Fs, RandomAccessFile, RealFs, SequentialFile, WritableFile};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::oracle::{
-    key_for, key_index, matches, set_large_values, value_for, Oracle, Slot,
+    key_for, key_index, matches, set_large_values, set_small_values_from, value_for, Oracle, Slot,
 };
 use strata_testkit::{Rng, SlowFile};
 
@@ -464,6 +465,7 @@ fn run(a: &Args) -> Result<(), String> {
     let seconds: f64 = a.get("seconds", 10.0)?;
     let oracle = Oracle::open(&a.path("oracle")?, keys)?;
     set_large_values(a.get("large_values", 0.0)?);
+    set_small_values_from(a.get("small_values_from", 0)?);
     let db = Db::open(&db_path, options(a)?).map_err(|e| format!("open: {e}"))?;
     // The crash loop's cue (`--delay_from=open`): the database is open.
     println!("strata-stress run: open");
@@ -525,6 +527,7 @@ fn verify(a: &Args) -> Result<Verified, String> {
     let keys: u32 = a.get("keys", 20_000)?;
     let oracle = Oracle::open(&a.path("oracle")?, keys)?;
     set_large_values(a.get("large_values", 0.0)?);
+    set_small_values_from(a.get("small_values_from", 0)?);
     let db = Db::open(a.path("db")?, options(a)?)
         .map_err(|e| format!("open for verify refused (a refused open fails the loop): {e}"))?;
     let threads: u32 = a.get("threads", 4)?;
@@ -637,6 +640,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         "sync",
         "batch_keys",
         "large_values",
+        "small_values_from",
         "writes",
         "write_buffer_size",
         "target_file_size_base",
