@@ -119,15 +119,13 @@ impl LogReader {
             let room = block_left - HEADER_SIZE;
             let shape_fits = (type_byte == FragmentType::Full as u8 && len <= room)
                 || (type_byte == FragmentType::First as u8 && len == room);
-            if shape_fits {
-                if let Some(payload) = self.data.get(at + HEADER_SIZE..at + HEADER_SIZE + len) {
-                    if u32_at(h, 0) == Some(masked_crc2(&[type_byte], payload)) {
-                        return Some(at);
-                    }
-                    budget = budget.saturating_sub(len + 1);
-                    if budget == 0 {
-                        return Some(from);
-                    }
+            if shape_fits && at + HEADER_SIZE + len <= self.data.len() {
+                if self.checksum_ok(at) {
+                    return Some(at);
+                }
+                budget = budget.saturating_sub(len + 1);
+                if budget == 0 {
+                    return Some(from);
                 }
             }
             at += 1;
@@ -169,17 +167,25 @@ impl LogReader {
             };
             let type_byte = h[6];
             let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
-            if !(1..=4).contains(&type_byte) || len > block_left - HEADER_SIZE {
-                return false;
-            }
-            let Some(payload) = self.data.get(at + HEADER_SIZE..at + HEADER_SIZE + len) else {
-                return false;
-            };
-            if u32_at(h, 0) != Some(masked_crc2(&[type_byte], payload)) {
+            if !(1..=4).contains(&type_byte)
+                || len > block_left - HEADER_SIZE
+                || !self.checksum_ok(at)
+            {
                 return false;
             }
             at += HEADER_SIZE + len;
         }
+    }
+
+    /// Whether the fragment whose header is at `at` is all there and passes its checksum.
+    fn checksum_ok(&self, at: usize) -> bool {
+        let Some(h) = self.data.get(at..at + HEADER_SIZE) else {
+            return false;
+        };
+        let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
+        self.data
+            .get(at + HEADER_SIZE..at + HEADER_SIZE + len)
+            .is_some_and(|payload| u32_at(h, 0) == Some(masked_crc2(&[h[6]], payload)))
     }
 
     /// A `Corrupt` event for damage at `offset`, with the search for a record after it
@@ -187,6 +193,11 @@ impl LogReader {
     /// tail, and reading ends there.
     fn corrupt(&mut self, offset: usize, search_from: usize, reason: &'static str) -> LogEvent {
         let at_tail = !self.record_starts_from(search_from);
+        self.damage(offset, at_tail, reason)
+    }
+
+    /// A `Corrupt` event; at the tail, reading ends there.
+    fn damage(&mut self, offset: usize, at_tail: bool, reason: &'static str) -> LogEvent {
         if at_tail {
             self.pos = self.data.len();
         }
@@ -244,21 +255,12 @@ impl LogReader {
                 // Data after a zeroed header: the last write of a process killed in the
                 // middle of copying it (its head not yet stored, some of the rest stored;
                 // docs/format/wal.md), or damage, if a record starts after it.
-                let offset = record_start.unwrap_or(at);
-                if self.record_starts_from(at + 1) {
-                    self.skip_to_next_block(at);
-                    return LogEvent::Corrupt {
-                        offset: offset as u64,
-                        reason: "zeroed header inside the log",
-                        at_tail: false,
-                    };
-                }
-                self.pos = self.data.len();
-                return LogEvent::Corrupt {
-                    offset: offset as u64,
-                    reason: "a write cut short (zeroed header, then part of its record)",
-                    at_tail: true,
-                };
+                self.skip_to_next_block(at);
+                return self.corrupt(
+                    record_start.unwrap_or(at),
+                    at + 1,
+                    "zeroed header inside the log",
+                );
             }
             let end = at + HEADER_SIZE + len;
             if end > self.data.len() {
@@ -281,18 +283,9 @@ impl LogReader {
                 // short or damaged. A record found inside that payload counts only if the
                 // log goes on cleanly from it to its end (a log stored inside a value, cut
                 // short with it, does not: the rest of the value follows it).
-                let mut event = self.corrupt(at, end, "checksum mismatch");
-                if let LogEvent::Corrupt { at_tail: true, .. } = event {
-                    if self.clean_record_within(at + 1, end) {
-                        self.pos = (at / BLOCK_SIZE + 1) * BLOCK_SIZE;
-                        event = LogEvent::Corrupt {
-                            offset: at as u64,
-                            reason: "checksum mismatch",
-                            at_tail: false,
-                        };
-                    }
-                }
-                return event;
+                let at_tail =
+                    !self.record_starts_from(end) && !self.clean_record_within(at + 1, end);
+                return self.damage(at, at_tail, "checksum mismatch");
             }
             self.pos = end;
             let Some(kind) = FragmentType::from_u8(type_byte) else {
