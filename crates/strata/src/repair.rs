@@ -295,7 +295,14 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             logged = None;
             continue;
         }
-        let mut reader = LogReader::new(crate::fs::read_all(&*fs, p)?);
+        // As recovery reads them: only the newest WAL may end in a write cut short in the
+        // middle of its copy.
+        let data = crate::fs::read_all(&*fs, p)?;
+        let mut reader = if i + 1 < wals.len() {
+            LogReader::strict(data)
+        } else {
+            LogReader::new(data)
+        };
         let mut records = 0usize;
         loop {
             match reader.next_event() {

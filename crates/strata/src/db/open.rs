@@ -602,7 +602,14 @@ fn replay_wals(
         if stop {
             break;
         }
-        let mut reader = LogReader::new(fs::read_all(&**fs, path)?);
+        // Only the newest WAL can end in a write a kill cut short in the middle of its
+        // copy; an older one's damage is damage to writes that were whole.
+        let data = fs::read_all(&**fs, path)?;
+        let mut reader = if i + 1 < count {
+            LogReader::strict(data)
+        } else {
+            LogReader::new(data)
+        };
         let mut records = 0usize;
         loop {
             let (data, offset) = match reader.next_event() {

@@ -512,7 +512,8 @@ impl VersionSet {
             ));
         }
         let data = fs::read_all(&*self.fs, &path)?;
-        let mut reader = LogReader::new(data);
+        // Written by `write(2)`: a crash leaves a prefix of a write, never its tail alone.
+        let mut reader = LogReader::strict(data);
         let mut v = Version::new(self.num_levels);
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
         let mut records = 0;

@@ -48,6 +48,10 @@ pub struct LogReader {
     /// The last search for a record start: from where, and where it found one (so that
     /// damage in block after block does not search the same bytes again).
     searched: Option<(usize, Option<usize>)>,
+    /// Damage is at the tail only when nothing but zeros follows the damaged fragment
+    /// (`strict`): for a log no kill can have torn in the middle of a copy, one written
+    /// with `write(2)` or closed before a later one began.
+    strict: bool,
 }
 
 /// Bytes one search for a record start may checksum. Bytes shaped like fragment headers
@@ -64,6 +68,19 @@ impl LogReader {
             pos: 0,
             live_end: None,
             searched: None,
+            strict: false,
+        }
+    }
+
+    /// A reader that calls damage the tail only when nothing but zeros follows the damaged
+    /// fragment: for a log whose writes a kill cannot have left torn in the middle (a
+    /// manifest, written by `write(2)`; a WAL a later WAL followed, its writes finished),
+    /// where anything else is damage to data that was whole (docs/format/wal.md, "What a
+    /// crash leaves").
+    pub fn strict(data: Vec<u8>) -> Self {
+        LogReader {
+            strict: true,
+            ..LogReader::new(data)
         }
     }
 
@@ -192,7 +209,7 @@ impl LogReader {
     /// starting at `search_from`. When no record starts after the damage it is the log's
     /// tail, and reading ends there.
     fn corrupt(&mut self, offset: usize, search_from: usize, reason: &'static str) -> LogEvent {
-        let at_tail = !self.record_starts_from(search_from);
+        let at_tail = !self.strict && !self.record_starts_from(search_from);
         self.damage(offset, at_tail, reason)
     }
 
@@ -271,11 +288,19 @@ impl LogReader {
             }
             if len > BLOCK_SIZE - at % BLOCK_SIZE - HEADER_SIZE {
                 self.skip_to_next_block(at);
+                if self.strict {
+                    let at_tail = self.only_zeros_from(end);
+                    return self.damage(at, at_tail, "fragment crosses a block boundary");
+                }
                 return self.corrupt(at, at + 1, "fragment crosses a block boundary");
             }
             let payload = &self.data[at + HEADER_SIZE..end];
             if masked_crc2(&[type_byte], payload) != crc {
                 self.skip_to_next_block(at);
+                if self.strict {
+                    let at_tail = self.only_zeros_from(end);
+                    return self.damage(at, at_tail, "checksum mismatch");
+                }
                 if !(1..=4).contains(&type_byte) {
                     return self.corrupt(at, at + 1, "checksum mismatch");
                 }

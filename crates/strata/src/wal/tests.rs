@@ -397,3 +397,54 @@ fn a_length_that_swallows_the_last_records_is_damage() {
         "{e:?}"
     );
 }
+
+/// A strict reader (a WAL a later one followed, a manifest) calls a zeroed head with its
+/// record's tail after it damage, not a torn tail: no kill leaves that shape there, so it is
+/// damage to data that was whole (synced writes a silent drop would lose).
+#[test]
+fn a_strict_reader_calls_a_torn_looking_head_damage() {
+    let (full, fillers, g, end) = log_ending_with(4096 - 5, &[7u8; 300]);
+    let mut torn = full.clone();
+    torn[g..g + 20].fill(0);
+    torn.resize(end + 4096, 0);
+    let (got, e) = records_then(torn.clone());
+    assert_eq!(got.len(), fillers.len());
+    assert!(
+        matches!(e, LogEvent::Corrupt { at_tail: true, .. }),
+        "{e:?}"
+    );
+    let mut r = LogReader::strict(torn);
+    let mut n = 0;
+    let e = loop {
+        match r.next_event() {
+            LogEvent::Record { .. } => n += 1,
+            e => break e,
+        }
+    };
+    assert_eq!(n, fillers.len());
+    assert!(
+        matches!(e, LogEvent::Corrupt { at_tail: false, .. }),
+        "{e:?}"
+    );
+    // A cut-short last record (a prefix, as `write(2)` leaves it) stays the tail.
+    let mut cut = full[..end - 50].to_vec();
+    cut.resize(end + 4096, 0);
+    let (got, e) = {
+        let mut r = LogReader::strict(cut);
+        let mut got = 0;
+        loop {
+            match r.next_event() {
+                LogEvent::Record { .. } => got += 1,
+                e => break (got, e),
+            }
+        }
+    };
+    assert_eq!(got, fillers.len());
+    assert!(
+        matches!(
+            e,
+            LogEvent::Torn { .. } | LogEvent::Corrupt { at_tail: true, .. }
+        ),
+        "{e:?}"
+    );
+}
