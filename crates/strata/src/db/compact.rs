@@ -376,9 +376,10 @@ pub(crate) struct ObsoleteFiles {
     /// Tables and WALs the running pass named and is deleting, outside this lock: every list
     /// written meanwhile names them too, and the pass moves them to `unsynced` when done.
     deleting: ObsoleteList,
-    /// Tables named before the edit that takes them out of the current version
-    /// ([`DbInner::list_before_edit`]): every list names them while the current version
-    /// still holds them (after the edit, the pass finds them obsolete by itself).
+    /// Tables named before the edit that takes them out of the current version, and WALs
+    /// below the log number then ([`DbInner::list_before_edit`]): every list names them
+    /// while the current version still holds them, or until a pass sees a log number above
+    /// them (after that, the pass finds them obsolete by itself).
     pinned: ObsoleteList,
 }
 
@@ -524,6 +525,8 @@ impl DbInner {
         ob.pinned
             .tables
             .retain(|&n| current.contains(&FileNumber(n)));
+        // Pinned WALs below the log number this pass saw, it names by itself while on disk.
+        ob.pinned.wals.retain(|&n| n >= log_number.0);
         let mut obsolete = ob.must_name();
         let mut doomed: Vec<Doomed> = Vec::new();
         let mut dirs: Vec<&std::path::Path> = Vec::new();
@@ -598,14 +601,39 @@ impl DbInner {
     /// directory is rewritten before it). A crash after the directory write would
     /// otherwise leave `repair` the old values in inputs no list names yet, and no
     /// tombstone. The outputs are durable already (the job synced them), so a repair that
-    /// leaves the inputs out loses nothing even if the edit never lands.
+    /// leaves the inputs out loses nothing even if the edit never lands. For the same
+    /// reason the list names every WAL still on disk below the log number: a flush moved
+    /// its records into rows (which the row directory lists, durably, before the edit
+    /// that moved the log number), the deletion pass may not have run since, and such a
+    /// WAL holds values whose tombstone this edit takes out of the rows: `repair` replayed
+    /// one and brought a deleted key back (the crash test found it in about one run of
+    /// three under `matrixkv-idle`).
     pub(crate) fn list_before_edit(&self, tables: &[FileNumber]) -> Result<()> {
-        if tables.is_empty() {
+        let mut more = ObsoleteList::default();
+        more.tables.extend(tables.iter().map(|n| n.0));
+        // And every WAL still on disk below the log number: their records are in the rows
+        // (or in tables since), and one a pass has not deleted yet holds values whose
+        // tombstone may leave the rows with this edit (the row directory no longer lists it).
+        let log_number = lock(&self.versions).log_number();
+        let mut dirs: Vec<&std::path::Path> = Vec::new();
+        for dir in self.placement.dirs() {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        for dir in dirs {
+            for name in self.fs.list(dir).unwrap_or_default() {
+                if let Some(FileType::Wal(n)) = filename::parse(&name) {
+                    if n < log_number {
+                        more.wals.insert(n.0);
+                    }
+                }
+            }
+        }
+        if more.tables.is_empty() && more.wals.is_empty() {
             return Ok(());
         }
         let mut ob = lock(&self.obsolete);
-        let mut more = ObsoleteList::default();
-        more.tables.extend(tables.iter().map(|n| n.0));
         let mut list = ob.must_name();
         list.extend(&more);
         match &ob.listed {
