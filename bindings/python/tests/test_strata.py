@@ -174,6 +174,21 @@ def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp
     assert not any(n.endswith(".sst") for n in os.listdir(levels))
 
 
+def test_an_open_without_the_wal_dir_finds_the_recorded_one(path, tmp_path):
+    wal, other = str(tmp_path / "wal"), str(tmp_path / "other")
+    with strata.DB(path, create_if_missing=True, wal_dir=wal) as db:
+        for i in range(1000):
+            db.put(b"k%04d" % i, b"v%d" % i)
+    with strata.DB(path) as db:  # no wal_dir: the recorded one
+        assert sum(1 for _ in db.iterator()) == 1000
+        db.put(b"new", b"1")
+    with pytest.raises(strata.CorruptionError, match="wal_dir"):
+        strata.DB(path, wal_dir=other)
+    assert not os.path.exists(other)
+    with strata.DB(path, wal_dir=wal) as db:
+        assert sum(1 for _ in db.iterator()) == 1001
+
+
 def test_missing_database_is_refused_by_default(path):
     # create_if_missing defaults to False, as plyvel's does.
     with pytest.raises(strata.InvalidArgumentError):

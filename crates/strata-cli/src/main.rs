@@ -528,6 +528,22 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             r.value_files,
             r.moved_to.display()
         );
+        if r.dropped_data() {
+            for d in &r.dropped {
+                eprintln!("strata: dropped: {d}");
+            }
+            return Err(Failure(
+                format!(
+                    "repair dropped data the database held: {} entries it could count, in {} \
+                     place(s) listed above; the database opens with what was recovered (the \
+                     damaged files are in {})",
+                    r.entries_lost,
+                    r.dropped.len(),
+                    r.moved_to.display()
+                ),
+                2,
+            ));
+        }
         return Ok(());
     }
     if name == "check" {

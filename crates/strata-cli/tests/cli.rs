@@ -381,7 +381,12 @@ fn file_dumps_show_contents_and_report_every_damaged_block() {
     assert!(dump.contains(" Put value "), "{}", &dump[..400]);
     assert!(ok(&["wal-dump", &wal]).contains("Put last in the wal"));
     let edits = ok(&["manifest-dump", "--db", dir.to_str().unwrap()]);
-    assert!(edits.starts_with("offset 0:\n  format version"), "{edits}");
+    // Each manifest starts with where the files are, then the snapshot.
+    assert!(
+        edits.starts_with("offset 0:\n  directories: every file in the database directory\n")
+            && edits.contains("\n  format version"),
+        "{edits}"
+    );
     // Keys as `scan` shows them, not as byte arrays.
     assert!(
         edits.contains("  add L") && !edits.contains("[107, 101"),
@@ -548,6 +553,53 @@ fn repair_brings_back_a_database_whose_manifest_is_gone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A repair that could not bring everything back says how much it dropped and exits 2; one
+/// that dropped nothing the database held exits 0.
+#[test]
+fn repair_says_what_it_dropped_and_exits_non_zero() {
+    let dir = temp_dir("repair-dropped");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..20000u32 {
+            db.put(format!("key{i:06}"), [b'v'; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.put("last", "in the WAL").unwrap();
+    }
+    let db = dir.to_str().unwrap();
+    // Nothing damaged: nothing dropped.
+    let o = strata(&["repair", "--db", db]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ok(&["put", "--db", db, "after", "the repair"]);
+    // A table cut to half its size: its footer is gone, and so are its entries.
+    let table = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let len = std::fs::metadata(&table).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&table)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let o = strata(&["repair", "--db", db]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("repair dropped data") && err.contains("20001 entries"),
+        "{err}"
+    );
+    assert_eq!(ok(&["get", "--db", db, "after"]), "the repair\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// What a user trips over: a closed pipe ends quietly with status 0 and never blames a
 /// table; a file given as --db says so; an unknown property lists the known ones; a load
 /// that stops at a bad line says how much it had loaded.
@@ -621,4 +673,83 @@ fn pipes_paths_properties_and_bad_loads() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A database made with its WALs (or its persistent memory) in another directory, then
+/// used without naming it: every command finds the recorded directory (and says so), and
+/// one naming another directory is refused without changing anything.
+#[test]
+fn commands_not_given_the_directories_use_the_recorded_ones() {
+    let dir = temp_dir("recorded-dirs");
+    let (db, wal) = (dir.join("db"), dir.join("wal"));
+    let (db, wal) = (db.to_str().unwrap(), wal.to_str().unwrap());
+    let input: String = (0..3000).map(|i| format!("k{i}\tv{i}\n")).collect();
+    std::fs::create_dir_all(&dir).unwrap();
+    let input_file = dir.join("in.tsv");
+    std::fs::write(&input_file, input).unwrap();
+    let input_file = input_file.to_str().unwrap();
+    ok(&[
+        "load",
+        "--db",
+        db,
+        "--create",
+        "--wal-dir",
+        wal,
+        "-i",
+        input_file,
+    ]);
+    let o = strata(&["put", "--db", db, "--preset", "default", "x", "y"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(wal),
+        "the note names the recorded WAL directory: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(ok(&["count", "--db", db]).trim(), "3001");
+    let elsewhere = dir.join("elsewhere");
+    let o = strata(&[
+        "put",
+        "--db",
+        db,
+        "--wal-dir",
+        elsewhere.to_str().unwrap(),
+        "a",
+        "b",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("wal_dir") && err.contains(wal), "{err}");
+    assert!(!elsewhere.exists(), "a refused open created its directory");
+    assert_eq!(ok(&["count", "--db", db, "--wal-dir", wal]).trim(), "3001");
+
+    // matrixkv with its persistent memory (and WALs) in --pmem-dir.
+    let (mdb, pmem) = (dir.join("mdb"), dir.join("pmem"));
+    let (mdb, pmem) = (mdb.to_str().unwrap(), pmem.to_str().unwrap());
+    ok(&[
+        "load",
+        "--db",
+        mdb,
+        "--create",
+        "--preset",
+        "matrixkv",
+        "--pmem-dir",
+        pmem,
+        "-i",
+        input_file,
+    ]);
+    ok(&["put", "--db", mdb, "--preset", "matrixkv", "a", "b"]);
+    ok(&["flush", "--db", mdb, "--preset", "matrixkv"]);
+    assert_eq!(
+        ok(&["count", "--db", mdb, "--preset", "matrixkv"]).trim(),
+        "3001"
+    );
+    let listed: Vec<String> = std::fs::read_dir(mdb)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !listed.iter().any(|n| n.starts_with("matrix.")),
+        "a region was created in the database directory: {listed:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

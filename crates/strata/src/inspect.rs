@@ -318,6 +318,20 @@ fn write_edit(
     if let Some(v) = e.format_version {
         writeln!(out, "  format version {v}")?;
     }
+    if let Some(d) = &e.directories {
+        if d.0.is_empty() {
+            writeln!(out, "  directories: every file in the database directory")?;
+        }
+        for (id, p) in &d.0 {
+            writeln!(
+                out,
+                "  directory of {}: {} ({})",
+                crate::placement::Directories::what(*id),
+                p.display(),
+                crate::placement::Directories::option_name(*id)
+            )?;
+        }
+    }
     if let Some(l) = &e.l0_layout {
         writeln!(
             out,
@@ -402,6 +416,8 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     use crate::placement::Placement;
 
     let fs = RealFs::new();
+    let (opts, _) = crate::db::open::with_recorded_directories(dir, opts.clone());
+    let opts = &opts;
     let placement = Placement::of(dir, opts);
     let current = String::from_utf8_lossy(&crate::fs::read_all(&fs, &placement.current_path())?)
         .trim()

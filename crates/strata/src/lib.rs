@@ -109,6 +109,10 @@ pub mod internals {
     pub mod version {
         pub use crate::version::{L0Record, VersionEdit};
     }
+    /// Which directory each kind of file lives in.
+    pub mod placement {
+        pub use crate::placement::{Directories, PathId};
+    }
     /// The record log of WALs and manifests.
     pub mod wal {
         pub use crate::wal::*;

@@ -424,14 +424,17 @@ pub struct Options {
     /// What recovery does with a damaged or torn WAL. Defaults to `TolerateTornTail`.
     pub wal_recovery_mode: WalRecoveryMode,
     /// Directory for WALs. Defaults to the database directory (or `pmem_dir`, with
-    /// `wal_in_pmem`).
+    /// `wal_in_pmem`). The manifest records the directories a database uses
+    /// (`wal_dir`, `level_dir`, `value_dir`, `pmem_dir`): an open that leaves one unset takes
+    /// the recorded one (and says so in `info_log`); one that names another directory is
+    /// refused unless every file the manifest expects is there.
     pub wal_dir: Option<PathBuf>,
     /// WALs in `pmem_dir`: MatrixKV's write-ahead log on NVM (its paper: "write requests
     /// from users are inserted into a write-ahead log on NVMs"). Without `pmem_dir` the
     /// WALs stay in the database directory; with `wal_dir` as well, `validate` refuses (two
-    /// options naming the WALs' directory). Give the same placement at every open, as
-    /// with `wal_dir`: an open finds WALs in every directory it is given (database, WAL,
-    /// levels, values, persistent memory), not in one it is not. Defaults to false; the
+    /// options naming the WALs' directory). An open finds WALs in every directory it uses
+    /// (database, WAL, levels, values, persistent memory), so turning this on or off
+    /// between opens is safe. Defaults to false; the
     /// `matrixkv` presets set it (`rocksdb-l0-nvm`, the paper's baseline, keeps RocksDB's
     /// WAL in the database directory; docs/design/matrixkv.md).
     pub wal_in_pmem: bool,
@@ -442,8 +445,8 @@ pub struct Options {
     /// such as `/dev/shm` to emulate one (its files do not survive a reboot: for
     /// benchmarks only). L0 tables are written there (the `rocksdb-l0-nvm` preset is
     /// RocksDB with an enlarged L0 in it). Defaults to none: L0 tables in the database
-    /// directory. Like `level_dir`, give the same directory at every open: each table
-    /// records which directory it was written in.
+    /// directory. Recorded in the manifest, as `wal_dir` is: each table records which
+    /// directory slot it was written in.
     pub pmem_dir: Option<PathBuf>,
     /// Layout of level 0. Defaults to `Flat`.
     pub l0_layout: L0Layout,

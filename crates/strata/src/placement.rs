@@ -199,6 +199,117 @@ impl Placement {
     }
 }
 
+/// The directories a database keeps its files in, as its manifest records them
+/// (docs/format/manifest.md, "Directories"): each slot whose directory is not the database
+/// directory, with where the session that wrote the manifest put its files. A directory
+/// inside the database directory is recorded relative to it (the database can be moved
+/// with it), any other as an absolute path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Directories(pub Vec<(PathId, PathBuf)>);
+
+/// The slots a [`Directories`] record names, in the order it names them.
+const RECORDED: [PathId; 4] = [PathId::WAL, PathId::LEVELS, PathId::VALUES, PathId::PMEM];
+
+impl Directories {
+    /// The directory recorded for `id`, resolved against `db_dir` (`None`: the database
+    /// directory, or a slot the record does not name).
+    pub fn get(&self, id: PathId, db_dir: &Path) -> Option<PathBuf> {
+        self.0
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, p)| absolute(db_dir).join(p))
+    }
+
+    /// The option that names slot `id`'s directory.
+    pub fn option_name(id: PathId) -> &'static str {
+        match id {
+            PathId::WAL => "wal_dir",
+            PathId::LEVELS => "level_dir",
+            PathId::VALUES => "value_dir",
+            PathId::PMEM => "pmem_dir",
+            _ => "the database directory",
+        }
+    }
+
+    /// What kind of file slot `id` holds, for messages.
+    pub fn what(id: PathId) -> &'static str {
+        match id {
+            PathId::WAL => "WALs",
+            PathId::LEVELS => "tables of levels >= 1",
+            PathId::VALUES => "value files",
+            PathId::PMEM => "persistent-memory files (L0)",
+            _ => "manifests",
+        }
+    }
+
+    /// Encodes the record's payload: a count, then each slot's id and path.
+    pub fn encode(&self, dst: &mut Vec<u8>) {
+        crate::coding::put_varint32(dst, self.0.len() as u32);
+        for (id, p) in &self.0 {
+            dst.push(id.0);
+            crate::coding::put_length_prefixed(dst, p.as_os_str().as_encoded_bytes());
+        }
+    }
+
+    /// Decodes a payload [`Directories::encode`] wrote (`None` if malformed).
+    pub fn decode(mut src: &[u8]) -> Option<Directories> {
+        let n = crate::coding::get_varint32(&mut src)?;
+        if n > 16 {
+            return None;
+        }
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let (&id, rest) = src.split_first()?;
+            src = rest;
+            let p = crate::coding::get_length_prefixed(&mut src)?;
+            let p = std::str::from_utf8(p).ok().map(PathBuf::from).or_else(|| {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::ffi::OsStrExt;
+                    Some(PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+                }
+                #[cfg(not(unix))]
+                None
+            })?;
+            v.push((PathId(id), p));
+        }
+        src.is_empty().then_some(Directories(v))
+    }
+}
+
+/// `p` made absolute against the working directory (the file system is not consulted; a
+/// path that cannot be made absolute is kept as it is).
+pub(crate) fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+impl Placement {
+    /// What the manifest records of this placement: every slot whose directory is not the
+    /// database directory.
+    pub fn directories(&self) -> Directories {
+        let db = absolute(&self.db_dir);
+        let mut v = Vec::new();
+        for id in RECORDED {
+            let dir = absolute(self.dir(id));
+            if dir == db {
+                continue;
+            }
+            let stored = match dir.strip_prefix(&db) {
+                Ok(rel) => rel.to_path_buf(),
+                Err(_) => dir,
+            };
+            v.push((id, stored));
+        }
+        Directories(v)
+    }
+
+    /// Whether `dir` is one of this placement's directories (compared as absolute paths).
+    pub fn has_dir(&self, dir: &Path) -> bool {
+        let dir = absolute(dir);
+        self.dirs().iter().any(|d| absolute(d) == dir)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,6 +80,22 @@ pub struct RepairReport {
     pub value_files: usize,
     /// Where the replaced files went.
     pub moved_to: PathBuf,
+    /// Entries the repair knows it could not bring back: those of damaged table blocks
+    /// (a table's properties count its entries) and of tables that would not open (as the
+    /// newest surviving manifest that names them counts them).
+    pub entries_lost: u64,
+    /// Data the repair dropped, one line each: a table that would not open, damaged table
+    /// blocks, damaged WAL records inside a log. Not what a crash leaves (a WAL's torn
+    /// tail) nor files the database no longer needed. Empty when nothing the database held
+    /// durably was dropped; the `strata` tool then exits 0, else 2.
+    pub dropped: Vec<String>,
+}
+
+impl RepairReport {
+    /// Whether the repair dropped data the database held (see [`RepairReport::dropped`]).
+    pub fn dropped_data(&self) -> bool {
+        !self.dropped.is_empty()
+    }
 }
 
 /// Deletes the database at `path` (its directories as `opts` places them): every file
@@ -96,6 +112,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     if !fs.exists(dir) {
         return Ok(());
     }
+    // Where the database's manifest says its files are, where the options do not say.
+    let opts = crate::db::open::with_known_directories(dir, opts.clone());
+    let opts = &opts;
     let placement = Placement::of(dir, opts);
     let lock_path = dir.join(filename::LOCK);
     let lock = fs.lock(&lock_path)?;
@@ -141,6 +160,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
 pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     opts.validate()?;
+    // A manifest still readable says where the files are (where the options do not).
+    let opts = crate::db::open::with_known_directories(dir, opts.clone());
+    let opts = &opts;
     let fs = opts.fs.clone();
     let placement = Placement::of(dir, opts);
     for d in placement.dirs() {
@@ -208,6 +230,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     };
 
+    // How many entries each table held, as the surviving manifests recorded them (for a
+    // table that no longer opens, the only count there is).
+    let recorded_entries = recorded_table_entries(&*fs, &manifests);
     // Sources: every table that opens (damaged ones through a memtable of the blocks that
     // read back), and the WALs' records.
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -227,6 +252,17 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         let t = match opened {
             Ok(t) => Arc::new(t),
             Err(e) => {
+                let counted = recorded_entries.get(&n.0).copied();
+                report.entries_lost += counted.unwrap_or(0);
+                report.dropped.push(format!(
+                    "{}: the table would not open ({}), {}",
+                    p.display(),
+                    e,
+                    counted.map_or_else(
+                        || "its entries unknown (no surviving manifest names it)".to_string(),
+                        |c| format!("{c} entries as the manifest counted them"),
+                    )
+                ));
                 report.tables_lost.push((p.clone(), e.to_string()));
                 continue;
             }
@@ -234,7 +270,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         report.tables_read += 1;
         last_seq = last_seq.max(SeqNo(t.properties().largest_seq));
         let salvage = Arc::new(MemTable::new(0));
-        let mut whole = true;
+        let (mut whole, mut salvaged, mut bad_blocks) = (true, 0u64, 0usize);
         for (_, h) in t.data_blocks()? {
             match t.read_verified(h) {
                 Ok(b) => {
@@ -243,15 +279,26 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                     while it.valid() {
                         if let Some(k) = key::parse(it.key()) {
                             salvage.add(k.seq, k.kind, k.user_key, it.value());
+                            salvaged += 1;
                         }
                         it.next();
                     }
                 }
                 Err(e) => {
                     whole = false;
+                    bad_blocks += 1;
                     damage(p, h.offset, e.to_string());
                 }
             }
+        }
+        if !whole {
+            let lost = t.properties().num_entries.saturating_sub(salvaged);
+            report.entries_lost += lost;
+            report.dropped.push(format!(
+                "{}: {bad_blocks} damaged block(s), {lost} of its {} entries",
+                p.display(),
+                t.properties().num_entries
+            ));
         }
         if whole {
             drop(salvage);
@@ -354,7 +401,13 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                         logged = Some(logged.map_or(last, |l| l.max(last)));
                         report.wal_records += 1;
                     }
-                    Err(e) => damage(p, offset, format!("WAL batch: {e}")),
+                    Err(e) => {
+                        report.dropped.push(format!(
+                            "{} at offset {offset}: a damaged WAL batch",
+                            p.display()
+                        ));
+                        damage(p, offset, format!("WAL batch: {e}"))
+                    }
                 },
                 LogEvent::End => break,
                 LogEvent::Torn { offset } => {
@@ -367,6 +420,10 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                     at_tail,
                 } => {
                     if !at_tail {
+                        report.dropped.push(format!(
+                            "{} at offset {offset}: a damaged WAL record",
+                            p.display()
+                        ));
                         damage(p, offset, format!("WAL record: {reason}"));
                     }
                 }
@@ -517,8 +574,15 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         new_value_files: kept_values,
         ..VersionEdit::default()
     };
+    // The WAL the manifest names, empty, before the manifest: a manifest this build
+    // writes names a WAL that exists (an open refuses one whose WAL is missing).
+    let wal = fs.create_log(&placement.wal_path(log_number))?;
+    drop(wal);
+    fs.sync_file(&placement.wal_path(log_number))?;
+    fs.sync_dir(placement.wal_dir())?;
     let manifest = placement.manifest_path(manifest_number);
     let mut w = LogWriter::new(fs.create(&manifest)?);
+    w.add_record(&crate::version::directories_record(&placement))?;
     w.add_record(&edit.encode())?;
     w.sync()?;
     drop(w);
@@ -560,6 +624,36 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     }
     Ok(report)
+}
+
+/// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
+/// record wins), each read up to its damage.
+fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> HashMap<u64, u64> {
+    let mut by_number: Vec<(u64, &PathBuf)> = manifests
+        .iter()
+        .filter_map(
+            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
+                Some(FileType::Manifest(n)) => Some((n.0, p)),
+                _ => None,
+            },
+        )
+        .collect();
+    by_number.sort_by_key(|m| m.0);
+    let mut out = HashMap::new();
+    for (_, p) in by_number {
+        let Ok(bytes) = crate::fs::read_all(fs, p) else {
+            continue;
+        };
+        let mut reader = LogReader::new(bytes);
+        while let LogEvent::Record { data, .. } = reader.next_event() {
+            if let Ok(e) = VersionEdit::decode(&data) {
+                for (_, f) in &e.new_files {
+                    out.insert(f.number.0, f.num_entries);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The newest L0 layout record in `manifests` (the highest-numbered manifest that holds

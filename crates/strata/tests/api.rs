@@ -320,8 +320,14 @@ fn the_l0_layout_is_recorded_and_an_unknown_one_refused() {
     db.put(b"k", b"v").unwrap();
     db.flush().unwrap();
     drop(db);
-    // Each manifest starts with the layout (flat: id 0, no state) and the format version.
-    let first = &manifest_edits(&fs)[0];
+    // Each manifest starts with where the database keeps its files (here: all in its
+    // directory), then the layout (flat: id 0, no state) and the format version.
+    let edits = manifest_edits(&fs);
+    assert_eq!(
+        edits[0].directories,
+        Some(strata::internals::placement::Directories::default())
+    );
+    let first = &edits[1];
     assert_eq!(first.format_version, Some(2));
     assert_eq!(
         first.l0_layout,

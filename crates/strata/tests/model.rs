@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::fs::{Fs, MemFs, RealFs};
-use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::{configs, Config, Model, Rng, TempDir};
 
 fn key(rng: &mut Rng, space: u64) -> Vec<u8> {
@@ -227,14 +227,33 @@ fn run(
                 // one).
                 // (A matrix container too small for four such memtables refuses them: its
                 // configurations keep their size.)
+                // A third of the sessions name none of the directories the configuration
+                // uses: the open takes the ones the manifest records.
+                let bare = rng.chance(0.33);
+                let build = |o: Options| {
+                    if bare {
+                        Options {
+                            wal_dir: None,
+                            level_dir: None,
+                            value_dir: None,
+                            pmem_dir: None,
+                            ..o
+                        }
+                    } else {
+                        o
+                    }
+                };
                 db = if rng.chance(0.5) {
-                    let mut o = (config.build)(dir, fs.clone());
+                    let mut o = build((config.build)(dir, fs.clone()));
                     o.write_buffer_size *= 4;
                     match Db::open(dir, o) {
                         Ok(db) => db,
                         Err(e) if e.kind() == strata::ErrorKind::InvalidArgument => open(),
                         Err(e) => panic!("{ctx}: reopen with larger memtables: {e}"),
                     }
+                } else if bare {
+                    Db::open(dir, build((config.build)(dir, fs.clone())))
+                        .unwrap_or_else(|e| panic!("{ctx}: reopen naming no directory: {e}"))
                 } else {
                     open()
                 };

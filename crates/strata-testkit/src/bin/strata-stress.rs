@@ -268,16 +268,16 @@ fn options(a: &Args) -> Result<Options, String> {
     Ok(o)
 }
 
-/// The directory flag `flag` names, else `DB-suffix` when the preset needs one or an
-/// earlier run used it: once a run put tables there, every later run on the database (the
-/// kill loop rotates presets) must look there too, as a table's directory is recorded, not
-/// the directory's path.
+/// The directory flag `flag` names, else `DB-suffix` when the preset needs one. A later
+/// run under a preset that needs none (the kill loop rotates presets over one database)
+/// names none: its open takes the directories the manifest records, the path an
+/// application that forgets a directory option walks.
 fn beside_db(a: &Args, flag: &str, suffix: &str, needed: bool) -> Option<PathBuf> {
     if let Some(d) = a.0.get(flag) {
         return Some(PathBuf::from(d));
     }
     let dir = PathBuf::from(format!("{}-{suffix}", a.0.get("db")?));
-    (needed || dir.exists()).then_some(dir)
+    needed.then_some(dir)
 }
 
 struct Counters {

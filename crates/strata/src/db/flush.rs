@@ -97,7 +97,15 @@ impl DbInner {
         if result.is_err() {
             job.discard_staged();
         }
-        let first = job.durable_first.take().unwrap_or_default();
+        let mut first = job.durable_first.take().unwrap_or_default();
+        // The edit names the next memtable's WAL as the oldest one needed (its log number),
+        // and an open refuses a database whose named WAL is missing: the WAL directory's
+        // entry for it, left unsynced when the WAL was started (`switch_wal`), is made
+        // durable before the record (no extra sync when the tables share the directory).
+        let wal_dir = self.placement.wal_dir().to_path_buf();
+        if !first.dirs.contains(&wal_dir) {
+            first.dirs.push(wal_dir);
+        }
         let mut versions = lock(&self.versions);
         let (ingested, value_files, dropped, sealed) = match result {
             Ok(t) => t,

@@ -15,7 +15,7 @@ use crate::key::{SeqNo, ValueKind};
 use crate::l0::Ingest;
 use crate::memtable::{ChunkPool, MemTable};
 use crate::options::Options;
-use crate::placement::Placement;
+use crate::placement::{Directories, PathId, Placement};
 use crate::sst::BlockCache;
 use crate::stats::Stats;
 use crate::table_cache::TableCache;
@@ -24,6 +24,7 @@ use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let (opts, recorded) = with_recorded_directories(path, opts);
     let fs = opts.fs.clone();
     let placement = Placement::of(path, &opts);
     let exists = fs.exists(&placement.current_path());
@@ -42,17 +43,36 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             path.display()
         )));
     }
-    for dir in placement.dirs() {
-        fs::create_dir_durable(&*fs, dir)?;
+    // An open that returns an error leaves every directory as it found it: an existing
+    // database's checks (its manifest, the files it names, the configured layout, a dry
+    // run of its WAL replay) all run before the first write, and directories new to it
+    // are created only after them (docs/design/core-engine.md, "What an open checks").
+    if !exists {
+        for dir in placement.dirs() {
+            fs::create_dir_durable(&*fs, dir)?;
+        }
     }
     let lock_file = fs.lock(&path.join(filename::LOCK))?;
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
+    let mut configured = None;
     if exists {
-        let r = recover(&mut versions, &opts)?;
+        let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
+        configured = Some(crate::l0::configured(&opts, versions.l0_context())?);
+        replay_wals(
+            &opts,
+            &placement,
+            &mut versions,
+            r.log_number,
+            last_seq,
+            Sink::Check,
+        )?;
+        for dir in placement.dirs() {
+            fs::create_dir_durable(&*fs, dir)?;
+        }
         if let Some(dropped) = &r.dropped_tail {
             if let Some(log) = &opts.info_log {
                 log(&format!(
@@ -75,8 +95,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             &mut versions,
             r.log_number,
             last_seq,
-            &mut edit,
-            None,
+            Sink::Flush(&mut edit),
         )?;
         last_seq = replayed.last_seq;
         // Files a write-time store left open: cut after the last replayed write and named
@@ -102,7 +121,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // migrated below, before anything else runs. (Opening with other options never changes
     // the database's structure silently: the `strata.l0-layout` property says which
     // layout it kept.)
-    let configured = crate::l0::configured(&opts, versions.l0_context())?;
+    let configured = match configured {
+        Some(c) => c,
+        None => crate::l0::configured(&opts, versions.l0_context())?,
+    };
     let current = versions.current();
     let switch = !exists || opts.migrate_l0_layout;
     if switch
@@ -195,9 +217,148 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
     (versions, tables)
 }
 
-/// Loads the version CURRENT names and checks that every file it names is there.
-fn recover(versions: &mut VersionSet, opts: &Options) -> Result<crate::version::Recovered> {
+/// `opts` with each directory the database's manifest records filled in where `opts`
+/// leave it unset, and the record (`None` for a database without one: a new one, or one
+/// an older build last wrote). An open that did not look where the last session put its
+/// files would find an empty database there and, once it recorded its own WAL, leave the
+/// old WALs behind for good. A directory the options do name wins; the open's checks
+/// (`recover`) then refuse it unless every file the manifest expects is found. The WAL
+/// directory is taken only when the options leave it to the default (no `wal_dir`, no
+/// `wal_in_pmem`) and the recorded one is not among the directories the open lists anyway
+/// (a database reopened with `wal_in_pmem` turned off finds its WALs in `pmem_dir`).
+pub(crate) fn with_recorded_directories(
+    path: &Path,
+    mut opts: Options,
+) -> (Options, Option<Directories>) {
+    let placement = Placement::of(path, &opts);
+    let Some(rec) = crate::version::recorded_directories(&*opts.fs, &placement) else {
+        return (opts, None);
+    };
+    let mut taken: Vec<(PathId, PathBuf)> = Vec::new();
+    for &(id, _) in &rec.0 {
+        let slot = match id {
+            PathId::LEVELS => &mut opts.level_dir,
+            PathId::VALUES => &mut opts.value_dir,
+            PathId::PMEM => &mut opts.pmem_dir,
+            _ => continue,
+        };
+        if slot.is_none() {
+            let dir = rec.get(id, path).expect("a slot the record names");
+            *slot = Some(dir.clone());
+            taken.push((id, dir));
+        }
+    }
+    if let Some(dir) = rec.get(PathId::WAL, path) {
+        if opts.wal_dir.is_none() && !opts.wal_in_pmem && !Placement::of(path, &opts).has_dir(&dir)
+        {
+            opts.wal_dir = Some(dir.clone());
+            taken.push((PathId::WAL, dir));
+        }
+    }
+    if let Some(log) = &opts.info_log {
+        for (id, dir) in &taken {
+            log(&format!(
+                "{}: {} are in {} (recorded in the manifest; Options::{} was not set)",
+                path.display(),
+                Directories::what(*id),
+                dir.display(),
+                Directories::option_name(*id),
+            ));
+        }
+    }
+    (opts, Some(rec))
+}
+
+/// [`with_recorded_directories`] for repair and destroy, which must find the files when
+/// the manifest is gone: without a record, the directories the `OPTIONS` file of the last
+/// writing open names, where `opts` leave them unset (logged as well).
+pub(crate) fn with_known_directories(path: &Path, opts: Options) -> Options {
+    let (mut opts, rec) = with_recorded_directories(path, opts);
+    if rec.is_some() {
+        return opts;
+    }
+    let Ok(text) = fs::read_all(&*opts.fs, &path.join(filename::OPTIONS)) else {
+        return opts;
+    };
+    let Ok(last) = Options::from_text(&String::from_utf8_lossy(&text)) else {
+        return opts;
+    };
+    let mut taken = Vec::new();
+    for (name, slot, was) in [
+        ("level_dir", &mut opts.level_dir, last.level_dir),
+        ("value_dir", &mut opts.value_dir, last.value_dir),
+        ("pmem_dir", &mut opts.pmem_dir, last.pmem_dir),
+    ] {
+        if slot.is_none() && was.is_some() {
+            taken.push(format!(
+                "{name} = {}",
+                was.as_deref().unwrap_or(path).display()
+            ));
+            *slot = was;
+        }
+    }
+    if opts.wal_dir.is_none() && !opts.wal_in_pmem && last.wal_dir.is_some() {
+        taken.push(format!(
+            "wal_dir = {}",
+            last.wal_dir.as_deref().unwrap_or(path).display()
+        ));
+        opts.wal_dir = last.wal_dir;
+    }
+    if let (Some(log), false) = (&opts.info_log, taken.is_empty()) {
+        log(&format!(
+            "{}: no manifest says where the files are; the last open's OPTIONS file does: {}",
+            path.display(),
+            taken.join(", ")
+        ));
+    }
+    opts
+}
+
+/// Where the options send a slot the manifest records elsewhere: one line each, naming the
+/// recorded directory and the option that gives it (empty when they agree).
+fn recorded_elsewhere(placement: &Placement, recorded: Option<&Directories>) -> String {
+    let Some(rec) = recorded else {
+        return String::new();
+    };
+    let db = placement.db_dir();
+    let mut lines = Vec::new();
+    for id in [PathId::WAL, PathId::LEVELS, PathId::VALUES, PathId::PMEM] {
+        let want = rec
+            .get(id, db)
+            .unwrap_or_else(|| crate::placement::absolute(db));
+        let have = crate::placement::absolute(placement.dir(id));
+        // With `wal_in_pmem` the WAL directory follows `pmem_dir`, whose line covers it.
+        let follows_pmem = id == PathId::WAL
+            && rec.get(PathId::PMEM, db).is_some_and(|p| p == want)
+            && placement.dir(PathId::WAL) == placement.dir(PathId::PMEM);
+        if want != have && !follows_pmem {
+            lines.push(format!(
+                "the database keeps its {} in {} (open with {} = {})",
+                Directories::what(id),
+                want.display(),
+                Directories::option_name(id),
+                want.display(),
+            ));
+        }
+    }
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", lines.join("; "))
+    }
+}
+
+/// Loads the version CURRENT names and checks, before anything is written, that every
+/// file it names is there and sound: its tables (present, of the recorded size), value
+/// files, what its L0 layout keeps outside tables, and the WAL it expects to replay.
+fn recover(
+    versions: &mut VersionSet,
+    opts: &Options,
+    placement: &Placement,
+    recorded: Option<&Directories>,
+) -> Result<crate::version::Recovered> {
     let r = versions.recover()?;
+    let elsewhere = recorded_elsewhere(placement, recorded);
     let unsound = versions.unsound_files()?;
     let resized: Vec<String> = unsound
         .iter()
@@ -219,24 +380,68 @@ fn recover(versions: &mut VersionSet, opts: &Options) -> Result<crate::version::
         )));
     }
     let missing: Vec<&PathBuf> = unsound.iter().map(|(p, _)| p).collect();
-    if missing.is_empty() {
-        return Ok(r);
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+        let blobs = missing.iter().any(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .and_then(filename::parse)
+                .is_some_and(|t| matches!(t, FileType::Value(..)))
+        });
+        let hint = if !elsewhere.is_empty() {
+            elsewhere.clone()
+        } else if recorded.is_some() {
+            String::new()
+        } else if blobs && opts.value_dir.is_none() {
+            " (value files written with a separate value_dir are looked for there: \
+             was Options::value_dir set when they were written?)"
+                .to_string()
+        } else if !blobs && opts.level_dir.is_none() {
+            " (tables of levels >= 1 written with a separate level_dir are looked for \
+             there: was Options::level_dir set when they were written?)"
+                .to_string()
+        } else {
+            String::new()
+        };
+        return Err(Error::corrupt(format!(
+            "files named by the manifest are missing: {}{hint}. Nothing was changed",
+            names.join(", ")
+        )));
     }
-    let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-    let blobs = names.iter().any(|n| n.ends_with(".blob"));
-    let hint = if blobs && opts.value_dir.is_none() {
-        " (value files written with a separate value_dir are looked for there: \
-         was Options::value_dir set when they were written?)"
-    } else if !blobs && opts.level_dir.is_none() {
-        " (tables of levels >= 1 written with a separate level_dir are looked for there: \
-         was Options::level_dir set when they were written?)"
-    } else {
-        ""
-    };
-    Err(Error::corrupt(format!(
-        "files named by the manifest are missing: {}{hint}",
-        names.join(", ")
-    )))
+    versions.current().l0.check_files().map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("{}{elsewhere}. Nothing was changed", e.message()),
+        )
+    })?;
+    // The WAL the manifest expects: every manifest this build writes names (as its log
+    // number) a WAL that exists, created before the manifest named it and deleted only
+    // after a later manifest record moved past it. Missing, its writes are elsewhere or
+    // lost: replaying nothing and recording a new WAL would drop them for good. (A
+    // manifest an older build wrote carries no directories record; repairs of older
+    // builds named a WAL they never created, so those are not held to it; nor is log
+    // number 0, a creation's snapshot before its first WAL was recorded; nor a manifest
+    // whose damaged last record recovery dropped, which may have moved the log number on:
+    // that open keeps the files for repair instead.)
+    if recorded.is_some() && r.log_number.0 != 0 && r.dropped_tail.is_none() {
+        let wals = wals_on_disk(&*opts.fs, placement, r.log_number)?;
+        if !wals.iter().any(|(n, _)| *n == r.log_number) {
+            let looked: Vec<String> = placement
+                .dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            return Err(Error::corrupt(format!(
+                "the WAL the manifest expects to replay, {}, is missing: it is in none of \
+                 the directories this open looks in ({}){elsewhere}. Nothing was changed \
+                 (if it is gone for good, `strata repair` rebuilds the database from the \
+                 files that are left)",
+                filename::wal_name(r.log_number),
+                looked.join(", "),
+            )));
+        }
+    }
+    Ok(r)
 }
 
 /// What `build` assembles a database from.
@@ -334,6 +539,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
 /// open (see the method's documentation for what that means for files it deletes later).
 pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let (opts, recorded) = with_recorded_directories(path, opts);
     let fs = opts.fs.clone();
     let placement = Placement::of(path, &opts);
     if !fs.exists(&placement.current_path()) {
@@ -344,17 +550,15 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
         )));
     }
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
-    let r = recover(&mut versions, &opts)?;
+    let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
     let mut kept = Vec::new();
-    let mut unused = VersionEdit::default();
     let last_seq = replay_wals(
         &opts,
         &placement,
         &mut versions,
         r.log_number,
         r.last_sequence,
-        &mut unused,
-        Some(&mut kept),
+        Sink::Keep(&mut kept),
     )?
     .last_seq;
     let version = versions.current();
@@ -551,7 +755,7 @@ struct Replayed {
 /// directories each is: the WAL directory is not recorded, and a database reopened with
 /// another (`wal_dir`, or `wal_in_pmem` turned on or off, as the kill loop's preset
 /// rotation does) must replay the WALs the last session wrote where it put them. The
-/// WAL directory must be listable; another that is missing holds none.
+/// WAL directory, if it exists, must be listable; a directory that is missing holds none.
 pub(crate) fn wals_on_disk(
     fs: &dyn fs::Fs,
     placement: &Placement,
@@ -559,7 +763,9 @@ pub(crate) fn wals_on_disk(
 ) -> Result<Vec<(FileNumber, PathBuf)>> {
     let mut wals = Vec::new();
     for dir in placement.dirs() {
-        let names = if dir == placement.wal_dir() {
+        // (A WAL directory an existing database opens with for the first time is created
+        // only after the open's checks.)
+        let names = if dir == placement.wal_dir() && fs.exists(dir) {
             fs.list(dir)?
         } else {
             fs.list(dir).unwrap_or_default()
@@ -576,16 +782,25 @@ pub(crate) fn wals_on_disk(
     Ok(wals)
 }
 
-/// Replays WALs numbered >= `log_number` into L0 tables added to `edit`, or, given `keep`
-/// (a read-only open), into memtables kept there, oldest first, writing nothing.
+/// Where a WAL replay puts the writes it finds.
+enum Sink<'a> {
+    /// Into L0 tables added to the edit.
+    Flush(&'a mut VersionEdit),
+    /// Into memtables kept here, oldest first, writing nothing (a read-only open).
+    Keep(&'a mut Vec<Arc<MemTable>>),
+    /// Nowhere: the replay only finds whether it would fail, writing nothing (an open runs
+    /// it before its first write, so that a WAL it refuses leaves the database as it was).
+    Check,
+}
+
+/// Replays WALs numbered >= `log_number` into `sink`.
 fn replay_wals(
     opts: &Options,
     placement: &Placement,
     versions: &mut VersionSet,
     log_number: FileNumber,
     last_seq: SeqNo,
-    edit: &mut VersionEdit,
-    mut keep: Option<&mut Vec<Arc<MemTable>>>,
+    mut sink: Sink<'_>,
 ) -> Result<Replayed> {
     let fs = &opts.fs;
     let wals = wals_on_disk(&**fs, placement, log_number)?;
@@ -698,18 +913,22 @@ fn replay_wals(
                 continue;
             }
             let mut seq = batch.sequence();
+            let check = matches!(sink, Sink::Check);
             for e in batch.iter() {
                 let e = e?;
-                mem.add(seq, e.kind, e.key, e.value);
+                if !check {
+                    mem.add(seq, e.kind, e.key, e.value);
+                }
                 last_replayed = last_replayed.max(seq);
                 seq = seq.next();
             }
             let last = SeqNo(seq.0 - 1);
             last_logged = Some(last_logged.map_or(last, |l| l.max(last)));
             if mem.memory_usage() >= opts.write_buffer_size {
-                match keep.as_deref_mut() {
-                    Some(kept) => kept.push(mem.clone()),
-                    None => flush_recovered(opts, placement, versions, &mem, edit)?,
+                match &mut sink {
+                    Sink::Keep(kept) => kept.push(mem.clone()),
+                    Sink::Flush(edit) => flush_recovered(opts, placement, versions, &mem, edit)?,
+                    Sink::Check => {}
                 }
                 mem = Arc::new(MemTable::new(0));
             }
@@ -729,12 +948,16 @@ fn replay_wals(
         last_seq: last_seq.max(last_replayed),
         last_replayed,
     };
-    if let Some(kept) = keep {
-        if !mem.is_empty() {
-            kept.push(mem);
+    let edit = match sink {
+        Sink::Keep(kept) => {
+            if !mem.is_empty() {
+                kept.push(mem);
+            }
+            return Ok(replayed);
         }
-        return Ok(replayed);
-    }
+        Sink::Check => return Ok(replayed),
+        Sink::Flush(edit) => edit,
+    };
     if !mem.is_empty() {
         flush_recovered(opts, placement, versions, &mem, edit)?;
     }

@@ -210,6 +210,17 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Checks, writing nothing, that the files this layout keeps data in outside tables are
+    /// there (the matrix's region, when it holds rows): an open runs it before its first
+    /// write, so that a database opened without the directory those files are in is
+    /// refused unchanged. By default there are none.
+    ///
+    /// # Errors
+    /// `Corruption` naming a missing file.
+    fn check_files(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The files that hold this layout's data outside tables and what locates it (the
     /// matrix's region and row directory). `repair` reads them, then moves them aside;
     /// `destroy` removes them. By default none.

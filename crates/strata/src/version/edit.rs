@@ -40,6 +40,9 @@ const TAG_DELETED_VALUE_FILE: u32 = 14;
 const TAG_KEPT_FILES: u32 = 15;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
+/// Where the database keeps its files (`Directories`): ignorable, so a build that does
+/// not know it opens the database as before.
+const TAG_DIRECTORIES: u32 = 64;
 
 /// Format features this build reads beside the value stores' (`vstore::STORES`, each
 /// naming its own). A manifest names every feature its database uses (in the first edit of
@@ -101,6 +104,9 @@ pub struct VersionEdit {
     pub deleted_value_files: Vec<u64>,
     /// From this edit on, the kept files (replacing any earlier record).
     pub kept: Option<KeptFiles>,
+    /// From this edit on, the directories the database keeps its files in (the first
+    /// record of every manifest this build writes).
+    pub directories: Option<crate::placement::Directories>,
     /// The layout `l0_layout` records, as the change that made it built it: applying the
     /// edit takes it instead of decoding the record again (a matrix's record names every
     /// row and its pages, and decoding it held them all anew at every flush). Never
@@ -140,6 +146,12 @@ impl VersionEdit {
         if let Some(v) = self.format_version {
             put_varint32(&mut b, TAG_FORMAT_VERSION);
             put_varint32(&mut b, v);
+        }
+        if let Some(d) = &self.directories {
+            put_varint32(&mut b, TAG_DIRECTORIES);
+            let mut payload = Vec::new();
+            d.encode(&mut payload);
+            put_length_prefixed(&mut b, &payload);
         }
         if let Some(n) = self.log_number {
             put_varint32(&mut b, TAG_LOG_NUMBER);
@@ -360,6 +372,14 @@ impl VersionEdit {
                     })?;
                     e.new_value_files.push(f);
                 }
+                TAG_DIRECTORIES => {
+                    let payload =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("directories"))?;
+                    e.directories = Some(
+                        crate::placement::Directories::decode(payload)
+                            .ok_or_else(|| bad("directories record"))?,
+                    );
+                }
                 t if t >= TAG_SAFE_TO_IGNORE => {
                     get_length_prefixed(&mut src).ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -477,6 +497,10 @@ mod tests {
                 reason: "MANIFEST-000004 at offset 812: checksum mismatch".into(),
                 files: vec![21, 22],
             }),
+            directories: Some(crate::placement::Directories(vec![
+                (PathId::WAL, "/fast/wal".into()),
+                (PathId::LEVELS, "deep".into()),
+            ])),
             l0_built: None,
         };
         let enc = e.encode();

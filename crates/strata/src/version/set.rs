@@ -442,6 +442,38 @@ pub(crate) fn features_of(v: &Version) -> Vec<String> {
     f
 }
 
+/// The record a manifest this build writes starts with: where the database keeps its
+/// files ([`crate::placement::Directories`]).
+pub(crate) fn directories_record(placement: &Placement) -> Vec<u8> {
+    VersionEdit {
+        directories: Some(placement.directories()),
+        ..VersionEdit::default()
+    }
+    .encode()
+}
+
+/// Where the database at `placement`'s database directory keeps its files, as the first
+/// record of the manifest CURRENT names says; `None` when there is no such record (a
+/// manifest an older build wrote) or it cannot be read (recovery reports what is wrong).
+/// Reads CURRENT and the manifest's first block only.
+pub(crate) fn recorded_directories(
+    fs: &dyn Fs,
+    placement: &Placement,
+) -> Option<crate::placement::Directories> {
+    let name = fs::read_all(fs, &placement.current_path()).ok()?;
+    let name = std::str::from_utf8(&name).ok()?.strip_suffix('\n')?;
+    let Some(filename::FileType::Manifest(n)) = filename::parse(name) else {
+        return None;
+    };
+    let file = fs.open(&placement.manifest_path(n)).ok()?;
+    let len = file.size().min(crate::wal::format::BLOCK_SIZE as u64) as usize;
+    let head = file.read_at(0, len).ok()?;
+    match LogReader::strict(head).next_event() {
+        LogEvent::Record { data, .. } => VersionEdit::decode(&data).ok()?.directories,
+        _ => None,
+    }
+}
+
 /// A file the current version names that is missing (`None`), or a table whose size on
 /// disk (first) is not the recorded one (second): [`VersionSet::unsound_files`].
 pub type UnsoundFile = (PathBuf, Option<(u64, u64)>);
@@ -655,6 +687,10 @@ impl VersionSet {
         let n = self.new_file_number();
         let path = self.placement.manifest_path(n);
         let mut w = LogWriter::new(self.fs.create(&path)?);
+        // Where this session keeps its files, in a record of its own ahead of the snapshot:
+        // an open reads it from the manifest's first block before anything else
+        // (`recorded_directories`).
+        w.add_record(&directories_record(&self.placement))?;
         let mut snap = VersionEdit {
             features: features_of(&self.current),
             l0_layout: Some(self.current.l0.record()),

@@ -1034,6 +1034,19 @@ impl Level0 for Matrix {
         ]
     }
 
+    fn check_files(&self) -> Result<()> {
+        let path = self.0.shared.pages.path();
+        if !self.0.rows.is_empty() && !self.0.shared.pages.fs().exists(path) {
+            return Err(Error::corrupt(format!(
+                "{}: the persistent-memory region the manifest's L0 layout names is missing \
+                 (it holds {} of L0's rows)",
+                path.display(),
+                self.0.rows.len()
+            )));
+        }
+        Ok(())
+    }
+
     fn prepare(&self) -> Result<()> {
         // Creating the region reserves (zero-fills) all of it: 0.2 s for 1 GiB on a tmpfs.
         self.region().map(|_| ())

@@ -1,0 +1,405 @@
+//! Opens given other directories than the database was written with, and opens that are
+//! refused: the manifest records where each kind of file lives; an open that is not told
+//! a directory takes the recorded one; one told another is refused unless every file the
+//! manifest expects is found; and a refused open leaves every directory as it found it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use strata::fs::{Fs, MemFs};
+use strata::{Db, ErrorKind, Options, WriteBatch};
+use strata_testkit::configs;
+
+/// Every directory and file under `/` with its content (directories: `None`).
+fn tree(fs: &MemFs) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    fn walk(fs: &MemFs, dir: &Path, out: &mut BTreeMap<PathBuf, Option<Vec<u8>>>) {
+        for name in fs.list(dir).unwrap() {
+            let p = dir.join(name);
+            if fs.list(&p).is_ok() {
+                out.insert(p.clone(), None);
+                walk(fs, &p, out);
+            } else {
+                out.insert(p.clone(), Some(strata::fs::read_all(fs, &p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(fs, Path::new("/"), &mut out);
+    out
+}
+
+/// The first difference between two trees, if any (names, sizes, contents).
+fn difference(
+    before: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    after: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+) -> Option<String> {
+    for (p, v) in before {
+        match after.get(p) {
+            None => return Some(format!("{} is gone", p.display())),
+            Some(w) if w.as_ref().map(Vec::len) != v.as_ref().map(Vec::len) => {
+                return Some(format!(
+                    "{} changed size: {:?} -> {:?}",
+                    p.display(),
+                    v.as_ref().map(Vec::len),
+                    w.as_ref().map(Vec::len)
+                ))
+            }
+            Some(w) if w != v => return Some(format!("{} changed content", p.display())),
+            _ => {}
+        }
+    }
+    after
+        .keys()
+        .find(|p| !before.contains_key(*p))
+        .map(|p| format!("{} appeared", p.display()))
+}
+
+fn key(i: u32) -> String {
+    format!("key{i:05}")
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    // Straddles the value stores' thresholds (100 B) and the coalescing one (64 B).
+    let len = [20usize, 150, 40, 400][(i % 4) as usize];
+    let mut v = format!("r{round}:{i}:").into_bytes();
+    v.resize(len, b'v');
+    v
+}
+
+/// A database with tables in every level it reaches, value files, and writes only its
+/// WAL holds, written with `opts` at `/db`.
+fn populate(opts: &Options) -> u32 {
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let n = 3000;
+    for i in 0..n {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in (0..n).step_by(3) {
+        db.put(key(i), value(i, 1)).unwrap();
+    }
+    db.flush().unwrap();
+    // Unflushed: only the WAL holds these.
+    let mut b = WriteBatch::new();
+    for i in (0..n).step_by(7) {
+        b.put(key(i), value(i, 2));
+    }
+    for i in (1..n).step_by(11) {
+        b.delete(key(i));
+    }
+    db.write(&Default::default(), b).unwrap();
+    drop(db);
+    n
+}
+
+fn expected(i: u32) -> Option<Vec<u8>> {
+    if i % 11 == 1 {
+        None
+    } else if i.is_multiple_of(7) {
+        Some(value(i, 2))
+    } else if i.is_multiple_of(3) {
+        Some(value(i, 1))
+    } else {
+        Some(value(i, 0))
+    }
+}
+
+fn assert_all(db: &Db, n: u32, ctx: &str) {
+    for i in 0..n {
+        assert_eq!(db.get(key(i)).unwrap(), expected(i), "{ctx}: {}", key(i));
+    }
+}
+
+/// The options with every directory the configuration sets, and whether it sets any.
+fn without_dirs(o: &Options) -> (Options, bool) {
+    let any = o.wal_dir.is_some()
+        || o.level_dir.is_some()
+        || o.value_dir.is_some()
+        || o.pmem_dir.is_some();
+    let o = Options {
+        wal_dir: None,
+        level_dir: None,
+        value_dir: None,
+        pmem_dir: None,
+        info_log: None,
+        ..o.clone()
+    };
+    (o, any)
+}
+
+/// Every configuration that keeps files outside the database directory: reopened with no
+/// directory option, it finds every file where the manifest says (and logs which it
+/// took); reopened with other directories, it is refused, naming the recorded ones, and
+/// nothing changes (no directory created, no file written or deleted).
+#[test]
+fn an_open_not_given_the_directories_takes_the_recorded_ones() {
+    let mut tried = 0;
+    for config in configs() {
+        let fs = MemFs::new();
+        let opts = (config.build)(Path::new("/db"), Arc::new(fs.clone()));
+        let (bare, any) = without_dirs(&opts);
+        if !any {
+            continue;
+        }
+        tried += 1;
+        let ctx = config.name;
+        let n = populate(&opts);
+
+        // Other directories: refused before anything is written.
+        let other = |d: &Option<PathBuf>| d.as_ref().map(|_| PathBuf::from("/elsewhere"));
+        let elsewhere = Options {
+            wal_dir: other(&opts.wal_dir),
+            level_dir: other(&opts.level_dir),
+            value_dir: other(&opts.value_dir),
+            pmem_dir: other(&opts.pmem_dir),
+            ..opts.clone()
+        };
+        let before = tree(&fs);
+        let e = Db::open("/db", elsewhere.clone()).err().unwrap_or_else(|| {
+            panic!("{ctx}: an open given other directories found nothing missing")
+        });
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{ctx}: {e}");
+        assert!(
+            e.message().contains("/db/"),
+            "{ctx}: the error names no recorded directory: {e}"
+        );
+        assert_eq!(difference(&before, &tree(&fs)), None, "{ctx}: {e}");
+        let e = Db::open_read_only("/db", elsewhere).err();
+        assert!(e.is_some(), "{ctx}: a read-only open found nothing missing");
+        assert_eq!(difference(&before, &tree(&fs)), None, "{ctx}");
+
+        // No directory given: the recorded ones, said in the log.
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = lines.clone();
+        let logged = Options {
+            info_log: Some(Arc::new(move |l: &str| {
+                sink.lock().unwrap().push(l.to_string())
+            })),
+            ..bare.clone()
+        };
+        let ro = Db::open_read_only("/db", bare.clone()).unwrap();
+        assert_all(&ro, n, &format!("{ctx}, read-only without directories"));
+        drop(ro);
+        let db = Db::open("/db", logged).unwrap();
+        assert_all(&db, n, &format!("{ctx}, without directories"));
+        assert!(
+            lines
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("recorded in the manifest")),
+            "{ctx}: the log does not say which directories the open took: {:?}",
+            lines.lock().unwrap()
+        );
+        for i in (0..n).step_by(5) {
+            db.put(key(i), value(i, 3)).unwrap();
+        }
+        drop(db);
+        // The next open, given the directories, finds this session's writes too.
+        let db = Db::open("/db", opts.clone()).unwrap();
+        for i in 0..n {
+            let want = if i % 5 == 0 {
+                Some(value(i, 3))
+            } else {
+                expected(i)
+            };
+            assert_eq!(db.get(key(i)).unwrap(), want, "{ctx}: {}", key(i));
+        }
+        drop(db);
+        assert!(
+            !fs.exists(Path::new("/elsewhere")),
+            "{ctx}: a directory the database does not use was created"
+        );
+    }
+    assert!(tried >= 6, "only {tried} configurations use directories");
+}
+
+/// A WAL the manifest expects and that is gone is `Corruption`, never an empty database
+/// (whose next WAL would make the lost one's writes obsolete for good).
+#[test]
+fn a_missing_wal_the_manifest_expects_refuses_the_open() {
+    let fs = MemFs::new();
+    let o = Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put("k", "v").unwrap();
+    drop(db);
+    let wals: Vec<String> = fs
+        .list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    fs.remove(&Path::new("/db").join(&wals[0])).unwrap();
+    let before = tree(&fs);
+    let e = Db::open("/db", o.clone()).expect_err("opened without its WAL");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.message().contains(&wals[0]), "names the WAL: {e}");
+    assert_eq!(difference(&before, &tree(&fs)), None);
+    assert!(Db::open_read_only("/db", o).is_err());
+}
+
+/// Every cause of a refused open leaves every directory as it was: names, sizes and
+/// contents.
+#[test]
+fn a_refused_open_changes_nothing() {
+    type Damage = fn(&MemFs, &Options) -> Options;
+    let causes: Vec<(&str, &str, Damage)> = vec![
+        ("options that fail validation", "two-dirs", |_, o| Options {
+            write_buffer_size: 0,
+            ..o.clone()
+        }),
+        ("error_if_exists", "default", |_, o| Options {
+            error_if_exists: true,
+            ..o.clone()
+        }),
+        ("a missing WAL", "two-dirs", |fs, o| {
+            for n in fs.list(Path::new("/db/wal")).unwrap() {
+                fs.remove(&Path::new("/db/wal").join(n)).unwrap();
+            }
+            o.clone()
+        }),
+        ("another WAL directory", "two-dirs", |_, o| Options {
+            wal_dir: Some("/db/wal2".into()),
+            ..o.clone()
+        }),
+        ("another level directory", "ohdb-2dc", |_, o| Options {
+            level_dir: Some("/db/levels2".into()),
+            ..o.clone()
+        }),
+        ("another value directory", "blob", |_, o| Options {
+            value_dir: Some("/db/values2".into()),
+            ..o.clone()
+        }),
+        ("another persistent-memory directory", "matrixkv", |_, o| {
+            Options {
+                pmem_dir: Some("/db/pmem2".into()),
+                ..o.clone()
+            }
+        }),
+        ("damaged CURRENT", "default", |fs, o| {
+            let mut f = fs.create(Path::new("/db/CURRENT")).unwrap();
+            f.append(b"MANIFEST-999999\n").unwrap();
+            f.sync().unwrap();
+            o.clone()
+        }),
+        ("damaged manifest", "default", |fs, o| {
+            let c = strata::fs::read_all(fs, Path::new("/db/CURRENT")).unwrap();
+            let m = Path::new("/db").join(String::from_utf8(c).unwrap().trim());
+            let len = fs.file_size(&m).unwrap() as usize;
+            fs.corrupt(&m, len / 2, |b| b[0] ^= 0x40).unwrap();
+            o.clone()
+        }),
+        ("a format feature this build lacks", "default", |fs, o| {
+            append_edit(
+                fs,
+                &strata::internals::version::VersionEdit {
+                    features: vec!["from-the-future".into()],
+                    ..Default::default()
+                },
+            );
+            o.clone()
+        }),
+        ("an unknown L0 layout", "default", |fs, o| {
+            append_edit(
+                fs,
+                &strata::internals::version::VersionEdit {
+                    l0_layout: Some(strata::internals::version::L0Record {
+                        layout: 77,
+                        state: Vec::new(),
+                    }),
+                    ..Default::default()
+                },
+            );
+            o.clone()
+        }),
+        ("a table cut short", "default", |fs, o| {
+            let t = fs
+                .list(Path::new("/db"))
+                .unwrap()
+                .into_iter()
+                .find(|n| n.ends_with(".sst"))
+                .unwrap();
+            let p = Path::new("/db").join(t);
+            let len = fs.file_size(&p).unwrap() as usize;
+            fs.truncate(&p, len / 2).unwrap();
+            o.clone()
+        }),
+        // The unflushed writes fill several memtables of this size: a replay that flushed
+        // as it went would have written tables before it met the damage.
+        (
+            "a WAL damaged after writes that fill memtables",
+            "default",
+            |fs, o| {
+                let w = fs
+                    .list(Path::new("/db"))
+                    .unwrap()
+                    .into_iter()
+                    .find(|n| n.ends_with(".log"))
+                    .unwrap();
+                let p = Path::new("/db").join(w);
+                let len = fs.file_size(&p).unwrap() as usize;
+                fs.corrupt(&p, len * 3 / 4, |b| b[0] ^= 0x40).unwrap();
+                Options {
+                    write_buffer_size: 64 << 10,
+                    ..o.clone()
+                }
+            },
+        ),
+    ];
+    for (what, config, damage) in causes {
+        let config = configs().into_iter().find(|c| c.name == config).unwrap();
+        let fs = MemFs::new();
+        let mut opts = (config.build)(Path::new("/db"), Arc::new(fs.clone()));
+        if what.starts_with("a WAL damaged") {
+            // The second round's writes all in the WAL: 300 KB, several 64 KiB memtables.
+            opts.write_buffer_size = 4 << 20;
+        }
+        let db = Db::open("/db", opts.clone()).unwrap();
+        for i in 0..2000u32 {
+            db.put(key(i), value(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        for i in 0..2000u32 {
+            db.put(key(i), value(i, 1)).unwrap();
+        }
+        drop(db);
+        let o = damage(&fs, &opts);
+        let before = tree(&fs);
+        let e = Db::open("/db", o.clone())
+            .err()
+            .unwrap_or_else(|| panic!("{what}: the open was not refused"));
+        assert_eq!(
+            difference(&before, &tree(&fs)),
+            None,
+            "{what} ({e}): the refused open changed the database"
+        );
+        // A held LOCK: the same, with the database open in this process.
+        if what == "error_if_exists" {
+            let db = Db::open("/db", opts.clone()).unwrap();
+            let before = tree(&fs);
+            let e = Db::open("/db", opts.clone()).expect_err("locked");
+            assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+            assert_eq!(difference(&before, &tree(&fs)), None, "a held LOCK");
+            drop(db);
+        }
+    }
+}
+
+/// Appends `edit` to the live manifest of the closed database at `/db`.
+fn append_edit(fs: &MemFs, edit: &strata::internals::version::VersionEdit) {
+    let current = strata::fs::read_all(fs, Path::new("/db/CURRENT")).unwrap();
+    let manifest = Path::new("/db").join(String::from_utf8(current).unwrap().trim());
+    let old = strata::fs::read_all(fs, &manifest).unwrap();
+    let mut f = fs.create(&manifest).unwrap();
+    f.append(&old).unwrap();
+    let mut w = strata::internals::wal::LogWriter::new(f);
+    w.add_record(&edit.encode()).unwrap();
+    w.sync().unwrap();
+}
