@@ -1215,3 +1215,124 @@ fn a_value_deleted_in_a_later_recovery_flush_stays_deleted() {
         }
     }
 }
+
+/// Bytes of the hash-store files in `/values`.
+fn hash_bytes(fs: &dyn Fs) -> u64 {
+    fs.list(Path::new("/values"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".hkv"))
+        .map(|n| fs.file_size(&Path::new("/values").join(n)).unwrap())
+        .sum()
+}
+
+/// A snapshot held across many GC rounds (a long scan, a backup): the files GC replaced
+/// wait for it, but GC goes on collecting the groups (it used to stop altogether, letting
+/// every group grow without bound and a later step read a whole grown group into
+/// memory); each step reads a bounded amount; the snapshot reads its values throughout;
+/// once it is released, the space comes back.
+#[test]
+fn an_old_snapshot_does_not_stop_group_gc() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    churn(&db, &mut model, 200, 0);
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let settled = hash_bytes(&*fs);
+    let snap = db.snapshot();
+    let then = model.clone();
+    let before = db.stats();
+    for round in 1..40 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let during = db.stats();
+    let runs = during.value_gc_runs - before.value_gc_runs;
+    assert!(runs >= 20, "{runs} GC steps in 39 rounds under a snapshot");
+    let per_step = (during.value_gc_bytes_read - before.value_gc_bytes_read) / runs;
+    assert!(
+        per_step < 64 << 10,
+        "a GC step read {per_step} B on average (groups of 4 KiB main segments)"
+    );
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for i in 0..200u32 {
+        let k = format!("k{i:04}").into_bytes();
+        assert_eq!(
+            db.get_opt(&ro, &k).unwrap(),
+            then.get(&k).cloned(),
+            "key {i}"
+        );
+    }
+    drop(ro);
+    drop(snap);
+    check(&db, &model, 200);
+    for round in 40..44 {
+        churn(&db, &mut model, 200, round);
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let after = hash_bytes(&*fs);
+    assert!(
+        after < 4 * settled.max(16 << 10),
+        "{after} B of hash files once the snapshot is gone ({settled} B before it)"
+    );
+    check(&db, &model, 200);
+}
+
+/// With `HashWhenFull::Refuse`, a snapshot that holds the files GC replaced does not let
+/// the store grow past its space: once GC can free nothing else, writes are refused,
+/// naming the snapshot; released, the space comes back and writes are taken again.
+#[test]
+fn a_store_full_of_files_a_snapshot_holds_refuses_and_says_so() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        hash_when_full: HashWhenFull::Refuse,
+        ..opts(fs.clone())
+    };
+    let db = Db::open("/db", o).unwrap();
+    let mut model = BTreeMap::new();
+    // About a third of the space live, rewritten in place under a snapshot.
+    put_bigs(&db, &mut model, "k", 60, 0);
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    let mut refused = None;
+    'rounds: for round in 1..200u32 {
+        for i in 0..60u32 {
+            let k = format!("k{i:04}").into_bytes();
+            match db.put(&k, big(i, round)) {
+                Ok(()) => {
+                    model.insert(k, big(i, round));
+                }
+                Err(e) => {
+                    refused = Some((round, e));
+                    break 'rounds;
+                }
+            }
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let (round, e) = refused.expect("the store took 200 rewrites of its values under a snapshot");
+    assert_eq!(e.kind(), ErrorKind::NoSpace, "{e}");
+    assert!(e.to_string().contains("snapshot"), "round {round}: {e}");
+    drop(snap);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        match db.put(b"k0000", big(0, 999)) {
+            Ok(()) => break,
+            Err(e) if e.kind() == ErrorKind::NoSpace && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => panic!("still refused after the snapshot went: {e}"),
+        }
+    }
+    model.insert(b"k0000".to_vec(), big(0, 999));
+    assert_eq!(contents(&db), model);
+}

@@ -63,9 +63,19 @@ impl GcContext for GcJob<'_> {
         self.db.snapshots.sequences().iter().any(|&s| s < seq)
     }
 
-    fn apply(&self, edit: VersionEdit) -> Result<()> {
+    fn apply(&self, mut edit: VersionEdit) -> Result<()> {
         let db = self.db;
         let mut versions = lock(&db.versions);
+        // A file a GC replaced may have left the version on its own meanwhile (every
+        // pointer into it dropped: all garbage) while a snapshot kept its removal waiting.
+        if !edit.deleted_value_files.is_empty() {
+            let current = versions.current();
+            edit.deleted_value_files
+                .retain(|n| current.values.contains_key(n));
+            if edit == VersionEdit::default() {
+                return Ok(());
+            }
+        }
         let v = versions.log_and_apply(edit)?;
         let mut st = lock(&db.state);
         db.install_super_version(&mut st, v);

@@ -62,9 +62,12 @@ pub(super) struct HashGc {
     opts: crate::options::Options,
     configured: bool,
     reserve: u64,
-    /// The files a GC replaced, and the sequence after its moves: removed once no snapshot
-    /// below that sequence remains.
-    collected: Mutex<Option<(Vec<u64>, SeqNo)>>,
+    /// The files each GC step replaced, with the sequence after its moves: removed once no
+    /// snapshot below that sequence remains. While a snapshot holds them, GC goes on with
+    /// the other files (they are left out of every choice and collection).
+    pending: Mutex<Vec<(Vec<u64>, SeqNo)>>,
+    /// Changes with `pending` (the summary of a set of files depends on both).
+    pending_gen: AtomicU64,
     /// Whether the last step collected a group: when both are due, group and cold-log
     /// steps alternate (a reserve that stays full would otherwise starve the cold log).
     last_was_group: std::sync::atomic::AtomicBool,
@@ -75,11 +78,12 @@ pub(super) struct HashGc {
     rng: Mutex<u64>,
     /// What the last set of files seen adds up to and gives (writes ask per write group,
     /// a step several times; the set changes only with a flush, compaction or GC).
-    summary: Mutex<Option<(FileSet, Summary)>>,
+    summary: Mutex<Option<(FileSet, u64, Summary)>>,
 }
 
 /// One set of files, summed once.
 struct Summary {
+    /// The files GC may still collect (those no snapshot holds for removal).
     sizes: Sizes,
     space: Space,
 }
@@ -90,8 +94,11 @@ type FileSet = Arc<std::collections::BTreeMap<u64, ValueFile>>;
 /// The store's space in one set of files.
 #[derive(Debug, Clone, Copy)]
 struct Space {
-    /// The reserve in use ([`Sizes::reserve_used`]).
+    /// The reserve in use ([`Sizes::reserve_used`]), counting files GC replaced that a
+    /// snapshot still holds: the space actually taken.
     used: u64,
+    /// Bytes of files GC replaced that wait for a snapshot.
+    held: u64,
     /// Whether a step can lower it: a group past its room has log segments, or (with
     /// `hash_cold_takes_main`, where the cold log takes room) the cold log's GC is due.
     can_free: bool,
@@ -322,7 +329,8 @@ impl HashGc {
             opts: env.opts.clone(),
             configured: super::HashStore.configured(&env.opts),
             reserve: reserve(&env.opts),
-            collected: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
+            pending_gen: AtomicU64::new(0),
             last_was_group: std::sync::atomic::AtomicBool::new(false),
             counters: Counters::default(),
             last_gc: Mutex::new(HashMap::new()),
@@ -340,19 +348,26 @@ impl HashGc {
     /// `f` of what `v`'s files add up to and give (computed once per set of files; the
     /// write path asks for the space per write group, with a pointer comparison).
     fn with_summary<R>(&self, v: &Version, f: impl FnOnce(&Summary) -> R) -> R {
+        let gen = self.pending_gen.load(Relaxed);
         let mut cached = lock(&self.summary);
-        if let Some((values, s)) = cached.as_ref() {
-            if Arc::ptr_eq(values, &v.values) {
+        if let Some((values, g, s)) = cached.as_ref() {
+            if Arc::ptr_eq(values, &v.values) && *g == gen {
                 return f(s);
             }
         }
-        let sizes = Sizes::of(v, &self.opts);
+        let held = self.pending_files();
+        let all = Sizes::of(v, &self.opts, &Default::default());
+        let sizes = Sizes::of(v, &self.opts, &held);
         let space = Space {
-            used: sizes.reserve_used(&self.opts),
+            used: all.reserve_used(&self.opts),
+            held: files_of(v, ID)
+                .filter(|f| held.contains(&f.number))
+                .map(|f| f.size)
+                .sum(),
             can_free: !self.collectable(&sizes).is_empty()
                 || self.opts.hash_cold_takes_main && self.cold_victim(v).is_some(),
         };
-        let (_, s) = cached.insert((v.values.clone(), Summary { sizes, space }));
+        let (_, _, s) = cached.insert((v.values.clone(), gen, Summary { sizes, space }));
         f(s)
     }
 
@@ -446,8 +461,9 @@ impl HashGc {
     /// `hash_cold_gc_ratio` of its bytes (any, while the store drains). Each group GC
     /// adds a cold file: taking several at once merges them, so their count stays bounded.
     fn cold_victim(&self, v: &Version) -> Option<Vec<ValueFile>> {
+        let held = self.pending_files();
         let cold: Vec<&ValueFile> = files_of(v, ID)
-            .filter(|f| kind_of(f) == SegmentKind::Cold)
+            .filter(|f| kind_of(f) == SegmentKind::Cold && !held.contains(&f.number))
             .collect();
         if cold.is_empty() {
             return None;
@@ -472,21 +488,36 @@ impl HashGc {
         )
     }
 
-    /// Removes the files the last GC replaced, once no snapshot may still read them.
-    /// `None` if none wait; `Some(false)` if they wait for a snapshot.
-    fn remove_collected(&self, ctx: &dyn GcContext) -> Result<Option<bool>> {
-        let Some((files, moved_at)) = lock(&self.collected).clone() else {
-            return Ok(None);
-        };
-        if ctx.snapshot_below(moved_at) {
-            return Ok(Some(false));
+    /// The files GC replaced that wait for a snapshot.
+    fn pending_files(&self) -> std::collections::HashSet<u64> {
+        lock(&self.pending)
+            .iter()
+            .flat_map(|(files, _)| files.iter().copied())
+            .collect()
+    }
+
+    /// Removes, in one edit, the files GC replaced that no snapshot may still read;
+    /// whether there were any.
+    fn remove_released(&self, ctx: &dyn GcContext) -> Result<bool> {
+        let released: Vec<(Vec<u64>, SeqNo)> = lock(&self.pending)
+            .iter()
+            .filter(|(_, moved_at)| !ctx.snapshot_below(*moved_at))
+            .cloned()
+            .collect();
+        if released.is_empty() {
+            return Ok(false);
         }
+        let files: Vec<u64> = released
+            .iter()
+            .flat_map(|(f, _)| f.iter().copied())
+            .collect();
         ctx.apply(VersionEdit {
             deleted_value_files: files,
             ..VersionEdit::default()
         })?;
-        *lock(&self.collected) = None;
-        Ok(Some(true))
+        lock(&self.pending).retain(|p| !released.contains(p));
+        self.pending_gen.fetch_add(1, Relaxed);
+        Ok(true)
     }
 
     /// File `f`'s bytes; a write-time file's up to its extent, which its records must fill
@@ -526,10 +557,14 @@ impl HashGc {
         g: u32,
     ) -> Result<Option<Collected>> {
         let v = view.version();
+        // (Files an earlier step replaced, waiting for a snapshot, are left out: that
+        // step moved every record of them that was live.)
+        let held = self.pending_files();
         let files: Vec<ValueFile> = files_of(v, ID)
             // (An open file's records belong to memtables not yet flushed: checked below
             // as the write cache.)
             .filter(|f| group_of(f) == g && super::is_group_segment(f))
+            .filter(|f| !held.contains(&f.number))
             .cloned()
             .collect();
         let mut contents: HashMap<u64, Vec<u8>> = HashMap::with_capacity(files.len());
@@ -771,7 +806,8 @@ impl ValueGc for HashGc {
     /// file left (the store drains into the configured one).
     fn due(&self, v: &Version) -> bool {
         if !self.configured {
-            return files_of(v, ID).next().is_some();
+            let held = self.pending_files();
+            return files_of(v, ID).any(|f| !held.contains(&f.number));
         }
         let groups =
             self.used(v) as f64 > TRIGGER * self.reserve as f64 && self.victim(v).is_some();
@@ -779,12 +815,12 @@ impl ValueGc for HashGc {
     }
 
     fn step(&self, ctx: &dyn GcContext) -> Result<bool> {
-        if let Some(done) = self.remove_collected(ctx)? {
-            return Ok(done);
-        }
+        // Files earlier steps replaced go once no snapshot needs them; while one does, the
+        // other groups are still collected (one long scan or backup stopped every GC).
+        let removed = self.remove_released(ctx)?;
         let v = ctx.version();
         if !self.due(&v) {
-            return Ok(false);
+            return Ok(removed);
         }
         let groups_due = !self.configured || self.used(&v) as f64 > TRIGGER * self.reserve as f64;
         let group = self.victim(&v).filter(|_| groups_due);
@@ -811,8 +847,9 @@ impl ValueGc for HashGc {
         let at = ctx.write_relocated(moves)?;
         Stats::add(&ctx.stats().value_bytes_relocated, moved_bytes);
         Stats::add(&ctx.stats().value_gc_runs, 1);
-        *lock(&self.collected) = Some((old, at));
-        self.remove_collected(ctx)?;
+        lock(&self.pending).push((old, at));
+        self.pending_gen.fetch_add(1, Relaxed);
+        self.remove_released(ctx)?;
         Ok(true)
     }
 
@@ -820,30 +857,38 @@ impl ValueGc for HashGc {
         self.configured
     }
 
-    /// While the reserve in use passes the reserve and a step can lower it, unless
-    /// replaced files wait for a snapshot (GC can free nothing until it is released).
+    /// While the reserve in use (files a snapshot holds included: the space taken)
+    /// passes the reserve and a step can lower it.
     fn pace_writes(&self, v: &Version) -> bool {
         if !self.configured {
             // Draining: the writes go to another store.
             return false;
         }
         let s = self.space(v);
-        s.used > self.reserve && s.can_free && lock(&self.collected).is_none()
+        s.used > self.reserve && s.can_free
     }
 
-    /// With `HashWhenFull::Refuse`: while the reserve in use passes the reserve and no
-    /// step can lower it (every group past its room holds only what its last GC kept), and
-    /// no replaced files wait for a snapshot.
+    /// With `HashWhenFull::Refuse`: while the reserve in use (files a snapshot holds
+    /// included) passes the reserve and no step can lower it (every group past its room
+    /// holds only what its last GC kept, or what a snapshot holds).
     fn refuses(&self, v: &Version) -> Option<String> {
         if !self.configured || self.opts.hash_when_full != HashWhenFull::Refuse {
             // Draining (the writes go to another store), or growing.
             return None;
         }
         let s = self.space(v);
-        if s.used <= self.reserve || s.can_free || lock(&self.collected).is_some() {
+        if s.used <= self.reserve || s.can_free {
             return None;
         }
         let o = &self.opts;
+        if s.held > 0 {
+            return Some(format!(
+                "the hash store is full: {} B of files GC replaced wait for a snapshot that \
+                 may still read them (a long scan, iterator or backup): release it, and \
+                 they go at the next GC step",
+                s.held
+            ));
+        }
         Some(format!(
             "the hash store is full: its live values take its main space ({} groups x {} B) \
              and {} B of its {} B reserve, and GC can free none; delete keys or write \

@@ -173,12 +173,13 @@ pub(crate) struct Sizes {
 }
 
 impl Sizes {
-    pub fn of(v: &Version, opts: &Options) -> Sizes {
+    /// The sizes of `v`'s files but those numbered in `except`.
+    pub fn of(v: &Version, opts: &Options, except: &std::collections::HashSet<u64>) -> Sizes {
         let mut s = Sizes {
             count: groups_in(v, opts),
             ..Sizes::default()
         };
-        for f in files_of(v, ID) {
+        for f in files_of(v, ID).filter(|f| !except.contains(&f.number)) {
             let kind = kind_of(f);
             if kind == SegmentKind::Cold {
                 s.cold += f.size;
@@ -413,7 +414,7 @@ impl Store for HashStore {
 
     fn state(&self, v: &Version, opts: &Options) -> Option<String> {
         files_of(v, ID).next()?;
-        let sizes = Sizes::of(v, opts);
+        let sizes = Sizes::of(v, opts, &Default::default());
         let (mut files, mut bytes, mut garbage, mut cold_files) = (0, 0, 0, 0);
         for f in files_of(v, ID) {
             files += 1;
