@@ -179,12 +179,13 @@ def test_an_open_without_the_wal_dir_finds_the_recorded_one(path, tmp_path):
     with strata.DB(path, create_if_missing=True, wal_dir=wal) as db:
         for i in range(1000):
             db.put(b"k%04d" % i, b"v%d" % i)
-    with strata.DB(path) as db:  # no wal_dir: the recorded one
-        assert sum(1 for _ in db.iterator()) == 1000
-        db.put(b"new", b"1")
+    # Another directory while the WALs are in wal_dir: refused, nothing created.
     with pytest.raises(strata.CorruptionError, match="wal_dir"):
         strata.DB(path, wal_dir=other)
     assert not os.path.exists(other)
+    with strata.DB(path) as db:  # no wal_dir: the recorded one is read
+        assert sum(1 for _ in db.iterator()) == 1000
+        db.put(b"new", b"1")
     with strata.DB(path, wal_dir=wal) as db:
         assert sum(1 for _ in db.iterator()) == 1001
 

@@ -383,7 +383,8 @@ fn file_dumps_show_contents_and_report_every_damaged_block() {
     let edits = ok(&["manifest-dump", "--db", dir.to_str().unwrap()]);
     // Each manifest starts with where the files are, then the snapshot.
     assert!(
-        edits.starts_with("offset 0:\n  directories: every file in the database directory\n")
+        edits.starts_with("offset 0:\n  database at ")
+            && edits.contains("\n  directories: every file in the database directory\n")
             && edits.contains("\n  format version"),
         "{edits}"
     );
@@ -698,14 +699,7 @@ fn commands_not_given_the_directories_use_the_recorded_ones() {
         "-i",
         input_file,
     ]);
-    let o = strata(&["put", "--db", db, "--preset", "default", "x", "y"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains(wal),
-        "the note names the recorded WAL directory: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(ok(&["count", "--db", db]).trim(), "3001");
+    // Another WAL directory, while the WALs are in --wal-dir: refused, nothing created.
     let elsewhere = dir.join("elsewhere");
     let o = strata(&[
         "put",
@@ -720,7 +714,28 @@ fn commands_not_given_the_directories_use_the_recorded_ones() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("wal_dir") && err.contains(wal), "{err}");
     assert!(!elsewhere.exists(), "a refused open created its directory");
+    // No directory: the recorded one is read, and the note says so.
+    let o = strata(&["put", "--db", db, "--preset", "default", "x", "y"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(wal),
+        "the note names the recorded WAL directory: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(ok(&["count", "--db", db]).trim(), "3001");
     assert_eq!(ok(&["count", "--db", db, "--wal-dir", wal]).trim(), "3001");
+    // `check` reports a WAL the manifest expects and cannot find, as an open refuses it.
+    ok(&["put", "--db", db, "--wal-dir", wal, "k", "v"]);
+    for e in std::fs::read_dir(wal).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "log") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let o = strata(&["check", "--db", db]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the WAL the manifest expects"), "{err}");
 
     // matrixkv with its persistent memory (and WALs) in --pmem-dir.
     let (mdb, pmem) = (dir.join("mdb"), dir.join("pmem"));

@@ -777,7 +777,10 @@ impl Db {
 
     fn property_value(&self, name: &str) -> Option<String> {
         match name {
-            "strata.options" => Some(self.inner.opts.to_text()),
+            "strata.options" => Some(open::options_file_text(
+                &self.inner.opts,
+                &self.inner.placement,
+            )),
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
             // What the manifest records that reading depends on (tuning options are only
             // recorded for people, in OPTIONS: a database opens with whatever it is given).

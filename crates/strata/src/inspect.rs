@@ -319,10 +319,19 @@ fn write_edit(
         writeln!(out, "  format version {v}")?;
     }
     if let Some(d) = &e.directories {
-        if d.0.is_empty() {
+        if let Some(db) = d.database() {
+            writeln!(out, "  database at {}", db.display())?;
+        }
+        if d.0
+            .iter()
+            .all(|(id, _)| *id == crate::placement::PathId::DB)
+        {
             writeln!(out, "  directories: every file in the database directory")?;
         }
-        for (id, p) in &d.0 {
+        for (id, p) in
+            d.0.iter()
+                .filter(|(id, _)| *id != crate::placement::PathId::DB)
+        {
             writeln!(
                 out,
                 "  directory of {}: {} ({})",
@@ -413,12 +422,10 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     use std::collections::BTreeMap;
 
     use crate::filename::FileNumber;
-    use crate::placement::Placement;
 
     let fs = RealFs::new();
-    let (opts, _) = crate::db::open::with_recorded_directories(dir, opts.clone());
-    let opts = &opts;
-    let placement = Placement::of(dir, opts);
+    let known = crate::db::open::known_directories(dir, opts);
+    let placement = known.placement.clone();
     let current = String::from_utf8_lossy(&crate::fs::read_all(&fs, &placement.current_path())?)
         .trim()
         .to_string();
@@ -578,6 +585,17 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         }),
     }
     let wals = crate::db::open::wals_on_disk(&fs, &placement, FileNumber(log_number))?;
+    // The WAL the manifest names must be there, as an open checks (a manifest that
+    // records its directories names one that exists: docs/format/manifest.md).
+    if known.record.is_some() && log_number != 0 && !wals.iter().any(|(n, _)| n.0 == log_number) {
+        problems.push(Problem {
+            file: placement.wal_path(FileNumber(log_number)),
+            offset: 0,
+            what: "the WAL the manifest expects to replay is missing (an open refuses the \
+                   database)"
+                .to_string(),
+        });
+    }
     for (i, (_, path)) in wals.iter().enumerate() {
         let mut found = walk_log(path, &mut sink, |_, offset, data| {
             Ok(WriteBatch::decode(data)

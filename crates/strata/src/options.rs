@@ -425,9 +425,10 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Directory for WALs. Defaults to the database directory (or `pmem_dir`, with
     /// `wal_in_pmem`). The manifest records the directories a database uses
-    /// (`wal_dir`, `level_dir`, `value_dir`, `pmem_dir`): an open that leaves one unset takes
-    /// the recorded one (and says so in `info_log`); one that names another directory is
-    /// refused unless every file the manifest expects is there.
+    /// (`wal_dir`, `level_dir`, `value_dir`, `pmem_dir`): an open that leaves one unset reads
+    /// the files already written from the recorded one (and says so in `info_log`) and
+    /// writes new ones where the options say; one that names another directory is refused
+    /// unless every file the manifest expects is there.
     pub wal_dir: Option<PathBuf>,
     /// WALs in `pmem_dir`: MatrixKV's write-ahead log on NVM (its paper: "write requests
     /// from users are inserted into a write-ahead log on NVMs"). Without `pmem_dir` the

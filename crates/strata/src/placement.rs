@@ -75,6 +75,10 @@ pub struct Placement {
     level_dir: PathBuf,
     value_dir: PathBuf,
     pmem_dir: PathBuf,
+    /// Slots whose existing files are read from a directory the manifest records and the
+    /// options leave unset ([`Placement::reading_recorded`]); new files of those kinds go
+    /// where the options say.
+    recorded: Vec<(PathId, PathBuf)>,
 }
 
 impl Placement {
@@ -86,7 +90,20 @@ impl Placement {
             level_dir: level_dir.unwrap_or(db_dir).to_path_buf(),
             value_dir: db_dir.to_path_buf(),
             pmem_dir: db_dir.to_path_buf(),
+            recorded: Vec::new(),
         }
+    }
+
+    /// The same, reading the files already written under each slot of `dirs` from the
+    /// directory given there (the manifest's record, for slots the options leave unset):
+    /// a table or value file is found by its slot, and a WAL by listing every directory.
+    /// New files still go where the options say: a slot the options leave unset writes to
+    /// the database directory (path id [`PathId::DB`]), so no slot ever names two
+    /// directories.
+    #[must_use]
+    pub fn reading_recorded(mut self, dirs: &[(PathId, PathBuf)]) -> Self {
+        self.recorded = dirs.to_vec();
+        self
     }
 
     /// Where the database at `db_dir` keeps its files under `opts` (its WAL, level and value
@@ -128,15 +145,25 @@ impl Placement {
             FileKind::LevelTable => PathId::LEVELS,
             FileKind::Value => PathId::VALUES,
         };
-        if id != PathId::DB && self.dir(id) == self.db_dir {
+        if id != PathId::DB && self.configured(id) == self.db_dir {
             PathId::DB
         } else {
             id
         }
     }
 
-    /// The directory of path id `id` (unknown ids: the database directory).
+    /// The directory files of path id `id` are read from (unknown ids: the database
+    /// directory): the one the options give, or the recorded one for a slot they leave
+    /// unset.
     pub fn dir(&self, id: PathId) -> &Path {
+        match self.recorded.iter().find(|(i, _)| *i == id) {
+            Some((_, d)) => d,
+            None => self.configured(id),
+        }
+    }
+
+    /// The directory the options give slot `id`: where its new files go.
+    fn configured(&self, id: PathId) -> &Path {
         match id {
             PathId::LEVELS => &self.level_dir,
             PathId::WAL => &self.wal_dir,
@@ -148,7 +175,7 @@ impl Placement {
 
     /// The directory new files of `kind` go to.
     pub fn dir_of(&self, kind: FileKind) -> &Path {
-        self.dir(self.path_id(kind))
+        self.configured(self.path_id(kind))
     }
 
     /// The database directory (CURRENT, LOCK, manifests).
@@ -161,7 +188,7 @@ impl Placement {
         &self.wal_dir
     }
 
-    /// Every distinct directory in use.
+    /// Every distinct directory in use (the recorded ones read from included).
     pub fn dirs(&self) -> Vec<&Path> {
         let mut v = vec![self.db_dir.as_path()];
         for d in [
@@ -169,7 +196,10 @@ impl Placement {
             &self.level_dir,
             &self.value_dir,
             &self.pmem_dir,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.recorded.iter().map(|(_, d)| d))
+        {
             if !v.contains(&d.as_path()) {
                 v.push(d);
             }
@@ -214,10 +244,41 @@ impl Directories {
     /// The directory recorded for `id`, resolved against `db_dir` (`None`: the database
     /// directory, or a slot the record does not name).
     pub fn get(&self, id: PathId, db_dir: &Path) -> Option<PathBuf> {
+        if id == PathId::DB {
+            return None;
+        }
         self.0
             .iter()
             .find(|(i, _)| *i == id)
             .map(|(_, p)| absolute(db_dir).join(p))
+    }
+
+    /// Where the database was when the record was written (its absolute path).
+    pub fn database(&self) -> Option<&Path> {
+        self.0
+            .iter()
+            .find(|(i, _)| *i == PathId::DB)
+            .map(|(_, p)| p.as_path())
+    }
+
+    /// Whether the record was written by this database at `db_dir`, not by the database a
+    /// copy (or a move) of it was made from: a directory outside the database directory is
+    /// used only then (a copy that took the original's directories would replay its WALs,
+    /// take its file numbers and delete its files).
+    pub fn written_here(&self, db_dir: &Path) -> bool {
+        self.database().is_none_or(|d| d == absolute(db_dir))
+    }
+
+    /// The recorded directories an open of the database at `db_dir` may read from: each
+    /// one inside the database directory, and, if the record was written here, each one
+    /// outside it.
+    pub fn usable(&self, db_dir: &Path) -> Vec<(PathId, PathBuf)> {
+        let here = self.written_here(db_dir);
+        self.0
+            .iter()
+            .filter(|(id, p)| *id != PathId::DB && (p.is_relative() || here))
+            .map(|(id, p)| (*id, absolute(db_dir).join(p)))
+            .collect()
     }
 
     /// The option that names slot `id`'s directory.
@@ -277,20 +338,36 @@ impl Directories {
     }
 }
 
-/// `p` made absolute against the working directory (the file system is not consulted; a
-/// path that cannot be made absolute is kept as it is).
+/// `p` made absolute against the working directory, `.` and `..` resolved by name (the
+/// file system is not consulted; a path that cannot be made absolute is kept as it is).
 pub(crate) fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Placement {
-    /// What the manifest records of this placement: every slot whose directory is not the
-    /// database directory.
+    /// What the manifest records of this placement: where the database is, and every slot
+    /// whose files are read from another directory than the database directory (the WALs'
+    /// as the options place them: an open replays the ones it found elsewhere).
     pub fn directories(&self) -> Directories {
         let db = absolute(&self.db_dir);
-        let mut v = Vec::new();
+        let mut v = vec![(PathId::DB, db.clone())];
         for id in RECORDED {
-            let dir = absolute(self.dir(id));
+            let dir = if id == PathId::WAL {
+                absolute(&self.wal_dir)
+            } else {
+                absolute(self.dir(id))
+            };
             if dir == db {
                 continue;
             }
@@ -301,12 +378,6 @@ impl Placement {
             v.push((id, stored));
         }
         Directories(v)
-    }
-
-    /// Whether `dir` is one of this placement's directories (compared as absolute paths).
-    pub fn has_dir(&self, dir: &Path) -> bool {
-        let dir = absolute(dir);
-        self.dirs().iter().any(|d| absolute(d) == dir)
     }
 }
 

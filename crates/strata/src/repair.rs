@@ -112,10 +112,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     if !fs.exists(dir) {
         return Ok(());
     }
-    // Where the database's manifest says its files are, where the options do not say.
-    let opts = crate::db::open::with_known_directories(dir, opts.clone());
-    let opts = &opts;
-    let placement = Placement::of(dir, opts);
+    // Where the database's manifest (or the OPTIONS file) says its files are, where the
+    // options do not say.
+    let placement = crate::db::open::known_directories(dir, opts).placement;
     let lock_path = dir.join(filename::LOCK);
     let lock = fs.lock(&lock_path)?;
     let mut manifests = Vec::new();
@@ -160,11 +159,12 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
 pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     opts.validate()?;
-    // A manifest still readable says where the files are (where the options do not).
-    let opts = crate::db::open::with_known_directories(dir, opts.clone());
-    let opts = &opts;
+    // A manifest still readable (or else the OPTIONS file) says where the files are,
+    // where the options do not.
     let fs = opts.fs.clone();
-    let placement = Placement::of(dir, opts);
+    let known = crate::db::open::known_directories(dir, opts);
+    refuse_other_directories(dir, opts, &known)?;
+    let placement = known.placement;
     for d in placement.dirs() {
         crate::fs::create_dir_durable(&*fs, d)?;
     }
@@ -624,6 +624,53 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         }
     }
     Ok(report)
+}
+
+/// A repair given a directory (`opts`) other than the one the database records for the
+/// same files, while the recorded one still holds files of the database, is refused: it
+/// would read only the given one and record it, leaving the others out for good.
+fn refuse_other_directories(
+    dir: &Path,
+    opts: &Options,
+    known: &crate::db::open::Known,
+) -> Result<()> {
+    use crate::placement::{absolute, Directories, PathId};
+    let Some(rec) = &known.record else {
+        return Ok(());
+    };
+    for (id, recorded) in rec.usable(dir) {
+        let given = match id {
+            PathId::WAL => opts.wal_dir.as_deref(),
+            PathId::LEVELS => opts.level_dir.as_deref(),
+            PathId::VALUES => opts.value_dir.as_deref(),
+            PathId::PMEM => opts.pmem_dir.as_deref(),
+            _ => None,
+        };
+        let Some(given) = given.filter(|g| absolute(g) != recorded) else {
+            continue;
+        };
+        let holds = opts.fs.list(&recorded).unwrap_or_default().iter().any(|n| {
+            matches!(
+                filename::parse(n),
+                Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
+            )
+        });
+        if holds {
+            return Err(crate::error::Error::invalid(format!(
+                "{}: the database records its {} in {}, which still holds some, and the \
+                 options give {} = {}: repair with {} = {} (or move the files and give the \
+                 new directory)",
+                dir.display(),
+                Directories::what(id),
+                recorded.display(),
+                Directories::option_name(id),
+                given.display(),
+                Directories::option_name(id),
+                recorded.display(),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Each table's entry count as the manifests in `manifests` record it (a newer manifest's

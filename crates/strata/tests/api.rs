@@ -323,10 +323,9 @@ fn the_l0_layout_is_recorded_and_an_unknown_one_refused() {
     // Each manifest starts with where the database keeps its files (here: all in its
     // directory), then the layout (flat: id 0, no state) and the format version.
     let edits = manifest_edits(&fs);
-    assert_eq!(
-        edits[0].directories,
-        Some(strata::internals::placement::Directories::default())
-    );
+    let dirs = edits[0].directories.as_ref().expect("a directories record");
+    assert_eq!(dirs.database(), Some(Path::new("/db")));
+    assert_eq!(dirs.0.len(), 1, "{dirs:?}");
     let first = &edits[1];
     assert_eq!(first.format_version, Some(2));
     assert_eq!(

@@ -403,3 +403,239 @@ fn append_edit(fs: &MemFs, edit: &strata::internals::version::VersionEdit) {
     w.add_record(&edit.encode()).unwrap();
     w.sync().unwrap();
 }
+
+/// Copies every file under `from` to the same path under `to` (a `cp -a` of a directory).
+fn copy_tree(fs: &MemFs, from: &Path, to: &Path) {
+    fs.create_dir_all(to).unwrap();
+    for name in fs.list(from).unwrap() {
+        let (src, dst) = (from.join(&name), to.join(&name));
+        if fs.list(&src).is_ok() {
+            copy_tree(fs, &src, &dst);
+        } else {
+            let bytes = strata::fs::read_all(fs, &src).unwrap();
+            let mut f = fs.create(&dst).unwrap();
+            f.append(&bytes).unwrap();
+            f.sync().unwrap();
+        }
+    }
+    fs.sync_dir(to).unwrap();
+}
+
+/// A copy of a database whose levels live outside its directory never takes the
+/// original's directory: it is refused, saying it is a copy, and the original's files are
+/// untouched (a copy that read them would delete the original's tables as unnamed).
+/// Directories inside the database directory move with it.
+#[test]
+fn a_copied_database_never_takes_the_original_s_outside_directories() {
+    let fs = MemFs::new();
+    let o = Options {
+        level_dir: Some("/data/levels".into()),
+        wal_dir: Some("/data/db/wal".into()),
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/data/db", o.clone()).unwrap();
+    for i in 0..3000 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.put("unflushed", "in the WAL").unwrap();
+    drop(db);
+    copy_tree(&fs, Path::new("/data/db"), Path::new("/backup/db"));
+    let levels = tree(&fs)
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("/data/levels"))
+        .collect::<BTreeMap<_, _>>();
+    assert!(levels.len() > 1, "no level tables outside: {levels:?}");
+    let bare = Options {
+        level_dir: None,
+        wal_dir: None,
+        ..o.clone()
+    };
+    let e = Db::open("/backup/db", bare.clone()).expect_err("a copy took the original's levels");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.message().contains("copy"), "{e}");
+    assert!(Db::open_read_only("/backup/db", bare.clone()).is_err());
+    strata::destroy("/backup/db", &bare).unwrap();
+    let after = tree(&fs)
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("/data/levels"))
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(after, levels, "the copy changed the original's levels");
+    // The original, opened without its options, still finds everything.
+    let db = Db::open("/data/db", bare).unwrap();
+    assert_eq!(db.get(key(2999)).unwrap(), Some(value(2999, 0)));
+    assert_eq!(db.get("unflushed").unwrap(), Some(b"in the WAL".to_vec()));
+}
+
+/// A database made with its WALs in `wal_dir`, then opened with `wal_in_pmem` (which
+/// puts them in `pmem_dir`): the recorded WAL directory is read too, and new WALs go
+/// where the options say. A database that had L0 in `pmem_dir`, opened without it, reads
+/// its old L0 tables there and writes new ones to the database directory.
+#[test]
+fn recorded_directories_are_read_and_new_files_go_where_the_options_say() {
+    let fs = MemFs::new();
+    let base = Options {
+        write_buffer_size: 64 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open(
+        "/db",
+        Options {
+            wal_dir: Some("/w".into()),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    db.put("a", "in /w").unwrap();
+    drop(db);
+    let in_pmem = Options {
+        wal_in_pmem: true,
+        pmem_dir: Some("/pm".into()),
+        ..base.clone()
+    };
+    let db = Db::open("/db", in_pmem.clone()).unwrap();
+    assert_eq!(db.get("a").unwrap(), Some(b"in /w".to_vec()));
+    db.put("b", "in /pm").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let logs = |d: &str| {
+        fs.list(Path::new(d))
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".log"))
+            .count()
+    };
+    assert!(
+        logs("/pm") > 0 && logs("/w") == 0,
+        "WALs: /pm {} /w {}",
+        logs("/pm"),
+        logs("/w")
+    );
+    let tables = |d: &str| {
+        fs.list(Path::new(d))
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".sst"))
+            .count()
+    };
+    assert!(tables("/pm") > 0, "L0 tables go to pmem_dir");
+    // Without pmem_dir: the old L0 tables are read there, new ones go beside the database.
+    let before = tables("/pm");
+    let db = Db::open("/db", base.clone()).unwrap();
+    assert_eq!(db.get("b").unwrap(), Some(b"in /pm".to_vec()));
+    db.put("c", "beside the database").unwrap();
+    db.flush().unwrap();
+    assert_eq!(
+        tables("/pm"),
+        before,
+        "a new table went to the recorded pmem_dir"
+    );
+    assert!(tables("/db") > 0);
+    drop(db);
+    let db = Db::open("/db", base).unwrap();
+    for (k, v) in [
+        ("a", "in /w"),
+        ("b", "in /pm"),
+        ("c", "beside the database"),
+    ] {
+        assert_eq!(db.get(k).unwrap(), Some(v.as_bytes().to_vec()), "{k}");
+    }
+}
+
+/// Repair given another directory than the one the database records, which still holds
+/// its files, is refused (it would read only the given one and forget the other); `check`
+/// reports a WAL the manifest expects and cannot find, as an open refuses it.
+#[test]
+fn repair_and_check_given_the_wrong_directories_say_so() {
+    let fs = MemFs::new();
+    let o = Options {
+        level_dir: Some("/levels".into()),
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..3000 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let before = tree(&fs);
+    let e = strata::repair(
+        "/db",
+        &Options {
+            level_dir: Some("/other".into()),
+            ..o.clone()
+        },
+    )
+    .expect_err("repair read only the other directory");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("/levels"), "{e}");
+    assert_eq!(difference(&before, &tree(&fs)), None);
+    // Repair without the option finds the recorded directory.
+    let r = strata::repair(
+        "/db",
+        &Options {
+            level_dir: None,
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.keys, 3000);
+    assert!(!r.dropped_data(), "{:?}", r.dropped);
+    let db = Db::open(
+        "/db",
+        Options {
+            level_dir: None,
+            ..o
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get(key(1234)).unwrap(), Some(value(1234, 0)));
+}
+
+/// A read-only open beside a writer whose flushes and compactions delete the files (and
+/// WALs) a manifest it read named: it reads the newer manifest instead of failing.
+#[test]
+fn read_only_opens_beside_a_busy_writer_succeed() {
+    let fs = MemFs::new();
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        target_file_size_base: 32 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open("/db", o.clone()).unwrap());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.put(key(i % 5000), value(i, i / 5000)).unwrap();
+                i += 1;
+                if i.is_multiple_of(700) {
+                    db.flush().unwrap();
+                }
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let mut opens = 0;
+    while opens < 200 || start.elapsed() < std::time::Duration::from_secs(2) {
+        let ro = Db::open_read_only("/db", o.clone())
+            .unwrap_or_else(|e| panic!("read-only open {opens}: {e}"));
+        drop(ro);
+        opens += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}

@@ -24,9 +24,11 @@ use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
-    let (opts, recorded) = with_recorded_directories(path, opts);
+    let Known {
+        placement,
+        record: recorded,
+    } = known_directories(path, &opts);
     let fs = opts.fs.clone();
-    let placement = Placement::of(path, &opts);
     let exists = fs.exists(&placement.current_path());
     if !exists {
         refuse_files_without_current(&*fs, path, &placement)?;
@@ -187,7 +189,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     fs::write_file_atomic(
         &*db.fs,
         &path.join(filename::OPTIONS),
-        db.opts.to_text().as_bytes(),
+        options_file_text(&db.opts, &db.placement).as_bytes(),
     )
     .map_err(|e| e.context("recording the options in OPTIONS"))?;
     crate::bg::start(&db);
@@ -217,48 +219,59 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
     (versions, tables)
 }
 
-/// `opts` with each directory the database's manifest records filled in where `opts`
-/// leave it unset, and the record (`None` for a database without one: a new one, or one
-/// an older build last wrote). An open that did not look where the last session put its
-/// files would find an empty database there and, once it recorded its own WAL, leave the
-/// old WALs behind for good. A directory the options do name wins; the open's checks
-/// (`recover`) then refuse it unless every file the manifest expects is found. The WAL
-/// directory is taken only when the options leave it to the default (no `wal_dir`, no
-/// `wal_in_pmem`) and the recorded one is not among the directories the open lists anyway
-/// (a database reopened with `wal_in_pmem` turned off finds its WALs in `pmem_dir`).
-pub(crate) fn with_recorded_directories(
-    path: &Path,
-    mut opts: Options,
-) -> (Options, Option<Directories>) {
-    let placement = Placement::of(path, &opts);
-    let Some(rec) = crate::version::recorded_directories(&*opts.fs, &placement) else {
-        return (opts, None);
-    };
-    let mut taken: Vec<(PathId, PathBuf)> = Vec::new();
-    for &(id, _) in &rec.0 {
-        let slot = match id {
-            PathId::LEVELS => &mut opts.level_dir,
-            PathId::VALUES => &mut opts.value_dir,
-            PathId::PMEM => &mut opts.pmem_dir,
-            _ => continue,
+/// Where a database keeps its files, as far as an open can tell before it reads the
+/// manifest: the placement to open it with and the record it follows.
+pub(crate) struct Known {
+    /// The options' placement, reading each recorded directory the options leave unset.
+    pub placement: Placement,
+    /// The record (`None`: a new database, or one no record of which is left).
+    pub record: Option<Directories>,
+}
+
+/// The placement of the database at `path` under `opts`, reading the files already
+/// written from the directories its manifest records for the slots `opts` leave unset
+/// (docs/design/core-engine.md, "Where the files are"): an open that did not look where
+/// the last session put its files found an empty database and, once it recorded a WAL of
+/// its own, left the old WALs behind for good. New files still go where `opts` say. A
+/// directory the options do name wins; the open's checks (`recover`) then refuse it
+/// unless every file the manifest expects is found. A directory outside the database
+/// directory is read only if the record was written by this database where it is now,
+/// not by the one a copy was made from (`Directories::written_here`). Without a manifest
+/// record (a manifest an older build wrote, or none left: repair), the record the last
+/// writing open copied into the `OPTIONS` file is used the same way.
+pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
+    let configured = Placement::of(path, opts);
+    let record = crate::version::recorded_directories(&*opts.fs, &configured)
+        .or_else(|| options_file_directories(&*opts.fs, path));
+    let Some(rec) = record else {
+        return Known {
+            placement: configured,
+            record: None,
         };
-        if slot.is_none() {
-            let dir = rec.get(id, path).expect("a slot the record names");
-            *slot = Some(dir.clone());
-            taken.push((id, dir));
-        }
-    }
-    if let Some(dir) = rec.get(PathId::WAL, path) {
-        if opts.wal_dir.is_none() && !opts.wal_in_pmem && !Placement::of(path, &opts).has_dir(&dir)
-        {
-            opts.wal_dir = Some(dir.clone());
-            taken.push((PathId::WAL, dir));
+    };
+    let mut read: Vec<(PathId, PathBuf)> = Vec::new();
+    for (id, dir) in rec.usable(path) {
+        let unset = match id {
+            PathId::WAL => opts.wal_dir.is_none(),
+            PathId::LEVELS => opts.level_dir.is_none(),
+            PathId::VALUES => opts.value_dir.is_none(),
+            PathId::PMEM => opts.pmem_dir.is_none(),
+            _ => false,
+        };
+        let here = crate::placement::absolute(configured.dir(id));
+        if unset && dir != here {
+            read.push((id, dir));
         }
     }
     if let Some(log) = &opts.info_log {
-        for (id, dir) in &taken {
+        for (id, dir) in &read {
+            let new_ones = match configured.dir(*id) {
+                d if d == path => "the database directory".to_string(),
+                d => d.display().to_string(),
+            };
             log(&format!(
-                "{}: {} are in {} (recorded in the manifest; Options::{} was not set)",
+                "{}: its {} are read from {} (recorded in the manifest; Options::{} is not \
+                 set: new ones go to {new_ones})",
                 path.display(),
                 Directories::what(*id),
                 dir.display(),
@@ -266,52 +279,54 @@ pub(crate) fn with_recorded_directories(
             ));
         }
     }
-    (opts, Some(rec))
+    Known {
+        placement: configured.reading_recorded(&read),
+        record: Some(rec),
+    }
 }
 
-/// [`with_recorded_directories`] for repair and destroy, which must find the files when
-/// the manifest is gone: without a record, the directories the `OPTIONS` file of the last
-/// writing open names, where `opts` leave them unset (logged as well).
-pub(crate) fn with_known_directories(path: &Path, opts: Options) -> Options {
-    let (mut opts, rec) = with_recorded_directories(path, opts);
-    if rec.is_some() {
-        return opts;
+/// The directories record the last writing open copied into the `OPTIONS` file, for when
+/// no manifest holds one (`# directory ID (what) = PATH` lines, as [`options_file_text`]
+/// writes them).
+fn options_file_directories(fs: &dyn fs::Fs, path: &Path) -> Option<Directories> {
+    let text = fs::read_all(fs, &path.join(filename::OPTIONS)).ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("# directory ") else {
+            continue;
+        };
+        let (id, p) = rest.split_once(" = ")?;
+        let id: u8 = id.split_whitespace().next()?.parse().ok()?;
+        v.push((PathId(id), PathBuf::from(p)));
     }
-    let Ok(text) = fs::read_all(&*opts.fs, &path.join(filename::OPTIONS)) else {
-        return opts;
-    };
-    let Ok(last) = Options::from_text(&String::from_utf8_lossy(&text)) else {
-        return opts;
-    };
-    let mut taken = Vec::new();
-    for (name, slot, was) in [
-        ("level_dir", &mut opts.level_dir, last.level_dir),
-        ("value_dir", &mut opts.value_dir, last.value_dir),
-        ("pmem_dir", &mut opts.pmem_dir, last.pmem_dir),
-    ] {
-        if slot.is_none() && was.is_some() {
-            taken.push(format!(
-                "{name} = {}",
-                was.as_deref().unwrap_or(path).display()
-            ));
-            *slot = was;
-        }
+    (!v.is_empty()).then_some(Directories(v))
+}
+
+/// The `OPTIONS` file's text: the options of this open, then the directories record the
+/// manifest starts with, as comment lines (`repair` reads them when no manifest is left).
+pub(crate) fn options_file_text(opts: &Options, placement: &Placement) -> String {
+    let mut text = opts.to_text();
+    if !text.ends_with('\n') {
+        text.push('\n');
     }
-    if opts.wal_dir.is_none() && !opts.wal_in_pmem && last.wal_dir.is_some() {
-        taken.push(format!(
-            "wal_dir = {}",
-            last.wal_dir.as_deref().unwrap_or(path).display()
+    text.push_str(
+        "# where the database keeps its files (the manifest's record; repair reads it here \
+         when no manifest is left):\n",
+    );
+    for (id, p) in &placement.directories().0 {
+        let what = if *id == PathId::DB {
+            "the database"
+        } else {
+            Directories::what(*id)
+        };
+        text.push_str(&format!(
+            "# directory {} ({what}) = {}\n",
+            id.0,
+            p.display()
         ));
-        opts.wal_dir = last.wal_dir;
     }
-    if let (Some(log), false) = (&opts.info_log, taken.is_empty()) {
-        log(&format!(
-            "{}: no manifest says where the files are; the last open's OPTIONS file does: {}",
-            path.display(),
-            taken.join(", ")
-        ));
-    }
-    opts
+    text
 }
 
 /// Where the options send a slot the manifest records elsewhere: one line each, naming the
@@ -321,25 +336,37 @@ fn recorded_elsewhere(placement: &Placement, recorded: Option<&Directories>) -> 
         return String::new();
     };
     let db = placement.db_dir();
+    let here = rec.written_here(db);
     let mut lines = Vec::new();
     for id in [PathId::WAL, PathId::LEVELS, PathId::VALUES, PathId::PMEM] {
         let want = rec
             .get(id, db)
             .unwrap_or_else(|| crate::placement::absolute(db));
         let have = crate::placement::absolute(placement.dir(id));
-        // With `wal_in_pmem` the WAL directory follows `pmem_dir`, whose line covers it.
-        let follows_pmem = id == PathId::WAL
-            && rec.get(PathId::PMEM, db).is_some_and(|p| p == want)
-            && placement.dir(PathId::WAL) == placement.dir(PathId::PMEM);
-        if want != have && !follows_pmem {
-            lines.push(format!(
+        let have_wal = crate::placement::absolute(placement.wal_dir());
+        if want == have || id == PathId::WAL && want == have_wal {
+            continue;
+        }
+        let outside = rec.0.iter().any(|(i, p)| *i == id && p.is_absolute());
+        lines.push(if outside && !here {
+            format!(
+                "the database at {} kept its {} in {}; this one is a copy of it, or was \
+                 moved: name the directory that holds its own ({})",
+                rec.database()
+                    .map_or_else(String::new, |d| d.display().to_string()),
+                Directories::what(id),
+                want.display(),
+                Directories::option_name(id),
+            )
+        } else {
+            format!(
                 "the database keeps its {} in {} (open with {} = {})",
                 Directories::what(id),
                 want.display(),
                 Directories::option_name(id),
                 want.display(),
-            ));
-        }
+            )
+        });
     }
     if lines.is_empty() {
         String::new()
@@ -539,9 +566,45 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
 /// open (see the method's documentation for what that means for files it deletes later).
 pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
-    let (opts, recorded) = with_recorded_directories(path, opts);
+    // A writer may meanwhile finish a flush or compaction and delete the files (or the
+    // WAL) the manifest read named: an open that fails while the manifest changed under it
+    // reads the newer one (up to ten times) rather than call the writer's work damage.
+    let mut tries = 0;
+    loop {
+        let before = manifest_state(&*opts.fs, path);
+        match open_read_only_once(path, opts.clone()) {
+            Ok(db) => return Ok(db),
+            Err(e) if tries < 10 && manifest_state(&*opts.fs, path) != before => {
+                tries += 1;
+                if let Some(log) = &opts.info_log {
+                    log(&format!(
+                        "{}: the manifest changed during a read-only open ({e}); reading \
+                         it again",
+                        path.display()
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What CURRENT names and how long that manifest is (`None` where unreadable): a writer
+/// changes it with every edit.
+fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> Option<(Vec<u8>, u64)> {
+    let current = fs::read_all(fs, &path.join(filename::CURRENT)).ok()?;
+    let name = std::str::from_utf8(&current).ok()?.trim().to_string();
+    let size = fs.file_size(&path.join(name)).ok()?;
+    Some((current, size))
+}
+
+/// One attempt of [`open_read_only`].
+fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let Known {
+        placement,
+        record: recorded,
+    } = known_directories(path, &opts);
     let fs = opts.fs.clone();
-    let placement = Placement::of(path, &opts);
     if !fs.exists(&placement.current_path()) {
         refuse_files_without_current(&*fs, path, &placement)?;
         return Err(Error::invalid(format!(

@@ -1036,7 +1036,15 @@ impl Level0 for Matrix {
 
     fn check_files(&self) -> Result<()> {
         let path = self.0.shared.pages.path();
-        if !self.0.rows.is_empty() && !self.0.shared.pages.fs().exists(path) {
+        let fs = self.0.shared.pages.fs();
+        if fs.exists(path) {
+            let size = fs.file_size(path)?;
+            let len = self.0.shared.pages.len() as u64;
+            if size != len {
+                return Err(crate::fs::region_size_error(path, size, len as usize));
+            }
+        }
+        if !self.0.rows.is_empty() && !fs.exists(path) {
             return Err(Error::corrupt(format!(
                 "{}: the persistent-memory region the manifest's L0 layout names is missing \
                  (it holds {} of L0's rows)",
