@@ -768,3 +768,36 @@ fn commands_not_given_the_directories_use_the_recorded_ones() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `check` reports a WAL cut short after a clean close, which an open refuses.
+#[test]
+fn check_reports_a_wal_cut_short_after_a_clean_close() {
+    let dir = temp_dir("wal-cut");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..5000u32 {
+            db.put(format!("key{i:05}"), [b'v'; 100]).unwrap();
+        }
+    }
+    let db = dir.to_str().unwrap();
+    assert!(ok(&["check", "--db", db]).contains("no problems found"));
+    let wal = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let len = std::fs::metadata(&wal).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let o = strata(&["check", "--db", db]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("clean close"), "{err}");
+    let o = strata(&["get", "--db", db, "key00000"]);
+    assert_eq!(o.status.code(), Some(2), "an open took the cut WAL");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -779,7 +779,7 @@ impl Db {
         match name {
             "strata.options" => Some(open::options_file_text(
                 &self.inner.opts,
-                &self.inner.placement,
+                lock(&self.inner.versions).recorded(),
             )),
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
             // What the manifest records that reading depends on (tuning options are only

@@ -438,6 +438,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     let mut log_number = 0u64;
     let mut kept: Option<crate::version::KeptFiles> = None;
     let mut l0_record: Option<crate::l0::L0Record> = None;
+    let mut wal_sizes: Vec<(u64, u64)> = Vec::new();
     problems.extend(walk_log(
         &manifest,
         &mut sink,
@@ -461,6 +462,8 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 if let Some(n) = e.log_number {
                     log_number = n.0;
                 }
+                // (The last record's: a clean close's.)
+                wal_sizes = e.wal_sizes.clone();
                 if e.l0_layout.is_some() {
                     l0_record = e.l0_layout;
                 }
@@ -595,6 +598,21 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                    database)"
                 .to_string(),
         });
+    }
+    for (n, path) in &wals {
+        if let Some(&(_, size)) = wal_sizes.iter().find(|(m, _)| *m == n.0) {
+            let len = fs.file_size(path)?;
+            if len < size {
+                problems.push(Problem {
+                    file: path.clone(),
+                    offset: len,
+                    what: format!(
+                        "the WAL is {len} bytes long, and the clean close before recorded \
+                         {size} bytes of records in it: cut short since (an open refuses it)"
+                    ),
+                });
+            }
+        }
     }
     for (i, (_, path)) in wals.iter().enumerate() {
         let mut found = walk_log(path, &mut sink, |_, offset, data| {

@@ -188,6 +188,23 @@ impl Placement {
         &self.wal_dir
     }
 
+    /// Every distinct directory the options give (where new files go): what an open
+    /// creates.
+    pub fn write_dirs(&self) -> Vec<&Path> {
+        let mut v = vec![self.db_dir.as_path()];
+        for d in [
+            &self.wal_dir,
+            &self.level_dir,
+            &self.value_dir,
+            &self.pmem_dir,
+        ] {
+            if !v.contains(&d.as_path()) {
+                v.push(d);
+            }
+        }
+        v
+    }
+
     /// Every distinct directory in use (the recorded ones read from included).
     pub fn dirs(&self) -> Vec<&Path> {
         let mut v = vec![self.db_dir.as_path()];
@@ -357,17 +374,35 @@ pub(crate) fn absolute(p: &Path) -> PathBuf {
 
 impl Placement {
     /// What the manifest records of this placement: where the database is, and every slot
-    /// whose files are read from another directory than the database directory (the WALs'
-    /// as the options place them: an open replays the ones it found elsewhere).
+    /// whose files are read from another directory than the database directory.
     pub fn directories(&self) -> Directories {
+        self.directories_where(|_, _| true)
+    }
+
+    /// [`Placement::directories`], keeping a recorded directory this placement reads from
+    /// (one the options did not give) only while `in_use(slot, directory)` says files of
+    /// that slot are still there: a database that left a directory stops naming it once
+    /// its files are gone (an open then neither lists nor deletes in it).
+    pub fn directories_where(&self, in_use: impl Fn(PathId, &Path) -> bool) -> Directories {
         let db = absolute(&self.db_dir);
         let mut v = vec![(PathId::DB, db.clone())];
-        for id in RECORDED {
-            let dir = if id == PathId::WAL {
-                absolute(&self.wal_dir)
-            } else {
-                absolute(self.dir(id))
-            };
+        let mut slots: Vec<(PathId, &Path)> = RECORDED
+            .iter()
+            .map(|&id| (id, self.configured(id)))
+            .collect();
+        for (id, d) in &self.recorded {
+            if in_use(*id, d) {
+                if *id == PathId::WAL {
+                    // The WALs of the last session, read from where it wrote them,
+                    // beside the ones this session writes.
+                    slots.push((PathId::WAL, d));
+                } else if let Some(s) = slots.iter_mut().find(|(i, _)| i == id) {
+                    s.1 = d;
+                }
+            }
+        }
+        for (id, dir) in slots {
+            let dir = absolute(dir);
             if dir == db {
                 continue;
             }
@@ -375,7 +410,9 @@ impl Placement {
                 Ok(rel) => rel.to_path_buf(),
                 Err(_) => dir,
             };
-            v.push((id, stored));
+            if !v.contains(&(id, stored.clone())) {
+                v.push((id, stored));
+            }
         }
         Directories(v)
     }

@@ -165,7 +165,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let known = crate::db::open::known_directories(dir, opts);
     refuse_other_directories(dir, opts, &known)?;
     let placement = known.placement;
-    for d in placement.dirs() {
+    for d in placement.write_dirs() {
         crate::fs::create_dir_durable(&*fs, d)?;
     }
     let _lock = fs.lock(&dir.join(filename::LOCK))?;
@@ -638,6 +638,11 @@ fn refuse_other_directories(
     let Some(rec) = &known.record else {
         return Ok(());
     };
+    let own: Vec<String> = crate::l0::every_layout(opts, &known.placement)
+        .iter()
+        .flat_map(|l| l.own_files())
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
     for (id, recorded) in rec.usable(dir) {
         let given = match id {
             PathId::WAL => opts.wal_dir.as_deref(),
@@ -649,12 +654,7 @@ fn refuse_other_directories(
         let Some(given) = given.filter(|g| absolute(g) != recorded) else {
             continue;
         };
-        let holds = opts.fs.list(&recorded).unwrap_or_default().iter().any(|n| {
-            matches!(
-                filename::parse(n),
-                Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
-            )
-        });
+        let holds = holds_database_files(&*opts.fs, &recorded, &own);
         if holds {
             return Err(crate::error::Error::invalid(format!(
                 "{}: the database records its {} in {}, which still holds some, and the \
@@ -670,7 +670,48 @@ fn refuse_other_directories(
             )));
         }
     }
+    // A copy (or a moved database) whose record names directories outside it that its
+    // options do not give: those hold part of the database, which a repair would drop.
+    if !rec.written_here(dir) {
+        for (id, p) in rec
+            .0
+            .iter()
+            .filter(|(id, p)| *id != PathId::DB && p.is_absolute())
+        {
+            let given = match *id {
+                PathId::WAL => opts.wal_dir.is_some(),
+                PathId::LEVELS => opts.level_dir.is_some(),
+                PathId::VALUES => opts.value_dir.is_some(),
+                PathId::PMEM => opts.pmem_dir.is_some(),
+                _ => true,
+            };
+            if !given {
+                return Err(crate::error::Error::invalid(format!(
+                    "{}: the database at {} kept its {} in {}; this one is a copy of it, or \
+                     was moved: give the directory that holds its own ({})",
+                    dir.display(),
+                    rec.database()
+                        .map_or_else(String::new, |d| d.display().to_string()),
+                    Directories::what(*id),
+                    p.display(),
+                    Directories::option_name(*id),
+                )));
+            }
+        }
+    }
     Ok(())
+}
+
+/// Whether directory `d` holds files of a database: tables, WALs, value files, or a file
+/// named as one of `own` (the L0 layouts' own files: the matrix's region and row
+/// directory).
+fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> bool {
+    fs.list(d).unwrap_or_default().iter().any(|n| {
+        matches!(
+            filename::parse(n),
+            Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
+        ) || own.contains(n)
+    })
 }
 
 /// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
@@ -851,13 +892,16 @@ fn finish(
     })
 }
 
-/// The path id of directory `d` in `placement` (value files live in the value directory,
-/// or the database's).
+/// The path id of directory `d` in `placement`: the database directory's, else the slot
+/// whose files are read from `d` (value files live in the value directory, or where the
+/// manifest recorded it; a directory shared by several slots takes the value slot's).
 fn path_id_of(placement: &Placement, d: &Path) -> crate::placement::PathId {
-    let kind = FileKind::Value;
-    if placement.dir_of(kind) == d {
-        placement.path_id(kind)
-    } else {
-        placement.path_id(FileKind::table(0))
+    use crate::placement::PathId;
+    if d == placement.db_dir() {
+        return PathId::DB;
     }
+    [PathId::VALUES, PathId::PMEM, PathId::LEVELS]
+        .into_iter()
+        .find(|&id| placement.dir(id) == d)
+        .unwrap_or(PathId::DB)
 }

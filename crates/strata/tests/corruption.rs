@@ -256,11 +256,41 @@ fn wal_recovery_modes() {
         n > first_missing,
         "skip mode should salvage records after the damage"
     );
-    // Truncation (torn tail) is fine in the default mode and fails absolute consistency.
+    // A WAL cut short after a clean close is damage (the close recorded its size)...
     let fs = base.crash_clone(strata::fs::CrashMode::DropUnsynced);
     fs.truncate(&wal, len - 3).unwrap();
+    let e = open(&fs, WalRecoveryMode::TolerateTornTail).unwrap_err();
+    assert!(e.message().contains("clean close"), "{e}");
+    // ... while a crash's torn tail is fine in the default mode and fails absolute
+    // consistency.
+    let crashed = MemFs::new();
+    let db = Db::open("/db", opts_wb(&crashed, 4 << 20)).unwrap();
+    for i in 0..N {
+        let mut b = WriteBatch::new();
+        b.put(format!("key{i:05}"), value(i));
+        db.write(
+            &WriteOptions {
+                sync: i == N - 1,
+                ..Default::default()
+            },
+            b,
+        )
+        .unwrap();
+    }
+    let image = crashed.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(db);
+    let wal = files(&image, ".log").into_iter().max().unwrap();
+    // (The log's preallocated zero tail is no record: the end of its last one.)
+    let mut reader =
+        strata::internals::wal::LogReader::new(strata::fs::read_all(&image, &wal).unwrap());
+    let mut len = 0;
+    while let strata::internals::wal::LogEvent::Record { .. } = reader.next_event() {
+        len = reader.position() as usize;
+    }
+    let fs = image.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    fs.truncate(&wal, len - 3).unwrap();
     open(&fs, WalRecoveryMode::TolerateTornTail).unwrap();
-    let fs = base.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    let fs = image.crash_clone(strata::fs::CrashMode::DropUnsynced);
     fs.truncate(&wal, len - 3).unwrap();
     assert!(open(&fs, WalRecoveryMode::AbsoluteConsistency).is_err());
 }
@@ -476,4 +506,107 @@ fn a_table_of_another_size_than_recorded_refuses_the_open() {
             "the refusal wrote nothing"
         );
     }
+}
+
+/// A WAL a clean close left, cut short afterwards (by a copy that stopped, a disk that
+/// lost its tail), is `Corruption` at the next open, which changes nothing: the close
+/// recorded how many bytes of records each WAL holds, all synced, so a shorter one is no
+/// torn tail (it used to be replayed up to the cut, dropping every later write without a
+/// word). After a crash (no clean close) a torn tail is still what it always was.
+#[test]
+fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
+    let fs = MemFs::new();
+    let o = Options {
+        write_buffer_size: 4 << 20,
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..5000u32 {
+        db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
+    }
+    drop(db);
+    let wal = fs
+        .list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".log"))
+        .map(|n| Path::new("/db").join(n))
+        .unwrap();
+    let len = fs.file_size(&wal).unwrap() as usize;
+    let cut = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    cut.truncate(&wal, len / 2).unwrap();
+    let e = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(cut.clone()),
+            ..o.clone()
+        },
+    )
+    .expect_err("a WAL cut in half after a clean close opened");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.message().contains("clean close"), "{e}");
+    assert!(Db::open_read_only(
+        "/db",
+        Options {
+            fs: Arc::new(cut.clone()),
+            ..o.clone()
+        }
+    )
+    .is_err());
+    // Nothing changed: the whole WAL put back, every write is there.
+    let whole = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(whole),
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get("key04999").unwrap(), Some(vec![b'v'; 100]));
+    drop(db);
+    // Without a clean close (a crash image taken while the database was open), a cut tail
+    // is a torn tail: the writes before it open.
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(fs.clone()),
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    for i in 0..5000u32 {
+        db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
+    }
+    let mut b = WriteBatch::new();
+    b.put("synced", "barrier");
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
+    let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(db);
+    let wal = image
+        .list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".log"))
+        .map(|n| Path::new("/db").join(n))
+        .unwrap();
+    let len = image.file_size(&wal).unwrap() as usize;
+    image.truncate(&wal, len / 2).unwrap();
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(image),
+            ..o
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get("key00000").unwrap(), Some(vec![b'v'; 100]));
 }

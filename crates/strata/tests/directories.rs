@@ -639,3 +639,84 @@ fn read_only_opens_beside_a_busy_writer_succeed() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
 }
+
+/// A directory a database only reads from (recorded, not given) stops being recorded once
+/// none of its files remain there, and the database never deletes a file in it that is
+/// not its own: it may be another database's by now.
+#[test]
+fn a_directory_left_behind_is_forgotten_and_its_other_files_kept() {
+    let fs = MemFs::new();
+    let base = Options {
+        write_buffer_size: 64 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open(
+        "/db",
+        Options {
+            pmem_dir: Some("/pm".into()),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    for i in 0..2000 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    // Not ours: a file numbered as a table, in the directory the database only reads now.
+    let mut f = fs.create(Path::new("/pm/000001.sst")).unwrap();
+    f.append(b"another database's").unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let db = Db::open("/db", base.clone()).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 0)));
+    drop(db);
+    // L0 left /pm: the next manifest no longer names it.
+    let db = Db::open("/db", base.clone()).unwrap();
+    assert!(
+        !db.property("strata.options").unwrap().contains("/pm"),
+        "{}",
+        db.property("strata.options").unwrap()
+    );
+    assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999, 0)));
+    drop(db);
+    assert!(
+        fs.exists(Path::new("/pm/000001.sst")),
+        "another's file was deleted"
+    );
+}
+
+/// Repair not given the value directory the database records keeps the value files where
+/// they are, named so that the next open finds them.
+#[test]
+fn repair_without_options_keeps_recorded_value_files_where_they_are() {
+    let fs = MemFs::new();
+    let o = Options {
+        value_store: strata::ValueStoreKind::BlobFiles,
+        min_blob_size: 100,
+        value_dir: Some("/values".into()),
+        write_buffer_size: 64 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..2000 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let bare = Options {
+        value_dir: None,
+        ..o.clone()
+    };
+    let r = strata::repair("/db", &bare).unwrap();
+    assert!(!r.dropped_data(), "{:?}", r.dropped);
+    for opts in [bare, o] {
+        let db = Db::open("/db", opts).unwrap();
+        for i in (0..2000).step_by(97) {
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)), "{}", key(i));
+        }
+    }
+}

@@ -395,6 +395,10 @@ struct Seen {
     manifest: FileNumber,
     /// The first file number not handed out.
     next: FileNumber,
+    /// The files known to be the database's, and the first number of this session
+    /// (`VersionSet::known_files`): in a directory the options did not give (read because
+    /// the manifest recorded it), nothing else is deleted.
+    known: (std::sync::Arc<HashSet<u64>>, u64),
 }
 
 /// A file an obsolete-file pass deletes.
@@ -471,6 +475,7 @@ impl DbInner {
                 log_number: versions.log_number(),
                 manifest: versions.manifest_number(),
                 next,
+                known: versions.known_files(),
             };
             (seen, sync.appended())
         };
@@ -520,7 +525,10 @@ impl DbInner {
             log_number,
             manifest,
             next,
+            known,
         } = seen;
+        let written = self.placement.write_dirs();
+        let ours = |n: FileNumber| n.0 >= known.1 || known.0.contains(&n.0);
         // Pinned tables the current version no longer holds are obsolete like any other.
         ob.pinned
             .tables
@@ -539,10 +547,20 @@ impl DbInner {
             let Ok(names) = self.fs.list(dir) else {
                 continue;
             };
+            let given = written.contains(&dir);
             for name in names {
                 let Some(file) = filename::parse(&name) else {
                     continue;
                 };
+                match file {
+                    FileType::Table(n) | FileType::Wal(n) | FileType::Value(n, _)
+                        if !given && !ours(n) =>
+                    {
+                        continue
+                    }
+                    FileType::Manifest(_) | FileType::Temp if !given => continue,
+                    _ => {}
+                }
                 let listed = match file {
                     FileType::Table(n) if n < next && !current.contains(&n) => {
                         obsolete.tables.insert(n.0);

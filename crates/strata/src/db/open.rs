@@ -50,7 +50,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // run of its WAL replay) all run before the first write, and directories new to it
     // are created only after them (docs/design/core-engine.md, "What an open checks").
     if !exists {
-        for dir in placement.dirs() {
+        for dir in placement.write_dirs() {
             fs::create_dir_durable(&*fs, dir)?;
         }
     }
@@ -63,6 +63,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
+        let replayed: Vec<FileNumber> = wals_on_disk(&*fs, &placement, r.log_number)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        versions.note_session_start(&replayed);
         configured = Some(crate::l0::configured(&opts, versions.l0_context())?);
         replay_wals(
             &opts,
@@ -70,9 +75,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             &mut versions,
             r.log_number,
             last_seq,
+            &r.wal_sizes,
             Sink::Check,
         )?;
-        for dir in placement.dirs() {
+        for dir in placement.write_dirs() {
             fs::create_dir_durable(&*fs, dir)?;
         }
         if let Some(dropped) = &r.dropped_tail {
@@ -97,6 +103,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             &mut versions,
             r.log_number,
             last_seq,
+            &r.wal_sizes,
             Sink::Flush(&mut edit),
         )?;
         last_seq = replayed.last_seq;
@@ -189,7 +196,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     fs::write_file_atomic(
         &*db.fs,
         &path.join(filename::OPTIONS),
-        options_file_text(&db.opts, &db.placement).as_bytes(),
+        options_file_text(&db.opts, lock(&db.versions).recorded()).as_bytes(),
     )
     .map_err(|e| e.context("recording the options in OPTIONS"))?;
     crate::bg::start(&db);
@@ -305,7 +312,7 @@ fn options_file_directories(fs: &dyn fs::Fs, path: &Path) -> Option<Directories>
 
 /// The `OPTIONS` file's text: the options of this open, then the directories record the
 /// manifest starts with, as comment lines (`repair` reads them when no manifest is left).
-pub(crate) fn options_file_text(opts: &Options, placement: &Placement) -> String {
+pub(crate) fn options_file_text(opts: &Options, recorded: &Directories) -> String {
     let mut text = opts.to_text();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -314,7 +321,7 @@ pub(crate) fn options_file_text(opts: &Options, placement: &Placement) -> String
         "# where the database keeps its files (the manifest's record; repair reads it here \
          when no manifest is left):\n",
     );
-    for (id, p) in &placement.directories().0 {
+    for (id, p) in &recorded.0 {
         let what = if *id == PathId::DB {
             "the database"
         } else {
@@ -621,6 +628,7 @@ fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &mut versions,
         r.log_number,
         r.last_sequence,
+        &r.wal_sizes,
         Sink::Keep(&mut kept),
     )?
     .last_seq;
@@ -793,9 +801,11 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
     }
 }
 
-/// Temporary files are only ever in flight while a database is open.
+/// Temporary files are only ever in flight while a database is open. (Only in the
+/// directories the options give: one read because the manifest recorded it may be
+/// another's by now.)
 fn delete_leftovers(db: &DbInner) {
-    for dir in db.placement.dirs() {
+    for dir in db.placement.write_dirs() {
         for name in db.fs.list(dir).unwrap_or_default() {
             if filename::parse(&name) == Some(FileType::Temp) {
                 let _ = db.fs.remove(&dir.join(name));
@@ -863,6 +873,7 @@ fn replay_wals(
     versions: &mut VersionSet,
     log_number: FileNumber,
     last_seq: SeqNo,
+    recorded_sizes: &[(u64, u64)],
     mut sink: Sink<'_>,
 ) -> Result<Replayed> {
     let fs = &opts.fs;
@@ -876,13 +887,30 @@ fn replay_wals(
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
     let count = wals.len();
-    for (i, (_, path)) in wals.iter().enumerate() {
+    for (i, (number, path)) in wals.iter().enumerate() {
         if stop {
             break;
         }
         // Only the newest WAL can end in a write a kill cut short in the middle of its
         // copy; an older one's damage is damage to writes that were whole.
         let data = fs::read_all(&**fs, path)?;
+        // The bytes of records a clean close recorded for this WAL, synced: a file shorter
+        // than that was cut since, and what is missing is no torn tail. (Damage within
+        // the bytes is the recovery mode's to judge, as in any WAL.)
+        if let Some(&(_, size)) = recorded_sizes.iter().find(|(n, _)| *n == number.0) {
+            let len = data.len() as u64;
+            if len < size && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorrupted {
+                return Err(Error::corruption(
+                    path,
+                    len,
+                    format!(
+                        "the WAL is {len} bytes long, and the clean close before recorded \
+                         {size} bytes of records in it (all synced): cut short since. \
+                         Nothing was changed; `strata repair` keeps what it still holds"
+                    ),
+                ));
+            }
+        }
         let mut reader = if i + 1 < count {
             LogReader::strict(data)
         } else {
@@ -1140,7 +1168,14 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     };
     let result = db
         .sync_values()
-        .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()));
+        .and_then(|()| lock(&db.wal).sync_all(&db.stats, &*db.fs, db.placement.wal_dir()))
+        .and_then(|()| {
+            if db.read_only || manifest.is_err() || lock(&db.state).bg_error.is_some() {
+                Ok(())
+            } else {
+                record_wal_sizes(db)
+            }
+        });
     // The deletion thread's last pass may be owed (it runs at most every 100 ms, and jobs
     // finished while it paused or exited): what the last jobs made obsolete goes now, so
     // a closed database holds no file it no longer needs.
@@ -1151,6 +1186,52 @@ pub(crate) fn close(db: &DbInner) -> Result<()> {
     manifest
         .map_err(|e| Error::new(ErrorKind::Io, format!("syncing the manifest at close: {e}")))?;
     result.map_err(|e| Error::new(ErrorKind::Io, format!("syncing the WAL at close: {e}")))
+}
+
+/// The bytes of records in the log `data` holds: the end of its last whole record.
+pub(crate) fn records_end(data: &[u8]) -> u64 {
+    let mut reader = LogReader::strict(data.to_vec());
+    let mut end = 0;
+    while let LogEvent::Record { .. } = reader.next_event() {
+        end = reader.position();
+    }
+    end
+}
+
+/// At a clean close, every WAL synced: records in the manifest how many bytes of records
+/// each WAL the database keeps holds, so that the next open refuses one cut short since
+/// (a closed WAL truncated from 6.4 MB to 3 MB used to be replayed up to the cut as if a
+/// crash had torn it, dropping 70,000 acknowledged writes without a word).
+fn record_wal_sizes(db: &DbInner) -> Result<()> {
+    let mut versions = lock(&db.versions);
+    let wals = wals_on_disk(&*db.fs, &db.placement, versions.log_number())?;
+    let mut sizes = Vec::with_capacity(wals.len());
+    {
+        let wal = lock(&db.wal);
+        for (n, path) in wals {
+            let held = if n == wal.number {
+                wal.writer.as_ref().map(crate::wal::LogWriter::len)
+            } else {
+                wal.unsynced
+                    .iter()
+                    .find(|(m, _)| *m == n)
+                    .map(|(_, w)| w.len())
+            };
+            let size = match held {
+                Some(s) => s,
+                // A WAL whose writer is gone: its records' end, read (its file may keep
+                // a zero tail a mapped log's last truncation did not make durable).
+                None => records_end(&fs::read_all(&*db.fs, &path)?),
+            };
+            sizes.push((n.0, size));
+        }
+    }
+    versions
+        .log_and_apply(VersionEdit {
+            wal_sizes: sizes,
+            ..VersionEdit::default()
+        })
+        .map(|_| ())
 }
 
 #[cfg(test)]
@@ -1173,14 +1254,29 @@ mod tests {
         }
     }
 
-    /// A closed database whose only WAL holds `a` at sequence 1, plus a later WAL written
+    /// A crash image of a database whose only WAL holds `a` at sequence 1, plus a later WAL written
     /// by hand: its link record says `linked` was logged before it, then `b` follows.
     /// `first_lost` empties the first WAL (as a power cut before its writeback would).
     fn with_second_wal(linked: u64, first_lost: bool) -> (Arc<MemFs>, PathBuf) {
-        let fs = Arc::new(MemFs::new());
-        let db = Db::open("/db", opts(&fs, WalRecoveryMode::default())).unwrap();
-        db.put(b"a", b"1").unwrap();
-        db.close().unwrap();
+        // A crash image (a clean close records its WALs' sizes, and a WAL cut short after
+        // one is damage, not a hole).
+        let base = MemFs::new();
+        let db = Db::open(
+            "/db",
+            opts(&Arc::new(base.clone()), WalRecoveryMode::default()),
+        )
+        .unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        db.write(
+            &crate::WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+            b,
+        )
+        .unwrap();
+        let fs = Arc::new(base.crash_clone(crate::fs::CrashMode::DropUnsynced));
         drop(db);
         let wal = fs
             .list(Path::new("/db"))

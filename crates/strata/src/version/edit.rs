@@ -43,6 +43,9 @@ const TAG_SAFE_TO_IGNORE: u32 = 64;
 /// Where the database keeps its files (`Directories`): ignorable, so a build that does
 /// not know it opens the database as before.
 const TAG_DIRECTORIES: u32 = 64;
+/// The WALs a clean close left and how many bytes of records each holds (`wal_sizes`):
+/// ignorable, a build that does not know it reads the WALs as before.
+const TAG_WAL_SIZES: u32 = 65;
 
 /// Format features this build reads beside the value stores' (`vstore::STORES`, each
 /// naming its own). A manifest names every feature its database uses (in the first edit of
@@ -107,6 +110,9 @@ pub struct VersionEdit {
     /// From this edit on, the directories the database keeps its files in (the first
     /// record of every manifest this build writes).
     pub directories: Option<crate::placement::Directories>,
+    /// The WALs a clean close left, each with the bytes of records it holds, all synced:
+    /// the next open refuses one that holds fewer (docs/format/manifest.md, "WAL sizes").
+    pub wal_sizes: Vec<(u64, u64)>,
     /// The layout `l0_layout` records, as the change that made it built it: applying the
     /// edit takes it instead of decoding the record again (a matrix's record names every
     /// row and its pages, and decoding it held them all anew at every flush). Never
@@ -210,6 +216,16 @@ impl VersionEdit {
         for &n in &self.deleted_value_files {
             put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
             put_varint64(&mut b, n);
+        }
+        if !self.wal_sizes.is_empty() {
+            put_varint32(&mut b, TAG_WAL_SIZES);
+            let mut payload = Vec::new();
+            put_varint64(&mut payload, self.wal_sizes.len() as u64);
+            for &(n, size) in &self.wal_sizes {
+                put_varint64(&mut payload, n);
+                put_varint64(&mut payload, size);
+            }
+            put_length_prefixed(&mut b, &payload);
         }
         for &(n, records, bytes) in &self.value_garbage {
             put_varint32(&mut b, TAG_VALUE_GARBAGE);
@@ -372,6 +388,23 @@ impl VersionEdit {
                     })?;
                     e.new_value_files.push(f);
                 }
+                TAG_WAL_SIZES => {
+                    let mut payload =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("WAL sizes"))?;
+                    let sizes = (|| {
+                        let n = get_varint64(&mut payload)?;
+                        if n > 1 << 20 {
+                            return None;
+                        }
+                        (0..n)
+                            .map(|_| {
+                                Some((get_varint64(&mut payload)?, get_varint64(&mut payload)?))
+                            })
+                            .collect::<Option<Vec<_>>>()
+                    })()
+                    .ok_or_else(|| bad("WAL sizes record"))?;
+                    e.wal_sizes = sizes;
+                }
                 TAG_DIRECTORIES => {
                     let payload =
                         get_length_prefixed(&mut src).ok_or_else(|| bad("directories"))?;
@@ -501,6 +534,7 @@ mod tests {
                 (PathId::WAL, "/fast/wal".into()),
                 (PathId::LEVELS, "deep".into()),
             ])),
+            wal_sizes: vec![(7, 4096), (9, 123)],
             l0_built: None,
         };
         let enc = e.encode();

@@ -53,6 +53,12 @@ pub struct VersionSet {
     pending_outputs: HashSet<FileNumber>,
     /// The manifest's writer and its durability (shared with the threads syncing it).
     sync: Arc<ManifestSync>,
+    /// What the current manifest's first record says of the directories.
+    recorded: crate::placement::Directories,
+    /// The files this session knows to be the database's: those numbered from
+    /// `session_start` on (it made them), and those the open found named or replayed.
+    known: Arc<HashSet<u64>>,
+    session_start: u64,
 }
 
 /// The manifest's writer and how much of it is durable, shared by the threads that sync
@@ -329,6 +335,10 @@ pub struct Recovered {
     pub last_sequence: SeqNo,
     /// A damaged last record recovery dropped: where, and why.
     pub dropped_tail: Option<String>,
+    /// The WALs the last session's clean close left, with the bytes of records each holds
+    /// (empty unless the manifest's last record says so: a session that ended otherwise
+    /// recorded none).
+    pub wal_sizes: Vec<(u64, u64)>,
 }
 
 fn apply(
@@ -502,6 +512,9 @@ impl VersionSet {
             compact_pointers: vec![Vec::new(); num_levels],
             pending_outputs: HashSet::new(),
             sync,
+            recorded: crate::placement::Directories::default(),
+            known: Arc::default(),
+            session_start: 0,
         }
     }
 
@@ -550,6 +563,7 @@ impl VersionSet {
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
         let mut records = 0;
         let mut dropped_tail = None;
+        let mut wal_sizes = Vec::new();
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
@@ -578,6 +592,9 @@ impl VersionSet {
                             _ => Error::corruption(&path, offset, e.message()),
                         }
                     })?;
+                    // (Only the last record's count: any record after a close's is an
+                    // edit of a later session, whose WALs it does not describe.)
+                    wal_sizes = edit.wal_sizes.clone();
                     log_number = edit.log_number.or(log_number);
                     next_file = edit.next_file_number.or(next_file);
                     last_seq = edit.last_sequence.or(last_seq);
@@ -605,6 +622,7 @@ impl VersionSet {
                         "{} at offset {offset}: {reason} (the last record, dropped)",
                         path.display()
                     ));
+                    wal_sizes.clear();
                     break;
                 }
                 LogEvent::Corrupt { offset, reason, .. } => {
@@ -629,6 +647,7 @@ impl VersionSet {
             log_number,
             last_sequence: last_seq,
             dropped_tail,
+            wal_sizes,
         })
     }
 
@@ -690,7 +709,15 @@ impl VersionSet {
         // Where this session keeps its files, in a record of its own ahead of the snapshot:
         // an open reads it from the manifest's first block before anything else
         // (`recorded_directories`).
-        w.add_record(&directories_record(&self.placement))?;
+        let dirs = self.directories_in_use();
+        w.add_record(
+            &VersionEdit {
+                directories: Some(dirs.clone()),
+                ..VersionEdit::default()
+            }
+            .encode(),
+        )?;
+        self.recorded = dirs;
         let mut snap = VersionEdit {
             features: features_of(&self.current),
             l0_layout: Some(self.current.l0.record()),
@@ -824,6 +851,58 @@ impl VersionSet {
         self.versions.push(Arc::downgrade(&v));
         self.current = v.clone();
         v
+    }
+
+    /// The directories the placement reads from and writes to, each recorded directory
+    /// it reads from that the options did not give only while files of its slot remain
+    /// there: a table or value file the current version names with that slot (or, for
+    /// persistent memory, the L0 layout's own files), a WAL the log number still needs.
+    fn directories_in_use(&self) -> crate::placement::Directories {
+        let v = &self.current;
+        let fs = &*self.fs;
+        let log_number = self.log_number;
+        self.placement.directories_where(|id, dir| {
+            match id {
+            crate::placement::PathId::WAL => fs.list(dir).unwrap_or_default().iter().any(|n| {
+                matches!(filename::parse(n), Some(filename::FileType::Wal(w)) if w >= log_number)
+            }),
+            _ => {
+                (0..v.num_levels()).any(|l| v.files(l).iter().any(|f| f.path_id == id))
+                    || v.values.values().any(|f| f.path_id == id)
+                    || id == crate::placement::PathId::PMEM
+                        && v.l0
+                            .own_files()
+                            .iter()
+                            .any(|f| f.starts_with(dir) && fs.exists(f))
+            }
+        }
+        })
+    }
+
+    /// Notes, at open, which files are the database's: the recovered version's, the WALs
+    /// `wals` it replays, and every file numbered from the counter on. The obsolete-file
+    /// pass deletes nothing else in a directory only the manifest's record led the open to
+    /// (another database may use it by now).
+    pub(crate) fn note_session_start(&mut self, wals: &[FileNumber]) {
+        let v = &self.current;
+        let mut known: HashSet<u64> = wals.iter().map(|n| n.0).collect();
+        for l in 0..v.num_levels() {
+            known.extend(v.files(l).iter().map(|f| f.number.0));
+        }
+        known.extend(v.values.keys().copied());
+        self.known = Arc::new(known);
+        self.session_start = self.next_file_number.load(Ordering::SeqCst);
+    }
+
+    /// [`VersionSet::note_session_start`]'s record: (the files known, the first number
+    /// this session handed out).
+    pub(crate) fn known_files(&self) -> (Arc<HashSet<u64>>, u64) {
+        (self.known.clone(), self.session_start)
+    }
+
+    /// What the current manifest records of the directories (empty before the first).
+    pub(crate) fn recorded(&self) -> &crate::placement::Directories {
+        &self.recorded
     }
 
     /// The current version.

@@ -229,6 +229,11 @@ impl LogReader {
         self.pos = (from / BLOCK_SIZE + 1) * BLOCK_SIZE;
     }
 
+    /// Where the reader is: after a `Record`, the offset just past its last fragment.
+    pub fn position(&self) -> u64 {
+        self.pos as u64
+    }
+
     /// The next event. After `End`, `Torn` or a `Corrupt` at the tail, every later call
     /// returns `End`.
     pub fn next_event(&mut self) -> LogEvent {

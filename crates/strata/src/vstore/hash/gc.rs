@@ -97,6 +97,9 @@ struct Space {
     /// The reserve in use ([`Sizes::reserve_used`]), counting files GC replaced that a
     /// snapshot still holds: the space actually taken.
     used: u64,
+    /// The same, without the files a snapshot holds: what GC steps can lower, so what
+    /// starts them and paces writes (the held files go only when the snapshot does).
+    collectable: u64,
     /// Bytes of files GC replaced that wait for a snapshot.
     held: u64,
     /// Whether a step can lower it: a group past its room has log segments, or (with
@@ -360,6 +363,7 @@ impl HashGc {
         let sizes = Sizes::of(v, &self.opts, &held);
         let space = Space {
             used: all.reserve_used(&self.opts),
+            collectable: sizes.reserve_used(&self.opts),
             held: files_of(v, ID)
                 .filter(|f| held.contains(&f.number))
                 .map(|f| f.size)
@@ -371,9 +375,9 @@ impl HashGc {
         f(s)
     }
 
-    /// The reserve in use in `v`.
+    /// The reserve in use in `v` that GC steps can lower (files a snapshot holds left out).
     fn used(&self, v: &Version) -> u64 {
-        self.space(v).used
+        self.space(v).collectable
     }
 
     /// The space `v`'s files give.
@@ -602,6 +606,9 @@ impl HashGc {
                     size: r.size,
                     versions: 1,
                 };
+                // (Equal sequences: the same record in a file a GC replaced and in its new
+                // main, both in the version only after a step whose moves failed or a
+                // reopen, when no memtable holds a moved pointer: the first file's.)
                 match newest.get_mut(r.key) {
                     Some(old) if old.seq >= r.seq => old.versions += 1,
                     Some(old) => {
@@ -841,7 +848,7 @@ impl ValueGc for HashGc {
             Ok(Some(m)) => m,
             other => {
                 ctx.unwatch();
-                return other.map(|_| false);
+                return other.map(|_| removed);
             }
         };
         let at = ctx.write_relocated(moves)?;
@@ -857,27 +864,29 @@ impl ValueGc for HashGc {
         self.configured
     }
 
-    /// While the reserve in use (files a snapshot holds included: the space taken)
-    /// passes the reserve and a step can lower it.
+    /// While the reserve in use that GC steps can lower passes the reserve and a step can
+    /// lower it (files a snapshot holds are not waited for: no step frees them).
     fn pace_writes(&self, v: &Version) -> bool {
         if !self.configured {
             // Draining: the writes go to another store.
             return false;
         }
         let s = self.space(v);
-        s.used > self.reserve && s.can_free
+        s.collectable > self.reserve && s.can_free
     }
 
     /// With `HashWhenFull::Refuse`: while the reserve in use (files a snapshot holds
-    /// included) passes the reserve and no step can lower it (every group past its room
-    /// holds only what its last GC kept, or what a snapshot holds).
+    /// included: the space taken) passes the reserve and no step can lower it (every group
+    /// past its room holds only what its last GC kept), or the files a snapshot holds take
+    /// a reserve's worth by themselves (steps go on, but each adds to them until the
+    /// snapshot is released).
     fn refuses(&self, v: &Version) -> Option<String> {
         if !self.configured || self.opts.hash_when_full != HashWhenFull::Refuse {
             // Draining (the writes go to another store), or growing.
             return None;
         }
         let s = self.space(v);
-        if s.used <= self.reserve || s.can_free {
+        if s.used <= self.reserve || s.can_free && s.held < self.reserve {
             return None;
         }
         let o = &self.opts;
