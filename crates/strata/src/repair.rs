@@ -188,8 +188,16 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let mut max_number = 1u64;
     let mut dirs: Vec<&Path> = placement.dirs();
     dirs.dedup();
+    let given = placement.write_dirs();
     for d in dirs {
-        for name in fs.list(d)? {
+        // (A recorded directory the options do not give may be gone: a tmpfs after a
+        // reboot. It holds nothing then.)
+        let names = if given.contains(&d) {
+            fs.list(d)?
+        } else {
+            fs.list(d).unwrap_or_default()
+        };
+        for name in names {
             let p = d.join(&name);
             match filename::parse(&name) {
                 Some(FileType::Table(n)) => tables.push((p, n)),
@@ -587,7 +595,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     w.sync()?;
     drop(w);
     for d in placement.dirs() {
-        fs.sync_dir(d)?;
+        if fs.exists(d) {
+            fs.sync_dir(d)?;
+        }
     }
     // Each replaced file goes to `lost/` in its own directory (a rename cannot cross
     // devices).

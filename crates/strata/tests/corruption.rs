@@ -553,6 +553,20 @@ fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
         }
     )
     .is_err());
+    // The same length, its last records zeroed: refused too.
+    let zeroed = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    zeroed
+        .corrupt(&wal, len - 500, |b| b[..400].fill(0))
+        .unwrap();
+    let e = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(zeroed),
+            ..o.clone()
+        },
+    )
+    .expect_err("a WAL zeroed at its end after a clean close opened");
+    assert!(e.message().contains("clean close"), "{e}");
     // Nothing changed: the whole WAL put back, every write is there.
     let whole = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
     let db = Db::open(

@@ -664,11 +664,19 @@ fn a_directory_left_behind_is_forgotten_and_its_other_files_kept() {
     }
     db.flush().unwrap();
     drop(db);
-    // Not ours: a file numbered as a table, in the directory the database only reads now.
-    let mut f = fs.create(Path::new("/pm/000001.sst")).unwrap();
-    f.append(b"another database's").unwrap();
-    f.sync().unwrap();
-    drop(f);
+    // Not ours: files numbered as tables (numbers our own files have too), in the
+    // directory the database only reads now.
+    let mut foreign = Vec::new();
+    for n in 1..40 {
+        let p = PathBuf::from(format!("/pm/{n:06}.sst"));
+        if fs.exists(&p) {
+            continue;
+        }
+        let mut f = fs.create(&p).unwrap();
+        f.append(b"another database's").unwrap();
+        f.sync().unwrap();
+        foreign.push(p);
+    }
     let db = Db::open("/db", base.clone()).unwrap();
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 0)));
@@ -682,10 +690,15 @@ fn a_directory_left_behind_is_forgotten_and_its_other_files_kept() {
     );
     assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999, 0)));
     drop(db);
-    assert!(
-        fs.exists(Path::new("/pm/000001.sst")),
-        "another's file was deleted"
-    );
+    for p in &foreign {
+        assert!(fs.exists(p), "another's file {} was deleted", p.display());
+    }
+    // A repair after the directory is emptied (a tmpfs after a reboot) still runs.
+    for n in fs.list(Path::new("/pm")).unwrap() {
+        fs.remove(&Path::new("/pm").join(n)).unwrap();
+    }
+    let r = strata::repair("/db", &base).unwrap();
+    assert_eq!(r.keys, 2000);
 }
 
 /// Repair not given the value directory the database records keeps the value files where

@@ -395,10 +395,10 @@ struct Seen {
     manifest: FileNumber,
     /// The first file number not handed out.
     next: FileNumber,
-    /// The files known to be the database's, and the first number of this session
-    /// (`VersionSet::known_files`): in a directory the options did not give (read because
-    /// the manifest recorded it), nothing else is deleted.
-    known: (std::sync::Arc<HashSet<u64>>, u64),
+    /// The files, by path, the open found to be the database's (`VersionSet::known_files`):
+    /// in a directory the options did not give (read because the manifest recorded it),
+    /// nothing else is deleted.
+    known: std::sync::Arc<HashSet<std::path::PathBuf>>,
 }
 
 /// A file an obsolete-file pass deletes.
@@ -528,7 +528,6 @@ impl DbInner {
             known,
         } = seen;
         let written = self.placement.write_dirs();
-        let ours = |n: FileNumber| n.0 >= known.1 || known.0.contains(&n.0);
         // Pinned tables the current version no longer holds are obsolete like any other.
         ob.pinned
             .tables
@@ -552,14 +551,8 @@ impl DbInner {
                 let Some(file) = filename::parse(&name) else {
                     continue;
                 };
-                match file {
-                    FileType::Table(n) | FileType::Wal(n) | FileType::Value(n, _)
-                        if !given && !ours(n) =>
-                    {
-                        continue
-                    }
-                    FileType::Manifest(_) | FileType::Temp if !given => continue,
-                    _ => {}
+                if !given && !known.contains(&dir.join(&name)) {
+                    continue;
                 }
                 let listed = match file {
                     FileType::Table(n) if n < next && !current.contains(&n) => {

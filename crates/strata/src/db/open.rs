@@ -63,9 +63,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
         last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
-        let replayed: Vec<FileNumber> = wals_on_disk(&*fs, &placement, r.log_number)?
+        let replayed: Vec<PathBuf> = wals_on_disk(&*fs, &placement, r.log_number)?
             .into_iter()
-            .map(|(n, _)| n)
+            .map(|(_, p)| p)
             .collect();
         versions.note_session_start(&replayed);
         configured = Some(crate::l0::configured(&opts, versions.l0_context())?);
@@ -879,6 +879,21 @@ fn replay_wals(
     let fs = &opts.fs;
     let wals = wals_on_disk(&**fs, placement, log_number)?;
     // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
+    // Every WAL a clean close recorded must be there (the expected one's check covers
+    // only the oldest; a lost newest WAL leaves no hole a later one would show).
+    if let Some(&(n, _)) = recorded_sizes
+        .iter()
+        .find(|(n, _)| *n >= log_number.0 && !wals.iter().any(|(w, _)| w.0 == *n))
+    {
+        if opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorrupted {
+            return Err(Error::corrupt(format!(
+                "{}: the WAL {} that the clean close before recorded is missing. Nothing \
+                 was changed; `strata repair` keeps what the other files hold",
+                placement.db_dir().display(),
+                filename::wal_name(FileNumber(n)),
+            )));
+        }
+    }
     let mut mem = Arc::new(MemTable::new(0));
     let mut value_log_lengths: HashMap<u64, u64> = HashMap::new();
     let mut stop = false;
@@ -897,16 +912,23 @@ fn replay_wals(
         // The bytes of records a clean close recorded for this WAL, synced: a file shorter
         // than that was cut since, and what is missing is no torn tail. (Damage within
         // the bytes is the recovery mode's to judge, as in any WAL.)
+        // (A file at least that long whose records end sooner, zeroed or damaged inside,
+        // is refused too, except by the modes that accept losing writes at damage.)
         if let Some(&(_, size)) = recorded_sizes.iter().find(|(n, _)| *n == number.0) {
             let len = data.len() as u64;
-            if len < size && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorrupted {
+            let end = if len < size { len } else { records_end(&data) };
+            let strict = matches!(
+                opts.wal_recovery_mode,
+                WalRecoveryMode::TolerateTornTail | WalRecoveryMode::AbsoluteConsistency
+            );
+            if end < size && (len < size || strict) {
                 return Err(Error::corruption(
                     path,
-                    len,
+                    end,
                     format!(
-                        "the WAL is {len} bytes long, and the clean close before recorded \
-                         {size} bytes of records in it (all synced): cut short since. \
-                         Nothing was changed; `strata repair` keeps what it still holds"
+                        "the WAL holds {end} bytes of records, and the clean close before \
+                         recorded {size} (all synced): cut short or damaged since. Nothing \
+                         was changed; `strata repair` keeps what it still holds"
                     ),
                 ));
             }

@@ -55,10 +55,11 @@ pub struct VersionSet {
     sync: Arc<ManifestSync>,
     /// What the current manifest's first record says of the directories.
     recorded: crate::placement::Directories,
-    /// The files this session knows to be the database's: those numbered from
-    /// `session_start` on (it made them), and those the open found named or replayed.
-    known: Arc<HashSet<u64>>,
-    session_start: u64,
+    /// The files the open found named by the version it recovered, or replayed: in a
+    /// directory only the manifest's record led it to, the only files the obsolete-file
+    /// pass may delete (another database may use that directory by now, with numbers of
+    /// its own; this session writes no numbered file there).
+    known: Arc<HashSet<PathBuf>>,
 }
 
 /// The manifest's writer and how much of it is durable, shared by the threads that sync
@@ -514,7 +515,6 @@ impl VersionSet {
             sync,
             recorded: crate::placement::Directories::default(),
             known: Arc::default(),
-            session_start: 0,
         }
     }
 
@@ -869,6 +869,17 @@ impl VersionSet {
             _ => {
                 (0..v.num_levels()).any(|l| v.files(l).iter().any(|f| f.path_id == id))
                     || v.values.values().any(|f| f.path_id == id)
+                    // Files kept for repair after a dropped manifest record.
+                    || v.kept.as_ref().is_some_and(|k| {
+                        fs.list(dir).unwrap_or_default().iter().any(|n| {
+                            matches!(
+                                filename::parse(n),
+                                Some(
+                                    filename::FileType::Table(f) | filename::FileType::Value(f, _)
+                                ) if k.files.contains(&f.0)
+                            )
+                        })
+                    })
                     || id == crate::placement::PathId::PMEM
                         && v.l0
                             .own_files()
@@ -879,25 +890,25 @@ impl VersionSet {
         })
     }
 
-    /// Notes, at open, which files are the database's: the recovered version's, the WALs
-    /// `wals` it replays, and every file numbered from the counter on. The obsolete-file
-    /// pass deletes nothing else in a directory only the manifest's record led the open to
-    /// (another database may use it by now).
-    pub(crate) fn note_session_start(&mut self, wals: &[FileNumber]) {
+    /// Notes, at open, which files are the database's: the recovered version's tables and
+    /// value files and the WALs `wals` it replays. The obsolete-file pass deletes nothing
+    /// else in a directory only the manifest's record led the open to (another database
+    /// may use it by now).
+    pub(crate) fn note_session_start(&mut self, wals: &[PathBuf]) {
         let v = &self.current;
-        let mut known: HashSet<u64> = wals.iter().map(|n| n.0).collect();
+        let p = &self.placement;
+        let mut known: HashSet<PathBuf> = wals.iter().cloned().collect();
         for l in 0..v.num_levels() {
-            known.extend(v.files(l).iter().map(|f| f.number.0));
+            known.extend(v.files(l).iter().map(|f| p.table_path(f.number, f.path_id)));
         }
-        known.extend(v.values.keys().copied());
+        known.extend(v.values.values().map(|f| f.path(p)));
         self.known = Arc::new(known);
-        self.session_start = self.next_file_number.load(Ordering::SeqCst);
     }
 
-    /// [`VersionSet::note_session_start`]'s record: (the files known, the first number
-    /// this session handed out).
-    pub(crate) fn known_files(&self) -> (Arc<HashSet<u64>>, u64) {
-        (self.known.clone(), self.session_start)
+    /// The files, by path, the open found to be the database's
+    /// ([`VersionSet::note_session_start`]).
+    pub(crate) fn known_files(&self) -> Arc<HashSet<PathBuf>> {
+        self.known.clone()
     }
 
     /// What the current manifest records of the directories (empty before the first).
