@@ -207,16 +207,8 @@ impl Placement {
 
     /// Every distinct directory in use (the recorded ones read from included).
     pub fn dirs(&self) -> Vec<&Path> {
-        let mut v = vec![self.db_dir.as_path()];
-        for d in [
-            &self.wal_dir,
-            &self.level_dir,
-            &self.value_dir,
-            &self.pmem_dir,
-        ]
-        .into_iter()
-        .chain(self.recorded.iter().map(|(_, d)| d))
-        {
+        let mut v = self.write_dirs();
+        for (_, d) in &self.recorded {
             if !v.contains(&d.as_path()) {
                 v.push(d);
             }
@@ -253,6 +245,17 @@ impl Placement {
 /// with it), any other as an absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Directories(pub Vec<(PathId, PathBuf)>);
+
+/// The directory option of `opts` that names slot `id`'s directory, if set.
+pub(crate) fn option_dir(opts: &crate::Options, id: PathId) -> Option<&Path> {
+    match id {
+        PathId::WAL => opts.wal_dir.as_deref(),
+        PathId::LEVELS => opts.level_dir.as_deref(),
+        PathId::VALUES => opts.value_dir.as_deref(),
+        PathId::PMEM => opts.pmem_dir.as_deref(),
+        _ => None,
+    }
+}
 
 /// The slots a [`Directories`] record names, in the order it names them.
 const RECORDED: [PathId; 4] = [PathId::WAL, PathId::LEVELS, PathId::VALUES, PathId::PMEM];

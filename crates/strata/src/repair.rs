@@ -654,13 +654,7 @@ fn refuse_other_directories(
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
     for (id, recorded) in rec.usable(dir) {
-        let given = match id {
-            PathId::WAL => opts.wal_dir.as_deref(),
-            PathId::LEVELS => opts.level_dir.as_deref(),
-            PathId::VALUES => opts.value_dir.as_deref(),
-            PathId::PMEM => opts.pmem_dir.as_deref(),
-            _ => None,
-        };
+        let given = crate::placement::option_dir(opts, id);
         let Some(given) = given.filter(|g| absolute(g) != recorded) else {
             continue;
         };
@@ -688,14 +682,7 @@ fn refuse_other_directories(
             .iter()
             .filter(|(id, p)| *id != PathId::DB && p.is_absolute())
         {
-            let given = match *id {
-                PathId::WAL => opts.wal_dir.is_some(),
-                PathId::LEVELS => opts.level_dir.is_some(),
-                PathId::VALUES => opts.value_dir.is_some(),
-                PathId::PMEM => opts.pmem_dir.is_some(),
-                _ => true,
-            };
-            if !given {
+            if crate::placement::option_dir(opts, *id).is_none() {
                 return Err(crate::error::Error::invalid(format!(
                     "{}: the database at {} kept its {} in {}; this one is a copy of it, or \
                      was moved: give the directory that holds its own ({})",
@@ -724,10 +711,9 @@ fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> boo
     })
 }
 
-/// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
-/// record wins), each read up to its damage.
-fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> HashMap<u64, u64> {
-    let mut by_number: Vec<(u64, &PathBuf)> = manifests
+/// The manifests among `manifests`, oldest (lowest-numbered) first.
+fn by_number(manifests: &[PathBuf]) -> Vec<&PathBuf> {
+    let mut v: Vec<(u64, &PathBuf)> = manifests
         .iter()
         .filter_map(
             |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
@@ -736,9 +722,15 @@ fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> Hash
             },
         )
         .collect();
-    by_number.sort_by_key(|m| m.0);
+    v.sort_by_key(|m| m.0);
+    v.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
+/// record wins), each read up to its damage.
+fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> HashMap<u64, u64> {
     let mut out = HashMap::new();
-    for (_, p) in by_number {
+    for p in by_number(manifests) {
         let Ok(bytes) = crate::fs::read_all(fs, p) else {
             continue;
         };
@@ -760,17 +752,7 @@ fn newest_l0_record(
     fs: &dyn crate::fs::Fs,
     manifests: &[PathBuf],
 ) -> Option<(PathBuf, crate::l0::L0Record)> {
-    let mut by_number: Vec<(u64, &PathBuf)> = manifests
-        .iter()
-        .filter_map(
-            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
-                Some(FileType::Manifest(n)) => Some((n.0, p)),
-                _ => None,
-            },
-        )
-        .collect();
-    by_number.sort_by_key(|m| std::cmp::Reverse(m.0));
-    for (_, p) in by_number {
+    for p in by_number(manifests).into_iter().rev() {
         let Ok(bytes) = crate::fs::read_all(fs, p) else {
             continue;
         };

@@ -258,13 +258,7 @@ pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     };
     let mut read: Vec<(PathId, PathBuf)> = Vec::new();
     for (id, dir) in rec.usable(path) {
-        let unset = match id {
-            PathId::WAL => opts.wal_dir.is_none(),
-            PathId::LEVELS => opts.level_dir.is_none(),
-            PathId::VALUES => opts.value_dir.is_none(),
-            PathId::PMEM => opts.pmem_dir.is_none(),
-            _ => false,
-        };
+        let unset = id != PathId::DB && crate::placement::option_dir(opts, id).is_none();
         let here = crate::placement::absolute(configured.dir(id));
         if unset && dir != here {
             read.push((id, dir));
