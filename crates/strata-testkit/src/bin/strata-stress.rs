@@ -665,6 +665,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     .iter()
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
     .collect();
+    let mut read_only_opens = 0u64;
     for i in 0..kills {
         let preset = &presets[i as usize % presets.len()];
         let slow = if i % 3 == 2 { 3 } else { 0 };
@@ -714,7 +715,36 @@ fn crash_loop(a: &Args) -> Result<(), String> {
                 "kill {i}: the stress process did not open its database in 120 s"
             ));
         }
-        std::thread::sleep(Duration::from_millis(delay));
+        // Every other run, read-only opens of the live database beside the writer, as
+        // `strata count` beside a server: each must open (a writer's flushes and
+        // compactions delete what an older manifest named: the open reads the newer one).
+        let deadline = std::time::Instant::now() + Duration::from_millis(delay);
+        if i % 2 == 0 {
+            let mut ra = a.clone();
+            ra.0.insert("db".into(), db.display().to_string());
+            ra.0.insert("preset".into(), preset.clone());
+            let ro_opts = options(&ra)?;
+            std::thread::sleep(Duration::from_millis(delay / 3));
+            while std::time::Instant::now() < deadline {
+                match Db::open_read_only(&db, ro_opts.clone()) {
+                    Ok(ro) => {
+                        read_only_opens += 1;
+                        drop(ro);
+                    }
+                    // Before the child's first open finished there may be no database.
+                    Err(_) if i == 0 => {}
+                    Err(e) => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(format!(
+                            "kill {i}: a read-only open beside the writer failed: {e}"
+                        ));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             return Err(format!(
                 "kill {i}: stress process exited early with {status} (a verification failure?)"
@@ -755,7 +785,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, refused opens 0, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        "crash-loop: kills {kills}, refused opens 0, read-only opens beside the writer {read_only_opens}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
         total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {
