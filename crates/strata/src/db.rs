@@ -579,7 +579,11 @@ impl Db {
     /// It is a view as of the open: writes another process makes later are not seen (reopen
     /// for a newer view), and tables or value files that process deletes after its
     /// compactions become unreadable here unless already open; reads of them then fail with
-    /// an I/O error. The L0 layout is the one the manifest records, whatever the options say.
+    /// an I/O error. Beside a writing `matrixkv` database (L0 in persistent memory), reads of
+    /// L0 fail with `Corruption` once the writer's column compactions reuse the pages of the
+    /// rows this view opened with: reopen the view (a check per page read is planned). The
+    /// open itself reads the newer manifest when the writer deletes files it named while
+    /// it opens. The L0 layout is the one the manifest records, whatever the options say.
     ///
     /// # Errors
     /// `InvalidArgument` for bad options or a missing database; `Corruption` naming file and

@@ -551,6 +551,10 @@ impl DbInner {
                 let Some(file) = filename::parse(&name) else {
                     continue;
                 };
+                // In a directory only the manifest's record led the open to, only the
+                // files the open found to be the database's: one of ours it did not see
+                // (a WAL below the log number, a crashed job's table) cannot be told apart
+                // from another database's there, and is left.
                 if !given && !known.contains(&dir.join(&name)) {
                     continue;
                 }
