@@ -801,3 +801,59 @@ fn check_reports_a_wal_cut_short_after_a_clean_close() {
     assert_eq!(o.status.code(), Some(2), "an open took the cut WAL");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A LevelDB (or RocksDB) database is named as one, and left alone, by every command.
+#[test]
+fn a_leveldb_database_is_named_as_such_and_left_alone() {
+    let dir = temp_dir("leveldb");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A LevelDB manifest's first record: the comparator (tag 1), the log number (tag 2),
+    // the next file number (tag 3), the last sequence (tag 4), as LevelDB writes it.
+    let mut edit = vec![1u8, 26];
+    edit.extend_from_slice(b"leveldb.BytewiseComparator");
+    edit.extend_from_slice(&[2, 3, 3, 4, 4, 0]);
+    // (The record framing is LevelDB's too: written through strata's log writer.)
+    let mem = strata::fs::MemFs::new();
+    strata::fs::Fs::create_dir_all(&mem, std::path::Path::new("/m")).unwrap();
+    let m = std::path::Path::new("/m/MANIFEST");
+    let mut w = strata::internals::wal::LogWriter::new(strata::fs::Fs::create(&mem, m).unwrap());
+    w.add_record(&edit).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let bytes = strata::fs::read_all(&mem, m).unwrap();
+    std::fs::write(dir.join("MANIFEST-000002"), bytes).unwrap();
+    std::fs::write(dir.join("CURRENT"), "MANIFEST-000002\n").unwrap();
+    std::fs::write(dir.join("000003.log"), b"").unwrap();
+    std::fs::write(dir.join("LOCK"), b"").unwrap();
+    let db = dir.to_str().unwrap();
+    let files = || {
+        let mut v: Vec<(String, u64)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files();
+    for args in [&["count", "--db", db][..], &["put", "--db", db, "k", "v"]] {
+        let o = strata(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("not a strata database") && err.contains("LevelDB"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        files(),
+        before,
+        "a refused open changed the LevelDB directory"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

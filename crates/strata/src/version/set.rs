@@ -33,6 +33,11 @@ use crate::wal::{LogEvent, LogReader, LogWriter};
 /// has neither and describes a flat L0.
 pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
+/// The comparator name LevelDB's and RocksDB's manifests record for their default order
+/// (strata's record no comparator): a manifest that fails to decode and holds it is
+/// another engine's database.
+const FOREIGN_COMPARATORS: [&str; 1] = ["leveldb.BytewiseComparator"];
+
 /// The live version and its manifest.
 pub struct VersionSet {
     fs: Arc<dyn Fs>,
@@ -557,6 +562,11 @@ impl VersionSet {
             ));
         }
         let data = fs::read_all(&*self.fs, &path)?;
+        // A LevelDB or RocksDB database: the same file names, another manifest format, whose
+        // records name the key comparator (strata's never do).
+        let foreign = FOREIGN_COMPARATORS
+            .iter()
+            .find(|c| data.windows(c.len()).any(|w| w == c.as_bytes()));
         // Written by `write(2)`: a crash leaves a prefix of a write, never its tail alone.
         let mut reader = LogReader::strict(data);
         let mut v = Version::new(self.num_levels);
@@ -567,12 +577,23 @@ impl VersionSet {
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
-                    let edit = VersionEdit::decode(&data).map_err(|e| match e.kind() {
-                        ErrorKind::NotSupported => {
-                            Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
-                        }
-                        _ => Error::corruption(&path, offset, e.message()),
-                    })?;
+                    let edit =
+                        VersionEdit::decode(&data).map_err(|e| match (e.kind(), foreign) {
+                            (_, Some(c)) => Error::new(
+                                ErrorKind::NotSupported,
+                                format!(
+                                    "{}: not a strata database: its manifest is a LevelDB or \
+                                 RocksDB one (it names the comparator {c:?}), which strata \
+                                 does not read. Nothing was changed; copy the data over with \
+                                 that engine's tools (a dump `strata load` reads)",
+                                    self.placement.db_dir().display()
+                                ),
+                            ),
+                            (ErrorKind::NotSupported, None) => {
+                                Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                            }
+                            _ => Error::corruption(&path, offset, e.message()),
+                        })?;
                     if let Some(fv) = edit.format_version {
                         if fv > MANIFEST_FORMAT_VERSION {
                             return Err(Error::new(
