@@ -58,7 +58,6 @@ fn db_args(c: Command) -> Command {
         Arg::new("preset")
             .long("preset")
             .value_name("NAME")
-            .default_value("default")
             .help(
                 "Options preset to open with (default: the options recorded in the database's \
                  OPTIONS file, or the default preset)",
@@ -232,7 +231,12 @@ fn cli() -> Command {
                         .value_name("KEY")
                         .help("First key"),
                 )
-                .arg(Arg::new("to").long("to").value_name("KEY").help("Last key")),
+                .arg(
+                    Arg::new("to")
+                        .long("to")
+                        .value_name("KEY")
+                        .help("Last key, compacted too (inclusive, unlike scan's --to)"),
+                ),
         ))
         .subcommand(db_args(
             Command::new("property")
@@ -246,7 +250,11 @@ fn cli() -> Command {
             ),
         ))
         .subcommand(db_args(
-            Command::new("stats").about("The engine's counters since this open"),
+            Command::new("stats").about(
+                "The engine's counters of this command's own read-only open (so mostly \
+                 zeros: counters are kept per open, not in the database; a running \
+                 process's are its strata.stats property)",
+            ),
         ))
         .subcommand(
             Command::new("sst-dump")
@@ -354,9 +362,10 @@ fn require_database(path: &str, m: &ArgMatches, hint: &str) -> Result<(), Failur
 /// database with its level directory, a `blob` one with its value store, ...), or the
 /// `default` preset where there is no such file. Directory flags override either.
 fn options(m: &ArgMatches) -> Result<Options, Failure> {
-    let preset = m.get_one::<String>("preset").expect("defaulted");
+    let given = m.get_one::<String>("preset");
+    let preset = given.map_or("default", String::as_str);
     let dir = |name: &str| m.get_one::<String>(name).map(std::path::PathBuf::from);
-    let named = m.value_source("preset") == Some(clap::parser::ValueSource::CommandLine);
+    let named = given.is_some();
     let recorded = m
         .get_one::<String>("db")
         .filter(|_| !named)

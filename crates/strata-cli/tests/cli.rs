@@ -857,3 +857,16 @@ fn a_leveldb_database_is_named_as_such_and_left_alone() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The help says what the tool does: `--preset` has no default of its own (the recorded
+/// options come first), `compact --to` is inclusive where `scan --to` is not, and `stats`
+/// says whose counters it shows.
+#[test]
+fn the_help_does_not_contradict_itself() {
+    let put = ok(&["put", "--help"]);
+    assert!(!put.contains("[default: default]"), "{put}");
+    assert!(put.contains("OPTIONS file"), "{put}");
+    assert!(ok(&["compact", "--help"]).contains("inclusive"));
+    assert!(ok(&["scan", "--help"]).contains("exclusive"));
+    assert!(ok(&["stats", "--help"]).contains("read-only open"));
+}

@@ -40,7 +40,7 @@ fn cli() -> Command {
         .arg(Arg::new("keys-limit").long("keys-limit").value_name("N").default_value("100000").value_parser(value_parser!(usize))
             .help("KEYS refuses to return more keys than this (use SCAN)"))
         .arg(Arg::new("enable-flushdb").long("enable-flushdb").action(ArgAction::SetTrue).help("Allow FLUSHDB/FLUSHALL"))
-        .arg(Arg::new("preset").long("preset").value_name("NAME").default_value("default")
+        .arg(Arg::new("preset").long("preset").value_name("NAME")
             .help("strata options preset (default: the options the database recorded in its OPTIONS file, or the default preset)"))
 }
 
@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     let dir = m.get_one::<String>("dir").expect("required");
     // Without --preset, the options the database's last writing open recorded (its
     // directories, value store, layout), as the strata tool does; else the preset.
-    let named = m.value_source("preset") == Some(clap::parser::ValueSource::CommandLine);
+    let named = m.get_one::<String>("preset").is_some();
     let recorded = std::fs::read_to_string(std::path::Path::new(dir).join("OPTIONS"))
         .ok()
         .filter(|_| !named);
@@ -80,7 +80,10 @@ fn main() -> ExitCode {
             create_if_missing: true,
             ..o
         }),
-        None => strata::Options::preset(m.get_one::<String>("preset").expect("defaulted")),
+        None => strata::Options::preset(
+            m.get_one::<String>("preset")
+                .map_or("default", String::as_str),
+        ),
     };
     let opts = match base {
         Ok(o) => strata::Options {
