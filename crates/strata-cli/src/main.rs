@@ -212,7 +212,7 @@ fn cli() -> Command {
         )))
         .subcommand(range_args(db_args(
             Command::new("dump")
-                .about("Write every key and value, one `KEY<TAB>VALUE` line each (escaped text, or hex)")
+                .about("Write every key and value, one `KEY<TAB>VALUE` line each (escaped text, or hex), between a first and a last line that `load` checks (a dump cut short is refused)")
                 .arg(
                     Arg::new("output")
                         .long("output")
@@ -625,7 +625,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                 it.seek_to_first();
             }
             let mut n = 0;
+            let mut last: Option<Vec<u8>> = None;
             while it.valid() && n < limit {
+                // An entry is printed only once the iterator has met no error: past one
+                // (a damaged block or value record), it may stand on an older version.
+                if !keys_only {
+                    let _ = it.value();
+                }
+                it.status()
+                    .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
                 match (json, keys_only) {
                     (true, true) => writeln!(out, "{{{}}}", enc.json_field("key", it.key()))?,
                     (true, false) => writeln!(
@@ -640,13 +648,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                     }
                 }
                 n += 1;
+                last = Some(it.key().to_vec());
                 if reverse {
                     it.prev();
                 } else {
                     it.next();
                 }
             }
-            it.status()?;
+            it.status()
+                .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
         }
         "count" => {
             let mut it = db.iter(range(m)?)?;
@@ -681,14 +691,29 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             };
             let mut it = db.iter(range(m)?)?;
             it.seek_to_first();
+            // Framed, so that `load` refuses a dump cut short: a first and a last line with
+            // two tabs, which no entry line has (keys and values are escaped).
+            writeln!(w, "{DUMP_HEADER}")?;
+            let mut n = 0u64;
+            let mut last: Option<Vec<u8>> = None;
             while it.valid() {
+                let _ = it.value();
+                it.status()
+                    .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
                 writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
+                n += 1;
+                last = Some(it.key().to_vec());
                 it.next();
             }
-            it.status()?;
+            it.status()
+                .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
+            writeln!(w, "{DUMP_TRAILER}{n} entries")?;
             w.flush()?;
         }
         "load" => {
+            if let Some(path) = m.get_one::<String>("input") {
+                refuse_a_dump_cut_short(path)?;
+            }
             let input: Box<dyn io::BufRead> = match m.get_one::<String>("input") {
                 Some(path) => Box::new(io::BufReader::new(
                     std::fs::File::open(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?,
@@ -784,6 +809,9 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
     let mut n = 0u64;
     // Entries written to the database so far (whole batches): what a failure leaves loaded.
     let mut committed = 0u64;
+    // A dump (its first line `DUMP_HEADER`) must end with its last line: one cut short
+    // would load as if whole.
+    let (mut framed, mut ended) = (false, false);
     let progress = io::IsTerminal::is_terminal(&io::stderr());
     for (i, line) in io::BufRead::lines(input).enumerate() {
         let stopped = |why: String| {
@@ -800,6 +828,25 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         if line.is_empty() {
             continue;
         }
+        if i == 0 && line == DUMP_HEADER {
+            framed = true;
+            continue;
+        }
+        if let Some(count) = line.strip_prefix(DUMP_TRAILER) {
+            let count = count
+                .strip_suffix(" entries")
+                .and_then(|c| c.parse::<u64>().ok());
+            if count != Some(n) {
+                return Err(stopped(format!(
+                    "the dump's last line says {count:?} entries, {n} came before it"
+                )));
+            }
+            ended = true;
+            continue;
+        }
+        if ended {
+            return Err(stopped("a line after the dump's last line".into()));
+        }
         let bad = stopped;
         let (k, v) = line
             .split_once('\t')
@@ -814,6 +861,15 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
             }
         }
     }
+    if framed && !ended {
+        return Err(Failure(
+            format!(
+                "the dump has no last line: it was cut short; {committed} entries were \
+                 loaded (the lines up to the last full batch), the rest are not"
+            ),
+            2,
+        ));
+    }
     if !batch.is_empty() {
         db.write(&strata::WriteOptions::default(), batch)?;
     }
@@ -821,6 +877,52 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         eprint!("\r");
     }
     Ok(n)
+}
+
+/// A dump file (its first line `DUMP_HEADER`) whose last line is not the dump's last line is
+/// refused before anything is loaded (from stdin, `load` finds out at the end).
+fn refuse_a_dump_cut_short(path: &str) -> Result<(), Failure> {
+    use std::io::{Read, Seek, SeekFrom};
+    let fail = |e: io::Error| Failure(format!("{path}: {e}"), 2);
+    let mut f = std::fs::File::open(path).map_err(fail)?;
+    let mut head = vec![0u8; DUMP_HEADER.len() + 1];
+    let got = f.read(&mut head).map_err(fail)?;
+    if !head[..got].starts_with(format!("{DUMP_HEADER}\n").as_bytes()) {
+        return Ok(());
+    }
+    let len = f.metadata().map_err(fail)?.len();
+    let back = len.min(256);
+    f.seek(SeekFrom::Start(len - back)).map_err(fail)?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).map_err(fail)?;
+    let tail = String::from_utf8_lossy(&tail);
+    let last = tail
+        .trim_end_matches('\n')
+        .rsplit('\n')
+        .next()
+        .unwrap_or("");
+    if last.starts_with(DUMP_TRAILER) {
+        return Ok(());
+    }
+    Err(Failure(
+        format!("{path}: a dump without its last line: it was cut short; nothing was loaded"),
+        2,
+    ))
+}
+
+/// A dump's first line: two tabs, which no entry line holds.
+const DUMP_HEADER: &str = "\t\tstrata dump";
+/// The start of a dump's last line, followed by the entry count and ` entries`.
+const DUMP_TRAILER: &str = "\t\tend of the dump: ";
+
+/// The error that stopped a listing (`scan`, `dump`), saying where: nothing after the last
+/// key printed was printed.
+fn stopped_listing(e: strata::Error, last: Option<&[u8]>, enc: Encoding) -> Failure {
+    let printed = match last {
+        Some(k) => format!("keys after {} were not printed", enc.show(k)),
+        None => "no key was printed".to_string(),
+    };
+    Failure(format!("{e}; the listing stopped there: {printed}"), 2)
 }
 
 fn main() -> ExitCode {

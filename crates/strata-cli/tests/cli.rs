@@ -870,3 +870,117 @@ fn the_help_does_not_contradict_itself() {
     assert!(ok(&["scan", "--help"]).contains("exclusive"));
     assert!(ok(&["stats", "--help"]).contains("read-only open"));
 }
+
+/// `scan` and `dump` stop at the first error and print nothing after it, saying where they
+/// stopped: over a damaged table block they used to print older versions of the keys it
+/// held (stale values), over a damaged value record an empty value, and go on.
+#[test]
+fn listings_stop_at_the_first_error_and_print_nothing_stale() {
+    let dir = temp_dir("listing-damage");
+    {
+        let opts = strata::Options {
+            block_size: 1024,
+            ..strata::Options::default()
+        };
+        let db = strata::Db::open(&dir, opts).unwrap();
+        for i in 0..20000u32 {
+            db.put(format!("key{i:06}"), format!("old {i}")).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        for i in 0..20000u32 {
+            db.put(format!("key{i:06}"), format!("new {i}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    // The newest table (L0, the new values): a byte flipped in its middle.
+    let newest = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .max()
+        .unwrap();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let mid = bytes.len() / 3;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&newest, bytes).unwrap();
+    let db = dir.to_str().unwrap();
+    for cmd in ["scan", "dump"] {
+        let o = strata(&[cmd, "--db", db]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains("the listing stopped there"), "{cmd}: {err}");
+        let stale = out.lines().filter(|l| l.contains("\told ")).count();
+        assert_eq!(
+            stale, 0,
+            "{cmd} printed {stale} stale values before stopping"
+        );
+        assert!(
+            !out.contains("end of the dump"),
+            "{cmd}: a dump that stopped has no last line"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A dump cut short is refused by `load`: from a file before anything is loaded, from
+/// stdin at its end; a whole one loads.
+#[test]
+fn load_refuses_a_dump_cut_short() {
+    let dir = temp_dir("dump-cut");
+    let (src, dst) = (dir.join("src"), dir.join("dst"));
+    {
+        let db = strata::Db::open(&src, strata::Options::default()).unwrap();
+        for i in 0..5000u32 {
+            db.put(format!("key{i:05}"), format!("value {i}")).unwrap();
+        }
+    }
+    let dump = dir.join("dump.tsv");
+    ok(&[
+        "dump",
+        "--db",
+        src.to_str().unwrap(),
+        "-o",
+        dump.to_str().unwrap(),
+    ]);
+    let whole = std::fs::read(&dump).unwrap();
+    let cut = dir.join("cut.tsv");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let dst_s = dst.to_str().unwrap();
+    let o = strata(&[
+        "load",
+        "--db",
+        dst_s,
+        "--create",
+        "-i",
+        cut.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cut short") && err.contains("nothing was loaded"),
+        "{err}"
+    );
+    // From stdin, cut at a line's end: found at the end.
+    let at_line = whole[..whole.len() / 2]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["load", "--db", dst_s, "--create"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &whole[..at_line]).unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cut short"), "{err}");
+    ok(&["load", "--db", dst_s, "-i", dump.to_str().unwrap()]);
+    assert_eq!(ok(&["count", "--db", dst_s]).trim(), "5000");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
