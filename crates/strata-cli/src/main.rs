@@ -633,7 +633,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                     let _ = it.value();
                 }
                 it.status()
-                    .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
+                    .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
                 match (json, keys_only) {
                     (true, true) => writeln!(out, "{{{}}}", enc.json_field("key", it.key()))?,
                     (true, false) => writeln!(
@@ -649,6 +649,11 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                 }
                 n += 1;
                 last = Some(it.key().to_vec());
+                if n == limit {
+                    // (Not a step further: an error past the last entry asked for is no
+                    // error of this listing.)
+                    break;
+                }
                 if reverse {
                     it.prev();
                 } else {
@@ -656,7 +661,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
                 }
             }
             it.status()
-                .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
+                .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
         }
         "count" => {
             let mut it = db.iter(range(m)?)?;
@@ -699,14 +704,14 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             while it.valid() {
                 let _ = it.value();
                 it.status()
-                    .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
+                    .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
                 writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
                 n += 1;
                 last = Some(it.key().to_vec());
                 it.next();
             }
             it.status()
-                .map_err(|e| stopped_listing(e, last.as_deref(), enc))?;
+                .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
             writeln!(w, "{DUMP_TRAILER}{n} entries")?;
             w.flush()?;
         }
@@ -832,10 +837,8 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
             framed = true;
             continue;
         }
-        if let Some(count) = line.strip_prefix(DUMP_TRAILER) {
-            let count = count
-                .strip_suffix(" entries")
-                .and_then(|c| c.parse::<u64>().ok());
+        if line.starts_with(DUMP_TRAILER) {
+            let count = trailer_count(&line);
             if count != Some(n) {
                 return Err(stopped(format!(
                     "the dump's last line says {count:?} entries, {n} came before it"
@@ -846,6 +849,12 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         }
         if ended {
             return Err(stopped("a line after the dump's last line".into()));
+        }
+        if line.starts_with("\t\t") {
+            // No entry line starts with two tabs (keys and values are escaped).
+            return Err(stopped(
+                "two tabs where only a dump's first or last line has them".into(),
+            ));
         }
         let bad = stopped;
         let (k, v) = line
@@ -884,10 +893,18 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
 fn refuse_a_dump_cut_short(path: &str) -> Result<(), Failure> {
     use std::io::{Read, Seek, SeekFrom};
     let fail = |e: io::Error| Failure(format!("{path}: {e}"), 2);
+    // (A pipe is read once, by `load`, which checks the end when it reaches it.)
+    if !std::fs::metadata(path).map_err(fail)?.is_file() {
+        return Ok(());
+    }
     let mut f = std::fs::File::open(path).map_err(fail)?;
-    let mut head = vec![0u8; DUMP_HEADER.len() + 1];
+    let mut head = vec![0u8; DUMP_HEADER.len() + 2];
     let got = f.read(&mut head).map_err(fail)?;
-    if !head[..got].starts_with(format!("{DUMP_HEADER}\n").as_bytes()) {
+    let head = &head[..got];
+    let framed = [format!("{DUMP_HEADER}\n"), format!("{DUMP_HEADER}\r\n")]
+        .iter()
+        .any(|h| head.starts_with(h.as_bytes()));
+    if !framed {
         return Ok(());
     }
     let len = f.metadata().map_err(fail)?.len();
@@ -897,17 +914,25 @@ fn refuse_a_dump_cut_short(path: &str) -> Result<(), Failure> {
     f.read_to_end(&mut tail).map_err(fail)?;
     let tail = String::from_utf8_lossy(&tail);
     let last = tail
-        .trim_end_matches('\n')
+        .trim_end_matches(['\n', '\r'])
         .rsplit('\n')
         .next()
         .unwrap_or("");
-    if last.starts_with(DUMP_TRAILER) {
+    if trailer_count(last.trim_end_matches('\r')).is_some() {
         return Ok(());
     }
     Err(Failure(
         format!("{path}: a dump without its last line: it was cut short; nothing was loaded"),
         2,
     ))
+}
+
+/// The entry count a dump's last line gives (`None`: not such a line, or cut short).
+fn trailer_count(line: &str) -> Option<u64> {
+    line.strip_prefix(DUMP_TRAILER)?
+        .strip_suffix(" entries")?
+        .parse()
+        .ok()
 }
 
 /// A dump's first line: two tabs, which no entry line holds.
@@ -917,9 +942,13 @@ const DUMP_TRAILER: &str = "\t\tend of the dump: ";
 
 /// The error that stopped a listing (`scan`, `dump`), saying where: nothing after the last
 /// key printed was printed.
-fn stopped_listing(e: strata::Error, last: Option<&[u8]>, enc: Encoding) -> Failure {
+fn stopped_listing(e: strata::Error, last: Option<&[u8]>, enc: Encoding, reverse: bool) -> Failure {
     let printed = match last {
-        Some(k) => format!("keys after {} were not printed", enc.show(k)),
+        Some(k) => format!(
+            "keys {} {} were not printed",
+            if reverse { "before" } else { "after" },
+            enc.show(k)
+        ),
         None => "no key was printed".to_string(),
     };
     Failure(format!("{e}; the listing stopped there: {printed}"), 2)

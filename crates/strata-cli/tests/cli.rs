@@ -982,5 +982,17 @@ fn load_refuses_a_dump_cut_short() {
     assert!(err.contains("cut short"), "{err}");
     ok(&["load", "--db", dst_s, "-i", dump.to_str().unwrap()]);
     assert_eq!(ok(&["count", "--db", dst_s]).trim(), "5000");
+    // `-i` naming a pipe: read once, its first line not lost to the check.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["load", "--db", dst_s, "-i", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"zz-first\tfrom a pipe\n").unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(ok(&["get", "--db", dst_s, "zz-first"]), "from a pipe\n");
     std::fs::remove_dir_all(&dir).unwrap();
 }
