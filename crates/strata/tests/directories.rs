@@ -55,6 +55,17 @@ fn difference(
         .map(|p| format!("{} appeared", p.display()))
 }
 
+/// An in-memory file system and default options with 64 KiB memtables on it.
+fn small_on_mem_fs() -> (MemFs, Options) {
+    let fs = MemFs::new();
+    let base = Options {
+        write_buffer_size: 64 << 10,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    (fs, base)
+}
+
 fn key(i: u32) -> String {
     format!("key{i:05}")
 }
@@ -477,12 +488,7 @@ fn a_copied_database_never_takes_the_original_s_outside_directories() {
 /// its old L0 tables there and writes new ones to the database directory.
 #[test]
 fn recorded_directories_are_read_and_new_files_go_where_the_options_say() {
-    let fs = MemFs::new();
-    let base = Options {
-        write_buffer_size: 64 << 10,
-        fs: Arc::new(fs.clone()),
-        ..Options::default()
-    };
+    let (fs, base) = small_on_mem_fs();
     let db = Db::open(
         "/db",
         Options {
@@ -645,12 +651,7 @@ fn read_only_opens_beside_a_busy_writer_succeed() {
 /// not its own: it may be another database's by now.
 #[test]
 fn a_directory_left_behind_is_forgotten_and_its_other_files_kept() {
-    let fs = MemFs::new();
-    let base = Options {
-        write_buffer_size: 64 << 10,
-        fs: Arc::new(fs.clone()),
-        ..Options::default()
-    };
+    let (fs, base) = small_on_mem_fs();
     let db = Db::open(
         "/db",
         Options {
