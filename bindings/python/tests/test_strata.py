@@ -190,6 +190,20 @@ def test_an_open_without_the_wal_dir_finds_the_recorded_one(path, tmp_path):
         assert sum(1 for _ in db.iterator()) == 1001
 
 
+def test_a_prefixed_snapshot_stays_inside_its_prefix(path):
+    with strata.DB(path, create_if_missing=True) as db:
+        db.put(b"3", b"root")
+        view = db.prefixed_db(b"p/")
+        view.put(b"3", b"prefixed")
+        view.put(b"4", b"four")
+        snap = view.snapshot()
+        view.put(b"3", b"later")
+        assert snap.get(b"3") == b"prefixed"
+        assert list(snap.iterator()) == [(b"3", b"prefixed"), (b"4", b"four")]
+        assert list(view.iterator(snapshot=snap)) == [(b"3", b"prefixed"), (b"4", b"four")]
+        snap.close()
+
+
 def test_missing_database_is_refused_by_default(path):
     # create_if_missing defaults to False, as plyvel's does.
     with pytest.raises(strata.InvalidArgumentError):

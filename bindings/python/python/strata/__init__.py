@@ -115,6 +115,50 @@ class _PrefixedBatch:
         return self._batch.__exit__(*exc)
 
 
+def _prefixed_iterator(make, p, start, stop, prefix, reverse, include_key, include_value,
+                       include_start, include_stop):
+    """An iterator `make` opens over the keys under prefix `p`, giving them without it."""
+    it = make(
+        start=None if start is None else p + bytes(start),
+        stop=None if stop is None else p + bytes(stop),
+        prefix=p + (b"" if prefix is None else bytes(prefix)),
+        reverse=reverse, include_key=include_key, include_value=include_value,
+        include_start=include_start, include_stop=include_stop)
+    return _PrefixedIter(it, len(p), p, include_key, include_value)
+
+
+class _PrefixedSnapshot:
+    """A snapshot of a `PrefixedDB`: keys given and returned without the prefix."""
+
+    def __init__(self, snap, prefix):
+        self._snap, self.prefix = snap, prefix
+
+    def get(self, key, default=None):
+        return self._snap.get(self.prefix + bytes(key), default)
+
+    def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
+                 include_value=True, include_start=True, include_stop=False):
+        return _prefixed_iterator(
+            self._snap.iterator, self.prefix, start, stop, prefix, reverse, include_key,
+            include_value, include_start, include_stop)
+
+    def __iter__(self):
+        return self.iterator()
+
+    def close(self):
+        self._snap.close()
+
+    def release(self):
+        self._snap.close()
+
+    def __enter__(self):
+        self._snap.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._snap.__exit__(*exc)
+
+
 class PrefixedDB:
     """The part of `db` whose keys start with `prefix`, with keys given and returned
     without it (plyvel's `DB.prefixed_db`)."""
@@ -137,21 +181,20 @@ class PrefixedDB:
         return _PrefixedBatch(self.db.write_batch(sync=sync), self.prefix)
 
     def snapshot(self):
-        return self.db.snapshot()
+        """A snapshot of this view: its `get` and `iterator` take and give keys without
+        the prefix, as the view's do (plyvel's prefixed snapshots)."""
+        return _PrefixedSnapshot(self.db.snapshot(), self.prefix)
 
     def prefixed_db(self, prefix):
         return PrefixedDB(self.db, self.prefix + bytes(prefix))
 
     def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
                  include_value=True, snapshot=None, include_start=True, include_stop=False):
-        p = self.prefix
-        it = self.db.iterator(
-            start=None if start is None else p + bytes(start),
-            stop=None if stop is None else p + bytes(stop),
-            prefix=p + (b"" if prefix is None else bytes(prefix)),
-            reverse=reverse, include_key=include_key, include_value=include_value,
-            snapshot=snapshot, include_start=include_start, include_stop=include_stop)
-        return _PrefixedIter(it, len(p), p, include_key, include_value)
+        if isinstance(snapshot, _PrefixedSnapshot):
+            snapshot = snapshot._snap
+        return _prefixed_iterator(
+            lambda **kw: self.db.iterator(snapshot=snapshot, **kw), self.prefix, start, stop,
+            prefix, reverse, include_key, include_value, include_start, include_stop)
 
     def __iter__(self):
         return self.iterator()
