@@ -481,15 +481,17 @@ impl DB {
         .map_err(err)
     }
 
-    /// A batch of writes applied atomically by `write()`, or on leaving a `with` block
-    /// without an exception (discarded with one).
-    #[pyo3(signature = (sync=false))]
-    fn write_batch(slf: PyRef<'_, Self>, sync: bool) -> PyResult<WriteBatch> {
+    /// A batch of writes applied atomically by `write()`, or on leaving a `with` block. As
+    /// plyvel's: a block that raises still writes what it added, unless `transaction=True`,
+    /// which discards it then.
+    #[pyo3(signature = (sync=false, transaction=false))]
+    fn write_batch(slf: PyRef<'_, Self>, sync: bool, transaction: bool) -> PyResult<WriteBatch> {
         slf.get_db()?;
         Ok(WriteBatch {
             db: slf.into(),
             batch: Some(strata::WriteBatch::new()),
             sync,
+            transaction,
         })
     }
 
@@ -636,6 +638,8 @@ struct WriteBatch {
     db: Py<DB>,
     batch: Option<strata::WriteBatch>,
     sync: bool,
+    /// Discard the batch when its `with` block raises (plyvel's `transaction=True`).
+    transaction: bool,
 }
 
 impl WriteBatch {
@@ -695,8 +699,8 @@ impl WriteBatch {
         _exc: Option<PyObject>,
         _tb: Option<PyObject>,
     ) -> PyResult<bool> {
-        if exc_type.is_some_and(|t| !t.is_none(py)) {
-            self.batch = None; // discarded: the block raised
+        if self.transaction && exc_type.is_some_and(|t| !t.is_none(py)) {
+            self.batch = None; // discarded: the transaction's block raised
         } else if self.batch.is_some() {
             self.write(py)?;
         }

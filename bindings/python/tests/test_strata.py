@@ -87,7 +87,7 @@ def test_snapshots_see_the_past(path):
         assert db.get(b"k") == b"new"
 
 
-def test_write_batch_is_atomic_and_discarded_on_exception(path):
+def test_write_batch_is_atomic_and_a_transaction_is_discarded_on_exception(path):
     with strata.DB(path, create_if_missing=True) as db:
         with db.write_batch() as wb:
             wb.put(b"x", b"1")
@@ -95,8 +95,14 @@ def test_write_batch_is_atomic_and_discarded_on_exception(path):
             wb.delete(b"x")
             assert len(wb) == 3
         assert db.get(b"x") is None and db.get(b"y") == b"2"
+        # As plyvel's: a block that raises still writes, unless transaction=True.
         with pytest.raises(RuntimeError):
             with db.write_batch() as wb:
+                wb.put(b"v", b"5")
+                raise RuntimeError("boom")
+        assert db.get(b"v") == b"5"
+        with pytest.raises(RuntimeError):
+            with db.write_batch(transaction=True) as wb:
                 wb.put(b"z", b"3")
                 raise RuntimeError("boom")
         assert db.get(b"z") is None

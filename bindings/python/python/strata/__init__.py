@@ -177,8 +177,9 @@ class PrefixedDB:
     def delete(self, key, sync=False):
         self.db.delete(self.prefix + bytes(key), sync=sync)
 
-    def write_batch(self, sync=False):
-        return _PrefixedBatch(self.db.write_batch(sync=sync), self.prefix)
+    def write_batch(self, sync=False, transaction=False):
+        return _PrefixedBatch(self.db.write_batch(sync=sync, transaction=transaction),
+                              self.prefix)
 
     def snapshot(self):
         """A snapshot of this view: its `get` and `iterator` take and give keys without
