@@ -765,6 +765,11 @@ impl Snapshot {
         self.db = None;
     }
 
+    /// `close()`, by plyvel's name.
+    fn release(&mut self) {
+        self.close();
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

@@ -207,7 +207,13 @@ def test_a_prefixed_snapshot_stays_inside_its_prefix(path):
         assert snap.get(b"3") == b"prefixed"
         assert list(snap.iterator()) == [(b"3", b"prefixed"), (b"4", b"four")]
         assert list(view.iterator(snapshot=snap)) == [(b"3", b"prefixed"), (b"4", b"four")]
-        snap.close()
+        assert list(snap.iterator(reverse=True, include_value=False)) == [b"4", b"3"]
+        assert list(snap.iterator(start=b"4")) == [(b"4", b"four")]
+        with pytest.raises(TypeError):
+            snap.get(3)
+        snap.release()
+        root = db.snapshot()
+        root.release()
 
 
 def test_missing_database_is_refused_by_default(path):

@@ -67,7 +67,7 @@ class _PrefixedIter:
         return self._item(self._it.prev())
 
     def seek(self, target):
-        self._it.seek(self._prefix + bytes(target))
+        self._it.seek(self._prefix + _key(target))
 
     def seek_to_start(self):
         self._it.seek_to_start()
@@ -93,10 +93,10 @@ class _PrefixedBatch:
         self._batch, self._prefix = batch, prefix
 
     def put(self, key, value):
-        self._batch.put(self._prefix + bytes(key), value)
+        self._batch.put(self._prefix + _key(key), value)
 
     def delete(self, key):
-        self._batch.delete(self._prefix + bytes(key))
+        self._batch.delete(self._prefix + _key(key))
 
     def clear(self):
         self._batch.clear()
@@ -115,13 +115,21 @@ class _PrefixedBatch:
         return self._batch.__exit__(*exc)
 
 
+def _key(k):
+    """`k` as bytes, refusing what `bytes()` would turn into something else (a str must be
+    encoded first; an int would become that many zero bytes)."""
+    if isinstance(k, (str, int)):
+        raise TypeError(f"keys are bytes, not {type(k).__name__}")
+    return bytes(k)
+
+
 def _prefixed_iterator(make, p, start, stop, prefix, reverse, include_key, include_value,
                        include_start, include_stop):
     """An iterator `make` opens over the keys under prefix `p`, giving them without it."""
     it = make(
-        start=None if start is None else p + bytes(start),
-        stop=None if stop is None else p + bytes(stop),
-        prefix=p + (b"" if prefix is None else bytes(prefix)),
+        start=None if start is None else p + _key(start),
+        stop=None if stop is None else p + _key(stop),
+        prefix=p + (b"" if prefix is None else _key(prefix)),
         reverse=reverse, include_key=include_key, include_value=include_value,
         include_start=include_start, include_stop=include_stop)
     return _PrefixedIter(it, len(p), p, include_key, include_value)
@@ -134,7 +142,7 @@ class _PrefixedSnapshot:
         self._snap, self.prefix = snap, prefix
 
     def get(self, key, default=None):
-        return self._snap.get(self.prefix + bytes(key), default)
+        return self._snap.get(self.prefix + _key(key), default)
 
     def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
                  include_value=True, include_start=True, include_stop=False):
@@ -169,13 +177,13 @@ class PrefixedDB:
         self.db, self.prefix = db, bytes(prefix)
 
     def get(self, key, default=None):
-        return self.db.get(self.prefix + bytes(key), default)
+        return self.db.get(self.prefix + _key(key), default)
 
     def put(self, key, value, sync=False):
-        self.db.put(self.prefix + bytes(key), value, sync=sync)
+        self.db.put(self.prefix + _key(key), value, sync=sync)
 
     def delete(self, key, sync=False):
-        self.db.delete(self.prefix + bytes(key), sync=sync)
+        self.db.delete(self.prefix + _key(key), sync=sync)
 
     def write_batch(self, sync=False, transaction=False):
         return _PrefixedBatch(self.db.write_batch(sync=sync, transaction=transaction),
@@ -187,7 +195,7 @@ class PrefixedDB:
         return _PrefixedSnapshot(self.db.snapshot(), self.prefix)
 
     def prefixed_db(self, prefix):
-        return PrefixedDB(self.db, self.prefix + bytes(prefix))
+        return PrefixedDB(self.db, self.prefix + _key(prefix))
 
     def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
                  include_value=True, snapshot=None, include_start=True, include_stop=False):
