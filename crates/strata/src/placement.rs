@@ -301,6 +301,20 @@ impl Directories {
             .collect()
     }
 
+    /// What an open or a repair of a copy (or a moved database) says of slot `id`, which
+    /// the database that wrote the record kept in `dir`, outside its directory.
+    pub fn left_behind(&self, id: PathId, dir: &Path) -> String {
+        format!(
+            "the database at {} kept its {} in {}; this one is a copy of it, or was moved: \
+             name the directory that holds its own ({})",
+            self.database()
+                .map_or_else(String::new, |d| d.display().to_string()),
+            Self::what(id),
+            dir.display(),
+            Self::option_name(id),
+        )
+    }
+
     /// The option that names slot `id`'s directory.
     pub fn option_name(id: PathId) -> &'static str {
         match id {

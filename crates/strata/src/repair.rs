@@ -590,7 +590,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     fs.sync_dir(placement.wal_dir())?;
     let manifest = placement.manifest_path(manifest_number);
     let mut w = LogWriter::new(fs.create(&manifest)?);
-    w.add_record(&crate::version::directories_record(&placement))?;
+    w.add_record(&crate::version::directories_record(placement.directories()))?;
     w.add_record(&edit.encode())?;
     w.sync()?;
     drop(w);
@@ -684,14 +684,9 @@ fn refuse_other_directories(
         {
             if crate::placement::option_dir(opts, *id).is_none() {
                 return Err(crate::error::Error::invalid(format!(
-                    "{}: the database at {} kept its {} in {}; this one is a copy of it, or \
-                     was moved: give the directory that holds its own ({})",
+                    "{}: {}",
                     dir.display(),
-                    rec.database()
-                        .map_or_else(String::new, |d| d.display().to_string()),
-                    Directories::what(*id),
-                    p.display(),
-                    Directories::option_name(*id),
+                    rec.left_behind(*id, p)
                 )));
             }
         }

@@ -630,13 +630,7 @@ impl DbInner {
         // (or in tables since), and one a pass has not deleted yet holds values whose
         // tombstone may leave the rows with this edit (the row directory no longer lists it).
         let log_number = lock(&self.versions).log_number();
-        let mut dirs: Vec<&std::path::Path> = Vec::new();
         for dir in self.placement.dirs() {
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
-            }
-        }
-        for dir in dirs {
             for name in self.fs.list(dir).unwrap_or_default() {
                 if let Some(FileType::Wal(n)) = filename::parse(&name) {
                     if n < log_number {

@@ -350,15 +350,7 @@ fn recorded_elsewhere(placement: &Placement, recorded: Option<&Directories>) -> 
         }
         let outside = rec.0.iter().any(|(i, p)| *i == id && p.is_absolute());
         lines.push(if outside && !here {
-            format!(
-                "the database at {} kept its {} in {}; this one is a copy of it, or was \
-                 moved: name the directory that holds its own ({})",
-                rec.database()
-                    .map_or_else(String::new, |d| d.display().to_string()),
-                Directories::what(id),
-                want.display(),
-                Directories::option_name(id),
-            )
+            rec.left_behind(id, &want)
         } else {
             format!(
                 "the database keeps its {} in {} (open with {} = {})",
@@ -896,6 +888,7 @@ fn replay_wals(
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
     let count = wals.len();
+    let check = matches!(sink, Sink::Check);
     for (i, (number, path)) in wals.iter().enumerate() {
         if stop {
             break;
@@ -1020,7 +1013,6 @@ fn replay_wals(
                 continue;
             }
             let mut seq = batch.sequence();
-            let check = matches!(sink, Sink::Check);
             for e in batch.iter() {
                 let e = e?;
                 if !check {
@@ -1223,18 +1215,11 @@ fn record_wal_sizes(db: &DbInner) -> Result<()> {
     let wals = wals_on_disk(&*db.fs, &db.placement, versions.log_number())?;
     let mut sizes = Vec::with_capacity(wals.len());
     {
+        // (`sync_all` let go of every closed WAL's writer: only the current one is held.)
         let wal = lock(&db.wal);
         for (n, path) in wals {
-            let held = if n == wal.number {
-                wal.writer.as_ref().map(crate::wal::LogWriter::len)
-            } else {
-                wal.unsynced
-                    .iter()
-                    .find(|(m, _)| *m == n)
-                    .map(|(_, w)| w.len())
-            };
-            let size = match held {
-                Some(s) => s,
+            let size = match wal.writer.as_ref().filter(|_| n == wal.number) {
+                Some(w) => w.len(),
                 // A WAL whose writer is gone: its records' end, read (its file may keep
                 // a zero tail a mapped log's last truncation did not make durable).
                 None => records_end(&fs::read_all(&*db.fs, &path)?),

@@ -460,9 +460,9 @@ pub(crate) fn features_of(v: &Version) -> Vec<String> {
 
 /// The record a manifest this build writes starts with: where the database keeps its
 /// files ([`crate::placement::Directories`]).
-pub(crate) fn directories_record(placement: &Placement) -> Vec<u8> {
+pub(crate) fn directories_record(dirs: crate::placement::Directories) -> Vec<u8> {
     VersionEdit {
-        directories: Some(placement.directories()),
+        directories: Some(dirs),
         ..VersionEdit::default()
     }
     .encode()
@@ -731,13 +731,7 @@ impl VersionSet {
         // an open reads it from the manifest's first block before anything else
         // (`recorded_directories`).
         let dirs = self.directories_in_use();
-        w.add_record(
-            &VersionEdit {
-                directories: Some(dirs.clone()),
-                ..VersionEdit::default()
-            }
-            .encode(),
-        )?;
+        w.add_record(&directories_record(dirs.clone()))?;
         self.recorded = dirs;
         let mut snap = VersionEdit {
             features: features_of(&self.current),
