@@ -33,6 +33,10 @@ pub enum ErrorKind {
     /// are refused; reads, deletes and small writes go on. The message names the options
     /// that size the store.
     NoSpace,
+    /// A read-only view ([`crate::Db::open_read_only`]) reached data that the process
+    /// writing the database has replaced since the view opened (pages of persistent memory
+    /// it reused): the view is too old to answer. Open a new view.
+    Stale,
 }
 
 /// An error: a kind plus a human-readable message.

@@ -285,8 +285,16 @@ impl Directories {
     /// copy (or a move) of it was made from: a directory outside the database directory is
     /// used only then (a copy that took the original's directories would replay its WALs,
     /// take its file numbers and delete its files).
+    /// (The same directory reached by another path, through a symbolic link, is here too:
+    /// both paths resolve to one directory. A copy's or a moved database's do not.)
     pub fn written_here(&self, db_dir: &Path) -> bool {
-        self.database().is_none_or(|d| d == absolute(db_dir))
+        self.database().is_none_or(|d| {
+            d == absolute(db_dir)
+                || matches!(
+                    (std::fs::canonicalize(d), std::fs::canonicalize(db_dir)),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        })
     }
 
     /// The recorded directories an open of the database at `db_dir` may read from: each

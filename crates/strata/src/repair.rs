@@ -114,9 +114,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     }
     // Where the database's manifest (or the OPTIONS file) says its files are, where the
     // options do not say.
-    let placement = crate::db::open::known_directories(dir, opts).placement;
     let lock_path = dir.join(filename::LOCK);
     let lock = fs.lock(&lock_path)?;
+    let placement = crate::db::open::known_directories(dir, opts).placement;
     let mut manifests = Vec::new();
     for d in placement.dirs() {
         for name in fs.list(d).unwrap_or_default() {
@@ -162,13 +162,23 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     // A manifest still readable (or else the OPTIONS file) says where the files are,
     // where the options do not.
     let fs = opts.fs.clone();
+    // (Locked first when the directory exists: a writer closing meanwhile may still change
+    // the manifest read for where the files are.)
+    let early_lock = if fs.exists(dir) {
+        Some(fs.lock(&dir.join(filename::LOCK))?)
+    } else {
+        None
+    };
     let known = crate::db::open::known_directories(dir, opts);
     refuse_other_directories(dir, opts, &known)?;
     let placement = known.placement;
     for d in placement.write_dirs() {
         crate::fs::create_dir_durable(&*fs, d)?;
     }
-    let _lock = fs.lock(&dir.join(filename::LOCK))?;
+    let _lock = match early_lock {
+        Some(l) => l,
+        None => fs.lock(&dir.join(filename::LOCK))?,
+    };
     let mut report = RepairReport {
         moved_to: dir.join("lost"),
         ..RepairReport::default()
@@ -340,6 +350,10 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     // The last sequence the WALs replayed so far reach (their records and link records);
     // none after a WAL the obsolete list names (its writes are in tables).
     let mut logged: Option<SeqNo> = None;
+    let newest_written = (1..wals.len())
+        .rev()
+        .find(|&j| crate::db::open::wal_holds_writes(&*fs, &wals[j].0))
+        .unwrap_or(0);
     for (i, (p, n)) in wals.iter().enumerate() {
         if let Some(why) = stopped {
             damage(p, 0, format!("follows {why}: left out"));
@@ -350,13 +364,13 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             logged = None;
             continue;
         }
-        // As recovery reads them: only the newest WAL may end in a write cut short in the
-        // middle of its copy.
+        // As recovery reads them: only the newest WAL that holds writes may end in a write
+        // cut short in the middle of its copy.
         let data = crate::fs::read_all(&*fs, p)?;
-        let mut reader = if i + 1 < wals.len() {
-            LogReader::strict(data)
-        } else {
+        let mut reader = if i >= newest_written {
             LogReader::new(data)
+        } else {
+            LogReader::strict(data)
         };
         let mut records = 0usize;
         loop {
@@ -437,8 +451,8 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                 }
             }
         }
-        if records == 0 && stopped.is_none() && i + 1 < wals.len() {
-            // Not even its link record survived, and a later WAL follows it.
+        if records == 0 && stopped.is_none() && i < newest_written {
+            // Not even its link record survived, and a later WAL with writes follows it.
             stopped = Some("a WAL that lost every record");
         }
     }

@@ -624,3 +624,93 @@ fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
     .unwrap();
     assert_eq!(db.get("key00000").unwrap(), Some(vec![b'v'; 100]));
 }
+
+/// A kill between an open creating its WAL and its manifest edit leaves the WAL before it
+/// with its torn tail, no longer the newest file: it is still the newest WAL that holds
+/// writes, and its tail is a torn tail, not damage to whole writes.
+#[test]
+fn a_torn_wal_behind_an_open_cut_short_is_still_a_torn_tail() {
+    for repair in [false, true] {
+        torn_wal_behind_an_open_cut_short(repair);
+    }
+}
+
+fn torn_wal_behind_an_open_cut_short(repair: bool) {
+    use strata::fs::{FaultFs, FaultRule, FsOp};
+    let fs = MemFs::new();
+    let o = Options {
+        write_buffer_size: 4 << 20,
+        ..opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
+    }
+    let image = fs.crash_clone(strata::fs::CrashMode::Kill { seed: 1 });
+    drop(db);
+    let wals = |fs: &MemFs| -> Vec<PathBuf> {
+        let mut w: Vec<PathBuf> = fs
+            .list(Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".log"))
+            .map(|n| Path::new("/db").join(n))
+            .collect();
+        w.sort();
+        w
+    };
+    let wal = wals(&image).pop().unwrap();
+    // A write cut short in the middle of its copy: its record's head still zeros, the
+    // rest of it copied.
+    let data = strata::fs::read_all(&image, &wal).unwrap();
+    let key = data
+        .windows(4)
+        .rposition(|w| w == b"key0")
+        .expect("the WAL holds writes");
+    let last = String::from_utf8(data[key..key + 8].to_vec()).unwrap();
+    image.corrupt(&wal, key - 21, |b| b[..30].fill(0)).unwrap();
+    // The open replays it and creates its own WAL; its manifest write fails (the kill).
+    let faulty = FaultFs::new(image.clone());
+    faulty.inject(FaultRule::always(FsOp::Append).on_paths("MANIFEST"));
+    assert!(Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(faulty),
+            ..o.clone()
+        }
+    )
+    .is_err());
+    assert_eq!(wals(&image).len(), 2, "the cut-short open left its WAL");
+    if repair {
+        let r = strata::repair(
+            "/db",
+            &Options {
+                fs: Arc::new(image.clone()),
+                ..o.clone()
+            },
+        )
+        .unwrap();
+        assert!(!r.dropped_data(), "{r:?}");
+    }
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(image.clone()),
+            ..o.clone()
+        },
+    )
+    .unwrap_or_else(|e| panic!("the open after the cut-short one was refused: {e}"));
+    assert_eq!(db.get("key02990").unwrap(), Some(vec![b'v'; 100]));
+    assert_eq!(db.get(&last).unwrap(), None, "the torn write");
+    db.put("after", "x").unwrap();
+    drop(db);
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(image.clone()),
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get("after").unwrap(), Some(b"x".to_vec()));
+}

@@ -734,3 +734,193 @@ fn repair_without_options_keeps_recorded_value_files_where_they_are() {
         }
     }
 }
+
+/// A manifest an older build wrote carries no directories record; the record the OPTIONS
+/// file holds tells where files are, but does not hold the manifest to the WAL it names:
+/// an older build's repair named a WAL it never created.
+#[test]
+fn a_manifest_without_a_record_is_not_held_to_its_wal() {
+    let fs = MemFs::new();
+    let o = Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put("k", "v").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    // The manifest as an older build wrote it: the same edits, no directories record (nor
+    // the WAL sizes a clean close records).
+    let current = strata::fs::read_all(&fs, Path::new("/db/CURRENT")).unwrap();
+    let manifest = Path::new("/db").join(String::from_utf8(current).unwrap().trim());
+    let mut reader =
+        strata::internals::wal::LogReader::new(strata::fs::read_all(&fs, &manifest).unwrap());
+    let mut w = strata::internals::wal::LogWriter::new(fs.create(&manifest).unwrap());
+    let mut stripped = 0;
+    while let strata::internals::wal::LogEvent::Record { data, .. } = reader.next_event() {
+        let mut edit = strata::internals::version::VersionEdit::decode(&data).unwrap();
+        stripped += usize::from(edit.directories.take().is_some());
+        edit.wal_sizes.clear();
+        w.add_record(&edit.encode()).unwrap();
+    }
+    w.sync().unwrap();
+    assert_eq!(stripped, 1);
+    assert!(
+        String::from_utf8(strata::fs::read_all(&fs, Path::new("/db/OPTIONS")).unwrap())
+            .unwrap()
+            .contains("# directory ")
+    );
+    for n in fs.list(Path::new("/db")).unwrap() {
+        if n.ends_with(".log") {
+            fs.remove(&Path::new("/db").join(n)).unwrap();
+        }
+    }
+    let db = Db::open("/db", o).unwrap_or_else(|e| panic!("an older build's manifest: {e}"));
+    assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
+}
+
+/// The database reached through a symbolic link to its directory is the same database,
+/// not a copy: its WAL directory outside is read.
+#[cfg(unix)]
+#[test]
+fn a_database_reached_through_a_symbolic_link_reads_its_outside_directories() {
+    let tmp = strata_testkit::TempDir::new("symlink");
+    let (real, link, wal) = (
+        tmp.path().join("real"),
+        tmp.path().join("link"),
+        tmp.path().join("wal"),
+    );
+    let db = Db::open(
+        &real,
+        Options {
+            wal_dir: Some(wal.clone()),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    db.put("k", "in the WAL only").unwrap();
+    drop(db);
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let db = Db::open(&link, Options::default())
+        .unwrap_or_else(|e| panic!("opened through a link: {e}"));
+    assert_eq!(db.get("k").unwrap(), Some(b"in the WAL only".to_vec()));
+}
+
+/// An open that replays the last WALs from a recorded WAL directory it was not given, and
+/// puts its own WAL elsewhere, stops naming that directory as soon as it deleted them: not
+/// at the next manifest. A WAL another database leaves there later is never replayed.
+#[test]
+fn a_wal_directory_drained_by_an_open_is_forgotten_at_once() {
+    let (fs, base) = small_on_mem_fs();
+    let db = Db::open(
+        "/db",
+        Options {
+            wal_dir: Some("/wal".into()),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    db.put("k", "in /wal").unwrap();
+    drop(db);
+    let db = Db::open("/db", base.clone()).unwrap();
+    assert_eq!(db.get("k").unwrap(), Some(b"in /wal".to_vec()));
+    assert!(
+        fs.list(Path::new("/wal"))
+            .unwrap()
+            .iter()
+            .all(|n| !n.ends_with(".log")),
+        "the replayed WAL is gone"
+    );
+    let options =
+        String::from_utf8(strata::fs::read_all(&fs, Path::new("/db/OPTIONS")).unwrap()).unwrap();
+    assert!(!options.contains("/wal"), "{options}");
+    // A crash image now: nothing closed the session that would rewrite the manifest.
+    let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    drop(db);
+    // Another database's WAL in /wal, numbered above every file of ours.
+    let mut w =
+        strata::internals::wal::LogWriter::new(image.create(Path::new("/wal/000900.log")).unwrap());
+    let mut b = WriteBatch::new();
+    b.put("k", "another database's");
+    let mut rec = b.encoded().to_vec();
+    rec[..8].copy_from_slice(&1000u64.to_le_bytes());
+    w.add_record(&rec).unwrap();
+    w.sync().unwrap();
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: Arc::new(image.clone()),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get("k").unwrap(), Some(b"in /wal".to_vec()));
+    drop(db);
+    assert!(image.exists(Path::new("/wal/000900.log")));
+}
+
+/// An obsolete table of ours that an open did not see, in a directory it reads only
+/// because the manifest records it, is left there (it cannot be told from another
+/// database's) but named in the obsolete list: a repair does not take it back with the
+/// key it held, deleted since.
+#[test]
+fn an_obsolete_table_left_in_a_recorded_directory_stays_out_of_a_repair() {
+    let (fs, base) = small_on_mem_fs();
+    let with_lv = Options {
+        level_dir: Some("/lv".into()),
+        ..base.clone()
+    };
+    let tables = |fs: &MemFs| -> Vec<String> {
+        fs.list(Path::new("/lv"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".sst"))
+            .collect()
+    };
+    let db = Db::open("/db", with_lv.clone()).unwrap();
+    db.put("gone", "the old value").unwrap();
+    db.put("kept", "x").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let old: Vec<(String, Vec<u8>)> = tables(&fs)
+        .into_iter()
+        .map(|n| {
+            let bytes = strata::fs::read_all(&fs, &Path::new("/lv").join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect();
+    assert!(!old.is_empty());
+    let db = Db::open("/db", with_lv.clone()).unwrap();
+    db.delete("gone").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    // The old table back on disk, as a crash that undid its deletion would leave it.
+    for (n, bytes) in &old {
+        let p = Path::new("/lv").join(n);
+        if !fs.exists(&p) {
+            let mut f = fs.create(&p).unwrap();
+            f.append(bytes).unwrap();
+            f.sync().unwrap();
+        }
+    }
+    // An open not given /lv reads it because the manifest records it.
+    let db = Db::open("/db", base.clone()).unwrap();
+    assert_eq!(db.get("gone").unwrap(), None);
+    drop(db);
+    for (n, _) in &old {
+        assert!(
+            fs.exists(&Path::new("/lv").join(n)),
+            "{n}: deleted in a directory the open was not given"
+        );
+    }
+    strata::repair("/db", &base).unwrap();
+    let db = Db::open("/db", base).unwrap();
+    assert_eq!(
+        db.get("gone").unwrap(),
+        None,
+        "a repair brought a deleted key back"
+    );
+    assert_eq!(db.get("kept").unwrap(), Some(b"x".to_vec()));
+}

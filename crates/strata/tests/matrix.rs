@@ -689,3 +689,66 @@ fn a_kill_with_large_batches_unflushed_leaves_a_matrix_that_opens() {
     }
     assert_eq!(images, 100);
 }
+
+/// A read-only view beside the writing database: the writer's column compactions free the
+/// pages of rows the view's manifest names and new rows reuse them. Every read of the view
+/// answers what the database held when the view opened, or `Stale` (open a new view):
+/// never another row's bytes as a value, never `Corruption`.
+#[test]
+fn a_read_only_view_never_reads_pages_the_writer_reused() {
+    view_beside_a_writer(Arc::new(MemFs::new()), Path::new("/db"));
+    // On the real file system the generations are atomics in a shared map.
+    let tmp = strata_testkit::TempDir::new("matrix-view");
+    view_beside_a_writer(Arc::new(strata::fs::RealFs::new()), &tmp.path().join("db"));
+}
+
+fn view_beside_a_writer(fs: Arc<dyn Fs>, path: &Path) {
+    let opts =
+        |fs: &Arc<dyn Fs>| (strata_testkit::configs::named("matrixkv").build)(path, fs.clone());
+    let db = Db::open(path, opts(&fs)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..2_500u64 {
+        let v = format!("first-{i}-{}", "y".repeat((i % 50) as usize)).into_bytes();
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let view = Db::open_read_only(path, opts(&fs)).unwrap();
+    // Before the writer moves on, the view reads every key, each read checked.
+    check_gets(&view, &model, "view before the writer moved on");
+    for i in 0..60_000u64 {
+        db.put(key(i), format!("second-{i}")).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let (mut right, mut stale) = (0, 0);
+    for i in 0..5000u64 {
+        let k = key(i);
+        match view.get(&k) {
+            Ok(v) => {
+                assert_eq!(v.as_ref(), model.get(&k), "get {k:?} from the view");
+                right += 1;
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Stale, "get {k:?} from the view: {e}");
+                assert!(e.message().contains("open a new view"), "{e}");
+                stale += 1;
+            }
+        }
+    }
+    assert!(
+        stale > 0,
+        "the writer reused none of the view's pages ({right} right)"
+    );
+    // A scan: the same, or `Stale`.
+    let scanned: Result<Vec<_>, _> = view.iter(ReadOptions::default()).unwrap().collect();
+    if let Err(e) = scanned {
+        assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
+    }
+    drop(view);
+    // A new view reads the database as it is now.
+    let view = Db::open_read_only(path, opts(&fs)).unwrap();
+    for i in 0..5000u64 {
+        assert_eq!(view.get(key(i)).unwrap(), db.get(key(i)).unwrap());
+    }
+}

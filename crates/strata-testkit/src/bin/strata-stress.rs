@@ -666,6 +666,8 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
     .collect();
     let mut read_only_opens = 0u64;
+    // Views whose reads met pages the writer reused since they opened.
+    let mut stale_views = 0u64;
     for i in 0..kills {
         let preset = &presets[i as usize % presets.len()];
         let slow = if i % 3 == 2 { 3 } else { 0 };
@@ -729,6 +731,23 @@ fn crash_loop(a: &Args) -> Result<(), String> {
                 match Db::open_read_only(&db, ro_opts.clone()) {
                     Ok(ro) => {
                         read_only_opens += 1;
+                        // It reads too: a view's reads answer, or say the writer moved on
+                        // under it (`Stale`), never that the writer's work is damage.
+                        let read = ro
+                            .iter(strata::ReadOptions::default())
+                            .and_then(|it| it.take(5000).try_for_each(|r| r.map(|_| ())));
+                        match read {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == strata::ErrorKind::Stale => stale_views += 1,
+                            Err(e) => {
+                                let _ = child.kill();
+                                let _ = child.wait();
+                                return Err(format!(
+                                    "kill {i}: a read-only view beside the writer failed to \
+                                     read: {e}"
+                                ));
+                            }
+                        }
                         drop(ro);
                     }
                     // Before the child's first open finished there may be no database.
@@ -785,7 +804,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, refused opens 0, read-only opens beside the writer {read_only_opens}, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        "crash-loop: kills {kills}, refused opens 0, read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
         total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {

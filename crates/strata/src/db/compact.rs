@@ -536,6 +536,8 @@ impl DbInner {
         ob.pinned.wals.retain(|&n| n >= log_number.0);
         let mut obsolete = ob.must_name();
         let mut doomed: Vec<Doomed> = Vec::new();
+        // Whether the list must name a file this pass leaves.
+        let mut unseen = false;
         let mut dirs: Vec<&std::path::Path> = Vec::new();
         for dir in self.placement.dirs() {
             if !dirs.contains(&dir) {
@@ -554,8 +556,21 @@ impl DbInner {
                 // In a directory only the manifest's record led the open to, only the
                 // files the open found to be the database's: one of ours it did not see
                 // (a WAL below the log number, a crashed job's table) cannot be told apart
-                // from another database's there, and is left.
+                // from another database's there, and is left. The list still names it if
+                // it may be ours: `repair` must not take an obsolete table or WAL of ours
+                // back (nor does it want another database's).
                 if !given && !known.contains(&dir.join(&name)) {
+                    match file {
+                        FileType::Table(n) if n < next && !current.contains(&n) => {
+                            obsolete.tables.insert(n.0);
+                            unseen = true;
+                        }
+                        FileType::Wal(n) if n < log_number => {
+                            obsolete.wals.insert(n.0);
+                            unseen = true;
+                        }
+                        _ => {}
+                    }
                     continue;
                 }
                 let listed = match file {
@@ -581,7 +596,7 @@ impl DbInner {
                 });
             }
         }
-        let lists = doomed.iter().any(|d| d.listed);
+        let lists = unseen || doomed.iter().any(|d| d.listed);
         let db_dir = self.placement.db_dir();
         let first = ob.listed.is_none() && self.fs.exists(&db_dir.join(filename::OBSOLETE));
         let covered = ob.listed.as_ref().is_some_and(|l| l.covers(&obsolete));

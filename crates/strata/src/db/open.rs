@@ -24,11 +24,19 @@ use crate::wal::{LogEvent, LogReader, WalRecoveryMode};
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let fs = opts.fs.clone();
+    // An existing database is locked before its manifest is read for where its files are:
+    // a writer closing meanwhile may still change it. (A new one is locked once its
+    // directory exists, after the checks below: a refused open creates nothing.)
+    let early_lock = if fs.exists(&path.join(filename::CURRENT)) {
+        Some(fs.lock(&path.join(filename::LOCK))?)
+    } else {
+        None
+    };
     let Known {
         placement,
         record: recorded,
     } = known_directories(path, &opts);
-    let fs = opts.fs.clone();
     let exists = fs.exists(&placement.current_path());
     if !exists {
         refuse_files_without_current(&*fs, path, &placement)?;
@@ -54,7 +62,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             fs::create_dir_durable(&*fs, dir)?;
         }
     }
-    let lock_file = fs.lock(&path.join(filename::LOCK))?;
+    let lock_file = match early_lock {
+        Some(l) => l,
+        None => fs.lock(&path.join(filename::LOCK))?,
+    };
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
@@ -193,6 +204,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .prepare()
         .map_err(|e| e.context("opening the L0 layout"))?;
     db.delete_obsolete_files();
+    // (A directory only the replayed WALs kept in use is left now.)
+    lock(&db.versions)
+        .record_directories_again()
+        .map_err(|e| e.context("recording the directories in use"))?;
     fs::write_file_atomic(
         &*db.fs,
         &path.join(filename::OPTIONS),
@@ -442,8 +457,10 @@ fn recover(
     // builds named a WAL they never created, so those are not held to it; nor is log
     // number 0, a creation's snapshot before its first WAL was recorded; nor a manifest
     // whose damaged last record recovery dropped, which may have moved the log number on:
-    // that open keeps the files for repair instead.)
-    if recorded.is_some() && r.log_number.0 != 0 && r.dropped_tail.is_none() {
+    // that open keeps the files for repair instead. A record copied into the OPTIONS file
+    // does not count: an older build's repair may have written the manifest.)
+    let in_manifest = !versions.recorded().0.is_empty();
+    if in_manifest && r.log_number.0 != 0 && r.dropped_tail.is_none() {
         let wals = wals_on_disk(&*opts.fs, placement, r.log_number)?;
         if !wals.iter().any(|(n, _)| *n == r.log_number) {
             let looked: Vec<String> = placement
@@ -606,6 +623,12 @@ fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         )));
     }
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
+    // What a writer may reuse under the view (persistent-memory pages its manifest still
+    // names) is checked against what it was before the manifest is read.
+    versions.set_view(crate::pmem::ViewStart::take(
+        &*fs,
+        placement.dir(crate::placement::PathId::PMEM),
+    ));
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
     let mut kept = Vec::new();
     let last_seq = replay_wals(
@@ -717,7 +740,7 @@ fn kept_after_drop(
 /// Whether the WAL at `path` holds anything but its link record: a creation cut off before
 /// CURRENT was written leaves a WAL with nothing else (no write is taken before CURRENT
 /// exists). Anything that does not read back as exactly that counts as writes.
-fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
+pub(crate) fn wal_holds_writes(fs: &dyn fs::Fs, path: &Path) -> bool {
     let Ok(data) = fs::read_all(fs, path) else {
         return true;
     };
@@ -887,7 +910,14 @@ fn replay_wals(
     // link record): a later WAL whose link names a higher one follows a hole.
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
-    let count = wals.len();
+    // The newest WAL that holds writes: it, and only it, can end in a write cut short. (The
+    // WALs after it hold only link records: an open or a repair killed after it created
+    // its WAL, before its manifest edit moved the log number past the older ones, leaves
+    // one behind the torn tail.)
+    let newest_written = (1..wals.len())
+        .rev()
+        .find(|&j| wal_holds_writes(&**fs, &wals[j].1))
+        .unwrap_or(0);
     let check = matches!(sink, Sink::Check);
     for (i, (number, path)) in wals.iter().enumerate() {
         if stop {
@@ -920,10 +950,11 @@ fn replay_wals(
                 ));
             }
         }
-        let mut reader = if i + 1 < count {
-            LogReader::strict(data)
-        } else {
+        let past_writes = i >= newest_written;
+        let mut reader = if past_writes {
             LogReader::new(data)
+        } else {
+            LogReader::strict(data)
         };
         let mut records = 0usize;
         loop {
@@ -1032,9 +1063,9 @@ fn replay_wals(
                 mem = Arc::new(MemTable::new(0));
             }
         }
-        if records == 0 && i + 1 < count && !stop {
-            // Not even its link record survived, yet a later WAL exists: whatever this one
-            // held is lost, so the later ones must not be replayed after it.
+        if records == 0 && !past_writes && !stop {
+            // Not even its link record survived, yet a later WAL holds writes: whatever
+            // this one held is lost, so the later ones must not be replayed after it.
             hole(
                 opts,
                 path,
@@ -1212,6 +1243,9 @@ pub(crate) fn records_end(data: &[u8]) -> u64 {
 /// crash had torn it, dropping 70,000 acknowledged writes without a word).
 fn record_wal_sizes(db: &DbInner) -> Result<()> {
     let mut versions = lock(&db.versions);
+    // (First, in a manifest of its own if the directories in use changed: the sizes must
+    // be the last record.)
+    versions.record_directories_again()?;
     let wals = wals_on_disk(&*db.fs, &db.placement, versions.log_number())?;
     let mut sizes = Vec::with_capacity(wals.len());
     {

@@ -171,6 +171,15 @@ pub trait PmemRegion: Send + Sync {
         let _ = (offset, len);
         None
     }
+    /// The four bytes at `offset` (a multiple of 4) as one atomic counter, where the
+    /// region is memory this process maps and other processes may map too: counters that
+    /// a writing process and read-only views share (the pages' generations). `None` where
+    /// the region has no such memory; callers then go through `read_into` and `write_at`.
+    /// By default `None`.
+    fn atomic_u32(&self, offset: usize) -> Option<&std::sync::atomic::AtomicU32> {
+        let _ = offset;
+        None
+    }
     /// Makes bytes `offset..offset + len` durable: a power cut from now on keeps them.
     ///
     /// # Errors

@@ -875,6 +875,23 @@ impl PmemRegion for RealRegion {
         Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(r.start), r.len()) })
     }
 
+    fn atomic_u32(&self, offset: usize) -> Option<&std::sync::atomic::AtomicU32> {
+        let r = super::region_range(&self.path, offset, 4, self.len).ok()?;
+        if r.start % 4 != 0 {
+            return None;
+        }
+        // SAFETY: `r` lies inside the mapping (checked above), which lives as long as `self`
+        // and so as long as the reference; the map starts on a page boundary and `r.start`
+        // is a multiple of 4, so the address is aligned for a `u32`. The pointer comes from
+        // the raw map, not from a shared reference, and the map is writable. Every access to
+        // these bytes, in this process and in others mapping the file, goes through atomics
+        // (the callers' contract: bytes used as counters are never read or written
+        // otherwise while mapped).
+        Some(unsafe {
+            std::sync::atomic::AtomicU32::from_ptr(self.map.as_mut_ptr().add(r.start).cast())
+        })
+    }
+
     fn persist(&self, offset: usize, len: usize) -> Result<()> {
         let r = super::region_range(&self.path, offset, len, self.len)?;
         if r.is_empty() {

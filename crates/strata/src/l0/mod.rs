@@ -221,9 +221,10 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// The files that hold this layout's data outside tables and what locates it (the
-    /// matrix's region and row directory). `repair` reads them, then moves them aside;
-    /// `destroy` removes them. By default none.
+    /// The files that hold this layout's data outside tables and what locates it: the data
+    /// first, what locates it last (the matrix's region, its pages' generations, its row
+    /// directory). `repair` reads them, then moves them aside; `destroy` removes them. By
+    /// default none.
     fn own_files(&self) -> Vec<std::path::PathBuf> {
         Vec::new()
     }
@@ -477,6 +478,11 @@ pub(crate) struct L0Context {
     /// region shorter than its recorded size is opened as long as it is (its rows past
     /// the end fail on their own) instead of refused whole.
     pub salvage: bool,
+    /// Set by a read-only open: the layout reads as a view beside a writing process, which
+    /// may reuse persistent-memory pages the view's manifest names. `Some(start)`: what the
+    /// view took of the pages' generations before it read the manifest (`None` inside: no
+    /// generations to check).
+    pub view: Option<Option<Arc<crate::pmem::ViewStart>>>,
 }
 
 impl L0Context {
@@ -488,6 +494,7 @@ impl L0Context {
             placement: placement.clone(),
             shared: Arc::default(),
             salvage: false,
+            view: None,
         }
     }
 }

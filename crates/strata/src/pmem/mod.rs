@@ -8,8 +8,16 @@
 //! lazy deletion, with the versions as the reference counts. Nothing of the table is
 //! persisted: the manifest's layout record names every page in use, and the table is
 //! rebuilt from it at open.
+//!
+//! Read-only views of a live database (`Db::open_read_only`, other processes) hold no
+//! pages: the writer reuses pages their manifest still names. Each page has a generation
+//! in a file beside the region ([`GENERATIONS_NAME`], docs/format/pmem_generations.md)
+//! that the writer bumps when it hands the page out, before anything is written to it; a
+//! view takes the generations before it reads the manifest and checks, after each read,
+//! that the pages it read from still have them ([`ErrorKind::Stale`] otherwise).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -20,6 +28,159 @@ pub(crate) const PAGE: usize = 4096;
 
 /// A run of consecutive pages: `(first page, pages)`.
 pub(crate) type Run = (u32, u32);
+
+/// The pages' generations, in the persistent-memory directory beside the region.
+pub(crate) const GENERATIONS_NAME: &str = "pages.gen";
+
+/// A generation per page of a region: a `u32` each, little-endian, in a file of its own
+/// (docs/format/pmem_generations.md). Shared by the processes that map it: the writer
+/// bumps a page's generation when it hands the page out, views compare.
+struct Generations {
+    file: Arc<dyn PmemRegion>,
+}
+
+impl Generations {
+    /// The file at `path` for `pages` pages: created zeroed if `create` and missing, or
+    /// made again if it is of another size (a region of another size before); `None`
+    /// when not `create` and it is missing or of another size.
+    fn open(fs: &dyn Fs, path: &Path, pages: usize, create: bool) -> Result<Option<Self>> {
+        let len = pages * 4;
+        match fs.file_size(path) {
+            Ok(size) if size == len as u64 => {}
+            Ok(_) if create => fs.remove(path)?,
+            Ok(_) => return Ok(None),
+            Err(_) if !create => return Ok(None),
+            Err(_) => {}
+        }
+        let file = fs.open_region(path, len)?;
+        Ok(Some(Generations { file }))
+    }
+
+    /// Page `page`'s generation.
+    fn get(&self, page: usize) -> Result<u32> {
+        match self.file.atomic_u32(page * 4) {
+            Some(a) => Ok(a.load(Ordering::Acquire)),
+            None => {
+                let mut b = [0u8; 4];
+                self.file.read_into(page * 4, &mut b)?;
+                Ok(u32::from_le_bytes(b))
+            }
+        }
+    }
+
+    /// Moves page `page` to its next generation; anything written to the page afterwards
+    /// is seen by other processes only after the new generation is.
+    fn bump(&self, page: usize) -> Result<()> {
+        match self.file.atomic_u32(page * 4) {
+            // (Acquire and release: the page's later writes stay after it.)
+            Some(a) => {
+                a.fetch_add(1, Ordering::AcqRel);
+            }
+            None => {
+                let g = self.get(page)?.wrapping_add(1);
+                // SAFETY: only the writing process writes these bytes, and it bumps a page
+                // under the page table's lock, one page at a time; readers of a region
+                // without atomics (an in-memory file system) are in this process and go
+                // through the same file system's lock.
+                unsafe { self.file.write_at(page * 4, &g.to_le_bytes())? };
+            }
+        }
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// What a read-only view took of the pages' generations before it read the manifest.
+pub(crate) struct ViewStart {
+    gens: Generations,
+    seen: Vec<u32>,
+}
+
+impl std::fmt::Debug for ViewStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewStart")
+            .field("pages", &self.seen.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ViewStart {
+    /// The generations in `dir` as they are now; `None` when there are none to take (a
+    /// database without persistent-memory pages, or one no writer of this build opened:
+    /// its view checks nothing, as before).
+    pub fn take(fs: &dyn Fs, dir: &Path) -> Option<Arc<ViewStart>> {
+        let path = dir.join(GENERATIONS_NAME);
+        let pages = usize::try_from(fs.file_size(&path).ok()? / 4).ok()?;
+        let gens = Generations::open(fs, &path, pages, false).ok()??;
+        let seen = (0..pages)
+            .map(|p| gens.get(p))
+            .collect::<Result<Vec<u32>>>()
+            .ok()?;
+        Some(Arc::new(ViewStart { gens, seen }))
+    }
+
+    /// Whether the pages under `offset..offset + len` of the region still hold what they
+    /// held when the view started; called after the bytes were copied.
+    fn check(&self, path: &Path, offset: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        fence(Ordering::Acquire);
+        for page in offset / PAGE..=(offset + len - 1) / PAGE {
+            let Some(&seen) = self.seen.get(page) else {
+                continue;
+            };
+            if self.gens.get(page)? != seen {
+                return Err(Error::new(
+                    ErrorKind::Stale,
+                    format!(
+                        "{}: page {page} was reused by the process writing the database \
+                         since this read-only view opened (its L0 moved on): open a new \
+                         view to read the database as it is now",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A region as a read-only view reads it: every read checked against the generations the
+/// view started with, nothing read in place, nothing written.
+struct ViewRegion {
+    inner: Arc<dyn PmemRegion>,
+    start: Arc<ViewStart>,
+    path: PathBuf,
+}
+
+impl PmemRegion for ViewRegion {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    unsafe fn write_at(&self, _offset: usize, _data: &[u8]) -> Result<()> {
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            "a read-only view writes no persistent memory",
+        ))
+    }
+
+    fn read_at(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let out = self.inner.read_at(offset, len)?;
+        self.start.check(&self.path, offset, len)?;
+        Ok(out)
+    }
+
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.inner.read_into(offset, out)?;
+        self.start.check(&self.path, offset, out.len())
+    }
+
+    fn persist(&self, _offset: usize, _len: usize) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// How many holders each page has.
 #[derive(Debug)]
@@ -100,6 +261,11 @@ pub(crate) struct Pages {
     free: std::sync::atomic::AtomicUsize,
     /// An existing region shorter than `len` is opened as long as it is (repair).
     salvage: bool,
+    /// The pages' generations, bumped as pages are handed out (opened on first use; `None`
+    /// for a view or a repair, which hand out none).
+    gens: OnceLock<Option<Generations>>,
+    /// A read-only view's start: every read of the region is checked against it.
+    view: Option<Arc<ViewStart>>,
 }
 
 impl std::fmt::Debug for Pages {
@@ -139,13 +305,47 @@ impl Pages {
             table: Mutex::new(PageTable::new(len / PAGE)),
             free: std::sync::atomic::AtomicUsize::new(len / PAGE),
             salvage: false,
+            gens: OnceLock::new(),
+            view: None,
         }
+    }
+
+    /// These pages, as a read-only view that took `start` before it read the manifest
+    /// reads them (`None`: no generations to check).
+    pub fn viewing(mut self, start: Option<Arc<ViewStart>>) -> Self {
+        self.view = start;
+        self.gens = OnceLock::from(None);
+        self
+    }
+
+    /// Opens (or creates) the generations a writing process bumps, before any view may
+    /// start: a view that finds none checks nothing.
+    ///
+    /// # Errors
+    /// I/O errors creating the file.
+    pub fn start_generations(&self) -> Result<()> {
+        self.generations().map(|_| ())
+    }
+
+    /// The generations this process bumps, opened (or created) on first use.
+    fn generations(&self) -> Result<Option<&Generations>> {
+        if let Some(g) = self.gens.get() {
+            return Ok(g.as_ref());
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let g = if self.salvage {
+            None
+        } else {
+            Generations::open(&*self.fs, &dir.join(GENERATIONS_NAME), self.pages(), true)?
+        };
+        Ok(self.gens.get_or_init(|| g).as_ref())
     }
 
     /// These pages, for repair: an existing region shorter than `len` (a file cut short)
     /// is opened as long as it is, and reads past its end fail, instead of the open.
     pub fn salvaging(mut self) -> Self {
         self.salvage = true;
+        self.gens = OnceLock::from(None);
         self
     }
 
@@ -216,6 +416,14 @@ impl Pages {
                 self.fs.sync_dir(dir)?;
             }
         }
+        let r = match &self.view {
+            Some(start) => Arc::new(ViewRegion {
+                inner: r,
+                start: start.clone(),
+                path: self.path.clone(),
+            }),
+            None => r,
+        };
         Ok(self.region.get_or_init(|| r))
     }
 
@@ -236,6 +444,7 @@ impl Pages {
     /// # Errors
     /// `NoSpace` when every page is held.
     pub fn allocate(&self, into: &mut Held) -> Result<u32> {
+        let gens = self.generations()?;
         let page = self.change(PageTable::allocate).ok_or_else(|| {
             Error::new(
                 ErrorKind::NoSpace,
@@ -248,6 +457,11 @@ impl Pages {
         match into.runs.last_mut() {
             Some((start, len)) if *start + *len == page => *len += 1,
             _ => into.runs.push((page, 1)),
+        }
+        // Before anything is written to it: a view that reads the page after this sees
+        // the new generation.
+        if let Some(g) = gens {
+            g.bump(page as usize)?;
         }
         Ok(page)
     }
@@ -289,7 +503,8 @@ mod tests {
     #[test]
     fn pages_are_free_once_no_holder_is_left() {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-        let pages = Arc::new(Pages::new(fs, PathBuf::from("/r"), 8 * PAGE));
+        fs.create_dir_all(std::path::Path::new("/p")).unwrap();
+        let pages = Arc::new(Pages::new(fs, PathBuf::from("/p/r"), 8 * PAGE));
         let mut w = Held::empty(&pages);
         for _ in 0..3 {
             pages.allocate(&mut w).unwrap();

@@ -529,6 +529,12 @@ impl VersionSet {
         &self.l0
     }
 
+    /// Makes this a read-only view's set (before `recover`): its L0 layouts read as views,
+    /// checked against `start` (`l0::L0Context::view`).
+    pub(crate) fn set_view(&mut self, start: Option<Arc<crate::pmem::ViewStart>>) {
+        self.l0.view = Some(start);
+    }
+
     /// Loads the version named by CURRENT.
     ///
     /// # Errors
@@ -616,6 +622,9 @@ impl VersionSet {
                     // (Only the last record's count: any record after a close's is an
                     // edit of a later session, whose WALs it does not describe.)
                     wal_sizes = edit.wal_sizes.clone();
+                    if let Some(dirs) = &edit.directories {
+                        self.recorded = dirs.clone();
+                    }
                     log_number = edit.log_number.or(log_number);
                     next_file = edit.next_file_number.or(next_file);
                     last_seq = edit.last_sequence.or(last_seq);
@@ -924,6 +933,21 @@ impl VersionSet {
     /// ([`VersionSet::note_session_start`]).
     pub(crate) fn known_files(&self) -> Arc<HashSet<PathBuf>> {
         self.known.clone()
+    }
+
+    /// Starts a new manifest if the directories in use are no longer those the current one
+    /// records: a recorded directory the database has left (its last WAL replayed and
+    /// deleted, its last table compacted away) stops being named at once, not at the next
+    /// manifest, which may be months away: until then a later open would still read (and
+    /// delete in) a directory that may hold another database's files by then.
+    ///
+    /// # Errors
+    /// I/O errors writing the manifest.
+    pub(crate) fn record_directories_again(&mut self) -> Result<()> {
+        if self.directories_in_use() != self.recorded {
+            self.write_new_manifest()?;
+        }
+        Ok(())
     }
 
     /// What the current manifest records of the directories (empty before the first).

@@ -209,6 +209,8 @@ fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shared>> {
     let s = Arc::new(Shared {
         pages: Arc::new(if ctx.salvage {
             pages.salvaging()
+        } else if let Some(start) = &ctx.view {
+            pages.viewing(start.clone())
         } else {
             pages
         }),
@@ -1028,8 +1030,14 @@ impl Level0 for Matrix {
 
     fn own_files(&self) -> Vec<std::path::PathBuf> {
         let sh = &self.0.shared;
+        let dir = sh
+            .pages
+            .path()
+            .parent()
+            .unwrap_or(std::path::Path::new("."));
         vec![
             sh.pages.path().to_path_buf(),
+            dir.join(crate::pmem::GENERATIONS_NAME),
             sh.directory.path().to_path_buf(),
         ]
     }
@@ -1057,7 +1065,9 @@ impl Level0 for Matrix {
 
     fn prepare(&self) -> Result<()> {
         // Creating the region reserves (zero-fills) all of it: 0.2 s for 1 GiB on a tmpfs.
-        self.region().map(|_| ())
+        self.region()?;
+        // The pages' generations, for read-only views started from now on.
+        self.0.shared.pages.start_generations()
     }
 
     fn write_locator(&self) -> Result<()> {
@@ -1239,7 +1249,8 @@ mod tests {
     #[test]
     fn a_cut_row_frees_the_pages_below_its_cut_once_older_layouts_are_gone() {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-        let pages = Arc::new(Pages::new(fs, std::path::PathBuf::from("/r"), 64 * PAGE));
+        fs.create_dir_all(std::path::Path::new("/p")).unwrap();
+        let pages = Arc::new(Pages::new(fs, std::path::PathBuf::from("/p/r"), 64 * PAGE));
         let mut held = Held::empty(&pages);
         for _ in 0..8 {
             pages.allocate(&mut held).unwrap();
