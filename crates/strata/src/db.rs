@@ -287,6 +287,10 @@ pub(crate) struct DbInner {
     pub closed: AtomicBool,
     /// Opened with `Db::open_read_only`: writes, flushes and compactions are refused.
     pub read_only: bool,
+    /// A read-only view's manifest as it read it (what CURRENT named, and how long that
+    /// manifest was): an error a read meets once the database has moved on from it is the
+    /// writer's doing, `Stale` (`DbInner::view_error`).
+    pub view_of: Option<Option<(Vec<u8>, u64)>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// Set when a flush or background compaction leaves its manifest record's sync to the
     /// sync thread (`DbInner::sync_later`), which clears it and makes everything queued for
@@ -631,7 +635,7 @@ impl Db {
     /// As for [`Db::get`].
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.inner.check_open()?;
-        read::get(&self.inner, opts, key.as_ref())
+        read::get(&self.inner, opts, key.as_ref()).map_err(|e| self.inner.view_error(e))
     }
 
     /// Sets `key` to `value`.

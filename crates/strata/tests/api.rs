@@ -767,3 +767,53 @@ fn destroy_and_approximate_size() {
         ErrorKind::InvalidArgument
     );
 }
+
+/// A read-only view beside a writer whose compaction deleted the tables the view's version
+/// names: a read of one the view had not opened yet answers `Stale` (open a new view), not
+/// an I/O error; the same file missing from a database that did not change is what it is.
+#[test]
+fn a_view_that_reaches_what_the_writer_deleted_says_it_is_stale() {
+    let dir = TempDir::new("stale-view");
+    let path = dir.path().join("db");
+    let o = || Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let writer = Db::open(&path, o()).unwrap();
+    for i in 0..3000u32 {
+        writer.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    writer.flush().unwrap();
+    writer.wait_for_compactions().unwrap();
+    let view = Db::open_read_only(&path, o()).unwrap();
+    for i in 0..3000u32 {
+        writer.put(format!("k{i:05}"), format!("w{i}")).unwrap();
+    }
+    writer.flush().unwrap();
+    writer.compact_range(None, None).unwrap();
+    writer.wait_for_compactions().unwrap();
+    let e = view.get(b"k00001").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
+    assert!(e.message().contains("open a new view"), "{e}");
+    let e = view
+        .iter(ReadOptions::default())
+        .unwrap()
+        .find_map(Result::err)
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
+    drop(view);
+    let view = Db::open_read_only(&path, o()).unwrap();
+    assert_eq!(view.get(b"k00001").unwrap().as_deref(), Some(&b"w1"[..]));
+    drop(view);
+    drop(writer);
+    // A table missing from a database nothing writes: an I/O error, as it is.
+    let view = Db::open_read_only(&path, o()).unwrap();
+    let table = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    std::fs::remove_file(&table).unwrap();
+    let e = view.get(b"k00001").unwrap_err();
+    assert_ne!(e.kind(), ErrorKind::Stale, "{e}");
+}

@@ -307,9 +307,9 @@ impl DbIterator {
     /// That error.
     pub fn status(&self) -> Result<()> {
         if let Some(e) = &*self.value_error.borrow() {
-            return Err(e.clone());
+            return Err(self.db.view_error(e.clone()));
         }
-        self.inner.status()
+        self.inner.status().map_err(|e| self.db.view_error(e))
     }
 
     /// Moves to the first key (at or after the lower bound).
@@ -583,7 +583,7 @@ impl Iterator for DbIterator {
                 self.ended = true;
                 self.valid = false;
                 self.inner = MergingIterator::new(Vec::new());
-                return Some(Err(e));
+                return Some(Err(self.db.view_error(e)));
             }
             return Some(Ok((self.key().to_vec(), value)));
         }

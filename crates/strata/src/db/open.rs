@@ -72,7 +72,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut configured = None;
     if exists {
         let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
-        last_seq = r.last_sequence;
         mark_numbers_on_disk(&fs, &placement, &versions);
         let replayed: Vec<PathBuf> = wals_on_disk(&*fs, &placement, r.log_number)?
             .into_iter()
@@ -80,15 +79,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .collect();
         versions.note_session_start(&replayed);
         configured = Some(crate::l0::configured(&opts, versions.l0_context())?);
-        replay_wals(
-            &opts,
-            &placement,
-            &mut versions,
-            r.log_number,
-            last_seq,
-            &r.wal_sizes,
-            Sink::Check,
-        )?;
+        replay_wals(&opts, &placement, &mut versions, &r, Sink::Check)?;
         for dir in placement.write_dirs() {
             fs::create_dir_durable(&*fs, dir)?;
         }
@@ -108,15 +99,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 dropped,
             ));
         }
-        let replayed = replay_wals(
-            &opts,
-            &placement,
-            &mut versions,
-            r.log_number,
-            last_seq,
-            &r.wal_sizes,
-            Sink::Flush(&mut edit),
-        )?;
+        let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Flush(&mut edit))?;
         last_seq = replayed.last_seq;
         // Files a write-time store left open: cut after the last replayed write and named
         // with their extent, in the edit that names the replayed writes' tables. Not
@@ -192,6 +175,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         last_seq,
         lock: Some(lock_file),
         read_only: false,
+        view_of: None,
     };
     let db = build(parts, opts);
     delete_leftovers(&db);
@@ -392,7 +376,7 @@ fn recover(
     placement: &Placement,
     recorded: Option<&Directories>,
 ) -> Result<crate::version::Recovered> {
-    let r = versions.recover()?;
+    let mut r = versions.recover()?;
     let elsewhere = recorded_elsewhere(placement, recorded);
     let unsound = versions.unsound_files()?;
     let resized: Vec<String> = unsound
@@ -477,6 +461,7 @@ fn recover(
                 looked.join(", "),
             )));
         }
+        r.expected_wal = Some(r.log_number);
     }
     Ok(r)
 }
@@ -497,6 +482,8 @@ struct Parts {
     last_seq: SeqNo,
     lock: Option<Box<dyn fs::FileLock>>,
     read_only: bool,
+    /// A read-only view's manifest state (`DbInner::view_of`).
+    view_of: Option<Option<(Vec<u8>, u64)>>,
 }
 
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
@@ -565,6 +552,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         deletion_pass: Mutex::default(),
         _lock: Mutex::new(p.lock),
         read_only: p.read_only,
+        view_of: p.view_of,
         opts,
     })
 }
@@ -582,7 +570,7 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
     let mut tries = 0;
     loop {
         let before = manifest_state(&*opts.fs, path);
-        match open_read_only_once(path, opts.clone()) {
+        match open_read_only_once(path, opts.clone(), &before) {
             Ok(db) => return Ok(db),
             Err(e) if tries < 10 && manifest_state(&*opts.fs, path) != before => {
                 tries += 1;
@@ -599,6 +587,34 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
     }
 }
 
+impl DbInner {
+    /// `e`, met by a read, as the user should see it: in a read-only view of a database
+    /// that has moved on since the view opened, a file of the view's version gone (deleted
+    /// by the writer after its jobs) or a value pointer into a file the view does not
+    /// know (a writer's GC moved the value, in a write the view did not read) is
+    /// `Stale`, never `Corruption`; the same error on a database that did not change is
+    /// what it says.
+    pub(crate) fn view_error(&self, e: Error) -> Error {
+        let Some(opened) = &self.view_of else {
+            return e;
+        };
+        let writers_doing = e.kind() == ErrorKind::Corruption
+            || (e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound));
+        if !writers_doing || manifest_state(&*self.fs, self.placement.db_dir()) == *opened {
+            return e;
+        }
+        Error::new(
+            ErrorKind::Stale,
+            format!(
+                "the database changed since this read-only view opened, and the view reached \
+                 what the writer has since moved or deleted ({}): open a new view (if a new \
+                 view fails the same way, `strata check` the database)",
+                e.message()
+            ),
+        )
+    }
+}
+
 /// What CURRENT names and how long that manifest is (`None` where unreadable): a writer
 /// changes it with every edit.
 fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> Option<(Vec<u8>, u64)> {
@@ -608,8 +624,12 @@ fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> Option<(Vec<u8>, u64)> {
     Some((current, size))
 }
 
-/// One attempt of [`open_read_only`].
-fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+/// One attempt of [`open_read_only`]; `before`: the manifest's state when it began.
+fn open_read_only_once(
+    path: &Path,
+    opts: Options,
+    before: &Option<(Vec<u8>, u64)>,
+) -> Result<Arc<DbInner>> {
     let Known {
         placement,
         record: recorded,
@@ -631,16 +651,43 @@ fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     ));
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
     let mut kept = Vec::new();
-    let last_seq = replay_wals(
-        &opts,
-        &placement,
-        &mut versions,
-        r.log_number,
-        r.last_sequence,
-        &r.wal_sizes,
-        Sink::Keep(&mut kept),
-    )?
-    .last_seq;
+    let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Keep(&mut kept))?;
+    // A replay that stopped early while the writer moved on read a WAL set the writer was
+    // changing (a WAL after the gap deleted first, pointers into files named after the
+    // manifest read): the view would miss writes handed to the OS before it opened, and read
+    // older values of their keys. Read again (`open_read_only` retries); stopped on a
+    // database that did not change, it is the recovery mode's answer to damage.
+    if replayed.stopped && manifest_state(&*fs, path) != *before {
+        return Err(Error::corrupt(format!(
+            "{}: the database changed during the read-only open",
+            path.display()
+        )));
+    }
+    // The WALs were read after the manifest: their last records may point into value
+    // files a writer named since (a GC's new files, which it names before it writes a
+    // pointer into them). The manifest read again now names every file a replayed record
+    // points into, and every table flushed meanwhile (whose writes the memtables may hold
+    // too: the same entries, read once). If that read fails (the writer moved on again),
+    // the first version stands; a pointer it cannot follow reads as `Stale`.
+    let (versions, tables, last_seq, view_of) = {
+        let state = manifest_state(&*fs, path);
+        let (mut again, again_tables) = version_set_and_tables(&opts, &placement);
+        // (The pages' generations again, before this read: rows flushed since are on
+        // pages handed out after the first.)
+        again.set_view(crate::pmem::ViewStart::take(
+            &*fs,
+            placement.dir(crate::placement::PathId::PMEM),
+        ));
+        match recover(&mut again, &opts, &placement, recorded.as_ref()) {
+            Ok(r2) => (
+                again,
+                again_tables,
+                replayed.last_seq.max(r2.last_sequence),
+                state,
+            ),
+            Err(_) => (versions, tables, replayed.last_seq, before.clone()),
+        }
+    };
     let version = versions.current();
     tables.set_live_bytes(version.total_bytes());
     let mem = kept.pop().unwrap_or_else(|| Arc::new(MemTable::new(0)));
@@ -663,6 +710,7 @@ fn open_read_only_once(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         last_seq,
         lock: None,
         read_only: true,
+        view_of: Some(view_of),
     };
     Ok(build(parts, opts))
 }
@@ -831,6 +879,9 @@ struct Replayed {
     /// The newest sequence of a write the replay found (zero if none): every write of an
     /// unflushed memtable above it was lost.
     last_replayed: SeqNo,
+    /// Whether the replay stopped before the last WAL's end (a hole between WALs, a value
+    /// its file lost): the writes after it are left out, as the recovery mode says.
+    stopped: bool,
 }
 
 /// The WALs numbered >= `log_number`, oldest first, in whichever of the placement's
@@ -875,18 +926,30 @@ enum Sink<'a> {
     Check,
 }
 
-/// Replays WALs numbered >= `log_number` into `sink`.
+/// Replays the WALs the manifest recovery `r` read says to (numbered >= its log number)
+/// into `sink`.
 fn replay_wals(
     opts: &Options,
     placement: &Placement,
     versions: &mut VersionSet,
-    log_number: FileNumber,
-    last_seq: SeqNo,
-    recorded_sizes: &[(u64, u64)],
+    r: &crate::version::Recovered,
     mut sink: Sink<'_>,
 ) -> Result<Replayed> {
+    let (log_number, last_seq) = (r.log_number, r.last_sequence);
+    let (recorded_sizes, expected_wal) = (&r.wal_sizes[..], r.expected_wal);
     let fs = &opts.fs;
     let wals = wals_on_disk(&**fs, placement, log_number)?;
+    // The WAL the open's checks found: gone now, a writer beside a read-only open deleted
+    // it after a flush moved its writes into tables this open's manifest does not name.
+    // Its writes would be missing, and older values of their keys read instead (the
+    // open of a read-only view reads the newer manifest: `open_read_only`).
+    if let Some(n) = expected_wal.filter(|n| !wals.iter().any(|(w, _)| w == n)) {
+        return Err(Error::corrupt(format!(
+            "{}: the WAL {} went away during the open",
+            placement.db_dir().display(),
+            filename::wal_name(n)
+        )));
+    }
     // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
     // Every WAL a clean close recorded must be there (the expected one's check covers
     // only the oldest; a lost newest WAL leaves no hole a later one would show).
@@ -1077,6 +1140,7 @@ fn replay_wals(
     let replayed = Replayed {
         last_seq: last_seq.max(last_replayed),
         last_replayed,
+        stopped: stop,
     };
     let edit = match sink {
         Sink::Keep(kept) => {

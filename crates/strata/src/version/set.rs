@@ -345,6 +345,10 @@ pub struct Recovered {
     /// (empty unless the manifest's last record says so: a session that ended otherwise
     /// recorded none).
     pub wal_sizes: Vec<(u64, u64)>,
+    /// The WAL the open found at the log number, as the manifest expects (set by the open's
+    /// checks): a replay that then does not find it lost a race with a writer that deleted
+    /// it (a read-only view's), and would miss its writes.
+    pub expected_wal: Option<FileNumber>,
 }
 
 fn apply(
@@ -678,6 +682,7 @@ impl VersionSet {
             last_sequence: last_seq,
             dropped_tail,
             wal_sizes,
+            expected_wal: None,
         })
     }
 
