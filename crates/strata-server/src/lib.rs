@@ -88,6 +88,37 @@ pub struct Server {
     keys: std::sync::atomic::AtomicI64,
     /// Whether counting at start succeeded (if not, DBSIZE scans).
     keys_counted: AtomicBool,
+    /// The connections open now, by id (CLIENT LIST).
+    sessions: Mutex<std::collections::BTreeMap<u64, ClientEntry>>,
+}
+
+/// What CLIENT LIST says of a connection.
+struct ClientEntry {
+    addr: String,
+    laddr: String,
+    name: Vec<u8>,
+    since: Instant,
+    last: Instant,
+    resp: u8,
+}
+
+impl ClientEntry {
+    /// The connection's line in CLIENT LIST and CLIENT INFO, in Redis's fields (those
+    /// strata-server has nothing to say of are Redis's idle values).
+    fn line(&self, id: u64) -> String {
+        format!(
+            "id={id} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 \
+             psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 \
+             obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 \
+             resp={}\n",
+            self.addr,
+            self.laddr,
+            String::from_utf8_lossy(&self.name),
+            self.since.elapsed().as_secs(),
+            self.last.elapsed().as_secs(),
+            self.resp,
+        )
+    }
 }
 
 /// SCAN cursors: Redis clients want integers, strata resumes at a key.
@@ -208,8 +239,11 @@ fn check_arity(name: &str, ok: bool, out: &mut Out) -> bool {
     ok
 }
 
+/// An integer in the canonical form Redis takes (its `string2ll`): an optional `-`, then
+/// digits with no leading zero; `01`, `-0`, `+1` and ` 1` are not integers.
 fn parse_i64(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
+    let n: i64 = std::str::from_utf8(b).ok()?.parse().ok()?;
+    (n.to_string().as_bytes() == b).then_some(n)
 }
 
 fn upper(b: &[u8]) -> String {
@@ -218,6 +252,8 @@ fn upper(b: &[u8]) -> String {
 
 /// One connection's state.
 struct Session {
+    /// The connection's id (CLIENT ID, HELLO), unique for the server's life.
+    id: u64,
     authed: bool,
     resp3: bool,
     quit: bool,
@@ -226,6 +262,15 @@ struct Session {
     /// pipeline sends MULTI ... EXEC; before, the queued commands ran one by one while the
     /// client saw an error, and a retry applied them twice).
     in_multi: bool,
+}
+
+/// Redis's refusal of a client name with spaces or other characters outside `!`..`~`.
+const BAD_CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// Whether `name` is a client name Redis takes (empty clears the name).
+fn valid_client_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
 /// Whether `given` is the password `expected`, in time that depends on the lengths only
@@ -263,6 +308,7 @@ impl Server {
             connections: AtomicU64::new(0),
             keys: std::sync::atomic::AtomicI64::new(0),
             keys_counted: AtomicBool::new(false),
+            sessions: Mutex::default(),
         };
         if let Ok(n) = server.count_keys() {
             server.keys.store(n as i64, Ordering::Release);
@@ -306,13 +352,36 @@ impl Server {
     /// Serves one connection until it closes, QUITs, breaks the protocol or the server
     /// shuts down.
     pub fn serve(self: &Arc<Self>, mut stream: TcpStream) {
-        self.connections.fetch_add(1, Ordering::Relaxed);
+        let id = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let addr = |a: std::io::Result<std::net::SocketAddr>| {
+            a.map_or_else(|_| "?:0".to_string(), |a| a.to_string())
+        };
+        lock(&self.sessions).insert(
+            id,
+            ClientEntry {
+                addr: addr(stream.peer_addr()),
+                laddr: addr(stream.local_addr()),
+                name: Vec::new(),
+                since: Instant::now(),
+                last: Instant::now(),
+                resp: 2,
+            },
+        );
+        // (Out of the list however this function ends.)
+        struct Leave<'a>(&'a Server, u64);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.sessions).remove(&self.1);
+            }
+        }
+        let _leave = Leave(self, id);
         let _ = stream.set_nodelay(true);
         // Short reads so that shutdown and the idle timeout are noticed; bounded writes so
         // that a client that stops reading cannot hold the shutdown forever.
         let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
         let mut s = Session {
+            id,
             authed: self.config.requirepass.is_none(),
             resp3: false,
             quit: false,
@@ -481,15 +550,22 @@ impl Server {
                     if !arity(argc == 2 || argc == 3, out) {
                         return Ok(());
                     }
+                    // (Only the default user exists: `AUTH <user> <password>` names it, or
+                    // fails as a wrong password does.)
+                    let user_ok = argc == 2 || args[1] == b"default";
                     match &self.config.requirepass {
-                        None => out.error(
+                        None if argc == 2 => out.error(
                             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                         ),
-                        Some(p) if password_matches(p, &args[argc - 1]) => {
+                        None if user_ok => {
                             s.authed = true;
                             out.simple("OK");
                         }
-                        Some(_) => {
+                        Some(p) if user_ok && password_matches(p, &args[argc - 1]) => {
+                            s.authed = true;
+                            out.simple("OK");
+                        }
+                        _ => {
                             std::thread::sleep(FAILED_AUTH_DELAY);
                             out.error(
                                 "WRONGPASS invalid username-password pair or user is disabled.",
@@ -507,14 +583,7 @@ impl Server {
                         }
                     }
                 }
-                "CLIENT" => {
-                    // SETNAME, SETINFO (sent by redis-py and others on connect), ...
-                    match args.get(1).map(|a| upper(a)).as_deref() {
-                        Some("GETNAME") => out.null(),
-                        Some("ID") => out.int(1),
-                        _ => out.simple("OK"),
-                    }
-                }
+                "CLIENT" => self.client(s, args, out),
                 "COMMAND" => match args.get(1).map(|a| upper(a)).as_deref() {
                     Some("COUNT") => out.int(COMMANDS as i64),
                     Some("DOCS") => out.map(0),
@@ -788,7 +857,57 @@ impl Server {
         ids.into_iter().map(|i| lock(&self.stripes[i])).collect()
     }
 
+    /// CLIENT's subcommands that clients send (redis-py's `client_list()`, `client_id()`,
+    /// `client_setname()`, `SETINFO` on connect); any other is an error, never a silent OK.
+    fn client(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
+        let sub = args.get(1).map(|a| upper(a)).unwrap_or_default();
+        let argc = args.len();
+        match sub.as_str() {
+            "ID" if argc == 2 => out.int(s.id as i64),
+            "GETNAME" if argc == 2 => match lock(&self.sessions).get(&s.id) {
+                Some(e) if !e.name.is_empty() => out.bulk(&e.name),
+                _ => out.null(),
+            },
+            "SETNAME" if argc == 3 => {
+                if valid_client_name(&args[2]) {
+                    if let Some(e) = lock(&self.sessions).get_mut(&s.id) {
+                        e.name = args[2].clone();
+                    }
+                    out.simple("OK");
+                } else {
+                    out.error(BAD_CLIENT_NAME);
+                }
+            }
+            "LIST" if argc == 2 => {
+                let list: String = lock(&self.sessions)
+                    .iter()
+                    .map(|(id, e)| e.line(*id))
+                    .collect();
+                out.bulk(list.as_bytes());
+            }
+            "INFO" if argc == 2 => {
+                let line = lock(&self.sessions)
+                    .get(&s.id)
+                    .map(|e| e.line(s.id))
+                    .unwrap_or_default();
+                out.bulk(line.as_bytes());
+            }
+            // Library name and version (redis-py, go-redis send them on connect): noted by
+            // Redis, nothing to do here.
+            "SETINFO" if argc == 4 => out.simple("OK"),
+            "ID" | "GETNAME" | "SETNAME" | "LIST" | "INFO" | "SETINFO" => out.error(&format!(
+                "ERR wrong number of arguments for 'client|{}' command",
+                sub.to_ascii_lowercase()
+            )),
+            _ => out.error(&format!(
+                "ERR strata-server does not implement CLIENT {sub} (it has CLIENT ID, GETNAME, \
+                 SETNAME, LIST, INFO and SETINFO)"
+            )),
+        }
+    }
+
     fn hello(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
+        let mut name: Option<Vec<u8>> = None;
         let mut i = 1;
         if let Some(v) = args.get(1) {
             match parse_i64(v) {
@@ -804,10 +923,11 @@ impl Server {
         while i < args.len() {
             match upper(&args[i]).as_str() {
                 "AUTH" if i + 2 < args.len() => {
+                    let user_ok = args[i + 1] == b"default";
                     match &self.config.requirepass {
-                        Some(p) if password_matches(p, &args[i + 2]) => s.authed = true,
-                        None => s.authed = true,
-                        Some(_) => {
+                        Some(p) if user_ok && password_matches(p, &args[i + 2]) => s.authed = true,
+                        None if user_ok => s.authed = true,
+                        _ => {
                             std::thread::sleep(FAILED_AUTH_DELAY);
                             out.error(
                                 "WRONGPASS invalid username-password pair or user is disabled.",
@@ -817,7 +937,14 @@ impl Server {
                     }
                     i += 3;
                 }
-                "SETNAME" if i + 1 < args.len() => i += 2,
+                "SETNAME" if i + 1 < args.len() => {
+                    if !valid_client_name(&args[i + 1]) {
+                        out.error(BAD_CLIENT_NAME);
+                        return;
+                    }
+                    name = Some(args[i + 1].clone());
+                    i += 2;
+                }
                 _ => {
                     out.error("ERR syntax error in HELLO");
                     return;
@@ -828,6 +955,12 @@ impl Server {
             out.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
             return;
         }
+        if let Some(e) = lock(&self.sessions).get_mut(&s.id) {
+            e.resp = if s.resp3 { 3 } else { 2 };
+            if let Some(n) = name {
+                e.name = n;
+            }
+        }
         out.resp3 = s.resp3;
         out.map(7);
         out.bulk(b"server");
@@ -837,7 +970,7 @@ impl Server {
         out.bulk(b"proto");
         out.int(if s.resp3 { 3 } else { 2 });
         out.bulk(b"id");
-        out.int(self.connections.load(Ordering::Relaxed) as i64);
+        out.int(s.id as i64);
         out.bulk(b"mode");
         out.bulk(b"standalone");
         out.bulk(b"role");

@@ -153,12 +153,18 @@ fn line_int(
 /// An inline command: words separated by spaces, ended by a newline (redis-cli's and
 /// telnet's form).
 fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+    // Redis's 64 KiB for an inline line, or less where the client is held to less (one
+    // that has not authenticated).
+    let cap = limits.max_request.min(64 << 10);
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
-        if buf.len() > 64 << 10 {
+        if buf.len() > cap {
             return Err(ProtocolError("inline request too long".into()));
         }
         return Ok(None);
     };
+    if nl > cap {
+        return Err(ProtocolError("inline request too long".into()));
+    }
     let line = &buf[..nl];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let args: Vec<Vec<u8>> = line

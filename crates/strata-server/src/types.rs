@@ -433,7 +433,9 @@ impl Server {
         let ip = element_prefix(ZSCORE, &args[1]);
         let walk = |emit: &mut dyn FnMut(&[u8], f64)| -> strata::Result<usize> {
             let mut it = self.db.iter(strata::ReadOptions {
-                lower_bound: Some(with(&ip, &ordered(min.0))),
+                // (From the lowest zero when the bound is zero: a member an older build
+                // stored with the score -0, which sorts just below 0, is in range too.)
+                lower_bound: Some(with(&ip, &ordered(if min.0 == 0.0 { -0.0 } else { min.0 }))),
                 upper_bound: Some(end_of(&ip)),
                 snapshot: Some(snap.clone()),
             })?;
@@ -496,11 +498,15 @@ impl Server {
     }
 }
 
+/// A score as Redis reads it; `-0` is zero (stored as `0`: it sorts with it).
 fn parse_score(b: &[u8]) -> Option<f64> {
     match std::str::from_utf8(b).ok()?.to_ascii_lowercase().as_str() {
         "+inf" | "inf" => Some(f64::INFINITY),
         "-inf" => Some(f64::NEG_INFINITY),
-        s => s.parse().ok(),
+        s => s
+            .parse::<f64>()
+            .ok()
+            .map(|x| if x == 0.0 { 0.0 } else { x }),
     }
 }
 

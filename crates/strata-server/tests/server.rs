@@ -788,3 +788,104 @@ fn a_refused_thread_turns_one_client_away() {
     assert_eq!(first.cmd(&["GET", "k"]), bulk("v"), "the server goes on");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The small lies the server once told: CLIENT's names and ids, CLIENT LIST as redis-py
+/// parses it, AUTH with a user name, an unimplemented subcommand answered OK, integers not
+/// in Redis's canonical form, a member scored -0 left out of a range from 0, inline
+/// requests before AUTH longer than the unauthenticated limit.
+#[test]
+fn client_auth_integers_and_zero_scores_answer_as_redis() {
+    let dir = temp_dir("small-lies");
+    let s = Server::start(&dir, &[]);
+    let mut a = s.client();
+    let mut b = s.client();
+    let (Reply::Int(ia), Reply::Int(ib)) = (a.cmd(&["CLIENT", "ID"]), b.cmd(&["CLIENT", "ID"]))
+    else {
+        panic!("CLIENT ID is an integer")
+    };
+    assert_ne!(ia, ib, "each connection has its own id");
+    assert_eq!(a.cmd(&["CLIENT", "GETNAME"]), Reply::Bulk(None));
+    assert_eq!(a.cmd(&["CLIENT", "SETNAME", "worker-1"]), ok());
+    assert_eq!(a.cmd(&["CLIENT", "GETNAME"]), bulk("worker-1"));
+    assert!(matches!(
+        a.cmd(&["CLIENT", "SETNAME", "has space"]),
+        Reply::Error(_)
+    ));
+    let Reply::Bulk(Some(list)) = b.cmd(&["CLIENT", "LIST"]) else {
+        panic!("CLIENT LIST is a bulk string")
+    };
+    let list = String::from_utf8(list).unwrap();
+    let lines: Vec<&str> = list.lines().collect();
+    assert!(lines.len() >= 2, "{list}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("id={ia} ")) && l.contains(" name=worker-1 ")),
+        "{list}"
+    );
+    // Every field as `name=value`, as redis-py's parser expects.
+    for l in &lines {
+        assert!(l.split(' ').all(|f| f.contains('=')), "{l}");
+    }
+    let Reply::Bulk(Some(info)) = a.cmd(&["CLIENT", "INFO"]) else {
+        panic!()
+    };
+    assert!(String::from_utf8(info)
+        .unwrap()
+        .starts_with(&format!("id={ia} ")));
+    for sub in [
+        &["CLIENT", "TRACKING", "on"][..],
+        &["CLIENT", "KILL", "1.2.3.4:5"],
+        &["CLIENT", "PAUSE", "10"],
+    ] {
+        assert!(
+            matches!(a.cmd(sub), Reply::Error(e) if e.contains("does not implement")),
+            "{sub:?}"
+        );
+    }
+    // INCR and its kin take integers only in canonical form.
+    assert_eq!(a.cmd(&["SET", "n", "01"]), ok());
+    assert!(matches!(a.cmd(&["INCR", "n"]), Reply::Error(e) if e.contains("not an integer")));
+    assert_eq!(a.cmd(&["SET", "n", "-0"]), ok());
+    assert!(matches!(a.cmd(&["INCR", "n"]), Reply::Error(_)));
+    assert_eq!(a.cmd(&["SET", "n", "41"]), ok());
+    assert_eq!(a.cmd(&["INCR", "n"]), Reply::Int(42));
+    assert!(matches!(a.cmd(&["INCRBY", "n", "+1"]), Reply::Error(_)));
+    assert_eq!(a.cmd(&["INCRBY", "n", "-2"]), Reply::Int(40));
+    // A member scored -0 is in [0, 1].
+    assert_eq!(
+        a.cmd(&["ZADD", "zn", "-0", "neg-zero", "1", "one", "2", "two"]),
+        Reply::Int(3)
+    );
+    assert_eq!(
+        a.cmd(&["ZRANGEBYSCORE", "zn", "0", "1"]),
+        Reply::Array(vec![bulk("neg-zero"), bulk("one")])
+    );
+    assert_eq!(
+        a.cmd(&["ZRANGEBYSCORE", "zn", "-0", "(1"]),
+        Reply::Array(vec![bulk("neg-zero")])
+    );
+    assert_eq!(
+        a.cmd(&["ZRANGEBYSCORE", "zn", "(0", "2"]),
+        Reply::Array(vec![bulk("one"), bulk("two")])
+    );
+    drop((a, b));
+    drop(s);
+    // AUTH names the default user, or fails as a wrong password does.
+    let s = Server::start(&dir, &["--requirepass", "pw"]);
+    let mut c = s.client();
+    assert!(matches!(c.cmd(&["AUTH", "bob", "pw"]), Reply::Error(e) if e.starts_with("WRONGPASS")));
+    assert!(matches!(
+        c.cmd(&["HELLO", "2", "AUTH", "bob", "pw"]),
+        Reply::Error(e) if e.starts_with("WRONGPASS")
+    ));
+    assert_eq!(c.cmd(&["AUTH", "default", "pw"]), ok());
+    // An inline request before AUTH is held to the unauthenticated limit (16 KiB).
+    let mut u = s.client();
+    let mut line = b"AUTH ".to_vec();
+    line.extend(std::iter::repeat_n(b'x', 32 << 10));
+    line.extend_from_slice(b"\r\n");
+    u.w.write_all(&line).unwrap();
+    assert!(matches!(u.read(), Reply::Error(e) if e.contains("Protocol error")));
+    std::fs::remove_dir_all(&dir).ok();
+}
