@@ -47,6 +47,19 @@ pyo3::create_exception!(
     "Another process (or DB object) holds the database."
 );
 
+pyo3::create_exception!(
+    strata,
+    IteratorInvalidError,
+    Error,
+    "A raw iterator was asked for its entry, or to move, while not on an entry (plyvel's)."
+);
+pyo3::create_exception!(
+    strata,
+    StaleError,
+    Error,
+    "A read-only view reached data the writing process replaced since it opened: open a new one."
+);
+
 /// `strata.IOError`: a `strata.Error` that is also an `OSError` (as Python's own I/O
 /// errors are), made at import with both bases (pyo3's exception macro takes one).
 static IO_ERROR: pyo3::sync::GILOnceCell<Py<pyo3::types::PyType>> = pyo3::sync::GILOnceCell::new();
@@ -65,6 +78,7 @@ fn err(e: strata::Error) -> PyErr {
         K::Closed => ClosedError::new_err(msg),
         K::Poisoned => PoisonedError::new_err(msg),
         K::Busy => BusyError::new_err(msg),
+        K::Stale => StaleError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -102,22 +116,6 @@ fn closed() -> PyErr {
     ClosedError::new_err("the database is closed")
 }
 
-/// The value of `choices` that `value` names.
-fn choice<T: Copy>(name: &str, value: &Bound<'_, PyAny>, choices: &[(&str, T)]) -> PyResult<T> {
-    let given = value.extract::<String>().ok();
-    choices
-        .iter()
-        .find(|(n, _)| Some(*n) == given.as_deref())
-        .map(|&(_, t)| t)
-        .ok_or_else(|| {
-            let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
-            InvalidArgumentError::new_err(format!(
-                "option {name}: expects one of {}",
-                names.join(", ")
-            ))
-        })
-}
-
 /// Applies keyword option `name` = `value` to `o`.
 fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
     let bad = |why: &str| InvalidArgumentError::new_err(format!("option {name}: {why}"));
@@ -140,105 +138,54 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
             .map_err(|_| bad("expects a finite, non-negative number of seconds"))
     };
     let bool_ = || value.extract::<bool>().map_err(|_| bad("expects a bool"));
-    let path = || -> PyResult<Option<std::path::PathBuf>> {
-        if value.is_none() {
-            return Ok(None);
-        }
-        value
-            .extract::<std::path::PathBuf>()
-            .map(Some)
-            .map_err(|_| bad("expects a path"))
-    };
+    let none = value.is_none();
     match name {
-        "create_if_missing" => o.create_if_missing = bool_()?,
-        "error_if_exists" => o.error_if_exists = bool_()?,
-        "write_buffer_size" => o.write_buffer_size = usize_()?,
-        "max_write_buffer_number" => o.max_write_buffer_number = usize_()?,
-        "block_size" => o.block_size = usize_()?,
-        "block_cache_size" => o.block_cache_size = usize_()?,
-        "bloom_bits_per_key" => {
+        // plyvel's names and values, so that plyvel code runs unchanged (`None`, plyvel's
+        // default for most of them, leaves strata's default).
+        "paranoid_checks" => {
+            // strata always verifies what it reads against its checksums and refuses a
+            // damaged database at open: there is nothing stricter to turn on.
+            if !none {
+                bool_()?;
+            }
+        }
+        "lru_cache_size" if !none => o.block_cache_size = usize_()?,
+        "max_file_size" if !none => o.target_file_size_base = u64_()?,
+        "bloom_filter_bits" => {
             o.bloom_bits_per_key = value.extract().map_err(|_| bad("expects an int"))?
         }
-        "target_file_size_base" => o.target_file_size_base = u64_()?,
-        "max_bytes_for_level_base" => o.max_bytes_for_level_base = u64_()?,
-        "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = f64_()?,
-        "level0_file_num_compaction_trigger" => o.level0_file_num_compaction_trigger = usize_()?,
-        "max_open_files" => o.max_open_files = usize_()?,
-        "min_blob_size" => o.min_blob_size = usize_()?,
-        "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = f64_()?,
-        "vlog_segment_size" => o.vlog_segment_size = u64_()?,
-        "vlog_capacity" => o.vlog_capacity = if value.is_none() { None } else { Some(u64_()?) },
-        "value_read_ahead" => o.value_read_ahead = usize_()?,
-        "memtable_filter_ratio" => o.memtable_filter_ratio = f64_()?,
-        "level0_slowdown_writes_trigger" => o.level0_slowdown_writes_trigger = usize_()?,
-        "level0_stop_writes_trigger" => o.level0_stop_writes_trigger = usize_()?,
-        "delayed_write_rate" => o.delayed_write_rate = u64_()?,
-        "num_levels" => o.num_levels = usize_()?,
-        "max_grandparent_overlap_factor" => o.max_grandparent_overlap_factor = u64_()?,
-        "max_mem_compaction_level" => o.max_mem_compaction_level = usize_()?,
-        "read_compaction_bytes" => o.read_compaction_bytes = u64_()?,
-        "read_compaction_min_straight_reads" => o.read_compaction_min_straight_reads = u64_()?,
+        "comparator" | "comparator_name" if !none => {
+            return Err(NotSupportedError::new_err(format!(
+                "option {name}: strata orders keys bytewise (LevelDB's default comparator) \
+                 and takes no other"
+            )))
+        }
+        "lru_cache_size" | "max_file_size" | "comparator" | "comparator_name"
+        | "write_buffer_size" | "max_open_files" | "block_size" | "block_restart_interval"
+            if none => {}
+        // strata has no Snappy: plyvel's default asks for fast block compression, which
+        // here is LZ4 (bytes as plyvel takes them too).
+        "compression" if none => o.compression = strata::Compression::None,
+        "compression" if value.extract::<&[u8]>().is_ok_and(|b| b == b"snappy") => {
+            o.compression = strata::Compression::Lz4
+        }
+        "compression" if value.extract::<String>().is_ok_and(|c| c == "snappy") => {
+            o.compression = strata::Compression::Lz4
+        }
+        // Seconds, as Python counts them (the options text writes `5s`).
         "idle_compaction_delay" => {
-            o.idle_compaction_delay = if value.is_none() { None } else { Some(secs()?) }
+            o.idle_compaction_delay = if none { None } else { Some(secs()?) }
         }
-        "write_stall_limit" => {
-            o.write_stall_limit = if value.is_none() { None } else { Some(secs()?) }
+        "write_stall_limit" => o.write_stall_limit = if none { None } else { Some(secs()?) },
+        // The preset's name for the blob-file store.
+        "value_store" if value.extract::<String>().is_ok_and(|v| v == "blob") => {
+            o.value_store = strata::ValueStoreKind::BlobFiles
         }
-        "block_restart_interval" => o.block_restart_interval = usize_()?,
-        "pin_table_metadata" => o.pin_table_metadata = bool_()?,
-        "migrate_l0_layout" => o.migrate_l0_layout = bool_()?,
-        "l0_skips_l1_wait" => o.l0_skips_l1_wait = bool_()?,
-        "memory_limit" => o.memory_limit = if value.is_none() { None } else { Some(u64_()?) },
-        "max_background_compactions" => o.max_background_compactions = usize_()?,
-        "compaction_yields_to_flush" => o.compaction_yields_to_flush = bool_()?,
-        "separate_flush_thread" => o.separate_flush_thread = bool_()?,
-        "soft_pending_compaction_bytes_limit" => o.soft_pending_compaction_bytes_limit = u64_()?,
-        "hard_pending_compaction_bytes_limit" => o.hard_pending_compaction_bytes_limit = u64_()?,
-        "l0_buckets" => o.l0_buckets = usize_()?,
-        "bucket_compaction_trigger" => o.bucket_compaction_trigger = usize_()?,
-        "bucket_compaction_bytes" => o.bucket_compaction_bytes = u64_()?,
-        "max_manifest_file_size" => o.max_manifest_file_size = u64_()?,
-        "l0_layout" => {
-            use strata::L0Layout as L;
-            o.l0_layout = choice(name, value, &[("flat", L::Flat), ("buckets", L::Buckets)])?;
-        }
-        "wal_recovery_mode" => {
-            use strata::WalRecoveryMode as W;
-            o.wal_recovery_mode = choice(
-                name,
-                value,
-                &[
-                    ("tolerate_torn_tail", W::TolerateTornTail),
-                    ("absolute_consistency", W::AbsoluteConsistency),
-                    ("point_in_time", W::PointInTime),
-                    ("skip_any_corrupted", W::SkipAnyCorrupted),
-                ],
-            )?;
-        }
-        "wal_dir" => o.wal_dir = path()?,
-        "level_dir" => o.level_dir = path()?,
-        "value_dir" => o.value_dir = path()?,
-        "compression" => {
-            use strata::Compression as C;
-            o.compression = choice(name, value, &[("none", C::None), ("lz4", C::Lz4)])?;
-        }
-        "value_store" => {
-            use strata::ValueStoreKind as V;
-            o.value_store = choice(
-                name,
-                value,
-                &[
-                    ("inline", V::Inline),
-                    ("blob", V::BlobFiles),
-                    ("blob_files", V::BlobFiles),
-                    ("vlog", V::VLog),
-                ],
-            )?;
-        }
-        // Every other field of the options text (docs/format/options.md) by its name
-        // there: `pmem_dir`, `wal_in_pmem`, the matrix's, the hash store's and the
-        // coalescing options, the policy enums by their variant names
-        // (`level_sizing="Flattened"`); `fs` is Rust's.
+        // Every other option by its name in the options text (docs/format/options.md), its
+        // value as the text writes it (enums by variant name, in any case, with or without
+        // underscores: `l0_layout="matrix"`, `value_store="hash"`,
+        // `wal_recovery_mode="point_in_time"`): the engine's own parser, so every option
+        // the engine has is here, with no second table to keep in step.
         _ => set_by_text(o, name, value)?,
     }
     Ok(())
@@ -267,6 +214,8 @@ fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) ->
         x.to_string()
     } else if let Ok(p) = value.extract::<std::path::PathBuf>() {
         p.to_string_lossy().into_owned()
+    } else if let Ok(b) = value.extract::<&[u8]>() {
+        String::from_utf8_lossy(b).into_owned()
     } else {
         return Err(bad("expects None, a bool, a number, a string or a path"));
     };
@@ -295,6 +244,28 @@ fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) ->
 #[pyclass(module = "strata")]
 struct DB {
     db: RwLock<Option<Arc<strata::Db>>>,
+    /// The path as given (plyvel's `DB.name`).
+    name: PyObject,
+}
+
+/// A database path as plyvel takes it (`str` or `bytes`), or any `os.PathLike`.
+fn path_of(path: &Bound<'_, PyAny>) -> PyResult<std::path::PathBuf> {
+    if let Ok(b) = path.downcast::<PyBytes>() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            return Ok(std::ffi::OsStr::from_bytes(b.as_bytes()).into());
+        }
+        #[cfg(not(unix))]
+        {
+            return std::str::from_utf8(b.as_bytes())
+                .map(Into::into)
+                .map_err(|_| PyValueError::new_err("a bytes path must be UTF-8 here"));
+        }
+    }
+    path.extract::<std::path::PathBuf>().map_err(|_| {
+        PyTypeError::new_err("the path must be a str, bytes or an os.PathLike (pathlib.Path)")
+    })
 }
 
 impl DB {
@@ -375,14 +346,16 @@ impl DB {
     #[pyo3(signature = (path, create_if_missing=false, preset=None, read_only=false, **options))]
     fn new(
         py: Python<'_>,
-        path: std::path::PathBuf,
-        create_if_missing: bool,
+        path: &Bound<'_, PyAny>,
+        create_if_missing: Option<bool>,
         preset: Option<&str>,
         read_only: bool,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let name = path.clone().unbind();
+        let path = path_of(path)?;
         let mut o = strata::Options::preset(preset.unwrap_or("default")).map_err(err)?;
-        o.create_if_missing = create_if_missing;
+        o.create_if_missing = create_if_missing.unwrap_or(false);
         if let Some(kw) = options {
             for (k, v) in kw.iter() {
                 set_option(&mut o, &k.extract::<String>()?, &v)?;
@@ -399,17 +372,28 @@ impl DB {
             .map_err(err)?;
         Ok(DB {
             db: RwLock::new(Some(Arc::new(db))),
+            name,
         })
     }
 
-    /// The value of `key`, or `default`.
-    #[pyo3(signature = (key, default=None))]
+    /// The path the database was opened with, as given (plyvel's).
+    #[getter]
+    fn name(&self, py: Python<'_>) -> PyObject {
+        self.name.clone_ref(py)
+    }
+
+    /// The value of `key`, or `default`. (`verify_checksums` and `fill_cache` are plyvel's,
+    /// taken and ignored: strata verifies every block it reads, and caches as configured.)
+    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
     fn get(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         default: Option<PyObject>,
+        verify_checksums: bool,
+        fill_cache: bool,
     ) -> PyResult<PyObject> {
+        let _ = (verify_checksums, fill_cache);
         match self.lookup(py, key)?.1 {
             Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
@@ -489,7 +473,7 @@ impl DB {
         slf.get_db()?;
         Ok(WriteBatch {
             db: slf.into(),
-            batch: Some(strata::WriteBatch::new()),
+            batch: strata::WriteBatch::new(),
             sync,
             transaction,
         })
@@ -519,6 +503,44 @@ impl DB {
             .collect()
     }
 
+    /// The bytes of the tables holding keys in `start..stop` (plyvel's).
+    fn approximate_size(&self, start: &Bound<'_, PyAny>, stop: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let db = self.get_db()?;
+        let (lo, hi) = (bytes_of(start, "start")?, bytes_of(stop, "stop")?);
+        db.approximate_size(Some(&lo), Some(&hi)).map_err(err)
+    }
+
+    /// A property as bytes, or None (plyvel's; LevelDB's names are read as strata's:
+    /// `leveldb.stats` is `strata.stats`, `leveldb.sstables` is `strata.tables`).
+    fn get_property(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Option<PyObject>> {
+        let name = String::from_utf8(bytes_of(name, "name")?.into_owned())
+            .map_err(|_| PyValueError::new_err("a property name is UTF-8"))?;
+        let name = match name.strip_prefix("leveldb.") {
+            Some("sstables") => "strata.tables".to_string(),
+            Some(rest) => format!("strata.{rest}"),
+            None => name,
+        };
+        Ok(self
+            .get_db()?
+            .property(&name)
+            .map(|v| PyBytes::new(py, v.as_bytes()).into_any().unbind()))
+    }
+
+    /// A cursor over the whole database (plyvel's `raw_iterator`): `valid()`,
+    /// `seek_to_first()`, `seek_to_last()`, `seek(key)`, `next()`, `prev()`, `key()`,
+    /// `value()`, `item()`; asking an invalid one for its entry or a move raises
+    /// `IteratorInvalidError`.
+    #[pyo3(signature = (verify_checksums=false, fill_cache=true, snapshot=None))]
+    fn raw_iterator(
+        &self,
+        verify_checksums: bool,
+        fill_cache: bool,
+        snapshot: Option<PyRef<'_, Snapshot>>,
+    ) -> PyResult<RawIterator> {
+        let _ = (verify_checksums, fill_cache);
+        RawIterator::new(self.get_db()?, snapshot.as_deref())
+    }
+
     /// A consistent read view (a context manager; released by `close()` or on exit).
     fn snapshot(&self) -> PyResult<Snapshot> {
         let db = self.get_db()?;
@@ -534,7 +556,7 @@ impl DB {
     /// `include_start=False` leaves `start` out, `include_stop=True` takes `stop` in (as
     /// plyvel's). The iterator also moves as plyvel's does: `seek(key)`, `seek_to_start()`,
     /// `seek_to_stop()`, `prev()`, `close()`.
-    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, snapshot=None, include_start=true, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, snapshot=None, include_start=true, include_stop=false, verify_checksums=false, fill_cache=true))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -547,7 +569,10 @@ impl DB {
         snapshot: Option<PyRef<'_, Snapshot>>,
         include_start: bool,
         include_stop: bool,
+        verify_checksums: bool,
+        fill_cache: bool,
     ) -> PyResult<Iter> {
+        let _ = (verify_checksums, fill_cache);
         let args = IterArgs {
             reverse,
             include_key,
@@ -636,19 +661,10 @@ impl DB {
 #[pyclass(module = "strata")]
 struct WriteBatch {
     db: Py<DB>,
-    batch: Option<strata::WriteBatch>,
+    batch: strata::WriteBatch,
     sync: bool,
     /// Discard the batch when its `with` block raises (plyvel's `transaction=True`).
     transaction: bool,
-}
-
-impl WriteBatch {
-    /// The batch still being filled.
-    fn open(&mut self) -> PyResult<&mut strata::WriteBatch> {
-        self.batch
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the batch was already written"))
-    }
 }
 
 #[pymethods]
@@ -656,35 +672,41 @@ impl WriteBatch {
     /// Adds a put.
     fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        self.open()?.put(k, v);
+        self.batch.put(k, v);
         Ok(())
     }
 
     /// Adds a delete.
     fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_of(key, "key")?;
-        self.open()?.delete(k);
+        self.batch.delete(k);
         Ok(())
     }
 
     /// Drops what was added.
     fn clear(&mut self) {
-        if let Some(b) = self.batch.as_mut() {
-            b.clear();
-        }
+        self.batch.clear();
     }
 
-    /// Applies the batch atomically.
+    /// Adds every write of `source`, another batch, after these (plyvel's).
+    fn append(&mut self, source: PyRef<'_, WriteBatch>) {
+        self.batch.append(&source.batch);
+    }
+
+    /// The bytes the batch takes (plyvel's).
+    fn approximate_size(&self) -> usize {
+        self.batch.encoded_len()
+    }
+
+    /// Applies the batch atomically. As plyvel's, the batch is kept: writing it again
+    /// applies it again (`clear()` empties it; leaving a `with` block writes and clears).
     fn write(&mut self, py: Python<'_>) -> PyResult<()> {
-        // A failed write keeps the batch, so it can be written again.
-        let b = self.open()?.clone();
-        self.db.borrow(py).write_batch_now(py, b, self.sync)?;
-        self.batch = None;
-        Ok(())
+        let b = self.batch.clone();
+        self.db.borrow(py).write_batch_now(py, b, self.sync)
     }
 
     fn __len__(&self) -> usize {
-        self.batch.as_ref().map_or(0, strata::WriteBatch::len)
+        self.batch.len()
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -699,11 +721,11 @@ impl WriteBatch {
         _exc: Option<PyObject>,
         _tb: Option<PyObject>,
     ) -> PyResult<bool> {
-        if self.transaction && exc_type.is_some_and(|t| !t.is_none(py)) {
-            self.batch = None; // discarded: the transaction's block raised
-        } else if self.batch.is_some() {
+        if !(self.transaction && exc_type.is_some_and(|t| !t.is_none(py))) {
+            // (A block that raised without `transaction` writes too: plyvel's.)
             self.write(py)?;
         }
+        self.clear();
         Ok(false)
     }
 }
@@ -717,14 +739,17 @@ struct Snapshot {
 
 #[pymethods]
 impl Snapshot {
-    /// The value of `key` as of the snapshot, or `default`.
-    #[pyo3(signature = (key, default=None))]
+    /// The value of `key` as of the snapshot, or `default` (plyvel's keywords taken).
+    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
     fn get(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         default: Option<PyObject>,
+        verify_checksums: bool,
+        fill_cache: bool,
     ) -> PyResult<PyObject> {
+        let _ = (verify_checksums, fill_cache);
         let k = bytes_of(key, "key")?;
         let db = self.db.clone().ok_or_else(closed)?;
         let ro = read_options(Some(self), None, None);
@@ -736,7 +761,7 @@ impl Snapshot {
 
     /// Iterates as of the snapshot: `DB.iterator`'s arguments (plyvel's
     /// `snapshot.iterator()`).
-    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, include_start=true, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, include_start=true, include_stop=false, verify_checksums=false, fill_cache=true))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -748,7 +773,10 @@ impl Snapshot {
         include_value: bool,
         include_start: bool,
         include_stop: bool,
+        verify_checksums: bool,
+        fill_cache: bool,
     ) -> PyResult<Iter> {
+        let _ = (verify_checksums, fill_cache);
         let db = self.db.clone().ok_or_else(closed)?;
         let args = IterArgs {
             reverse,
@@ -758,6 +786,14 @@ impl Snapshot {
             include_stop,
         };
         make_iter(db, Some(self), start, stop, prefix, args)
+    }
+
+    /// A cursor as of the snapshot (`DB.raw_iterator`).
+    #[pyo3(signature = (verify_checksums=false, fill_cache=true))]
+    fn raw_iterator(&self, verify_checksums: bool, fill_cache: bool) -> PyResult<RawIterator> {
+        let _ = (verify_checksums, fill_cache);
+        let db = self.db.clone().ok_or_else(closed)?;
+        RawIterator::new(db, Some(self))
     }
 
     /// Releases the snapshot (also done on leaving a `with` block, or when collected).
@@ -817,11 +853,6 @@ fn make_iter(
     prefix: Option<&Bound<'_, PyAny>>,
     a: IterArgs,
 ) -> PyResult<Iter> {
-    if !a.include_key && !a.include_value {
-        return Err(PyValueError::new_err(
-            "include_key and include_value cannot both be False",
-        ));
-    }
     let owned = |o: &Bound<'_, PyAny>, what| bytes_of(o, what).map(Cow::into_owned);
     // `start` left out / `stop` taken in: the bounds move to the next key.
     let start = start.map(|s| owned(s, "start")).transpose()?;
@@ -922,8 +953,9 @@ impl Iter {
         })
     }
 
-    /// The entry before the iterator's position, moving before it (`None` at the start).
-    fn prev(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+    /// The entry before the iterator's position, moving before it; `StopIteration` at
+    /// the start (plyvel's), after which `next()` returns the first entry.
+    fn prev(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         self.run(py, |it, a| {
             if it.valid() {
                 step(it, a.reverse, false);
@@ -943,17 +975,25 @@ impl Iter {
                 return Ok(None);
             }
             entry(it, a).map(Some)
-        })
+        })?
+        .ok_or_else(|| pyo3::exceptions::PyStopIteration::new_err(()))
     }
 
-    /// Moves to just before the first entry >= `target` (descending: <= `target`).
+    /// Moves to the place between the entries below `target` and those at or above it, as
+    /// plyvel's does in both directions: ascending, `next()` returns the first entry >=
+    /// `target`; descending, `next()` returns the last entry < `target` and `prev()` the
+    /// first >= `target`.
     fn seek(&mut self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
         let t = bytes_of(target, "target")?.into_owned();
         self.run(py, move |it, a| {
+            it.seek(&t);
             if a.reverse {
-                it.seek_for_prev(&t);
-            } else {
-                it.seek(&t);
+                if it.valid() {
+                    it.prev();
+                } else {
+                    it.status()?;
+                    it.seek_to_last();
+                }
             }
             it.status().map(|()| None)
         })?;
@@ -989,6 +1029,126 @@ impl Iter {
     }
 
     /// Releases the iterator (also done when it is collected).
+    fn close(&mut self) {
+        self.it = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// A cursor over a database or snapshot, as LevelDB's own (plyvel's `RawIterator`): it
+/// starts on no entry; `seek_to_first()`, `seek_to_last()` and `seek(key)` place it, and
+/// `next()`, `prev()`, `key()`, `value()` and `item()` raise `IteratorInvalidError` when it
+/// is on none.
+#[pyclass(module = "strata", unsendable)]
+struct RawIterator {
+    /// `None` once closed.
+    it: Option<strata::DbIterator>,
+    _db: Arc<strata::Db>,
+}
+
+impl RawIterator {
+    fn new(db: Arc<strata::Db>, snapshot: Option<&Snapshot>) -> PyResult<Self> {
+        let it = db.iter(read_options(snapshot, None, None)).map_err(err)?;
+        Ok(RawIterator {
+            it: Some(it),
+            _db: db,
+        })
+    }
+
+    /// Runs `f` on the cursor with the GIL released, then reports its status.
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut strata::DbIterator) + Send,
+    ) -> PyResult<()> {
+        let it = self
+            .it
+            .as_mut()
+            .ok_or_else(|| ClosedError::new_err("the iterator is closed"))?;
+        py.allow_threads(|| {
+            f(it);
+            it.status()
+        })
+        .map_err(err)
+    }
+
+    /// The cursor, on an entry.
+    fn on_entry(&self) -> PyResult<&strata::DbIterator> {
+        let it = self
+            .it
+            .as_ref()
+            .ok_or_else(|| ClosedError::new_err("the iterator is closed"))?;
+        it.status().map_err(err)?;
+        if it.valid() {
+            Ok(it)
+        } else {
+            Err(IteratorInvalidError::new_err(()))
+        }
+    }
+}
+
+#[pymethods]
+impl RawIterator {
+    /// Whether it is on an entry.
+    fn valid(&self) -> PyResult<bool> {
+        let it = self
+            .it
+            .as_ref()
+            .ok_or_else(|| ClosedError::new_err("the iterator is closed"))?;
+        Ok(it.valid())
+    }
+
+    fn seek_to_first(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, strata::DbIterator::seek_to_first)
+    }
+
+    fn seek_to_last(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, strata::DbIterator::seek_to_last)
+    }
+
+    /// To the first entry >= `target`.
+    fn seek(&mut self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = bytes_of(target, "target")?.into_owned();
+        self.run(py, move |it| it.seek(&t))
+    }
+
+    fn next(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.on_entry()?;
+        self.run(py, strata::DbIterator::next)
+    }
+
+    fn prev(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.on_entry()?;
+        self.run(py, strata::DbIterator::prev)
+    }
+
+    fn key(&self, py: Python<'_>) -> PyResult<PyObject> {
+        Ok(PyBytes::new(py, self.on_entry()?.key()).into_any().unbind())
+    }
+
+    fn value(&self, py: Python<'_>) -> PyResult<PyObject> {
+        Ok(PyBytes::new(py, self.on_entry()?.value()).into_any().unbind())
+    }
+
+    /// `(key(), value())`.
+    fn item(&self, py: Python<'_>) -> PyResult<(PyObject, PyObject)> {
+        let it = self.on_entry()?;
+        Ok((
+            PyBytes::new(py, it.key()).into_any().unbind(),
+            PyBytes::new(py, it.value()).into_any().unbind(),
+        ))
+    }
+
+    /// Releases the cursor (also done when it is collected).
     fn close(&mut self) {
         self.it = None;
     }
@@ -1070,6 +1230,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WriteBatch>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<Iter>()?;
+    m.add_class::<RawIterator>()?;
     m.add_function(wrap_pyfunction!(destroy_db, m)?)?;
     m.add_function(wrap_pyfunction!(repair_db, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -1099,5 +1260,10 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("PoisonedError", py.get_type::<PoisonedError>())?;
     m.add("BusyError", py.get_type::<BusyError>())?;
+    m.add("StaleError", py.get_type::<StaleError>())?;
+    m.add(
+        "IteratorInvalidError",
+        py.get_type::<IteratorInvalidError>(),
+    )?;
     Ok(())
 }

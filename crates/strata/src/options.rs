@@ -676,9 +676,19 @@ impl std::fmt::Debug for Options {
     }
 }
 
-/// `s` as the variant of `all` whose `Debug` form it is (how `to_text` writes enums).
+/// `s` as the variant of `all` whose `Debug` form it is (how `to_text` writes enums), in
+/// any case and with or without underscores or dashes between words: `Matrix`, `matrix`;
+/// `BlobFiles`, `blob_files`; `TolerateTornTail`, `tolerate-torn-tail` (what the CLI and
+/// the Python package pass through).
 fn variant<T: std::fmt::Debug + Copy>(s: &str, all: &[T]) -> Option<T> {
-    all.iter().copied().find(|v| format!("{v:?}") == s)
+    let norm = |t: &str| -> String {
+        t.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let s = norm(s);
+    all.iter().copied().find(|v| norm(&format!("{v:?}")) == s)
 }
 
 /// A duration as `Duration`'s `Debug` writes it (`5s`, `250ms`, `1.5s`, `20µs`, `7ns`).

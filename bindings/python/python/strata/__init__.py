@@ -16,9 +16,12 @@ from ._strata import (  # noqa: F401
     InvalidArgumentError,
     IOError,
     Iter,
+    IteratorInvalidError,
     NotSupportedError,
     PoisonedError,
+    RawIterator,
     Snapshot,
+    StaleError,
     WriteBatch,
 )
 
@@ -36,6 +39,9 @@ __all__ = [
     "ClosedError",
     "PoisonedError",
     "BusyError",
+    "StaleError",
+    "IteratorInvalidError",
+    "RawIterator",
 ]
 
 from ._strata import destroy_db, repair_db, __version__  # noqa: E402,F401
@@ -101,6 +107,14 @@ class _PrefixedBatch:
     def clear(self):
         self._batch.clear()
 
+    def append(self, source):
+        """Adds `source`'s writes (its keys as that batch wrote them: prefixed by its own
+        view if it is one), as plyvel's does."""
+        self._batch.append(source._batch if isinstance(source, _PrefixedBatch) else source)
+
+    def approximate_size(self):
+        return self._batch.approximate_size()
+
     def write(self):
         self._batch.write()
 
@@ -141,11 +155,12 @@ class _PrefixedSnapshot:
     def __init__(self, snap, prefix):
         self._snap, self.prefix = snap, prefix
 
-    def get(self, key, default=None):
+    def get(self, key, default=None, verify_checksums=False, fill_cache=True):
         return self._snap.get(self.prefix + _key(key), default)
 
     def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
-                 include_value=True, include_start=True, include_stop=False):
+                 include_value=True, include_start=True, include_stop=False,
+                 verify_checksums=False, fill_cache=True):
         return _prefixed_iterator(
             self._snap.iterator, self.prefix, start, stop, prefix, reverse, include_key,
             include_value, include_start, include_stop)
@@ -176,7 +191,7 @@ class PrefixedDB:
             raise TypeError("prefix must be bytes, not str (encode it first, e.g. s.encode())")
         self.db, self.prefix = db, bytes(prefix)
 
-    def get(self, key, default=None):
+    def get(self, key, default=None, verify_checksums=False, fill_cache=True):
         return self.db.get(self.prefix + _key(key), default)
 
     def put(self, key, value, sync=False):
@@ -198,7 +213,8 @@ class PrefixedDB:
         return PrefixedDB(self.db, self.prefix + _key(prefix))
 
     def iterator(self, start=None, stop=None, prefix=None, reverse=False, include_key=True,
-                 include_value=True, snapshot=None, include_start=True, include_stop=False):
+                 include_value=True, snapshot=None, include_start=True, include_stop=False,
+                 verify_checksums=False, fill_cache=True):
         if isinstance(snapshot, _PrefixedSnapshot):
             snapshot = snapshot._snap
         return _prefixed_iterator(
