@@ -286,14 +286,14 @@ impl Directories {
     /// used only then (a copy that took the original's directories would replay its WALs,
     /// take its file numbers and delete its files).
     /// (The same directory reached by another path, through a symbolic link, is here too:
-    /// both paths resolve to one directory. A copy's or a moved database's do not.)
+    /// the open's path resolves to the recorded one. A copy's or a moved database's does
+    /// not.)
     pub fn written_here(&self, db_dir: &Path) -> bool {
+        // (The record holds the path with its links resolved, as it was when written: the
+        // open's path resolved now must be it. Resolving the recorded path now instead
+        // would take a copy, that a link moved to since, for the original.)
         self.database().is_none_or(|d| {
-            d == absolute(db_dir)
-                || matches!(
-                    (std::fs::canonicalize(d), std::fs::canonicalize(db_dir)),
-                    (Ok(a), Ok(b)) if a == b
-                )
+            d == absolute(db_dir) || std::fs::canonicalize(db_dir).is_ok_and(|c| c == d)
         })
     }
 
@@ -410,7 +410,10 @@ impl Placement {
     /// its files are gone (an open then neither lists nor deletes in it).
     pub fn directories_where(&self, in_use: impl Fn(PathId, &Path) -> bool) -> Directories {
         let db = absolute(&self.db_dir);
-        let mut v = vec![(PathId::DB, db.clone())];
+        // The database's own path with its links resolved (`Directories::written_here`);
+        // as given where it cannot be resolved.
+        let resolved = std::fs::canonicalize(&self.db_dir).unwrap_or_else(|_| db.clone());
+        let mut v = vec![(PathId::DB, resolved)];
         let mut slots: Vec<(PathId, &Path)> = RECORDED
             .iter()
             .map(|&id| (id, self.configured(id)))

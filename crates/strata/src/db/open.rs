@@ -572,7 +572,11 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
         let before = manifest_state(&*opts.fs, path);
         match open_read_only_once(path, opts.clone(), &before) {
             Ok(db) => return Ok(db),
-            Err(e) if tries < 10 && manifest_state(&*opts.fs, path) != before => {
+            Err(e)
+                if tries < 10
+                    && (e.kind() == ErrorKind::Stale
+                        || manifest_state(&*opts.fs, path) != before) =>
+            {
                 tries += 1;
                 if let Some(log) = &opts.info_log {
                     log(&format!(
@@ -645,11 +649,21 @@ fn open_read_only_once(
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     // What a writer may reuse under the view (persistent-memory pages its manifest still
     // names) is checked against what it was before the manifest is read.
-    versions.set_view(crate::pmem::ViewStart::take(
-        &*fs,
-        placement.dir(crate::placement::PathId::PMEM),
-    ));
+    let view_start =
+        crate::pmem::ViewStart::take(&*fs, placement.dir(crate::placement::PathId::PMEM));
+    versions.set_view(view_start.clone());
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
+    // A page handed out while the manifest was read may hold a row the manifest names
+    // (every read of it would fail) or one of another since: read again.
+    if view_start.as_ref().is_some_and(|v| v.moved()) {
+        return Err(Error::new(
+            ErrorKind::Stale,
+            format!(
+                "{}: the writer's L0 moved during the read-only open",
+                path.display()
+            ),
+        ));
+    }
     let mut kept = Vec::new();
     let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Keep(&mut kept))?;
     // A replay that stopped early while the writer moved on read a WAL set the writer was
@@ -665,29 +679,29 @@ fn open_read_only_once(
     }
     // The WALs were read after the manifest: their last records may point into value
     // files a writer named since (a GC's new files, which it names before it writes a
-    // pointer into them). The manifest read again now names every file a replayed record
-    // points into, and every table flushed meanwhile (whose writes the memtables may hold
-    // too: the same entries, read once). If that read fails (the writer moved on again),
-    // the first version stands; a pointer it cannot follow reads as `Stale`.
-    let (versions, tables, last_seq, view_of) = {
-        let state = manifest_state(&*fs, path);
-        let (mut again, again_tables) = version_set_and_tables(&opts, &placement);
-        // (The pages' generations again, before this read: rows flushed since are on
-        // pages handed out after the first.)
-        again.set_view(crate::pmem::ViewStart::take(
-            &*fs,
-            placement.dir(crate::placement::PathId::PMEM),
-        ));
-        match recover(&mut again, &opts, &placement, recorded.as_ref()) {
-            Ok(r2) => (
-                again,
-                again_tables,
-                replayed.last_seq.max(r2.last_sequence),
-                state,
-            ),
-            Err(_) => (versions, tables, replayed.last_seq, before.clone()),
+    // pointer into them). The value files a newer read of the manifest names are added to
+    // the view's version, and nothing else of it taken: a value file's bytes never change
+    // under its number, while the newer tables and log number belong with WALs this view
+    // did not replay (taking them with the older WALs' memtables brought back a key whose
+    // delete and value a compaction dropped since). A pointer the view still cannot follow
+    // reads as `Stale` (`DbInner::view_error`).
+    let mut versions = versions;
+    {
+        let (mut again, _) = version_set_and_tables(&opts, &placement);
+        again.set_view(None);
+        if recover(&mut again, &opts, &placement, recorded.as_ref()).is_ok() {
+            let known = versions.current();
+            let added: Vec<crate::vstore::ValueFile> = again
+                .current()
+                .values
+                .values()
+                .filter(|f| !known.values.contains_key(&f.number))
+                .cloned()
+                .collect();
+            versions.adopt_value_files(added)?;
         }
-    };
+    }
+    let (last_seq, view_of) = (replayed.last_seq, before.clone());
     let version = versions.current();
     tables.set_live_bytes(version.total_bytes());
     let mem = kept.pop().unwrap_or_else(|| Arc::new(MemTable::new(0)));
@@ -879,8 +893,9 @@ struct Replayed {
     /// The newest sequence of a write the replay found (zero if none): every write of an
     /// unflushed memtable above it was lost.
     last_replayed: SeqNo,
-    /// Whether the replay stopped before the last WAL's end (a hole between WALs, a value
-    /// its file lost): the writes after it are left out, as the recovery mode says.
+    /// Whether the replay stopped before writes that came after the stop (a hole between
+    /// WALs, a value its file lost, damage before a later WAL with writes): those are left
+    /// out, as the recovery mode says.
     stopped: bool,
 }
 
@@ -969,6 +984,9 @@ fn replay_wals(
     let mut mem = Arc::new(MemTable::new(0));
     let mut value_log_lengths: HashMap<u64, u64> = HashMap::new();
     let mut stop = false;
+    // Whether it stopped before writes that came after (not at the newest writes' torn
+    // tail, where `PointInTime` stops too).
+    let mut early = false;
     // The last sequence replayed from any WAL so far (or vouched for by the first WAL's
     // link record): a later WAL whose link names a higher one follows a hole.
     let mut last_logged: Option<SeqNo> = None;
@@ -1030,6 +1048,7 @@ fn replay_wals(
                     }
                     WalRecoveryMode::PointInTime => {
                         stop = true;
+                        early |= !past_writes;
                         break;
                     }
                     _ => break,
@@ -1042,6 +1061,7 @@ fn replay_wals(
                     WalRecoveryMode::TolerateTornTail if at_tail => break,
                     WalRecoveryMode::PointInTime => {
                         stop = true;
+                        early |= !past_writes;
                         break;
                     }
                     WalRecoveryMode::SkipAnyCorrupted => continue,
@@ -1060,6 +1080,7 @@ fn replay_wals(
                     WalRecoveryMode::SkipAnyCorrupted => continue,
                     WalRecoveryMode::PointInTime => {
                         stop = true;
+                        early |= !past_writes;
                         break;
                     }
                     _ => return Err(Error::corruption(path, offset, e.message())),
@@ -1085,6 +1106,7 @@ fn replay_wals(
                     WalRecoveryMode::SkipAnyCorrupted => continue,
                     _ => {
                         stop = true;
+                        early = true;
                         break;
                     }
                 }
@@ -1092,7 +1114,10 @@ fn replay_wals(
             if batch.is_empty() {
                 // A link record: everything logged up to its sequence came before this WAL.
                 let linked = batch.sequence();
-                if last_logged.is_some_and(|l| linked > l) {
+                // (After WALs that lost every record, the manifest's last sequence is what
+                // is known to have come before.)
+                let before = last_logged.or((i > 0).then_some(last_seq));
+                if before.is_some_and(|l| linked > l) {
                     hole(
                         opts,
                         path,
@@ -1100,6 +1125,7 @@ fn replay_wals(
                         &mut stop,
                     )?;
                     if stop {
+                        early = true;
                         break;
                     }
                 }
@@ -1135,12 +1161,13 @@ fn replay_wals(
                 "this WAL lost every record, and a later WAL exists",
                 &mut stop,
             )?;
+            early |= stop;
         }
     }
     let replayed = Replayed {
         last_seq: last_seq.max(last_replayed),
         last_replayed,
-        stopped: stop,
+        stopped: early,
     };
     let edit = match sink {
         Sink::Keep(kept) => {
@@ -1436,6 +1463,27 @@ mod tests {
             let opened = Db::open("/db", opts(&fs, WalRecoveryMode::default()));
             assert_eq!(opened.is_ok(), torn, "torn {torn}: {:?}", opened.err());
         }
+    }
+
+    /// A WAL that lost every record, followed by one that holds only its link record (an
+    /// open killed before its manifest edit): the link says writes came before it that no
+    /// WAL holds any more, and `AbsoluteConsistency` says so; `TolerateTornTail` opens with
+    /// what the manifest holds.
+    #[test]
+    fn a_lost_wal_before_a_link_only_wal_is_a_hole() {
+        let (fs, later) = with_second_wal(1, true);
+        // The later WAL: its link record only.
+        let mut w = LogWriter::new(fs.create(&later).unwrap());
+        w.add_record(WriteBatch::link(SeqNo(1)).encoded()).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let err = get(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Corruption, "{err}");
+        assert!(err.to_string().contains("lost"), "{err}");
+        assert_eq!(
+            get(&fs, WalRecoveryMode::TolerateTornTail).unwrap(),
+            (None, None)
+        );
     }
 
     #[test]

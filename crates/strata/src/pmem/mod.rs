@@ -119,6 +119,13 @@ impl ViewStart {
         Some(Arc::new(ViewStart { gens, seen }))
     }
 
+    /// Whether a page was handed out since the view took the generations (one taken
+    /// again now differs): the view's manifest may name a row written on it meanwhile,
+    /// whose reads would all fail, or a row whose pages went to another since.
+    pub fn moved(&self) -> bool {
+        (0..self.seen.len()).any(|p| self.gens.get(p).ok() != Some(self.seen[p]))
+    }
+
     /// Whether the pages under `offset..offset + len` of the region still hold what they
     /// held when the view started; called after the bytes were copied.
     fn check(&self, path: &Path, offset: usize, len: usize) -> Result<()> {
@@ -127,10 +134,10 @@ impl ViewStart {
         }
         fence(Ordering::Acquire);
         for page in offset / PAGE..=(offset + len - 1) / PAGE {
-            let Some(&seen) = self.seen.get(page) else {
-                continue;
-            };
-            if self.gens.get(page)? != seen {
+            // (A page past the generations the view took: it took them while the writer
+            // was creating the file, so it cannot vouch for any page.)
+            let seen = self.seen.get(page).copied();
+            if seen.is_none() || self.gens.get(page).ok() != seen {
                 return Err(Error::new(
                     ErrorKind::Stale,
                     format!(
@@ -336,7 +343,14 @@ impl Pages {
         let g = if self.salvage {
             None
         } else {
-            Generations::open(&*self.fs, &dir.join(GENERATIONS_NAME), self.pages(), true)?
+            let path = dir.join(GENERATIONS_NAME);
+            Generations::open(&*self.fs, &path, self.pages(), true).map_err(|e| {
+                e.context(format!(
+                    "creating {} (4 bytes per page of the region: what read-only views \
+                     check the pages they read against)",
+                    path.display()
+                ))
+            })?
         };
         Ok(self.gens.get_or_init(|| g).as_ref())
     }

@@ -533,6 +533,24 @@ impl VersionSet {
         &self.l0
     }
 
+    /// Adds `files` to the current version, recording nothing: a read-only view's, for the
+    /// value files a newer manifest names (`open_read_only`).
+    ///
+    /// # Errors
+    /// `Corruption` if they do not apply.
+    pub(crate) fn adopt_value_files(&mut self, files: Vec<crate::vstore::ValueFile>) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let edit = VersionEdit {
+            new_value_files: files,
+            ..VersionEdit::default()
+        };
+        let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
+        self.install(v);
+        Ok(())
+    }
+
     /// Makes this a read-only view's set (before `recover`): its L0 layouts read as views,
     /// checked against `start` (`l0::L0Context::view`).
     pub(crate) fn set_view(&mut self, start: Option<Arc<crate::pmem::ViewStart>>) {
