@@ -568,8 +568,10 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
     // WAL) the manifest read named: an open that fails while the manifest changed under it
     // reads the newer one (up to ten times) rather than call the writer's work damage.
     let mut tries = 0;
+    let mut first: Option<Option<(Vec<u8>, u64)>> = None;
     loop {
         let before = manifest_state(&*opts.fs, path);
+        first.get_or_insert_with(|| before.clone());
         match open_read_only_once(path, opts.clone(), &before) {
             Ok(db) => return Ok(db),
             Err(e)
@@ -580,11 +582,29 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
                 tries += 1;
                 if let Some(log) = &opts.info_log {
                     log(&format!(
-                        "{}: the manifest changed during a read-only open ({e}); reading \
+                        "{}: the database moved on during a read-only open ({e}); reading \
                          it again",
                         path.display()
                     ));
                 }
+                // (A writer's flush takes tens of milliseconds: the next try after it.)
+                std::thread::sleep(std::time::Duration::from_millis(5 << tries.min(4)));
+            }
+            // Tries spent while a writer kept changing the database: what failed is its
+            // work, not damage.
+            Err(e)
+                if tries >= 10
+                    && e.kind() != ErrorKind::Stale
+                    && first.as_ref() != Some(&manifest_state(&*opts.fs, path)) =>
+            {
+                return Err(Error::new(
+                    ErrorKind::Stale,
+                    format!(
+                        "{}: the database kept changing under a read-only open ({tries} \
+                         tries; the last: {e}): try again, or open it for writing",
+                        path.display()
+                    ),
+                ))
             }
             Err(e) => return Err(e),
         }
@@ -649,21 +669,14 @@ fn open_read_only_once(
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     // What a writer may reuse under the view (persistent-memory pages its manifest still
     // names) is checked against what it was before the manifest is read.
-    let view_start =
-        crate::pmem::ViewStart::take(&*fs, placement.dir(crate::placement::PathId::PMEM));
-    versions.set_view(view_start.clone());
+    versions.set_view(crate::pmem::ViewStart::take(
+        &*fs,
+        placement.dir(crate::placement::PathId::PMEM),
+    ));
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
-    // A page handed out while the manifest was read may hold a row the manifest names
-    // (every read of it would fail) or one of another since: read again.
-    if view_start.as_ref().is_some_and(|v| v.moved()) {
-        return Err(Error::new(
-            ErrorKind::Stale,
-            format!(
-                "{}: the writer's L0 moved during the read-only open",
-                path.display()
-            ),
-        ));
-    }
+    // What L0 keeps outside tables may have moved while the manifest was read (a page of
+    // a row it names handed out meanwhile: every read of it would fail): read again.
+    versions.current().l0.check_view()?;
     let mut kept = Vec::new();
     let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Keep(&mut kept))?;
     // A replay that stopped early while the writer moved on read a WAL set the writer was
@@ -1103,7 +1116,12 @@ fn replay_wals(
                     WalRecoveryMode::AbsoluteConsistency => {
                         return Err(Error::corruption(path, offset, lost));
                     }
-                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    // (Skipped or stopped at, writes after it are missing from a view: it
+                    // reads again if the database changed meanwhile.)
+                    WalRecoveryMode::SkipAnyCorrupted => {
+                        early = true;
+                        continue;
+                    }
                     _ => {
                         stop = true;
                         early = true;
@@ -1118,6 +1136,7 @@ fn replay_wals(
                 // is known to have come before.)
                 let before = last_logged.or((i > 0).then_some(last_seq));
                 if before.is_some_and(|l| linked > l) {
+                    early = true;
                     hole(
                         opts,
                         path,
@@ -1125,7 +1144,6 @@ fn replay_wals(
                         &mut stop,
                     )?;
                     if stop {
-                        early = true;
                         break;
                     }
                 }
@@ -1155,13 +1173,13 @@ fn replay_wals(
         if records == 0 && !past_writes && !stop {
             // Not even its link record survived, yet a later WAL holds writes: whatever
             // this one held is lost, so the later ones must not be replayed after it.
+            early = true;
             hole(
                 opts,
                 path,
                 "this WAL lost every record, and a later WAL exists",
                 &mut stop,
             )?;
-            early |= stop;
         }
     }
     let replayed = Replayed {

@@ -210,6 +210,17 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// For a read-only view beside a writing process: whether what this layout names
+    /// outside tables is still what it was when the view started (the matrix: no page its
+    /// rows hold was handed out since the view took the pages' generations). A view opens
+    /// again when it is not. By default yes.
+    ///
+    /// # Errors
+    /// `Stale` when it moved.
+    fn check_view(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Checks, writing nothing, that the files this layout keeps data in outside tables are
     /// there (the matrix's region, when it holds rows): an open runs it before its first
     /// write, so that a database opened without the directory those files are in is

@@ -119,11 +119,12 @@ impl ViewStart {
         Some(Arc::new(ViewStart { gens, seen }))
     }
 
-    /// Whether a page was handed out since the view took the generations (one taken
-    /// again now differs): the view's manifest may name a row written on it meanwhile,
-    /// whose reads would all fail, or a row whose pages went to another since.
-    pub fn moved(&self) -> bool {
-        (0..self.seen.len()).any(|p| self.gens.get(p).ok() != Some(self.seen[p]))
+    /// Whether page `page` was handed out since the view took the generations (or lies
+    /// past them): the view's manifest may name a row written on it meanwhile, whose reads
+    /// would all fail, or a row whose page went to another since.
+    fn moved(&self, page: usize) -> bool {
+        let seen = self.seen.get(page).copied();
+        seen.is_none() || self.gens.get(page).ok() != seen
     }
 
     /// Whether the pages under `offset..offset + len` of the region still hold what they
@@ -136,8 +137,7 @@ impl ViewStart {
         for page in offset / PAGE..=(offset + len - 1) / PAGE {
             // (A page past the generations the view took: it took them while the writer
             // was creating the file, so it cannot vouch for any page.)
-            let seen = self.seen.get(page).copied();
-            if seen.is_none() || self.gens.get(page).ok() != seen {
+            if self.moved(page) {
                 return Err(Error::new(
                     ErrorKind::Stale,
                     format!(
@@ -323,6 +323,28 @@ impl Pages {
         self.view = start;
         self.gens = OnceLock::from(None);
         self
+    }
+
+    /// For a read-only view: whether pages `first..first + n` still have the generations
+    /// the view took before it read the manifest (the pages of a row that manifest names).
+    ///
+    /// # Errors
+    /// `Stale` when one was handed out since.
+    pub fn check_view(&self, first: u32, n: u32) -> Result<()> {
+        let Some(start) = &self.view else {
+            return Ok(());
+        };
+        match (first..first + n).find(|&p| start.moved(p as usize)) {
+            None => Ok(()),
+            Some(p) => Err(Error::new(
+                ErrorKind::Stale,
+                format!(
+                    "{}: page {p}, of a row the manifest names, was handed out while this \
+                     read-only view read the manifest",
+                    self.path.display()
+                ),
+            )),
+        }
     }
 
     /// Opens (or creates) the generations a writing process bumps, before any view may

@@ -1042,6 +1042,16 @@ impl Level0 for Matrix {
         ]
     }
 
+    fn check_view(&self) -> Result<()> {
+        let pages = &self.0.shared.pages;
+        for row in &self.0.rows {
+            for &(first, n) in row._hold.runs() {
+                pages.check_view(first, n)?;
+            }
+        }
+        Ok(())
+    }
+
     fn check_files(&self) -> Result<()> {
         let path = self.0.shared.pages.path();
         let fs = self.0.shared.pages.fs();
