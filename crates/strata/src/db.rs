@@ -19,7 +19,7 @@ mod write;
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 pub use iter::DbIterator;
@@ -383,9 +383,7 @@ pub(crate) fn coarse_nanos() -> u64 {
     u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+pub(crate) use crate::sync::lock;
 
 impl DbInner {
     /// Now, in nanoseconds since the open, on the coarse clock ([`coarse_nanos`]): what the

@@ -36,6 +36,7 @@ mod pmem;
 mod repair;
 mod sst;
 mod stats;
+mod sync;
 mod table_cache;
 mod version;
 mod version_filter;

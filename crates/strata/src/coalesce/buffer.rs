@@ -171,7 +171,7 @@ impl Buffer {
     }
 
     fn sorted_view(&self) -> Arc<SortedView> {
-        let mut cached = crate::db::lock(&self.sorted);
+        let mut cached = crate::sync::lock(&self.sorted);
         let n = self.count.load(Ordering::Acquire);
         let old = match cached.as_ref() {
             Some(v) if v.items.len() == n => return v.clone(),
@@ -316,7 +316,7 @@ impl Side for Buffer {
         if n >= self.max_items {
             return false;
         }
-        let mut w = crate::db::lock(&self.writer);
+        let mut w = crate::sync::lock(&self.writer);
         let (slot, older, tag) = self.find(user_key);
         let ikey_len = user_key.len() + 8;
         let size = HEADER + ikey_len + value.len();

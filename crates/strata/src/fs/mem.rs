@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{FileLock, Fs, PmemRegion, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, ErrorKind, Result};
+use crate::sync::lock;
 
 /// How [`MemFs::crash_clone`] treats bytes that were appended but not synced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,10 +118,6 @@ fn dir_durable(durable_dirs: &BTreeSet<PathBuf>, dir: &Path) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct MemFs {
     state: Arc<Mutex<State>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn not_found(op: &str, path: &Path) -> Error {

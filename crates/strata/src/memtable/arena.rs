@@ -33,13 +33,13 @@ impl ChunkPool {
     }
 
     fn take(&self) -> Option<memmap2::MmapMut> {
-        crate::db::lock(&self.chunks).pop()
+        crate::sync::lock(&self.chunks).pop()
     }
 
     /// Keeps what fits, unmaps the rest (outside the lock).
     fn give(&self, mut chunks: Vec<memmap2::MmapMut>) {
         {
-            let mut pool = crate::db::lock(&self.chunks);
+            let mut pool = crate::sync::lock(&self.chunks);
             let keep = self.max_chunks.saturating_sub(pool.len()).min(chunks.len());
             pool.extend(chunks.drain(..keep));
         }
@@ -48,7 +48,7 @@ impl ChunkPool {
 
     /// Bytes held for the next arenas.
     pub fn bytes(&self) -> usize {
-        crate::db::lock(&self.chunks).len() * CHUNK
+        crate::sync::lock(&self.chunks).len() * CHUNK
     }
 }
 

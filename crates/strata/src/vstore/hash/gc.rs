@@ -43,6 +43,7 @@ use crate::memtable::Lookup;
 use crate::options::{HashGcPolicy, HashWhenFull};
 use crate::placement::Placement;
 use crate::stats::Stats;
+use crate::sync::lock;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::{
     files_of, GcContext, GcView, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
@@ -50,10 +51,6 @@ use crate::vstore::{
 
 /// GC starts when the reserve in use passes this fraction of the reserve.
 const TRIGGER: f64 = 0.9;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The hash store's GC job of one database.
 pub(super) struct HashGc {

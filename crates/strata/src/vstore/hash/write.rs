@@ -35,12 +35,9 @@ use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
 use crate::key::{SeqNo, ValueKind};
 use crate::placement::{FileKind, PathId, Placement};
+use crate::sync::lock;
 use crate::version::Version;
 use crate::vstore::{file_path, NewValueFiles, StoreEnv, ValueFile, ValuePointer, WriteSeparator};
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// One group's open file.
 struct OpenFile {

@@ -13,13 +13,14 @@
 
 use std::sync::Mutex;
 
-use super::{lock, ValueLog, ID};
+use super::{ValueLog, ID};
 use crate::error::Result;
 use crate::fs::Fs;
 use crate::key::SeqNo;
 use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::stats::Stats;
+use crate::sync::lock;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::{
     files_of, GcContext, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,

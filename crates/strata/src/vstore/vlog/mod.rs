@@ -18,7 +18,7 @@
 
 mod gc;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -27,6 +27,7 @@ use crate::fs::{Fs, ReadAccess, WritableFile};
 use crate::key::ValueKind;
 use crate::options::{Options, ValueStoreKind};
 use crate::placement::{FileKind, PathId, Placement};
+use crate::sync::lock;
 use crate::version::Version;
 use crate::vstore::{
     files_of, record, NewValueFiles, Store, StoreEnv, StoreId, ValueFile, ValueGc, ValuePointer,
@@ -38,12 +39,6 @@ pub(crate) const ID: StoreId = StoreId(2);
 
 /// Manifest tag of `new_vlog_segment`, the record naming a segment (docs/format/manifest.md).
 const TAG_NEW_SEGMENT: u32 = 13;
-
-/// Locks `m` whether or not a panicking thread poisoned it, as the database's own helper
-/// does; kept here because a store sits below the database and does not import from it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The format feature a database with value-log segments names in its manifest.
 pub(crate) const FEATURE: &str = "vlog";
