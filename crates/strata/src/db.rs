@@ -3,10 +3,11 @@
 //! A thin facade: opening and recovery live in `db/open.rs`, the write path (group commit,
 //! memtable switches, write stalls) in `db/write.rs`, point reads in `db/read.rs`, the user
 //! iterator in `db/iter.rs`, flush in `db/flush.rs`, compaction and file cleanup in
-//! `db/compact.rs`, and the background threads in [`crate::bg`].
+//! `db/compact.rs`, and the background threads in `db/bg.rs`.
 //!
 //! `Db` is `Send + Sync`: share it by `&` or `Arc`. Dropping it closes it.
 
+mod bg;
 mod compact;
 mod flush;
 mod iter;

@@ -13,7 +13,6 @@
 //! Start at [`Db`]; ARCHITECTURE.md maps the write and read paths to the modules below.
 
 mod batch;
-mod bg;
 mod cache;
 mod coalesce;
 mod coding;

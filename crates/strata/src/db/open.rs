@@ -198,7 +198,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         options_file_text(&db.opts, lock(&db.versions).recorded()).as_bytes(),
     )
     .map_err(|e| e.context("recording the options in OPTIONS"))?;
-    crate::bg::start(&db);
+    super::bg::start(&db);
     Ok(db)
 }
 

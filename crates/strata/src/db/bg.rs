@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{lock, DbInner, State};
 use crate::compaction::Compaction;
-use crate::db::{lock, DbInner, State};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Starts the threads the options ask for.
