@@ -13,7 +13,6 @@ mod flush;
 mod iter;
 pub(crate) mod open;
 mod read;
-mod snapshot;
 pub(crate) mod value_gc;
 mod write;
 
@@ -23,9 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+pub use crate::snapshot::Snapshot;
+pub(crate) use crate::snapshot::SnapshotList;
 pub use iter::DbIterator;
-pub use snapshot::Snapshot;
-pub(crate) use snapshot::SnapshotList;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, ErrorKind, Result};

@@ -33,6 +33,7 @@ mod options;
 mod placement;
 mod pmem;
 mod repair;
+mod snapshot;
 mod sst;
 mod stats;
 mod sync;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RealFs};
+use crate::snapshot::Snapshot;
 use crate::sst::{Compression, TableOptions};
 use crate::wal::WalRecoveryMode;
-use crate::Snapshot;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -1380,19 +1380,6 @@ impl Options {
             level0_slowdown_writes_trigger: 115,
             level0_stop_writes_trigger: 126,
             ..Options::rocksdb()
-        }
-    }
-
-    /// How the table cache reads tables: `table_reads` if set, else by size against three
-    /// quarters of what the memtables and block cache leave of `memory_limit` (or of the
-    /// memory detected, when that is unset).
-    pub(crate) fn table_reads_policy(&self) -> crate::table_cache::TableReads {
-        use crate::table_cache::TableReads;
-        if let Some(a) = self.table_reads {
-            return TableReads::Fixed(a);
-        }
-        TableReads::BySize {
-            budget: self.page_cache_budget(),
         }
     }
 

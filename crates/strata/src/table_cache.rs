@@ -54,6 +54,20 @@ pub enum TableReads {
     },
 }
 
+impl TableReads {
+    /// How `opts` asks tables to be read: `table_reads` if set, else by size against three
+    /// quarters of what the memtables and block cache leave of `memory_limit` (or of the
+    /// memory detected, when that is unset).
+    pub(crate) fn of(opts: &crate::options::Options) -> Self {
+        match opts.table_reads {
+            Some(a) => TableReads::Fixed(a),
+            None => TableReads::BySize {
+                budget: opts.page_cache_budget(),
+            },
+        }
+    }
+}
+
 /// What the cache's tables asked of their files (compactions' reads included): while
 /// opening (footer, index, filter, properties) and afterwards (data blocks, and the index
 /// and filter of tables that read them through a map without pinning them). For a table

@@ -220,7 +220,10 @@ fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet,
             opts.max_open_files,
             block_cache,
         )
-        .reading(opts.table_reads_policy(), opts.pin_table_metadata),
+        .reading(
+            crate::table_cache::TableReads::of(opts),
+            opts.pin_table_metadata,
+        ),
     );
     (versions, tables)
 }

@@ -1,5 +1,5 @@
 //! [`Snapshot`]: a pinned sequence number. While it lives, compaction keeps every version it
-//! can see.
+//! can see. (Ground: read options name it, and it needs only a sequence and a lock.)
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +16,7 @@ impl SnapshotList {
     /// A snapshot at the sequence `current` returns, read while the list is locked: a
     /// reader of `sequences` sees the snapshot or runs before its sequence was read.
     pub fn take_with(self: &Arc<Self>, current: impl FnOnce() -> SeqNo) -> Snapshot {
-        let mut live = super::lock(&self.live);
+        let mut live = crate::sync::lock(&self.live);
         let seq = current();
         *live.entry(seq.0).or_default() += 1;
         drop(live);
@@ -30,7 +30,10 @@ impl SnapshotList {
 
     /// Every pinned sequence, ascending.
     pub fn sequences(&self) -> Vec<SeqNo> {
-        super::lock(&self.live).keys().map(|&s| SeqNo(s)).collect()
+        crate::sync::lock(&self.live)
+            .keys()
+            .map(|&s| SeqNo(s))
+            .collect()
     }
 }
 
@@ -42,7 +45,7 @@ struct Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        let mut live = super::lock(&self.list.live);
+        let mut live = crate::sync::lock(&self.list.live);
         if let Some(n) = live.get_mut(&self.seq.0) {
             *n -= 1;
             if *n == 0 {
