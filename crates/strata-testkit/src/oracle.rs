@@ -174,6 +174,20 @@ impl Oracle {
         Ok(Oracle { map, keys })
     }
 
+    /// The oracle at `path` as its writer made it, to read beside that writer; `None` if
+    /// there is none yet (or not a whole one).
+    pub fn open_existing(path: &Path) -> Option<Oracle> {
+        let f = OpenOptions::new().read(true).write(true).open(path).ok()?;
+        // SAFETY: as in `open`; this reader only loads the slots, atomically.
+        let map = unsafe { MmapMut::map_mut(&f) }.ok()?;
+        if map.len() < HEADER || map[..8] != MAGIC.to_le_bytes() || map[8..12] != 2u32.to_le_bytes()
+        {
+            return None;
+        }
+        let keys = u32::from_le_bytes(map[12..16].try_into().ok()?);
+        (map.len() == HEADER + keys as usize * 16).then_some(Oracle { map, keys })
+    }
+
     /// Number of keys.
     pub fn keys(&self) -> u32 {
         self.keys

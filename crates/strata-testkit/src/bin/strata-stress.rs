@@ -458,6 +458,44 @@ fn worker(
     Ok(())
 }
 
+/// Where `entries`, the first entries of a read-only view in key order, are older than
+/// `seen`, each key's state the writer had acknowledged before the view began: a value
+/// written before that state, or a key missing that the state holds and that no write has
+/// touched since (`oracle` now).
+fn view_is_behind(entries: &[(Vec<u8>, Vec<u8>)], seen: &[Slot], oracle: &Path) -> Option<String> {
+    let now = Oracle::open_existing(oracle)?;
+    let untouched = |k: u32| now.committed(k) == seen[k as usize] && !now.pending(k).is_set();
+    let mut next = 0u32;
+    for (key, value) in entries {
+        let k = key_index(key)?;
+        // Keys between the last one and this one are absent in the view.
+        for gap in next..k.min(seen.len() as u32) {
+            if seen[gap as usize].is_set() && !seen[gap as usize].is_absent() && untouched(gap) {
+                return Some(format!(
+                    "key {gap} is missing (it holds write {})",
+                    seen[gap as usize].id()
+                ));
+            }
+        }
+        next = k + 1;
+        let s = seen.get(k as usize)?;
+        let id = std::str::from_utf8(value)
+            .ok()?
+            .split(':')
+            .nth(1)
+            .and_then(|id| id.parse::<u64>().ok());
+        match id {
+            Some(id) if value.as_slice() == value_for(k, id).as_slice() => {
+                if s.is_set() && id < s.id() {
+                    return Some(format!("key {k}: write {id}, older than write {}", s.id()));
+                }
+            }
+            _ => return Some(format!("key {k}: a value no write wrote")),
+        }
+    }
+    None
+}
+
 fn run(a: &Args) -> Result<(), String> {
     let db_path = a.path("db")?;
     let keys: u32 = a.get("keys", 20_000)?;
@@ -614,6 +652,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     let dir = a.path("dir")?;
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let kills: u32 = a.get("kills", 20)?;
+    // The values the children write, for checking what their read-only views read.
+    set_large_values(a.get("large_values", 0.0)?);
+    set_small_values_from(a.get("small_values_from", 0)?);
     // Every this many kills, the manifests and CURRENT are removed and the database is
     // rebuilt by `strata::repair` before it is verified (0: never).
     let repair_every: u32 = a.get("repair_every", 0)?;
@@ -728,14 +769,30 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             let ro_opts = options(&ra)?;
             std::thread::sleep(Duration::from_millis(delay / 3));
             while std::time::Instant::now() < deadline {
+                // What the writer had acknowledged before the view began: the view holds
+                // it, or something newer, for every key.
+                let seen = Oracle::open_existing(&oracle)
+                    .map(|o| (0..o.keys()).map(|k| o.committed(k)).collect::<Vec<Slot>>());
                 match Db::open_read_only(&db, ro_opts.clone()) {
                     Ok(ro) => {
                         read_only_opens += 1;
                         // It reads too: a view's reads answer, or say the writer moved on
-                        // under it (`Stale`), never that the writer's work is damage.
+                        // under it (`Stale`), never that the writer's work is damage; and
+                        // what it answers is never older than what came before it.
                         let read = ro
                             .iter(strata::ReadOptions::default())
-                            .and_then(|it| it.take(5000).try_for_each(|r| r.map(|_| ())));
+                            .and_then(|it| it.take(5000).collect::<strata::Result<Vec<_>>>());
+                        if let (Ok(entries), Some(seen)) = (&read, &seen) {
+                            if let Some(wrong) = view_is_behind(entries, seen, &oracle) {
+                                let _ = child.kill();
+                                let _ = child.wait();
+                                return Err(format!(
+                                    "kill {i}: a read-only view beside the writer answered \
+                                     older than what was acknowledged before it opened: {wrong}"
+                                ));
+                            }
+                        }
+                        let read = read.map(|_| ());
                         match read {
                             Ok(()) => {}
                             Err(e) if e.kind() == strata::ErrorKind::Stale => stale_views += 1,
