@@ -28,7 +28,9 @@
 //! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
 //! begin/commit protocol is exact; every thread reads every key. Reads are verified as they
 //! go (own keys exactly; others when no commit raced the read), bounded scans check own keys,
-//! snapshot reads check own keys against the state at the snapshot. The crash loop runs the
+//! snapshot reads check own keys against the state at the snapshot (thread 0 holds one
+//! snapshot across 200 of its snapshot reads, so value-store GC runs under a long-held
+//! snapshot, and checks it each time). The crash loop runs the
 //! `run` mode as a child, SIGKILLs it after a random delay (every third run with slowed table
 //! writes, so kills land during flushes and compactions), verifies every key, and repairs
 //! the oracle to what survived. With `--repair_every=N`, every Nth killed database loses its
@@ -311,6 +313,7 @@ fn worker(
         let per = (keys - t).div_ceil(threads);
         t + threads * rng.below(u64::from(per.max(1))) as u32
     };
+    let mut long: Option<LongSnapshot> = None;
     while !stop.load(Ordering::Relaxed) {
         c.ops.fetch_add(1, Ordering::Relaxed);
         // `writes` percent of the ops write; the rest read in their usual shares.
@@ -421,6 +424,38 @@ fn worker(
                     }
                 }
             }
+            // A long-held snapshot (thread 0): taken, then checked again at each of this
+            // thread's next 200 snapshot ops while the writes go on (value-store GC runs
+            // under it: it must neither lose what the snapshot reads nor stop).
+            _ if t == 0 && long.as_ref().is_some_and(|l| l.2 > 0) => {
+                let (snap, states, left) = long.as_mut().expect("checked");
+                *left -= 1;
+                let ro = ReadOptions {
+                    snapshot: Some(snap.clone()),
+                    ..Default::default()
+                };
+                for &(k, b) in states.iter() {
+                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
+                    let got = db
+                        .get_opt(&ro, key_for(k))
+                        .map_err(|e| format!("long-held snapshot get: {e}"))?;
+                    if !matches(k, b, got.as_deref()) {
+                        fail(
+                            c,
+                            format!(
+                                "long-held snapshot get of own key {k}: {:?}, expected {b:?}",
+                                got.map(|v| String::from_utf8_lossy(&v).into_owned())
+                            ),
+                        );
+                    }
+                }
+            }
+            _ if t == 0 => {
+                let ks: Vec<u32> = (0..8).map(|_| own(&mut rng)).collect();
+                let snap = db.snapshot();
+                let states = ks.iter().map(|&k| (k, oracle.committed(k))).collect();
+                long = Some((snap, states, 200));
+            }
             // Snapshot: own keys keep their state at the snapshot while we overwrite them.
             _ => {
                 let ks: Vec<u32> = (0..8).map(|_| own(&mut rng)).collect();
@@ -495,6 +530,9 @@ fn view_is_behind(entries: &[(Vec<u8>, Vec<u8>)], seen: &[Slot], oracle: &Path) 
     }
     None
 }
+
+/// Thread 0's long-held snapshot: the snapshot, its keys' states then, checks left.
+type LongSnapshot = (strata::Snapshot, Vec<(u32, Slot)>, u32);
 
 fn run(a: &Args) -> Result<(), String> {
     let db_path = a.path("db")?;
