@@ -10,9 +10,10 @@ use crate::compaction::picker::{self, Compaction, PickContext};
 use crate::compaction::{sizing, CompactionJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
+use crate::fs::DurableFirst;
 use crate::obsolete::ObsoleteList;
 use crate::stats::{Stats, MAX_LEVELS};
-use crate::version::set::{DurableFirst, PendingSync};
+use crate::version::set::PendingSync;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::ValueStore;
 

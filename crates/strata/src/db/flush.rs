@@ -13,13 +13,14 @@ use std::sync::Arc;
 use super::{lock, DbInner};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
+use crate::fs::DurableFirst;
 use crate::l0::Ingest;
 use crate::memtable::MemTable;
 use crate::options::{LevelSizing, Options};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::sst::TableOptions;
 use crate::stats::{Stats, MAX_LEVELS};
-use crate::version::set::{DurableFirst, PendingSync};
+use crate::version::set::PendingSync;
 use crate::version::{Version, VersionEdit};
 
 /// How many manifest records (with the tables they name) may wait for their sync before a

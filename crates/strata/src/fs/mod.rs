@@ -589,3 +589,15 @@ pub(crate) fn check_region_contract(fs: &dyn Fs, dir: &Path) {
     drop(r);
     fs.remove(&path).unwrap();
 }
+
+/// Files an edit names that their writer left unsynced: synced (files, then directories)
+/// before the edit's record is written to the manifest. A flush hands its tables over this
+/// way, so that its memtable leaves without waiting for their sync (docs/design/
+/// core-engine.md, "A flush's tables are synced with its record").
+#[derive(Debug, Default)]
+pub(crate) struct DurableFirst {
+    /// Files to sync.
+    pub files: Vec<std::path::PathBuf>,
+    /// Directories whose entries for them to sync.
+    pub dirs: Vec<std::path::PathBuf>,
+}

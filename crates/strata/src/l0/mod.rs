@@ -35,6 +35,7 @@ pub use matrix::{Matrix, MATRIX_FEATURE};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
+use crate::fs::DurableFirst;
 use crate::fs::Fs;
 use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{self, SeqNo, ValueKind};
@@ -43,7 +44,6 @@ use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
-use crate::version::set::DurableFirst;
 use crate::version_filter::{Verdict, VersionFilter};
 use crate::vstore::{DroppedValues, FlushSeparator, OldestValueFile, ValueFile};
 

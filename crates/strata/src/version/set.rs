@@ -22,7 +22,7 @@ use super::edit::VersionEdit;
 use super::version::Version;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber};
-use crate::fs::{self, Fs};
+use crate::fs::{self, DurableFirst, Fs};
 use crate::key::{self, SeqNo};
 use crate::l0;
 use crate::placement::Placement;
@@ -117,18 +117,6 @@ struct SyncState {
 struct Queued {
     record: Vec<u8>,
     first: DurableFirst,
-}
-
-/// Files an edit names that their writer left unsynced: synced (files, then directories)
-/// before the edit's record is written to the manifest. A flush hands its tables over this
-/// way, so that its memtable leaves without waiting for their sync (docs/design/
-/// core-engine.md, "A flush's tables are synced with its record").
-#[derive(Debug, Default)]
-pub(crate) struct DurableFirst {
-    /// Files to sync.
-    pub files: Vec<PathBuf>,
-    /// Directories whose entries for them to sync.
-    pub dirs: Vec<PathBuf>,
 }
 
 impl SyncState {
