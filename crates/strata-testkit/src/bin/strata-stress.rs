@@ -497,27 +497,36 @@ fn worker(
 /// `seen`, each key's state the writer had acknowledged before the view began: a value
 /// written before that state, or a key missing that the state holds and that no write has
 /// touched since (`oracle` now).
-fn view_is_behind(entries: &[(Vec<u8>, Vec<u8>)], seen: &[Slot], oracle: &Path) -> Option<String> {
+fn view_is_behind(
+    entries: &[(Vec<u8>, Vec<u8>)],
+    whole: bool,
+    seen: &[Slot],
+    oracle: &Path,
+) -> Option<String> {
     let now = Oracle::open_existing(oracle)?;
     let untouched = |k: u32| now.committed(k) == seen[k as usize] && !now.pending(k).is_set();
+    let missing = |from: u32, to: u32| {
+        (from..to.min(seen.len() as u32)).find_map(|gap| {
+            let s = seen[gap as usize];
+            (s.is_set() && !s.is_absent() && untouched(gap))
+                .then(|| format!("key {gap} is missing (it holds write {})", s.id()))
+        })
+    };
     let mut next = 0u32;
     for (key, value) in entries {
-        let k = key_index(key)?;
+        // (Only the stress keys: `k` and eight digits.)
+        let Some(k) = key_index(key).filter(|&k| (k as usize) < seen.len()) else {
+            return Some(format!("a key no write wrote: {key:02x?}"));
+        };
         // Keys between the last one and this one are absent in the view.
-        for gap in next..k.min(seen.len() as u32) {
-            if seen[gap as usize].is_set() && !seen[gap as usize].is_absent() && untouched(gap) {
-                return Some(format!(
-                    "key {gap} is missing (it holds write {})",
-                    seen[gap as usize].id()
-                ));
-            }
+        if let Some(gap) = missing(next, k) {
+            return Some(gap);
         }
         next = k + 1;
-        let s = seen.get(k as usize)?;
+        let s = seen[k as usize];
         let id = std::str::from_utf8(value)
-            .ok()?
-            .split(':')
-            .nth(1)
+            .ok()
+            .and_then(|v| v.split(':').nth(1))
             .and_then(|id| id.parse::<u64>().ok());
         match id {
             Some(id) if value.as_slice() == value_for(k, id).as_slice() => {
@@ -527,6 +536,10 @@ fn view_is_behind(entries: &[(Vec<u8>, Vec<u8>)], seen: &[Slot], oracle: &Path) 
             }
             _ => return Some(format!("key {k}: a value no write wrote")),
         }
+    }
+    // A view read to its end: the keys after its last one are absent too.
+    if whole {
+        return missing(next, seen.len() as u32);
     }
     None
 }
@@ -817,11 +830,13 @@ fn crash_loop(a: &Args) -> Result<(), String> {
                         // It reads too: a view's reads answer, or say the writer moved on
                         // under it (`Stale`), never that the writer's work is damage; and
                         // what it answers is never older than what came before it.
+                        const READ: usize = 5000;
                         let read = ro
                             .iter(strata::ReadOptions::default())
-                            .and_then(|it| it.take(5000).collect::<strata::Result<Vec<_>>>());
+                            .and_then(|it| it.take(READ).collect::<strata::Result<Vec<_>>>());
                         if let (Ok(entries), Some(seen)) = (&read, &seen) {
-                            if let Some(wrong) = view_is_behind(entries, seen, &oracle) {
+                            let whole = entries.len() < READ;
+                            if let Some(wrong) = view_is_behind(entries, whole, seen, &oracle) {
                                 let _ = child.kill();
                                 let _ = child.wait();
                                 return Err(format!(
@@ -847,6 +862,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
                     }
                     // Before the child's first open finished there may be no database.
                     Err(_) if i == 0 => {}
+                    // The writer kept changing the database through every try: counted,
+                    // as a read that met what it moved is.
+                    Err(e) if e.kind() == strata::ErrorKind::Stale => stale_views += 1,
                     Err(e) => {
                         let _ = child.kill();
                         let _ = child.wait();

@@ -1080,7 +1080,10 @@ fn replay_wals(
                         early |= !past_writes;
                         break;
                     }
-                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    WalRecoveryMode::SkipAnyCorrupted => {
+                        early = true;
+                        continue;
+                    }
                     _ => {
                         return Err(Error::corruption(
                             path,
@@ -1093,7 +1096,10 @@ fn replay_wals(
             let batch = match WriteBatch::decode(data) {
                 Ok(b) => b,
                 Err(e) => match opts.wal_recovery_mode {
-                    WalRecoveryMode::SkipAnyCorrupted => continue,
+                    WalRecoveryMode::SkipAnyCorrupted => {
+                        early = true;
+                        continue;
+                    }
                     WalRecoveryMode::PointInTime => {
                         stop = true;
                         early |= !past_writes;
