@@ -13,6 +13,11 @@ use crate::snapshot::Snapshot;
 use crate::sst::{Compression, TableOptions};
 use crate::wal::WalRecoveryMode;
 
+/// The largest `Options::coalesce_group_size`: group GC writes the items it moves in groups
+/// of this size, so that an item of any group file fits whatever size is configured
+/// (docs/format/coalesce.md).
+pub(crate) const MAX_COALESCE_GROUP_SIZE: usize = 1 << 20;
+
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
@@ -1570,7 +1575,7 @@ impl Options {
             return bad("coalesce_item_threshold", "must be at most 64 KiB");
         }
         if self.coalesce_group_size != 0
-            && !(64..=crate::coalesce::groups::MAX_GROUP_SIZE).contains(&self.coalesce_group_size)
+            && !(64..=MAX_COALESCE_GROUP_SIZE).contains(&self.coalesce_group_size)
         {
             return bad(
                 "coalesce_group_size",

@@ -44,8 +44,8 @@ const VERSION: u32 = 1;
 const HEADER_LEN: u64 = 16;
 /// Footer: group count u64 LE + item count u64 LE + magic.
 const FOOTER_LEN: u64 = 24;
-/// The largest group size (`Options::coalesce_group_size`'s bound).
-pub(crate) const MAX_GROUP_SIZE: usize = 1 << 20;
+/// The largest group size (`Options::coalesce_group_size`'s bound, the options' own).
+pub(crate) const MAX_GROUP_SIZE: usize = crate::options::MAX_COALESCE_GROUP_SIZE;
 /// Bytes of a group's frame before its items: the item count.
 const GROUP_HEAD: usize = 4;
 
