@@ -290,7 +290,7 @@ pub(crate) struct DbInner {
     /// A read-only view's manifest as it read it (what CURRENT named, and how long that
     /// manifest was): an error a read meets once the database has moved on from it is the
     /// writer's doing, `Stale` (`DbInner::view_error`).
-    pub view_of: Option<Option<(Vec<u8>, u64)>>,
+    pub view_of: Option<open::ManifestState>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// Set when a flush or background compaction leaves its manifest record's sync to the
     /// sync thread (`DbInner::sync_later`), which clears it and makes everything queued for

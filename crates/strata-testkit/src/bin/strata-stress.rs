@@ -430,25 +430,7 @@ fn worker(
             _ if t == 0 && long.as_ref().is_some_and(|l| l.2 > 0) => {
                 let (snap, states, left) = long.as_mut().expect("checked");
                 *left -= 1;
-                let ro = ReadOptions {
-                    snapshot: Some(snap.clone()),
-                    ..Default::default()
-                };
-                for &(k, b) in states.iter() {
-                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
-                    let got = db
-                        .get_opt(&ro, key_for(k))
-                        .map_err(|e| format!("long-held snapshot get: {e}"))?;
-                    if !matches(k, b, got.as_deref()) {
-                        fail(
-                            c,
-                            format!(
-                                "long-held snapshot get of own key {k}: {:?}, expected {b:?}",
-                                got.map(|v| String::from_utf8_lossy(&v).into_owned())
-                            ),
-                        );
-                    }
-                }
+                check_snapshot(db, snap, states, c, "long-held snapshot")?;
             }
             _ if t == 0 => {
                 let ks: Vec<u32> = (0..8).map(|_| own(&mut rng)).collect();
@@ -460,7 +442,8 @@ fn worker(
             _ => {
                 let ks: Vec<u32> = (0..8).map(|_| own(&mut rng)).collect();
                 let snap = db.snapshot();
-                let before: Vec<Slot> = ks.iter().map(|&k| oracle.committed(k)).collect();
+                let before: Vec<(u32, Slot)> =
+                    ks.iter().map(|&k| (k, oracle.committed(k))).collect();
                 let k0 = ks[0];
                 let id = oracle.next_id(t, k0);
                 let s = Slot::put(id, false);
@@ -468,26 +451,39 @@ fn worker(
                 db.put(key_for(k0), value_for(k0, id))
                     .map_err(|e| format!("put: {e}"))?;
                 oracle.commit(k0, s);
-                let ro = ReadOptions {
-                    snapshot: Some(snap),
-                    ..Default::default()
-                };
-                for (&k, &b) in ks.iter().zip(&before) {
-                    c.reads_checked.fetch_add(1, Ordering::Relaxed);
-                    let got = db
-                        .get_opt(&ro, key_for(k))
-                        .map_err(|e| format!("snapshot get: {e}"))?;
-                    if !matches(k, b, got.as_deref()) {
-                        fail(
-                            c,
-                            format!(
-                                "snapshot get of own key {k}: {:?}, expected {b:?}",
-                                got.map(|v| String::from_utf8_lossy(&v).into_owned())
-                            ),
-                        );
-                    }
-                }
+                check_snapshot(db, &snap, &before, c, "snapshot")?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Reads each own key of `states` through `snap` and fails (counted in `c`) where it is not
+/// the key's state the snapshot was taken at; `what` names the check.
+fn check_snapshot(
+    db: &Db,
+    snap: &strata::Snapshot,
+    states: &[(u32, Slot)],
+    c: &Counters,
+    what: &str,
+) -> Result<(), String> {
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    for &(k, b) in states {
+        c.reads_checked.fetch_add(1, Ordering::Relaxed);
+        let got = db
+            .get_opt(&ro, key_for(k))
+            .map_err(|e| format!("{what} get: {e}"))?;
+        if !matches(k, b, got.as_deref()) {
+            fail(
+                c,
+                format!(
+                    "{what} get of own key {k}: {:?}, expected {b:?}",
+                    got.map(|v| String::from_utf8_lossy(&v).into_owned())
+                ),
+            );
         }
     }
     Ok(())

@@ -202,15 +202,20 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     Ok(db)
 }
 
-/// The version set (nothing read yet) and the table cache `opts` ask for.
-fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet, Arc<TableCache>) {
-    let versions = VersionSet::new(
+/// The version set of the database at `placement` under `opts`, not yet recovered.
+fn version_set(opts: &Options, placement: &Placement) -> VersionSet {
+    VersionSet::new(
         opts.fs.clone(),
         placement.clone(),
         opts.num_levels,
         opts.max_manifest_file_size,
         crate::l0::L0Context::new(opts, placement),
-    );
+    )
+}
+
+/// The version set (nothing read yet) and the table cache `opts` ask for.
+fn version_set_and_tables(opts: &Options, placement: &Placement) -> (VersionSet, Arc<TableCache>) {
+    let versions = version_set(opts, placement);
     let block_cache =
         (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
     let tables = Arc::new(
@@ -486,7 +491,7 @@ struct Parts {
     lock: Option<Box<dyn fs::FileLock>>,
     read_only: bool,
     /// A read-only view's manifest state (`DbInner::view_of`).
-    view_of: Option<Option<(Vec<u8>, u64)>>,
+    view_of: Option<ManifestState>,
 }
 
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
@@ -571,7 +576,7 @@ pub(crate) fn open_read_only(path: &Path, opts: Options) -> Result<Arc<DbInner>>
     // WAL) the manifest read named: an open that fails while the manifest changed under it
     // reads the newer one (up to ten times) rather than call the writer's work damage.
     let mut tries = 0;
-    let mut first: Option<Option<(Vec<u8>, u64)>> = None;
+    let mut first: Option<ManifestState> = None;
     loop {
         let before = manifest_state(&*opts.fs, path);
         first.get_or_insert_with(|| before.clone());
@@ -644,7 +649,10 @@ impl DbInner {
 
 /// What CURRENT names and how long that manifest is (`None` where unreadable): a writer
 /// changes it with every edit.
-fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> Option<(Vec<u8>, u64)> {
+pub(crate) type ManifestState = Option<(Vec<u8>, u64)>;
+
+/// The [`ManifestState`] of the database at `path` now.
+fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> ManifestState {
     let current = fs::read_all(fs, &path.join(filename::CURRENT)).ok()?;
     let name = std::str::from_utf8(&current).ok()?.trim().to_string();
     let size = fs.file_size(&path.join(name)).ok()?;
@@ -652,11 +660,7 @@ fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> Option<(Vec<u8>, u64)> {
 }
 
 /// One attempt of [`open_read_only`]; `before`: the manifest's state when it began.
-fn open_read_only_once(
-    path: &Path,
-    opts: Options,
-    before: &Option<(Vec<u8>, u64)>,
-) -> Result<Arc<DbInner>> {
+fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Result<Arc<DbInner>> {
     let Known {
         placement,
         record: recorded,
@@ -703,7 +707,7 @@ fn open_read_only_once(
     // reads as `Stale` (`DbInner::view_error`).
     let mut versions = versions;
     {
-        let (mut again, _) = version_set_and_tables(&opts, &placement);
+        let mut again = version_set(&opts, &placement);
         again.set_view(None);
         if recover(&mut again, &opts, &placement, recorded.as_ref()).is_ok() {
             let known = versions.current();

@@ -11,7 +11,7 @@
 //!
 //! Read-only views of a live database (`Db::open_read_only`, other processes) hold no
 //! pages: the writer reuses pages their manifest still names. Each page has a generation
-//! in a file beside the region ([`GENERATIONS_NAME`], docs/format/pmem_generations.md)
+//! in a file beside the region (`pages.gen`, docs/format/pmem_generations.md)
 //! that the writer bumps when it hands the page out, before anything is written to it; a
 //! view takes the generations before it reads the manifest and checks, after each read,
 //! that the pages it read from still have them ([`ErrorKind::Stale`] otherwise).
@@ -30,7 +30,12 @@ pub(crate) const PAGE: usize = 4096;
 pub(crate) type Run = (u32, u32);
 
 /// The pages' generations, in the persistent-memory directory beside the region.
-pub(crate) const GENERATIONS_NAME: &str = "pages.gen";
+const GENERATIONS_NAME: &str = "pages.gen";
+
+/// The pages' generations file in persistent-memory directory `dir`.
+fn generations_path(dir: &Path) -> PathBuf {
+    dir.join(GENERATIONS_NAME)
+}
 
 /// A generation per page of a region: a `u32` each, little-endian, in a file of its own
 /// (docs/format/pmem_generations.md). Shared by the processes that map it: the writer
@@ -109,7 +114,7 @@ impl ViewStart {
     /// database without persistent-memory pages, or one no writer of this build opened:
     /// its view checks nothing, as before).
     pub fn take(fs: &dyn Fs, dir: &Path) -> Option<Arc<ViewStart>> {
-        let path = dir.join(GENERATIONS_NAME);
+        let path = generations_path(dir);
         let pages = usize::try_from(fs.file_size(&path).ok()? / 4).ok()?;
         let gens = Generations::open(fs, &path, pages, false).ok()??;
         let seen = (0..pages)
@@ -356,24 +361,25 @@ impl Pages {
         self.generations().map(|_| ())
     }
 
-    /// The generations this process bumps, opened (or created) on first use.
+    /// Where the pages' generations are: beside the region.
+    pub fn generations_path(&self) -> PathBuf {
+        generations_path(self.path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// The generations this process bumps, opened (or created) on first use. (A view's and
+    /// a repair's pages are made with none: `viewing`, `salvaging`.)
     fn generations(&self) -> Result<Option<&Generations>> {
         if let Some(g) = self.gens.get() {
             return Ok(g.as_ref());
         }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let g = if self.salvage {
-            None
-        } else {
-            let path = dir.join(GENERATIONS_NAME);
-            Generations::open(&*self.fs, &path, self.pages(), true).map_err(|e| {
-                e.context(format!(
-                    "creating {} (4 bytes per page of the region: what read-only views \
-                     check the pages they read against)",
-                    path.display()
-                ))
-            })?
-        };
+        let path = self.generations_path();
+        let g = Generations::open(&*self.fs, &path, self.pages(), true).map_err(|e| {
+            e.context(format!(
+                "creating {} (4 bytes per page of the region: what read-only views check \
+                 the pages they read against)",
+                path.display()
+            ))
+        })?;
         Ok(self.gens.get_or_init(|| g).as_ref())
     }
 

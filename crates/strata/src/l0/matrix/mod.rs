@@ -1030,14 +1030,9 @@ impl Level0 for Matrix {
 
     fn own_files(&self) -> Vec<std::path::PathBuf> {
         let sh = &self.0.shared;
-        let dir = sh
-            .pages
-            .path()
-            .parent()
-            .unwrap_or(std::path::Path::new("."));
         vec![
             sh.pages.path().to_path_buf(),
-            dir.join(crate::pmem::GENERATIONS_NAME),
+            sh.pages.generations_path(),
             sh.directory.path().to_path_buf(),
         ]
     }
