@@ -170,6 +170,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         None
     };
     let known = crate::db::open::known_directories(dir, opts);
+    crate::db::open::refuse_borrowed_directories(dir, opts, &known)?;
     refuse_other_directories(dir, opts, &known)?;
     let placement = known.placement;
     for d in placement.write_dirs() {
@@ -201,11 +202,18 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let given = placement.write_dirs();
     for d in dirs {
         // (A recorded directory the options do not give may be gone: a tmpfs after a
-        // reboot. It holds nothing then.)
-        let names = if given.contains(&d) {
+        // reboot. It holds nothing then, and the report says so: its files, if it had any,
+        // are not in the repaired database. One that is there and cannot be read, a disk
+        // not mounted yet or a permission, stops the repair: it would drop them silently.)
+        let names = if given.contains(&d) || fs.exists(d) {
             fs.list(d)?
         } else {
-            fs.list(d).unwrap_or_default()
+            report.dropped.push(format!(
+                "{}: a directory the database recorded is gone; whatever it held is not in \
+                 the repaired database",
+                d.display()
+            ));
+            Vec::new()
         };
         for name in names {
             let p = d.join(&name);

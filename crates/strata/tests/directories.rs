@@ -470,6 +470,13 @@ fn a_copied_database_never_takes_the_original_s_outside_directories() {
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert!(e.message().contains("copy"), "{e}");
     assert!(Db::open_read_only("/backup/db", bare.clone()).is_err());
+    // Given the original's own directories (the options its OPTIONS file recorded, which
+    // the `strata` tool opens with): refused too, whether opened, read or repaired.
+    let e = Db::open("/backup/db", o.clone()).expect_err("a copy given the original's levels");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("copy"), "{e}");
+    assert!(Db::open_read_only("/backup/db", o.clone()).is_err());
+    assert!(strata::repair("/backup/db", &o).is_err());
     strata::destroy("/backup/db", &bare).unwrap();
     let after = tree(&fs)
         .into_iter()

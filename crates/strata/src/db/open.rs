@@ -33,10 +33,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     } else {
         None
     };
+    let known = known_directories(path, &opts);
+    refuse_borrowed_directories(path, &opts, &known)?;
     let Known {
         placement,
         record: recorded,
-    } = known_directories(path, &opts);
+    } = known;
     let exists = fs.exists(&placement.current_path());
     if !exists {
         refuse_files_without_current(&*fs, path, &placement)?;
@@ -192,6 +194,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     lock(&db.versions)
         .record_directories_again()
         .map_err(|e| e.context("recording the directories in use"))?;
+    // (Written after it: the copy of the record in OPTIONS is the manifest's.)
     fs::write_file_atomic(
         &*db.fs,
         &path.join(filename::OPTIONS),
@@ -291,6 +294,45 @@ pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
         placement: configured.reading_recorded(&read),
         record: Some(rec),
     }
+}
+
+/// Refuses options that give a copy of a database the original's own directories: a
+/// record written by the database at another path, which still holds a database, names an
+/// outside directory that `opts` give (a copy made with `cp -a` opened with the options
+/// its `OPTIONS` file recorded, as the `strata` tool does). Opening or repairing the copy
+/// would replay the original's WALs, take its tables and delete what the copy does not
+/// name. A moved database (nothing left at the recorded path) keeps its directories.
+///
+/// # Errors
+/// `InvalidArgument` naming the directory and the original.
+pub(crate) fn refuse_borrowed_directories(
+    path: &Path,
+    opts: &Options,
+    known: &Known,
+) -> Result<()> {
+    let Some(rec) = &known.record else {
+        return Ok(());
+    };
+    if rec.written_here(path) {
+        return Ok(());
+    }
+    let Some(original) = rec.database() else {
+        return Ok(());
+    };
+    if !opts.fs.exists(&original.join(filename::CURRENT)) {
+        return Ok(());
+    }
+    for (id, dir) in rec.0.iter().filter(|(_, d)| d.is_absolute()) {
+        let given = crate::placement::option_dir(opts, *id).map(crate::placement::absolute);
+        if given.as_deref() == Some(dir.as_path()) {
+            return Err(Error::invalid(format!(
+                "{}: {}. Nothing was changed",
+                path.display(),
+                rec.left_behind(*id, dir)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The directories record the last writing open copied into the `OPTIONS` file, for when
@@ -624,13 +666,14 @@ impl DbInner {
     /// that has moved on since the view opened, a file of the view's version gone (deleted
     /// by the writer after its jobs) or a value pointer into a file the view does not
     /// know (a writer's GC moved the value, in a write the view did not read) is
-    /// `Stale`, never `Corruption`; the same error on a database that did not change is
-    /// what it says.
+    /// `Stale`, never `Corruption`; the same error on a database that did not change, and
+    /// any other error, is what it says.
     pub(crate) fn view_error(&self, e: Error) -> Error {
         let Some(opened) = &self.view_of else {
             return e;
         };
-        let writers_doing = e.kind() == ErrorKind::Corruption
+        // (Only what the writer's work leaves a view: damage is reported as damage.)
+        let writers_doing = crate::vstore::is_pointer_into_unknown_file(&e)
             || (e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound));
         if !writers_doing || manifest_state(&*self.fs, self.placement.db_dir()) == *opened {
             return e;
@@ -661,10 +704,12 @@ fn manifest_state(fs: &dyn fs::Fs, path: &Path) -> ManifestState {
 
 /// One attempt of [`open_read_only`]; `before`: the manifest's state when it began.
 fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Result<Arc<DbInner>> {
+    let known = known_directories(path, &opts);
+    refuse_borrowed_directories(path, &opts, &known)?;
     let Known {
         placement,
         record: recorded,
-    } = known_directories(path, &opts);
+    } = known;
     let fs = opts.fs.clone();
     if !fs.exists(&placement.current_path()) {
         refuse_files_without_current(&*fs, path, &placement)?;
@@ -1366,8 +1411,15 @@ pub(crate) fn records_end(data: &[u8]) -> u64 {
 fn record_wal_sizes(db: &DbInner) -> Result<()> {
     let mut versions = lock(&db.versions);
     // (First, in a manifest of its own if the directories in use changed: the sizes must
-    // be the last record.)
-    versions.record_directories_again()?;
+    // be the last record. The record's copy in OPTIONS follows it, so that a repair with
+    // no manifest left does not go by a directory the database has left.)
+    if versions.record_directories_again()? {
+        fs::write_file_atomic(
+            &*db.fs,
+            &db.placement.db_dir().join(filename::OPTIONS),
+            options_file_text(&db.opts, versions.recorded()).as_bytes(),
+        )?;
+    }
     let wals = wals_on_disk(&*db.fs, &db.placement, versions.log_number())?;
     let mut sizes = Vec::with_capacity(wals.len());
     {

@@ -952,13 +952,16 @@ impl VersionSet {
     /// manifest, which may be months away: until then a later open would still read (and
     /// delete in) a directory that may hold another database's files by then.
     ///
+    /// Whether it wrote one (the copy of the record in `OPTIONS` is then behind).
+    ///
     /// # Errors
     /// I/O errors writing the manifest.
-    pub(crate) fn record_directories_again(&mut self) -> Result<()> {
-        if self.directories_in_use() != self.recorded {
-            self.write_new_manifest()?;
+    pub(crate) fn record_directories_again(&mut self) -> Result<bool> {
+        if self.directories_in_use() == self.recorded {
+            return Ok(false);
         }
-        Ok(())
+        self.write_new_manifest()?;
+        Ok(true)
     }
 
     /// What the current manifest records of the directories (empty before the first).

@@ -930,11 +930,19 @@ pub(crate) fn file_of<'v>(
 ) -> Result<&'v ValueFile> {
     v.values.get(&p.file).ok_or_else(|| {
         Error::corrupt(format!(
-            "a value pointer of key {user_key:02x?} leads into value file {}, which the \
-             version does not hold",
+            "a value pointer of key {user_key:02x?} leads into value file {}, {NOT_HELD}",
             p.file
         ))
     })
+}
+
+/// How [`file_of`]'s error ends.
+const NOT_HELD: &str = "which the version does not hold";
+
+/// Whether `e` is [`file_of`]'s: a pointer into a value file the reader's version does not
+/// hold (in a read-only view, a file the writer's GC named or removed since).
+pub(crate) fn is_pointer_into_unknown_file(e: &Error) -> bool {
+    e.kind() == crate::error::ErrorKind::Corruption && e.message().ends_with(NOT_HELD)
 }
 
 /// The value files an iterator read last, open (`Stores::read_through`): at most
