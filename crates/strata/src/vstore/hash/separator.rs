@@ -9,7 +9,7 @@ use super::{group, meta, record, SegmentKind, ID};
 use crate::error::Result;
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
-use crate::key::ValueKind;
+use crate::key::{SeqNo, ValueKind};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::{file_path, FlushEntry, FlushSeparator, StoreEnv, ValueFile, ValuePointer};
 
@@ -109,6 +109,12 @@ pub(super) struct HashSeparator {
     /// Groups that hold files: only they need tombstones.
     active: Vec<bool>,
     writers: BTreeMap<u32, GroupWriter>,
+    /// The user key of the last entry seen, and the sequence of its newest entry if that
+    /// entry is not in this store and its group was not told (it had no file then). A
+    /// flush meets a key's entries newest first: an older version the store then takes
+    /// (a snapshot kept it) is followed by a tombstone at that sequence, or the group's
+    /// GC, which keeps each key's newest record, would take it for the key's value.
+    untold: (Vec<u8>, Option<SeqNo>),
 }
 
 impl HashSeparator {
@@ -121,6 +127,7 @@ impl HashSeparator {
             groups,
             active,
             writers: BTreeMap::new(),
+            untold: (Vec::new(), None),
         }
     }
 
@@ -150,11 +157,19 @@ impl FlushSeparator for HashSeparator {
         e: FlushEntry<'_>,
     ) -> Result<Option<ValuePointer>> {
         let g = group(e.user_key, self.groups);
+        if self.untold.0 != e.user_key {
+            self.untold.0.clear();
+            self.untold.0.extend_from_slice(e.user_key);
+            self.untold.1 = None;
+        }
         if self.take && e.kind == ValueKind::Put && e.value.len() >= self.min {
+            let untold = self.untold.1.take();
             let w = self.writer(new_file_number, g)?;
-            return w
-                .add(record::Kind::Value, e.seq, e.user_key, e.value)
-                .map(Some);
+            let p = w.add(record::Kind::Value, e.seq, e.user_key, e.value)?;
+            if let Some(newer) = untold {
+                w.add(record::Kind::Tombstone, newer, e.user_key, &[])?;
+            }
+            return Ok(Some(p));
         }
         if e.kind == ValueKind::Pointer
             && ValuePointer::decode(e.value).is_ok_and(|p| p.store == ID)
@@ -167,6 +182,8 @@ impl FlushSeparator for HashSeparator {
         if self.active.get(g as usize).copied().unwrap_or(true) || self.writers.contains_key(&g) {
             let w = self.writer(new_file_number, g)?;
             w.add(record::Kind::Tombstone, e.seq, e.user_key, &[])?;
+        } else if self.untold.1.is_none() {
+            self.untold.1 = Some(e.seq);
         }
         Ok(None)
     }
