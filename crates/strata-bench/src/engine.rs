@@ -290,6 +290,9 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     if let Some(n) = flags.hash_gc_candidates {
         o.hash_gc_candidates = n;
     }
+    if let Some(n) = flags.hash_gc_memory {
+        o.hash_gc_memory = n;
+    }
     if let Some(w) = &flags.hash_when_full {
         o.hash_when_full = match w.as_str() {
             "refuse" => strata::HashWhenFull::Refuse,

@@ -152,6 +152,8 @@ pub struct Flags {
     pub hash_gc_policy: Option<String>,
     /// Candidates of the greedy-random policy (strata only).
     pub hash_gc_candidates: Option<u32>,
+    /// Bytes of a group's files a hash-store GC step holds at once (strata only).
+    pub hash_gc_memory: Option<u64>,
     /// `--hash_when_full=refuse|grow`.
     pub hash_when_full: Option<String>,
     /// Garbage fraction that starts value GC (strata only).
@@ -281,6 +283,7 @@ impl Default for Flags {
             hash_write_time: None,
             hash_gc_policy: None,
             hash_gc_candidates: None,
+            hash_gc_memory: None,
             hash_when_full: None,
             blob_gc_garbage_ratio: None,
             value_read_ahead: None,
@@ -464,6 +467,7 @@ impl Flags {
                 "hash_write_time" => f.hash_write_time = Some(parse_bool(&name, v)?),
                 "hash_gc_policy" => f.hash_gc_policy = Some(v.to_string()),
                 "hash_gc_candidates" => f.hash_gc_candidates = Some(num(&name, v)?),
+                "hash_gc_memory" => f.hash_gc_memory = Some(num(&name, v)?),
                 "hash_when_full" => f.hash_when_full = Some(v.to_string()),
                 "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
                 "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
@@ -617,6 +621,7 @@ strata-only flags:
   --hash_groups=N --hash_main_segment_size=BYTES --hash_reserve_ratio=F --hash_hot_cold=0|1 --hash_cold_gc_ratio=F --hash_cold_takes_main=0|1
   --hash_write_time=0|1                  (1: values taken as written, before the WAL; preset hashkv-wt)
   --hash_gc_policy=greedy|cost-benefit|greedy-random|random --hash_gc_candidates=N  (preset hashkv)
+  --hash_gc_memory=BYTES                 (preset hashkv: a group step's files in memory at once)
   --hash_when_full=refuse|grow           (preset hashkv; refuse: a full store fails new values)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)

@@ -1320,6 +1320,108 @@ fn an_old_snapshot_does_not_stop_group_gc() {
     check(&db, &model, 200);
 }
 
+/// The most bytes of a group's files one GC step held (`strata.value-stores`).
+fn gc_peak(db: &Db) -> u64 {
+    let state = db.property("strata.value-stores").unwrap();
+    let (_, rest) = state
+        .split_once("most file bytes a group step held ")
+        .unwrap_or_else(|| panic!("{state}"));
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Groups larger than `hash_gc_memory` (about 20 KiB of live values each, several main
+/// files, a snapshot held for a while so that they grow further) are collected in turns: a step
+/// holds at most the budget and one file, where one that reads the whole group holds
+/// several times more; nothing is lost or brought back, with hot/cold separation and
+/// without, and the store drains in turns under another store.
+#[test]
+fn a_group_larger_than_the_gc_memory_is_collected_in_turns() {
+    for hot_cold in [false, true] {
+        let run = |memory: u64| {
+            let fs = Arc::new(MemFs::new());
+            let o = Options {
+                hash_gc_memory: memory,
+                hash_hot_cold: hot_cold,
+                // Flushes of at most 4 KiB a group: groups of many files.
+                hash_groups: 16,
+                ..opts(fs.clone())
+            };
+            let db = Db::open("/db", o.clone()).unwrap();
+            let mut model = BTreeMap::new();
+            put_bigs(&db, &mut model, "k", 2000, 0);
+            db.flush().unwrap();
+            let mut snap = None;
+            for round in 1..40 {
+                if round == 5 {
+                    snap = Some(db.snapshot());
+                }
+                if round == 15 {
+                    snap = None;
+                }
+                // A tenth of the keys each round (small flushes, large groups), every
+                // seventh of them deleted, every fifth made small.
+                for i in (round % 10) * 200..(round % 10 + 1) * 200 {
+                    let k = format!("k{i:04}").into_bytes();
+                    if (i + round) % 7 == 0 {
+                        db.delete(&k).unwrap();
+                        model.remove(&k);
+                    } else {
+                        let v = if (i + round) % 5 == 0 {
+                            format!("small {i} {round}").into_bytes()
+                        } else {
+                            big(i, round)
+                        };
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    }
+                }
+                db.flush().unwrap();
+                db.wait_for_compactions().unwrap();
+            }
+            drop(snap);
+            assert!(db.stats().value_gc_runs >= 10);
+            assert_eq!(contents(&db), model);
+            let peak = gc_peak(&db);
+            db.close().unwrap();
+            drop(db);
+            // Drained under the value log, in turns too.
+            let db = Db::open(
+                "/db",
+                Options {
+                    value_store: ValueStoreKind::VLog,
+                    ..o
+                },
+            )
+            .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while hash_files(&*fs, Path::new("/values")) > 0 && std::time::Instant::now() < deadline
+            {
+                db.wait_for_compactions().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert_eq!(hash_files(&*fs, Path::new("/values")), 0);
+            assert_eq!(contents(&db), model);
+            peak.max(gc_peak(&db))
+        };
+        let small = run(4 << 10);
+        let whole = run(64 << 20);
+        // A turn holds the budget and one file at most (a group's flush file is under
+        // 8 KiB here: 64 KiB memtables over 16 groups).
+        assert!(
+            small <= (4 << 10) + (8 << 10),
+            "a step held {small} B with a 4 KiB budget"
+        );
+        assert!(
+            2 * whole >= 3 * small,
+            "whole groups {whole} B against {small} B in turns: the test's groups are too small"
+        );
+    }
+}
+
 /// With `HashWhenFull::Refuse`, a snapshot that holds the files GC replaced does not let
 /// the store grow past its space: once GC can free nothing else, writes are refused,
 /// naming the snapshot; released, the space comes back and writes are taken again.

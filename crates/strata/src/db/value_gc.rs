@@ -50,9 +50,14 @@ impl GcContext for GcJob<'_> {
     }
 
     fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo> {
-        let at = write::write_relocated(self.db, self.job, moved)?;
+        let at = write::write_relocated(self.db, self.job, moved, false)?;
         write::sync_wal_unqueued(self.db)?;
         Ok(at)
+    }
+
+    fn write_relocated_part(&self, moved: Vec<Relocated>) -> Result<()> {
+        write::write_relocated(self.db, self.job, moved, true)?;
+        write::sync_wal_unqueued(self.db)
     }
 
     fn files(&self) -> &dyn NewValueFiles {

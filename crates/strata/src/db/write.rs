@@ -47,8 +47,9 @@ pub(crate) struct Writer {
     /// Switch the memtable even if it is not full (flush()).
     force_switch: bool,
     /// A value store's GC: the live values it moves; the leader writes a put for each key
-    /// no user wrote since the GC found it live. Never grouped with others.
-    relocate: Option<(usize, Vec<Relocated>)>,
+    /// no user wrote since the GC found it live, and ends the watch unless the GC writes
+    /// more of the same step (`true`). Never grouped with others.
+    relocate: Option<(usize, Vec<Relocated>, bool)>,
     done: bool,
     result: Result<()>,
 }
@@ -286,7 +287,12 @@ fn commit(db: &DbInner, writer: Writer) -> Result<()> {
 /// watching (a user write that came meanwhile wins), a put of the value through the write
 /// path, not synced (the caller syncs the WAL outside the queue: [`sync_wal_unqueued`]).
 /// Returns the sequence after it.
-pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -> Result<SeqNo> {
+pub(crate) fn write_relocated(
+    db: &DbInner,
+    job: usize,
+    moved: Vec<Relocated>,
+    more: bool,
+) -> Result<SeqNo> {
     commit(
         db,
         Writer {
@@ -294,7 +300,7 @@ pub(crate) fn write_relocated(db: &DbInner, job: usize, moved: Vec<Relocated>) -
             sync: false,
             disable_wal: false,
             force_switch: false,
-            relocate: Some((job, moved)),
+            relocate: Some((job, moved, more)),
             done: false,
             result: Ok(()),
         },
@@ -373,14 +379,21 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
             w.disable_wal,
         )
     };
-    if let Some((job, moved)) = &relocating {
+    if let Some((job, moved, more)) = &relocating {
         // The GC found each moved key's newest entry pointing to the record it moves;
         // keys written since it started looking (the watch) may point elsewhere now: they
         // stay as they are. NB: the leader serialises writes: none lands between this and
         // the insert below.
-        let watched = lock(&db.gc_watch).remove(job).unwrap_or_default();
+        let mut watches = lock(&db.gc_watch);
+        let ended;
+        let watched = if *more {
+            watches.get(job)
+        } else {
+            ended = watches.remove(job);
+            ended.as_ref()
+        };
         for m in moved {
-            if watched.contains(&m.key) {
+            if watched.is_some_and(|w| w.contains(&m.key)) {
                 continue;
             }
             if m.pointer {

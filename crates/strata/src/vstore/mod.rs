@@ -639,6 +639,12 @@ pub(crate) trait GcContext {
     /// # Errors
     /// Write errors.
     fn write_relocated(&self, moved: Vec<Relocated>) -> Result<SeqNo>;
+    /// Writes `moved` as `write_relocated` does, and the watch goes on: a part of a step
+    /// that writes more (its last part through `write_relocated`).
+    ///
+    /// # Errors
+    /// Write errors.
+    fn write_relocated_part(&self, moved: Vec<Relocated>) -> Result<()>;
     /// How the job names the files it writes in the manifest (reserved numbers are spared
     /// by obsolete-file deletion until named or released).
     fn files(&self) -> &dyn NewValueFiles;

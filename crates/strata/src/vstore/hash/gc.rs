@@ -112,6 +112,8 @@ struct Counters {
     hot: AtomicU64,
     cold: AtomicU64,
     tags: AtomicU64,
+    /// The most bytes of a group's files a step held at once.
+    peak_bytes: AtomicU64,
 }
 
 /// What a GC step gives: the moves, the files they replace, the value bytes moved.
@@ -122,7 +124,8 @@ type Collected = (Vec<Relocated>, Vec<u64>, u64);
 struct Newest {
     seq: SeqNo,
     kind: record::Kind,
-    file: u64,
+    /// Its file's index in the files collected.
+    file: usize,
     offset: usize,
     size: usize,
     versions: u32,
@@ -233,50 +236,64 @@ fn still_newest(view: &dyn GcView, key: &[u8], here: &ValuePointer, pointer_ok: 
 }
 
 /// Of a group with files `repair` kept ([`super::REPAIRED`]), whose records may not agree
-/// with the repaired LSM: for each key with records in `contents` (`newest`), the record
-/// its newest LSM entry points to, if it points into these files. (Cold tags are dropped:
-/// the cold log's GC looks its keys up, and no older record of a key outlives this GC.)
-fn pointed_to<'k>(
+/// with the repaired LSM: for each key with records in `files` (`newest`), the place its
+/// newest LSM entry points to, if it points into these files (the record there is checked
+/// when read). (Cold tags are dropped: the cold log's GC looks its keys up, and no older
+/// record of a key outlives this GC.)
+fn pointed_to(
     ctx: &dyn GcContext,
-    contents: &HashMap<u64, Vec<u8>>,
-    newest: HashMap<&'k [u8], Newest, KeyHash>,
-) -> Result<Vec<(&'k [u8], Newest)>> {
+    files: &[ValueFile],
+    newest: HashMap<Box<[u8]>, Newest, KeyHash>,
+) -> Result<Vec<(Box<[u8]>, Newest)>> {
     let mut live = Vec::new();
     for (key, n) in newest {
-        let Some(Lookup::Pointer(p)) = ctx.newest_entry(key)? else {
+        let Some(Lookup::Pointer(p)) = ctx.newest_entry(&key)? else {
             continue;
         };
         let Some(p) = ValuePointer::decode(&p).ok().filter(|p| p.store == ID) else {
             continue;
         };
-        let Some(bytes) = contents.get(&p.file) else {
+        let Some(file) = files.iter().position(|f| f.number == p.file) else {
             continue; // another file (the cold log, an open file): not collected here
         };
-        let (offset, size) = (p.offset as usize, p.size as usize);
-        let found = bytes
-            .get(offset..offset.saturating_add(size))
-            .and_then(|b| record::parse(b).ok())
-            .filter(|r| r.key == key && r.kind == record::Kind::Value && r.size == size);
-        let Some(r) = found else {
-            return Err(Error::corrupt(format!(
-                "key {key:02x?}: its value pointer leads to no record of it in hash file {}",
-                p.file
-            )));
+        let n = Newest {
+            kind: record::Kind::Value,
+            file,
+            offset: usize::try_from(p.offset).unwrap_or(usize::MAX),
+            size: p.size as usize,
+            ..n
         };
-        let seq = r.seq;
-        live.push((
-            key,
-            Newest {
-                seq,
-                kind: record::Kind::Value,
-                file: p.file,
-                offset,
-                size,
-                versions: n.versions,
-            },
-        ));
+        live.push((key, n));
     }
     Ok(live)
+}
+
+/// The record `n` says `key` has in `bytes` (a file's): `walked`, bytes whose records a
+/// walk checked (the checksum is not computed again), else bytes read again (it is);
+/// `repaired`, a place a pointer gave (any value record of the key of that size), else one
+/// the walk found (the same sequence and kind). `None` if it is not there.
+fn read_back<'b>(
+    bytes: &'b [u8],
+    key: &[u8],
+    n: &Newest,
+    walked: bool,
+    repaired: bool,
+) -> Option<record::Record<'b>> {
+    let at = bytes.get(n.offset..n.offset.checked_add(n.size)?)?;
+    let r = if walked && !repaired {
+        record::parse_walked(at)
+    } else {
+        record::parse(at)
+    }
+    .ok()?;
+    let same = r.key == key
+        && r.size == n.size
+        && if repaired {
+            r.kind == record::Kind::Value
+        } else {
+            r.kind == n.kind && r.seq == n.seq
+        };
+    same.then_some(r)
 }
 
 /// Hashes a group's keys (borrowed byte strings) with xxh3 under a seed drawn per GC step:
@@ -551,6 +568,14 @@ impl HashGc {
     }
 
     /// Collects group `g` of `view`'s version; `None` if the database is closing.
+    ///
+    /// Two passes, so that a step holds about `hash_gc_memory` bytes of the group's files
+    /// at once however large the group grew: the first reads the files one after another
+    /// for each key's newest record (keys copied; the first files are kept while they fit
+    /// in that budget), the second reads the files holding live records again in turns of
+    /// up to that budget (the kept ones are not read again) and writes each turn's live
+    /// records in key order. A group within the budget is read once and written in one
+    /// key order, as before.
     fn collect_group(
         &self,
         ctx: &dyn GcContext,
@@ -568,67 +593,83 @@ impl HashGc {
             .filter(|f| !held.contains(&f.number))
             .cloned()
             .collect();
-        let mut contents: HashMap<u64, Vec<u8>> = HashMap::with_capacity(files.len());
-        for f in &files {
-            contents.insert(f.number, self.read(ctx, f)?);
-        }
-        // Keys borrowed from the files' bytes, hashed with a seeded xxh3: std's SipHash and
-        // a key copied per record were a fifth of this thread's time.
-        // (The manifest's record counts, bounded by the bytes read, a record being at least
-        // 8 bytes: a damaged count must not ask for more memory than the files could use.)
-        let bytes_read: usize = contents.values().map(Vec::len).sum();
+        let budget = usize::try_from(self.opts.hash_gc_memory).unwrap_or(usize::MAX);
+        // Keys hashed with a seeded xxh3 (std's SipHash, with a key copied per record, was
+        // a fifth of this thread's time), each copied once, when first met, so that the
+        // files need not stay in memory. (The manifest's record counts only size the map,
+        // bounded: a damaged count must not ask for memory the files could not use.)
+        let sizes = files.iter().map(|f| f.size).fold(0u64, u64::saturating_add);
         let records = files
             .iter()
-            .map(|f| usize::try_from(f.records).unwrap_or(usize::MAX))
-            .fold(0usize, usize::saturating_add)
-            .min(bytes_read / 8);
-        let mut newest: HashMap<&[u8], Newest, KeyHash> =
+            .map(|f| f.records)
+            .fold(0u64, u64::saturating_add)
+            .min(sizes / 8)
+            .min(1 << 20) as usize;
+        let mut newest: HashMap<Box<[u8]>, Newest, KeyHash> =
             HashMap::with_capacity_and_hasher(records, KeyHash(self.random()));
-        for f in &files {
-            let bytes = &contents[&f.number];
-            let (records, stop) = record::walk(bytes);
-            if let Some((at, what)) = stop {
-                return Err(Error::corruption(
-                    &f.path(&self.placement),
-                    at as u64,
-                    format!("hash record: {what}"),
-                ));
+        // The bytes of the first files, while they fit in the budget (by index in `files`).
+        let mut kept: HashMap<usize, Vec<u8>> = HashMap::new();
+        let mut kept_bytes = 0usize;
+        let mut peak = 0usize;
+        for (i, f) in files.iter().enumerate() {
+            if ctx.closing() {
+                return Ok(None);
             }
-            for (offset, r) in records {
-                let n = Newest {
-                    seq: r.seq,
-                    kind: r.kind,
-                    file: f.number,
-                    offset,
-                    size: r.size,
-                    versions: 1,
-                };
-                // (Equal sequences: the same record in a file a GC replaced and in its new
-                // main, both in the version only after a step whose moves failed or a
-                // reopen, when no memtable holds a moved pointer: the first file's.)
-                match newest.get_mut(r.key) {
-                    Some(old) if old.seq >= r.seq => old.versions += 1,
-                    Some(old) => {
-                        let versions = old.versions + 1;
-                        *old = Newest { versions, ..n };
-                    }
-                    None => {
-                        newest.insert(r.key, n);
+            let bytes = self.read(ctx, f)?;
+            peak = peak.max(kept_bytes + bytes.len());
+            {
+                let (records, stop) = record::walk(&bytes);
+                if let Some((at, what)) = stop {
+                    return Err(Error::corruption(
+                        &f.path(&self.placement),
+                        at as u64,
+                        format!("hash record: {what}"),
+                    ));
+                }
+                for (offset, r) in records {
+                    let n = Newest {
+                        seq: r.seq,
+                        kind: r.kind,
+                        file: i,
+                        offset,
+                        size: r.size,
+                        versions: 1,
+                    };
+                    // (Equal sequences: the same record in a file a GC replaced and in its
+                    // new main, both in the version only after a step whose moves failed
+                    // or a reopen, when no memtable holds a moved pointer: the first
+                    // file's.)
+                    match newest.get_mut(r.key) {
+                        Some(old) if old.seq >= r.seq => old.versions += 1,
+                        Some(old) => {
+                            let versions = old.versions + 1;
+                            *old = Newest { versions, ..n };
+                        }
+                        None => {
+                            newest.insert(r.key.into(), n);
+                        }
                     }
                 }
             }
+            if kept.len() == i && kept_bytes + bytes.len() <= budget {
+                kept_bytes += bytes.len();
+                kept.insert(i, bytes);
+            }
         }
-        // In key order: the moves reach the memtable in key order, and the new main holds
-        // its records in key order (a scan's next values are neighbours).
-        let mut live: Vec<(&[u8], Newest)> = if files.iter().any(super::is_repaired) {
-            pointed_to(ctx, &contents, newest)?
+        let repaired = files.iter().any(super::is_repaired);
+        let mut live: Vec<(Box<[u8]>, Newest)> = if repaired {
+            pointed_to(ctx, &files, newest)?
         } else {
             newest
                 .into_iter()
                 .filter(|(_, n)| n.kind != record::Kind::Tombstone)
                 .collect()
         };
-        live.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // By file, then offset: a turn takes the live records of the files it reads.
+        live.sort_unstable_by_key(|(_, n)| (n.file, n.offset));
+        let with_live: std::collections::HashSet<usize> =
+            live.iter().map(|(_, n)| n.file).collect();
+        kept.retain(|i, _| with_live.contains(i));
         let hot_cold = self.opts.hash_hot_cold;
         let mut out = Outputs::new(self, ctx, groups_in(v, &self.opts));
         let mut main: Option<GroupWriter> = None;
@@ -637,66 +678,113 @@ impl HashGc {
         let mut moved_bytes = 0u64;
         let (mut hot, mut colds, mut tags) = (0u64, 0u64, 0u64);
         let mut encoded = Vec::with_capacity(16);
-        for (key, n) in &live {
-            if ctx.closing() {
-                return Ok(None);
-            }
-            let here = ValuePointer {
-                store: ID,
-                file: n.file,
-                offset: n.offset as u64,
-                size: n.size as u32,
-            };
-            let tag = n.kind == record::Kind::ColdTag;
-            if !still_newest(view, key, &here, tag) {
-                continue;
-            }
-            let bytes = &contents[&n.file][n.offset..n.offset + n.size];
-            // (The walk above checked this record's checksum in these same bytes.)
-            let r = record::parse_walked(bytes)
-                .map_err(|what| Error::corrupt(format!("hash record on re-read: {what}")))?;
-            if !self.configured {
-                // Draining: values leave the store as puts; a tag's value is in the cold
-                // log, which drains by its own GC.
-                if !tag {
-                    moved_bytes += r.value.len() as u64;
-                    moves.push(Relocated {
-                        key: key.to_vec(),
-                        value: r.value.to_vec(),
-                        pointer: false,
-                    });
+        let mut live = live.into_iter().peekable();
+        while live.peek().is_some() {
+            // A turn: the files of the next live records, in order, while they fit in the
+            // budget (one at least).
+            let mut turn: HashMap<usize, (Vec<u8>, bool)> = HashMap::new();
+            let mut turn_bytes = 0usize;
+            let mut records: Vec<(Box<[u8]>, Newest)> = Vec::new();
+            while let Some((_, n)) = live.peek() {
+                let i = n.file;
+                if !turn.contains_key(&i) {
+                    let size = kept.get(&i).map_or_else(
+                        || usize::try_from(files[i].size).unwrap_or(usize::MAX),
+                        Vec::len,
+                    );
+                    if !turn.is_empty() && turn_bytes.saturating_add(size) > budget {
+                        break;
+                    }
+                    let (bytes, walked) = match kept.remove(&i) {
+                        Some(b) => (b, true),
+                        None => (self.read(ctx, &files[i])?, false),
+                    };
+                    turn_bytes += bytes.len();
+                    turn.insert(i, (bytes, walked));
                 }
-                continue;
+                records.extend(live.next());
             }
-            let limit = self.opts.hash_main_segment_size;
-            let w = out.room(&mut main, g, SegmentKind::Main, limit)?;
-            if tag {
-                // Still cold: the tag stays, the value where it is.
-                w.add(record::Kind::ColdTag, r.seq, key, &[])?;
-                tags += 1;
-                continue;
+            peak = peak.max(turn_bytes + kept.values().map(Vec::len).sum::<usize>());
+            // In key order: the moves reach the memtable in key order, and the new main
+            // holds its records in key order (a scan's next values are neighbours).
+            records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (key, n) in records {
+                if ctx.closing() {
+                    return Ok(None);
+                }
+                let f = &files[n.file];
+                let here = ValuePointer {
+                    store: ID,
+                    file: f.number,
+                    offset: n.offset as u64,
+                    size: n.size as u32,
+                };
+                let tag = n.kind == record::Kind::ColdTag;
+                if !still_newest(view, &key, &here, tag) {
+                    continue;
+                }
+                let (bytes, walked) = &turn[&n.file];
+                let r = read_back(bytes, &key, &n, *walked, repaired).ok_or_else(|| {
+                    Error::corruption(
+                        &f.path(&self.placement),
+                        n.offset as u64,
+                        if repaired {
+                            format!("key {key:02x?}: its value pointer leads to no record of it")
+                        } else {
+                            format!("key {key:02x?}: its record changed since it was read")
+                        },
+                    )
+                })?;
+                if !self.configured {
+                    // Draining: values leave the store as puts; a tag's value is in the
+                    // cold log, which drains by its own GC.
+                    if !tag {
+                        moved_bytes += r.value.len() as u64;
+                        moves.push(Relocated {
+                            key: key.into_vec(),
+                            value: r.value.to_vec(),
+                            pointer: false,
+                        });
+                    }
+                    continue;
+                }
+                let limit = self.opts.hash_main_segment_size;
+                let w = out.room(&mut main, g, SegmentKind::Main, limit)?;
+                if tag {
+                    // Still cold: the tag stays, the value where it is.
+                    w.add(record::Kind::ColdTag, r.seq, &key, &[])?;
+                    tags += 1;
+                    continue;
+                }
+                moved_bytes += r.value.len() as u64;
+                let to = if hot_cold && n.versions == 1 {
+                    // Written once since the group's last GC: cold. Its value goes to the
+                    // cold log; the group keeps a tag (so that an update later finds it,
+                    // and the next GC of the group rewrites the tag, not the value).
+                    w.add(record::Kind::ColdTag, r.seq, &key, &[])?;
+                    colds += 1;
+                    let c = out.room(&mut cold, COLD_GROUP, SegmentKind::Cold, u64::MAX)?;
+                    c.add(record::Kind::Value, r.seq, &key, r.value)?
+                } else {
+                    hot += 1;
+                    w.add(record::Kind::Value, r.seq, &key, r.value)?
+                };
+                encoded.clear();
+                to.encode_to(&mut encoded);
+                moves.push(Relocated {
+                    key: key.into_vec(),
+                    value: encoded.clone(),
+                    pointer: true,
+                });
             }
-            moved_bytes += r.value.len() as u64;
-            let to = if hot_cold && n.versions == 1 {
-                // Written once since the group's last GC: cold. Its value goes to the cold
-                // log; the group keeps a tag (so that an update later finds it, and the
-                // next GC of the group rewrites the tag, not the value).
-                w.add(record::Kind::ColdTag, r.seq, key, &[])?;
-                colds += 1;
-                let c = out.room(&mut cold, COLD_GROUP, SegmentKind::Cold, u64::MAX)?;
-                c.add(record::Kind::Value, r.seq, key, r.value)?
-            } else {
-                hot += 1;
-                w.add(record::Kind::Value, r.seq, key, r.value)?
-            };
-            encoded.clear();
-            to.encode_to(&mut encoded);
-            moves.push(Relocated {
-                key: key.to_vec(),
-                value: encoded.clone(),
-                pointer: true,
-            });
+            if !self.configured && live.peek().is_some() && !moves.is_empty() {
+                // Draining: this turn's values go now (the watch goes on), not held until
+                // the step's end. (Configured, the moves are pointers, written once the
+                // new files are named.)
+                ctx.write_relocated_part(std::mem::take(&mut moves))?;
+            }
         }
+        self.counters.peak_bytes.fetch_max(peak as u64, Relaxed);
         out.finish(main.take(), SegmentKind::Main)?;
         out.finish(cold.take(), SegmentKind::Cold)?;
         // Named before any pointer into them is written: a crash after this keeps them
@@ -802,6 +890,10 @@ impl ValueGc for HashGc {
             ("hot values kept", c.hot.load(Relaxed)),
             ("cold values moved to the cold log", c.cold.load(Relaxed)),
             ("cold tags kept", c.tags.load(Relaxed)),
+            (
+                "most file bytes a group step held",
+                c.peak_bytes.load(Relaxed),
+            ),
         ]
     }
 
