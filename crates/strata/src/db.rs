@@ -121,6 +121,9 @@ pub(crate) struct WalState {
     /// The last sequence of the last batch appended to any WAL: the link record that starts
     /// the next WAL.
     pub last_logged: SeqNo,
+    /// Where a closed WAL goes, with its size, once synced: the manifest's edits record it
+    /// while it is live (`VersionSet::synced_wals`).
+    pub synced: crate::version::SyncedWals,
     /// A WAL was created since the WAL directory was last synced: its entry may not
     /// survive a power cut yet. The next synced write syncs the directory first; until then
     /// the WAL holds only unsynced writes, which a power cut may lose anyway.
@@ -137,7 +140,8 @@ impl WalState {
             w.sync()?;
             Stats::add(&stats.wal_syncs, 1);
         }
-        self.unsynced.clear();
+        let synced: Vec<FileNumber> = self.unsynced.iter().map(|(n, _)| *n).collect();
+        self.synced_earlier(&synced);
         Ok(())
     }
 
@@ -163,7 +167,14 @@ impl WalState {
     /// Forgets the earlier WALs in `synced`, made durable through [`Self::sync_handles`]:
     /// a closed WAL takes no more appends, so a later synced write need not sync it again.
     pub fn synced_earlier(&mut self, synced: &[FileNumber]) {
-        self.unsynced.retain(|(n, _)| !synced.contains(n));
+        let mut sizes = lock(&self.synced);
+        self.unsynced.retain(|(n, w)| {
+            let done = synced.contains(n);
+            if done {
+                sizes.insert(n.0, w.len());
+            }
+            !done
+        });
     }
 
     /// Syncs the WAL directory if a WAL was created since it was last synced.

@@ -462,7 +462,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 if let Some(n) = e.log_number {
                     log_number = n.0;
                 }
-                // (The last record's: a clean close's.)
+                // (The last record's: the WALs synced then, every one after a clean close.)
                 wal_sizes = e.wal_sizes.clone();
                 if e.l0_layout.is_some() {
                     l0_record = e.l0_layout;
@@ -607,8 +607,9 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                     file: path.clone(),
                     offset: len,
                     what: format!(
-                        "the WAL is {len} bytes long, and the clean close before recorded \
-                         {size} bytes of records in it: cut short since (an open refuses it)"
+                        "the WAL is {len} bytes long, and the manifest recorded {size} bytes \
+                         of records in it, synced (at a clean close, or once it was closed): \
+                         cut short since (an open refuses it)"
                     ),
                 });
             }

@@ -625,6 +625,119 @@ fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
     assert_eq!(db.get("key00000").unwrap(), Some(vec![b'v'; 100]));
 }
 
+/// A closed WAL that a later synced write synced while its memtable waited for its flush,
+/// cut short after a crash: the manifest's next edit (the flush of the memtable before it)
+/// recorded its size, so the open refuses it as damage. It used to be replayed up to the
+/// cut, then the later WAL's link record showed a hole and the open stopped there, every
+/// write after the cut dropped without a word (the synced one too).
+#[test]
+fn a_closed_wal_synced_before_a_crash_then_cut_short_refuses_the_open() {
+    use std::sync::{Condvar, Mutex};
+    let fs = MemFs::new();
+    // Tables wait at their creation until the test lets one through: flushes stay behind.
+    let gate = Arc::new((Mutex::new(0u32), Condvar::new()));
+    // Opened wide when the test ends, however it ends: a flush waiting at the gate would
+    // hold up the database's drop.
+    struct OpenAtEnd(Arc<(Mutex<u32>, Condvar)>);
+    impl Drop for OpenAtEnd {
+        fn drop(&mut self) {
+            let (m, cv) = &*self.0;
+            *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = u32::MAX;
+            cv.notify_all();
+        }
+    }
+    let g = gate.clone();
+    let gated = strata_testkit::InterceptFs::new(Arc::new(fs.clone())).on_create(
+        move |path: &Path, below: &dyn Fs| {
+            // (A flush writes its table under a temporary name: `.sst.dbtmp`.)
+            if path.to_string_lossy().contains(".sst") {
+                let (m, cv) = &*g;
+                let mut allowed = m.lock().unwrap();
+                while *allowed == 0 {
+                    allowed = cv.wait(allowed).unwrap();
+                }
+                *allowed -= 1;
+            }
+            below.create(path)
+        },
+    );
+    let o = Options {
+        max_write_buffer_number: 4,
+        fs: Arc::new(gated),
+        ..opts(&fs)
+    };
+    let wals = |fs: &MemFs| -> Vec<PathBuf> {
+        let mut w: Vec<PathBuf> = fs
+            .list(Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".log"))
+            .map(|n| Path::new("/db").join(n))
+            .collect();
+        w.sort();
+        w
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    let _open_at_end = OpenAtEnd(gate.clone());
+    // Two memtables fill and wait for their flush (the first one's flush has begun).
+    let mut i = 0u32;
+    while wals(&fs).len() < 3 {
+        db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
+        i += 1;
+    }
+    db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
+    let last = format!("key{i:05}");
+    // A synced write syncs both closed WALs first.
+    let mut b = WriteBatch::new();
+    b.put("synced", "after both");
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
+    let [first, second, _current] = <[PathBuf; 3]>::try_from(wals(&fs)).unwrap();
+    // The first memtable's flush: its edit moves the log number to the second WAL, and
+    // records that WAL's size (synced). The second memtable's flush then waits.
+    {
+        let (m, cv) = &*gate;
+        *m.lock().unwrap() += 1;
+        cv.notify_all();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fs.exists(&first) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first flush never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    let plain = |fs: &MemFs| Options {
+        fs: Arc::new(fs.clone()),
+        ..o.clone()
+    };
+    // The crash as it is: every write there.
+    let whole = image.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    let reopened = Db::open("/db", plain(&whole)).unwrap();
+    assert_eq!(reopened.get(&last).unwrap(), Some(vec![b'v'; 100]));
+    assert_eq!(
+        reopened.get("synced").unwrap(),
+        Some(b"after both".to_vec())
+    );
+    drop(reopened);
+    // The second WAL cut in half since: refused, nothing changed.
+    let len = image.file_size(&second).unwrap() as usize;
+    image.truncate(&second, len / 2).unwrap();
+    let before = image.list(Path::new("/db")).unwrap();
+    let e = Db::open("/db", plain(&image)).expect_err("a synced closed WAL cut in half opened");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.message().contains("once it was closed"), "{e}");
+    assert_eq!(image.list(Path::new("/db")).unwrap(), before);
+}
+
 /// A kill between an open creating its WAL and its manifest edit leaves the WAL before it
 /// with its torn tail, no longer the newest file: it is still the newest WAL that holds
 /// writes, and its tail is a torn tail, not damage to whole writes.

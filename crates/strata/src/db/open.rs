@@ -162,6 +162,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         number: wal_number,
         unsynced: Vec::new(),
         last_logged: last_seq,
+        synced: versions.synced_wals(),
         dir_unsynced: false,
     };
     let parts = Parts {
@@ -784,6 +785,7 @@ fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Re
             number: r.log_number,
             unsynced: Vec::new(),
             last_logged: last_seq,
+            synced: Default::default(),
             dir_unsynced: false,
         },
         last_seq,
@@ -1031,16 +1033,18 @@ fn replay_wals(
         )));
     }
     // (Every WAL's number is already marked used: `mark_numbers_on_disk`.)
-    // Every WAL a clean close recorded must be there (the expected one's check covers
-    // only the oldest; a lost newest WAL leaves no hole a later one would show).
+    // Every WAL the manifest recorded synced (a clean close, every one it left; or one
+    // closed, then synced by a later synced write) must be there (the expected one's check
+    // covers only the oldest; a lost newest WAL leaves no hole a later one would show).
     if let Some(&(n, _)) = recorded_sizes
         .iter()
         .find(|(n, _)| *n >= log_number.0 && !wals.iter().any(|(w, _)| w.0 == *n))
     {
         if opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorrupted {
             return Err(Error::corrupt(format!(
-                "{}: the WAL {} that the clean close before recorded is missing. Nothing \
-                 was changed; `strata repair` keeps what the other files hold",
+                "{}: the WAL {} that the manifest recorded as synced (at a clean close, or \
+                 once it was closed) is missing. Nothing was changed; `strata repair` keeps \
+                 what the other files hold",
                 placement.db_dir().display(),
                 filename::wal_name(FileNumber(n)),
             )));
@@ -1072,8 +1076,9 @@ fn replay_wals(
         // Only the newest WAL can end in a write a kill cut short in the middle of its
         // copy; an older one's damage is damage to writes that were whole.
         let data = fs::read_all(&**fs, path)?;
-        // The bytes of records a clean close recorded for this WAL, synced: a file shorter
-        // than that was cut since, and what is missing is no torn tail. (Damage within
+        // The bytes of records the manifest recorded for this WAL, synced (by a clean close,
+        // or once it was closed): a file shorter than that was cut since, and what is
+        // missing is no torn tail. (Damage within
         // the bytes is the recovery mode's to judge, as in any WAL.)
         // (A file at least that long whose records end sooner, zeroed or damaged inside,
         // is refused too, except by the modes that accept losing writes at damage.)
@@ -1089,8 +1094,9 @@ fn replay_wals(
                     path,
                     end,
                     format!(
-                        "the WAL holds {end} bytes of records, and the clean close before \
-                         recorded {size} (all synced): cut short or damaged since. Nothing \
+                        "the WAL holds {end} bytes of records, and the manifest recorded \
+                         {size} for it, all synced (at a clean close, or once it was closed \
+                         and a synced write synced it): cut short or damaged since. Nothing \
                          was changed; `strata repair` keeps what it still holds"
                     ),
                 ));

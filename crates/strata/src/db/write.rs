@@ -820,6 +820,7 @@ mod tests {
             number: FileNumber(2),
             unsynced: vec![(FileNumber(1), earlier)],
             last_logged: SeqNo(1),
+            synced: Default::default(),
             dir_unsynced: true,
         };
         let handles = wal

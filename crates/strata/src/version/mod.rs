@@ -13,6 +13,6 @@ mod version;
 pub use crate::file_meta::FileMeta;
 pub use edit::{KeptFiles, L0Record, VersionEdit};
 pub use level_iter::level_iterator;
-pub(crate) use set::{directories_record, recorded_directories};
+pub(crate) use set::{directories_record, recorded_directories, SyncedWals};
 pub use set::{Recovered, VersionSet, MANIFEST_FORMAT_VERSION};
 pub use version::Version;

@@ -65,7 +65,16 @@ pub struct VersionSet {
     /// pass may delete (another database may use that directory by now, with numbers of
     /// its own; this session writes no numbered file there).
     known: Arc<HashSet<PathBuf>>,
+    /// The closed WALs synced since they were closed, and their sizes: every edit records
+    /// those its log number still needs (docs/format/manifest.md, "WAL sizes").
+    synced_wals: SyncedWals,
 }
+
+/// The closed WALs made durable since they were closed, each with the bytes of records it
+/// holds: added to by the WAL when it syncs one (no append follows), recorded by every
+/// manifest edit while the log number needs them. A leaf lock: taken under the WAL's lock
+/// or the versions', never the other way.
+pub(crate) type SyncedWals = Arc<Mutex<std::collections::BTreeMap<u64, u64>>>;
 
 /// The manifest's writer and how much of it is durable, shared by the threads that sync
 /// edits after letting go of the versions' lock. An edit's record waits in a queue until a
@@ -512,7 +521,13 @@ impl VersionSet {
             sync,
             recorded: crate::placement::Directories::default(),
             known: Arc::default(),
+            synced_wals: Arc::default(),
         }
+    }
+
+    /// The closed WALs synced since they were closed, shared with the WAL that adds to it.
+    pub(crate) fn synced_wals(&self) -> SyncedWals {
+        self.synced_wals.clone()
     }
 
     /// What this set builds L0 layouts with (for a layout built outside an edit: the
@@ -831,6 +846,18 @@ impl VersionSet {
         }
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
+        }
+        if edit.wal_sizes.is_empty() {
+            // The closed WALs recovery still replays after this edit, synced whole: each
+            // shorter later is damage, not a torn tail (a clean close's edit lists every
+            // WAL itself).
+            let log = edit.log_number.unwrap_or(self.log_number).0;
+            let mut synced = self
+                .synced_wals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            synced.retain(|&n, _| n >= log);
+            edit.wal_sizes = synced.iter().map(|(&n, &size)| (n, size)).collect();
         }
         edit.next_file_number = Some(FileNumber(self.next_file_number.load(Ordering::SeqCst)));
         let last_seq = edit
