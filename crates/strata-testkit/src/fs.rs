@@ -20,6 +20,8 @@ pub type OnOpen =
 pub type OnRemove = dyn Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync;
 /// What [`Fs::sync_file`] does instead.
 pub type OnSyncFile = dyn Fn(&Path, &dyn Fs) -> Result<()> + Send + Sync;
+/// What [`Fs::open_region`] does instead.
+pub type OnOpenRegion = dyn Fn(&Path, usize, &dyn Fs) -> Result<Arc<dyn PmemRegion>> + Send + Sync;
 
 /// Passes every call on to the file system below, but those a hook takes over.
 pub struct InterceptFs {
@@ -28,6 +30,7 @@ pub struct InterceptFs {
     on_open: Option<Box<OnOpen>>,
     on_remove: Option<Box<OnRemove>>,
     on_sync_file: Option<Box<OnSyncFile>>,
+    on_open_region: Option<Box<OnOpenRegion>>,
 }
 
 impl InterceptFs {
@@ -39,7 +42,19 @@ impl InterceptFs {
             on_open: None,
             on_remove: None,
             on_sync_file: None,
+            on_open_region: None,
         }
+    }
+
+    /// Takes over [`Fs::open_region`] (persistent-memory regions and the pages'
+    /// generations).
+    #[must_use]
+    pub fn on_open_region(
+        mut self,
+        f: impl Fn(&Path, usize, &dyn Fs) -> Result<Arc<dyn PmemRegion>> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_open_region = Some(Box::new(f));
+        self
     }
 
     /// Takes over [`Fs::create`].
@@ -206,7 +221,10 @@ impl Fs for InterceptFs {
         self.inner.lock(path)
     }
     fn open_region(&self, path: &Path, len: usize) -> Result<Arc<dyn PmemRegion>> {
-        self.inner.open_region(path, len)
+        match &self.on_open_region {
+            Some(f) => f(path, len, &*self.inner),
+            None => self.inner.open_region(path, len),
+        }
     }
 }
 

@@ -700,9 +700,69 @@ fn a_read_only_view_never_reads_pages_the_writer_reused() {
     // On the real file system the generations are atomics in a shared map.
     let tmp = strata_testkit::TempDir::new("matrix-view");
     view_beside_a_writer(Arc::new(strata::fs::RealFs::new()), &tmp.path().join("db"));
+    // Views that may not map the generations read-write (no write permission on the file)
+    // read them through the file system, and still see every page the writer reused.
+    let tmp = strata_testkit::TempDir::new("matrix-view-ro");
+    let real: Arc<dyn Fs> = Arc::new(strata::fs::RealFs::new());
+    let denied = strata_testkit::InterceptFs::new(real.clone()).on_open_region(
+        |path: &Path, len: usize, below: &dyn Fs| {
+            if path.file_name().is_some_and(|n| n == "pages.gen") {
+                return Err(strata::Error::new(
+                    ErrorKind::Io,
+                    "open pages.gen read-write: permission denied (the test's)",
+                ));
+            }
+            below.open_region(path, len)
+        },
+    );
+    view_beside_a_writer_seen_by(real, Arc::new(denied), &tmp.path().join("db"));
+}
+
+/// The pages' generations are made under a temporary name and renamed into place: a
+/// writer killed while making them leaves no file of the wrong size under the name. An
+/// empty one (an older build killed there) is as none to a view, which reads every key;
+/// it used to answer `Stale` to every read of L0 until a writable open made the file again.
+#[test]
+fn a_view_reads_beside_generations_a_killed_writer_left_unmade() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let path = Path::new("/db");
+    let opts = || (strata_testkit::configs::named("matrixkv").build)(path, fs.clone());
+    let gens = path.join("pmem").join("pages.gen");
+    let db = Db::open(path, opts()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..2_000u64 {
+        let v = format!("value-{i}").into_bytes();
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    drop(db);
+    assert!(fs.file_size(&gens).unwrap() > 0);
+    assert!(!fs.exists(&path.join("pmem").join("pages.gen.dbtmp")));
+    // What an older build killed while making the file left.
+    fs.remove(&gens).unwrap();
+    drop(fs.create(&gens).unwrap());
+    let view = Db::open_read_only(path, opts()).unwrap();
+    check_gets(&view, &model, "a view beside an empty generations file");
+    drop(view);
+    // A leftover temporary file and the empty one: the next writer makes the file whole.
+    drop(
+        fs.create(&path.join("pmem").join("pages.gen.dbtmp"))
+            .unwrap(),
+    );
+    let db = Db::open(path, opts()).unwrap();
+    check_gets(&db, &model, "the writer after");
+    assert!(fs.file_size(&gens).unwrap() > 0);
+    assert!(!fs.exists(&path.join("pmem").join("pages.gen.dbtmp")));
 }
 
 fn view_beside_a_writer(fs: Arc<dyn Fs>, path: &Path) {
+    view_beside_a_writer_seen_by(fs.clone(), fs, path);
+}
+
+/// The writer on `fs`, its views on `view_fs` (the same files).
+fn view_beside_a_writer_seen_by(fs: Arc<dyn Fs>, view_fs: Arc<dyn Fs>, path: &Path) {
     let opts =
         |fs: &Arc<dyn Fs>| (strata_testkit::configs::named("matrixkv").build)(path, fs.clone());
     let db = Db::open(path, opts(&fs)).unwrap();
@@ -714,7 +774,7 @@ fn view_beside_a_writer(fs: Arc<dyn Fs>, path: &Path) {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let view = Db::open_read_only(path, opts(&fs)).unwrap();
+    let view = Db::open_read_only(path, opts(&view_fs)).unwrap();
     // Before the writer moves on, the view reads every key, each read checked.
     check_gets(&view, &model, "view before the writer moved on");
     for i in 0..60_000u64 {
@@ -747,7 +807,7 @@ fn view_beside_a_writer(fs: Arc<dyn Fs>, path: &Path) {
     }
     drop(view);
     // A new view reads the database as it is now.
-    let view = Db::open_read_only(path, opts(&fs)).unwrap();
+    let view = Db::open_read_only(path, opts(&view_fs)).unwrap();
     for i in 0..5000u64 {
         assert_eq!(view.get(key(i)).unwrap(), db.get(key(i)).unwrap());
     }
@@ -769,7 +829,7 @@ fn view_beside_a_writer(fs: Arc<dyn Fs>, path: &Path) {
     let mut opened = 0;
     for n in 0..20 {
         // (An open whose every try met the writer moving answers `Stale`: allowed, rare.)
-        let view = match Db::open_read_only(path, opts(&fs)) {
+        let view = match Db::open_read_only(path, opts(&view_fs)) {
             Ok(v) => v,
             Err(e) if e.kind() == ErrorKind::Stale => continue,
             Err(e) => panic!("view {n} beside a busy writer: {e}"),

@@ -921,6 +921,14 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             "synced writes were lost, unsynced ones lost out of order, or values were wrong".into(),
         );
     }
+    // A view that answers `Stale` passes its check unread: rare beside a writer (one in
+    // fifty or so), so many of them would be the engine calling its own answers stale.
+    if stale_views > (read_only_opens / 5).max(3) {
+        return Err(format!(
+            "{stale_views} of {read_only_opens} read-only views answered Stale: a view should \
+             almost always read"
+        ));
+    }
     Ok(())
 }
 

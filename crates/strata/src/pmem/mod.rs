@@ -41,33 +41,68 @@ fn generations_path(dir: &Path) -> PathBuf {
 /// (docs/format/pmem_generations.md). Shared by the processes that map it: the writer
 /// bumps a page's generation when it hands the page out, views compare.
 struct Generations {
-    file: Arc<dyn PmemRegion>,
+    file: GenerationsFile,
+}
+
+/// How a process reaches the generations: mapped (the writer, and a view that may map the
+/// file), or read through the file system (a view without write permission on it: the
+/// kernel's page cache is the one the writer's map stores into).
+enum GenerationsFile {
+    Mapped(Arc<dyn PmemRegion>),
+    Read(Arc<dyn crate::fs::RandomAccessFile>),
 }
 
 impl Generations {
     /// The file at `path` for `pages` pages: created zeroed if `create` and missing, or
     /// made again if it is of another size (a region of another size before); `None`
     /// when not `create` and it is missing or of another size.
+    ///
+    /// A file made here is made whole under a temporary name and renamed into place: a
+    /// process killed while making it leaves no file of the wrong size under the name,
+    /// which would make every view `Stale` until the next writable open.
     fn open(fs: &dyn Fs, path: &Path, pages: usize, create: bool) -> Result<Option<Self>> {
         let len = pages * 4;
         match fs.file_size(path) {
             Ok(size) if size == len as u64 => {}
-            Ok(_) if create => fs.remove(path)?,
-            Ok(_) => return Ok(None),
-            Err(_) if !create => return Ok(None),
-            Err(_) => {}
+            Ok(_) | Err(_) if create => {
+                let temp = crate::fs::temp_path(path);
+                if fs.exists(&temp) {
+                    fs.remove(&temp)?;
+                }
+                let file = fs.open_region(&temp, len)?;
+                fs.rename(&temp, path)?;
+                return Ok(Some(Generations {
+                    file: GenerationsFile::Mapped(file),
+                }));
+            }
+            Ok(_) | Err(_) => return Ok(None),
         }
-        let file = fs.open_region(path, len)?;
+        let file = match fs.open_region(path, len) {
+            Ok(file) => GenerationsFile::Mapped(file),
+            // A view that may not map the file read-write reads it.
+            Err(_) if !create => GenerationsFile::Read(fs.open(path)?),
+            Err(e) => return Err(e),
+        };
         Ok(Some(Generations { file }))
     }
 
     /// Page `page`'s generation.
     fn get(&self, page: usize) -> Result<u32> {
-        match self.file.atomic_u32(page * 4) {
+        let region = match &self.file {
+            GenerationsFile::Mapped(region) => region,
+            GenerationsFile::Read(file) => {
+                let b = file.read_at(page as u64 * 4, 4)?;
+                let b: [u8; 4] = b[..].try_into().map_err(|_| {
+                    Error::corrupt("pages' generations: a short read of a generation")
+                })?;
+                return Ok(u32::from_le_bytes(b));
+            }
+        };
+        match region.atomic_u32(page * 4) {
             Some(a) => Ok(a.load(Ordering::Acquire)),
             None => {
                 let mut b = [0u8; 4];
-                self.file.read_into(page * 4, &mut b)?;
+                region.read_into(page * 4, &mut b)?;
                 Ok(u32::from_le_bytes(b))
             }
         }
@@ -76,7 +111,13 @@ impl Generations {
     /// Moves page `page` to its next generation; anything written to the page afterwards
     /// is seen by other processes only after the new generation is.
     fn bump(&self, page: usize) -> Result<()> {
-        match self.file.atomic_u32(page * 4) {
+        let GenerationsFile::Mapped(region) = &self.file else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "pages' generations opened for reading only",
+            ));
+        };
+        match region.atomic_u32(page * 4) {
             // (Acquire and release: the page's later writes stay after it.)
             Some(a) => {
                 a.fetch_add(1, Ordering::AcqRel);
@@ -87,7 +128,7 @@ impl Generations {
                 // under the page table's lock, one page at a time; readers of a region
                 // without atomics (an in-memory file system) are in this process and go
                 // through the same file system's lock.
-                unsafe { self.file.write_at(page * 4, &g.to_le_bytes())? };
+                unsafe { region.write_at(page * 4, &g.to_le_bytes())? };
             }
         }
         fence(Ordering::SeqCst);
@@ -116,6 +157,12 @@ impl ViewStart {
     pub fn take(fs: &dyn Fs, dir: &Path) -> Option<Arc<ViewStart>> {
         let path = generations_path(dir);
         let pages = usize::try_from(fs.file_size(&path).ok()? / 4).ok()?;
+        if pages == 0 {
+            // An empty file: one an older build began and did not finish making (its
+            // writer was killed; this build makes it under a temporary name). It can vouch
+            // for no page, and no writer bumps it: as if there were none.
+            return None;
+        }
         let gens = Generations::open(fs, &path, pages, false).ok()??;
         let seen = (0..pages)
             .map(|p| gens.get(p))
