@@ -229,7 +229,11 @@ fn run(
                 // configurations keep their size.)
                 // A third of the sessions name none of the directories the configuration
                 // uses: the open takes the ones the manifest records.
+                // A fifth of the others name directories it does not use yet (a WAL
+                // directory, a level directory): new files go there, and later opens
+                // that name them no more find them through the record.
                 let bare = rng.chance(0.33);
+                let extra = !bare && rng.chance(0.2);
                 let build = |o: Options| {
                     if bare {
                         Options {
@@ -237,6 +241,19 @@ fn run(
                             level_dir: None,
                             value_dir: None,
                             pmem_dir: None,
+                            ..o
+                        }
+                    } else if extra {
+                        Options {
+                            // (Not beside WALs kept in pmem_dir: refused, clearly.)
+                            wal_dir: o
+                                .wal_dir
+                                .clone()
+                                .or_else(|| (!o.wal_in_pmem).then(|| dir.join("extra-wal"))),
+                            level_dir: o
+                                .level_dir
+                                .clone()
+                                .or_else(|| Some(dir.join("extra-levels"))),
                             ..o
                         }
                     } else {
@@ -251,9 +268,10 @@ fn run(
                         Err(e) if e.kind() == strata::ErrorKind::InvalidArgument => open(),
                         Err(e) => panic!("{ctx}: reopen with larger memtables: {e}"),
                     }
-                } else if bare {
-                    Db::open(dir, build((config.build)(dir, fs.clone())))
-                        .unwrap_or_else(|e| panic!("{ctx}: reopen naming no directory: {e}"))
+                } else if bare || extra {
+                    Db::open(dir, build((config.build)(dir, fs.clone()))).unwrap_or_else(|e| {
+                        panic!("{ctx}: reopen naming no directory ({bare}) or more ({extra}): {e}")
+                    })
                 } else {
                     open()
                 };
