@@ -16,6 +16,13 @@ impl fmt::Display for FileNumber {
     }
 }
 
+/// Which value store a value file or pointer belongs to: the store's tag, as pointers and
+/// manifest records carry it (docs/format/value-pointer.md). Never renumbered. Which stores
+/// exist, and the extension of each one's files, is the store registry's (`vstore`): a
+/// value file's name is parsed there (`vstore::parse_file_name`), above this module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StoreId(pub u8);
+
 /// What a file in a database directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileType {
@@ -25,7 +32,7 @@ pub enum FileType {
     Table(FileNumber),
     /// A value store's file (`NNNNNN.<extension>`, the extension naming the store: `.blob`,
     /// `.vlog`).
-    Value(FileNumber, crate::vstore::StoreId),
+    Value(FileNumber, StoreId),
     /// A manifest.
     Manifest(FileNumber),
     /// The pointer to the live manifest.
@@ -70,8 +77,15 @@ pub const OPTIONS: &str = "OPTIONS";
 /// Name of the obsolete list (`crate::obsolete`).
 pub const OBSOLETE: &str = "OBSOLETE";
 
-/// Parses a file name; `None` for names strata does not own.
+/// Parses a file name of a kind every database has (all but value files: `parse_with`
+/// takes the stores' extensions); `None` for others.
 pub fn parse(name: &str) -> Option<FileType> {
+    parse_with(name, &|_| None)
+}
+
+/// Parses a file name, a value file's through `store_of` (the store whose files end in the
+/// extension given); `None` for names strata does not own.
+pub fn parse_with(name: &str, store_of: &dyn Fn(&str) -> Option<StoreId>) -> Option<FileType> {
     let num = |s: &str| {
         s.parse::<u64>()
             .ok()
@@ -98,8 +112,17 @@ pub fn parse(name: &str) -> Option<FileType> {
         return num(n).map(FileType::Table);
     }
     let (n, ext) = name.rsplit_once('.')?;
-    let store = crate::vstore::store_by_extension(ext)?;
-    num(n).map(|n| FileType::Value(n, store.id()))
+    let store = store_of(ext)?;
+    num(n).map(|n| FileType::Value(n, store))
+}
+
+/// The number of a numbered file of any extension (`NNNNNN.ext`): what a value file's name
+/// gives without knowing the stores.
+pub fn number_of(name: &str) -> Option<FileNumber> {
+    let (n, _) = name.split_once('.')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok().map(FileNumber))
+        .flatten()
 }
 
 #[cfg(test)]
@@ -121,11 +144,15 @@ mod tests {
         assert_eq!(parse(".log"), None);
         assert_eq!(parse("+1.log"), None);
         assert_eq!(wal_name(FileNumber(1234567)), "1234567.log");
-        // A value file's extension names its store (the registry's).
-        for s in crate::vstore::STORES {
-            let name = value_name(n, s.extension());
-            assert_eq!(parse(&name), Some(FileType::Value(n, s.id())), "{name}");
-        }
-        assert_eq!(parse("000042.nosuchstore"), None);
+        // A value file's extension names its store (the registry's, given).
+        let store_of = |ext: &str| (ext == "blob").then_some(StoreId(1));
+        assert_eq!(
+            parse_with("000042.blob", &store_of),
+            Some(FileType::Value(n, StoreId(1)))
+        );
+        assert_eq!(parse("000042.blob"), None);
+        assert_eq!(parse_with("000042.nosuchstore", &store_of), None);
+        assert_eq!(number_of("000042.blob"), Some(n));
+        assert_eq!(number_of("x42.blob"), None);
     }
 }

@@ -32,6 +32,7 @@ mod obsolete;
 mod options;
 mod placement;
 mod pmem;
+mod registry;
 mod repair;
 mod snapshot;
 mod sst;

@@ -1537,11 +1537,12 @@ impl Options {
         b as u64
     }
 
-    /// Checks every field.
+    /// Checks every field but those a technique's own checks cover (`Options::validate`,
+    /// in `registry.rs`, runs both).
     ///
     /// # Errors
     /// `InvalidArgument` naming the first bad field.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate_fields(&self) -> Result<()> {
         let bad = |field: &str, why: &str| Err(Error::invalid(format!("Options::{field}: {why}")));
         if self.write_buffer_size < 64 * KIB || self.write_buffer_size > (4 << 30) {
             return bad("write_buffer_size", "must be between 64 KiB and 4 GiB");
@@ -1693,39 +1694,6 @@ impl Options {
                 "bucket_compaction_trigger",
                 "must be <= level0_stop_writes_trigger (a bucket that full stops writes)",
             );
-        }
-        if self.l0_layout == L0Layout::Matrix {
-            let pages = crate::pmem::PAGE as u64;
-            let row = crate::l0::matrix_row_bytes(self.write_buffer_size);
-            let least = 4 * self.max_write_buffer_number.max(1) as u64 * row;
-            if !self.matrix_container_size.is_multiple_of(pages)
-                || self.matrix_container_size < least
-                || usize::try_from(self.matrix_container_size).is_err()
-            {
-                return bad(
-                    "matrix_container_size",
-                    &format!(
-                        "must be a whole number of 4 KiB pages and at least {least} bytes \
-                         (4 x max_write_buffer_number memtables of write_buffer_size)"
-                    ),
-                );
-            }
-            if !(10..=90).contains(&self.matrix_receiver_percent) {
-                return bad("matrix_receiver_percent", "must be between 10 and 90");
-            }
-            if self.matrix_column_tables == 0 {
-                return bad("matrix_column_tables", "must be at least 1");
-            }
-            if self.matrix_row_bloom_bits > 64 {
-                return bad("matrix_row_bloom_bits", "must be at most 64");
-            }
-            if self.max_mem_compaction_level > 0 {
-                return bad(
-                    "max_mem_compaction_level",
-                    "must be 0 with l0_layout = Matrix (a flush writes a RowTable into the \
-                     matrix, never a table below L0)",
-                );
-            }
         }
         if self.max_mem_compaction_level >= self.num_levels {
             return bad(

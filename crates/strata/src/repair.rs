@@ -120,7 +120,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     let mut manifests = Vec::new();
     for d in placement.dirs() {
         for name in fs.list(d).unwrap_or_default() {
-            if let Some(FileType::Manifest(_)) = filename::parse(&name) {
+            if let Some(FileType::Manifest(_)) = crate::vstore::parse_file_name(&name) {
                 manifests.push(d.join(name));
             }
         }
@@ -133,7 +133,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     }
     for d in placement.dirs() {
         for name in fs.list(d).unwrap_or_default() {
-            match filename::parse(&name) {
+            match crate::vstore::parse_file_name(&name) {
                 Some(FileType::Lock) | None => {}
                 Some(_) => fs.remove(&d.join(&name))?,
             }
@@ -217,7 +217,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         };
         for name in names {
             let p = d.join(&name);
-            match filename::parse(&name) {
+            match crate::vstore::parse_file_name(&name) {
                 Some(FileType::Table(n)) => tables.push((p, n)),
                 Some(FileType::Wal(n)) => wals.push((p, n)),
                 Some(FileType::Manifest(n)) => {
@@ -231,7 +231,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                 _ => continue,
             }
             if let Some(FileType::Table(n) | FileType::Wal(n) | FileType::Value(n, _)) =
-                filename::parse(&name)
+                crate::vstore::parse_file_name(&name)
             {
                 max_number = max_number.max(n.0);
             }
@@ -722,7 +722,7 @@ fn refuse_other_directories(
 fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> bool {
     fs.list(d).unwrap_or_default().iter().any(|n| {
         matches!(
-            filename::parse(n),
+            crate::vstore::parse_file_name(n),
             Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
         ) || own.contains(n)
     })
@@ -733,7 +733,7 @@ fn by_number(manifests: &[PathBuf]) -> Vec<&PathBuf> {
     let mut v: Vec<(u64, &PathBuf)> = manifests
         .iter()
         .filter_map(
-            |p| match filename::parse(&p.file_name()?.to_string_lossy()) {
+            |p| match crate::vstore::parse_file_name(&p.file_name()?.to_string_lossy()) {
                 Some(FileType::Manifest(n)) => Some((n.0, p)),
                 _ => None,
             },

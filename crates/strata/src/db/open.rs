@@ -455,7 +455,7 @@ fn recover(
         let blobs = missing.iter().any(|p| {
             p.file_name()
                 .and_then(|f| f.to_str())
-                .and_then(filename::parse)
+                .and_then(|n| crate::vstore::parse_file_name(n))
                 .is_some_and(|t| matches!(t, FileType::Value(..)))
         });
         let hint = if !elsewhere.is_empty() {
@@ -808,7 +808,7 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
     for dir in placement.dirs() {
         // An absent directory holds nothing.
         for name in fs.list(dir).unwrap_or_default() {
-            let counter = match filename::parse(&name) {
+            let counter = match crate::vstore::parse_file_name(&name) {
                 Some(FileType::Table(_)) => &mut tables,
                 Some(FileType::Wal(_)) if wal_holds_writes(fs, &dir.join(&name)) => &mut wals,
                 Some(FileType::Value(..)) => &mut values,
@@ -854,7 +854,9 @@ fn kept_after_drop(
     reason.push_str(dropped);
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
-            if let Some(FileType::Table(n) | FileType::Value(n, _)) = filename::parse(&name) {
+            if let Some(FileType::Table(n) | FileType::Value(n, _)) =
+                crate::vstore::parse_file_name(&name)
+            {
                 if !named.contains(&n.0) {
                     files.push(n.0);
                 }
@@ -931,7 +933,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
                 | FileType::Table(n)
                 | FileType::Value(n, _)
                 | FileType::Manifest(n),
-            ) = filename::parse(&name)
+            ) = crate::vstore::parse_file_name(&name)
             {
                 versions.mark_file_number_used(n);
             }
@@ -945,7 +947,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
 fn delete_leftovers(db: &DbInner) {
     for dir in db.placement.write_dirs() {
         for name in db.fs.list(dir).unwrap_or_default() {
-            if filename::parse(&name) == Some(FileType::Temp) {
+            if crate::vstore::parse_file_name(&name) == Some(FileType::Temp) {
                 let _ = db.fs.remove(&dir.join(name));
             }
         }
@@ -986,7 +988,7 @@ pub(crate) fn wals_on_disk(
             fs.list(dir).unwrap_or_default()
         };
         for name in names {
-            if let Some(FileType::Wal(w)) = filename::parse(&name) {
+            if let Some(FileType::Wal(w)) = crate::vstore::parse_file_name(&name) {
                 if w >= log_number {
                     wals.push((w, dir.join(name)));
                 }
@@ -1497,7 +1499,7 @@ mod tests {
             .list(Path::new("/db"))
             .unwrap()
             .into_iter()
-            .filter_map(|n| match filename::parse(&n) {
+            .filter_map(|n| match crate::vstore::parse_file_name(&n) {
                 Some(FileType::Wal(w)) => Some(w),
                 _ => None,
             })

@@ -29,7 +29,6 @@ use std::sync::{Arc, Mutex};
 
 pub use buckets::{Buckets, BUCKETS_FEATURE};
 pub use flat::Flat;
-pub(crate) use matrix::row_bytes as matrix_row_bytes;
 pub use matrix::{Matrix, MATRIX_FEATURE};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -516,6 +515,17 @@ impl L0Context {
 /// Errors of a layout that keeps data outside tables and cannot set it up.
 pub(crate) fn configured(opts: &Options, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
     initial(opts.l0_layout, ctx)
+}
+
+/// The options' checks that are the configured layout's own.
+///
+/// # Errors
+/// `InvalidArgument` naming the first bad field.
+pub(crate) fn check_options(opts: &Options) -> Result<()> {
+    match opts.l0_layout {
+        L0Layout::Flat | L0Layout::Buckets => Ok(()),
+        L0Layout::Matrix => matrix::check_options(opts),
+    }
 }
 
 /// Every layout this build knows (the registration list `every_layout` walks).

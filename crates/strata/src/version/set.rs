@@ -934,12 +934,12 @@ impl VersionSet {
                     // Files kept for repair after a dropped manifest record.
                     || v.kept.as_ref().is_some_and(|k| {
                         fs.list(dir).unwrap_or_default().iter().any(|n| {
-                            matches!(
-                                filename::parse(n),
-                                Some(
-                                    filename::FileType::Table(f) | filename::FileType::Value(f, _)
-                                ) if k.files.contains(&f.0)
-                            )
+                            // (A table or a value file: any numbered file. The value
+                            // stores' extensions are theirs, above this module.)
+                            filename::number_of(n).is_some_and(|f| k.files.contains(&f.0))
+                                && filename::parse(n).is_none_or(|t| {
+                                    matches!(t, filename::FileType::Table(_))
+                                })
                         })
                     })
                     || id == crate::placement::PathId::PMEM

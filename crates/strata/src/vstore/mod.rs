@@ -104,10 +104,7 @@ impl ValuePointer {
     }
 }
 
-/// Which store a value file or pointer belongs to: the store's tag, as pointers and
-/// manifest records carry it (docs/format/value-pointer.md). Never renumbered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StoreId(pub u8);
+pub use crate::filename::StoreId;
 
 /// One value file as the manifest describes it: its records, and how many of them
 /// compactions and flushes found dropped (garbage). What the counts mean, and when a file
@@ -287,6 +284,12 @@ pub(crate) fn store(id: StoreId) -> Option<&'static dyn Store> {
 /// The registered store whose files end in `.ext`.
 pub(crate) fn store_by_extension(ext: &str) -> Option<&'static dyn Store> {
     STORES.iter().copied().find(|s| s.extension() == ext)
+}
+
+/// Parses a file name, a value file's by the registered stores' extensions; `None` for
+/// names strata does not own.
+pub(crate) fn parse_file_name(name: &str) -> Option<crate::filename::FileType> {
+    crate::filename::parse_with(name, &|ext| store_by_extension(ext).map(|s| s.id()))
 }
 
 /// The registered store that owns manifest tag `tag`.

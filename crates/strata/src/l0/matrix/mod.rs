@@ -1239,8 +1239,53 @@ fn recovery_pages(unflushed: usize, write_buffer_size: usize) -> usize {
 }
 
 /// Bytes a row of a memtable of `write_buffer_size` bytes may take.
-pub(crate) fn row_bytes(write_buffer_size: usize) -> u64 {
+fn row_bytes(write_buffer_size: usize) -> u64 {
     (row_pages(write_buffer_size) * PAGE) as u64
+}
+
+/// The options' checks that are the matrix layout's: its container's size against the rows
+/// of the memtables it must hold, its receiver and column settings.
+///
+/// # Errors
+/// `InvalidArgument` naming the first bad field.
+pub(crate) fn check_options(o: &crate::Options) -> crate::error::Result<()> {
+    let bad = |field: &str, why: &str| {
+        Err(crate::error::Error::invalid(format!(
+            "Options::{field}: {why}"
+        )))
+    };
+    let pages = PAGE as u64;
+    let row = row_bytes(o.write_buffer_size);
+    let least = 4 * o.max_write_buffer_number.max(1) as u64 * row;
+    if !o.matrix_container_size.is_multiple_of(pages)
+        || o.matrix_container_size < least
+        || usize::try_from(o.matrix_container_size).is_err()
+    {
+        return bad(
+            "matrix_container_size",
+            &format!(
+                "must be a whole number of 4 KiB pages and at least {least} bytes \
+                     (4 x max_write_buffer_number memtables of write_buffer_size)"
+            ),
+        );
+    }
+    if !(10..=90).contains(&o.matrix_receiver_percent) {
+        return bad("matrix_receiver_percent", "must be between 10 and 90");
+    }
+    if o.matrix_column_tables == 0 {
+        return bad("matrix_column_tables", "must be at least 1");
+    }
+    if o.matrix_row_bloom_bits > 64 {
+        return bad("matrix_row_bloom_bits", "must be at most 64");
+    }
+    if o.max_mem_compaction_level > 0 {
+        return bad(
+            "max_mem_compaction_level",
+            "must be 0 with l0_layout = Matrix (a flush writes a RowTable into the \
+                 matrix, never a table below L0)",
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
