@@ -695,6 +695,75 @@ fn repair_without_manifest(a: &Args, db: &std::path::Path) -> Result<(), String>
     Ok(())
 }
 
+/// Every file under `dir` but the oracle's, with its length and a hash of its bytes.
+fn tree_of(dir: &Path) -> Result<BTreeMap<PathBuf, (u64, u64)>, String> {
+    use std::hash::{Hash, Hasher};
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| format!("list {}: {e}", d.display()))? {
+            let p = e.map_err(|e| e.to_string())?.path();
+            if p.file_name().is_some_and(|n| n == "oracle") {
+                continue;
+            }
+            if p.is_dir() {
+                todo.push(p.clone());
+                out.insert(p, (0, 0));
+                continue;
+            }
+            let bytes = std::fs::read(&p).map_err(|e| format!("read {}: {e}", p.display()))?;
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut h);
+            out.insert(p, (bytes.len() as u64, h.finish()));
+        }
+    }
+    Ok(out)
+}
+
+/// Opens killed database `db` in ways that may be refused, each refusal checked to leave
+/// every file and directory under `dir` as it was: with `error_if_exists` (always refused,
+/// after the lock), then with `WalRecoveryMode::AbsoluteConsistency` (refused when the kill
+/// tore the newest WAL's tail, after the manifest, the files and a dry run of the replay
+/// were checked; an open that succeeds is closed and the loop goes on). Returns how many
+/// were refused.
+fn refused_opens_change_nothing(va: &Args, dir: &Path, db: &Path, i: u32) -> Result<u64, String> {
+    let mut refused = 0;
+    for (what, strict) in [("error_if_exists", false), ("AbsoluteConsistency", true)] {
+        let before = tree_of(dir)?;
+        let mut o = options(va)?;
+        if strict {
+            o.wal_recovery_mode = strata::WalRecoveryMode::AbsoluteConsistency;
+        } else {
+            o.error_if_exists = true;
+        }
+        match Db::open(db, o) {
+            Ok(opened) if strict => {
+                drop(opened);
+                continue;
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "kill {i}: an open with error_if_exists of an existing database was not refused"
+                ))
+            }
+            Err(_) => refused += 1,
+        }
+        let after = tree_of(dir)?;
+        if before != after {
+            let changed: Vec<String> = before
+                .keys()
+                .chain(after.keys())
+                .filter(|p| before.get(*p) != after.get(*p))
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(format!(
+                "kill {i}: an open refused ({what}) changed {changed:?}"
+            ));
+        }
+    }
+    Ok(refused)
+}
+
 fn crash_loop(a: &Args) -> Result<(), String> {
     let dir = a.path("dir")?;
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -754,6 +823,8 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
     .collect();
     let mut read_only_opens = 0u64;
+    // Opens of a killed database that must be refused (and change nothing).
+    let mut refused_opens = 0u64;
     // Views whose reads met pages the writer reused since they opened.
     let mut stale_views = 0u64;
     for i in 0..kills {
@@ -889,6 +960,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             va.0.insert("tables_in_memory".into(), "131072".into());
         }
         let repaired = repair_every > 0 && i % repair_every == repair_every - 1;
+        if i % 3 == 1 && !repaired {
+            refused_opens += refused_opens_change_nothing(&va, &dir, &db, i)?;
+        }
         if repaired {
             repair_without_manifest(&va, &db)?;
         }
@@ -913,7 +987,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, refused opens 0, read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        "crash-loop: kills {kills}, refused opens {refused_opens} (each changed nothing; an open refused when it should not be fails the loop), read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
         total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {

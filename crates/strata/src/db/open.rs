@@ -455,7 +455,7 @@ fn recover(
         let blobs = missing.iter().any(|p| {
             p.file_name()
                 .and_then(|f| f.to_str())
-                .and_then(|n| crate::vstore::parse_file_name(n))
+                .and_then(crate::vstore::parse_file_name)
                 .is_some_and(|t| matches!(t, FileType::Value(..)))
         });
         let hint = if !elsewhere.is_empty() {
