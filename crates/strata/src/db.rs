@@ -167,14 +167,14 @@ impl WalState {
     /// Forgets the earlier WALs in `synced`, made durable through [`Self::sync_handles`]:
     /// a closed WAL takes no more appends, so a later synced write need not sync it again.
     pub fn synced_earlier(&mut self, synced: &[FileNumber]) {
-        let mut sizes = lock(&self.synced);
-        self.unsynced.retain(|(n, w)| {
-            let done = synced.contains(n);
-            if done {
-                sizes.insert(n.0, w.len());
-            }
-            !done
-        });
+        let (done, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unsynced)
+            .into_iter()
+            .partition(|(n, _)| synced.contains(n));
+        self.unsynced = kept;
+        lock(&self.synced).extend(done.iter().map(|(n, w)| (n.0, w.len())));
+        // (The writers go after the list's lock: dropping a mapped log truncates it, which
+        // the versions' lock, under which edits read the list, must not wait for.)
+        drop(done);
     }
 
     /// Syncs the WAL directory if a WAL was created since it was last synced.

@@ -599,6 +599,20 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 .to_string(),
         });
     }
+    // Every WAL the manifest recorded as synced must be there, as an open checks.
+    for &(n, _) in &wal_sizes {
+        // (The expected one, missing, is reported above.)
+        let reported = n == log_number && known.record.is_some() && log_number != 0;
+        if n >= log_number && !reported && !wals.iter().any(|(w, _)| w.0 == n) {
+            problems.push(Problem {
+                file: placement.wal_path(FileNumber(n)),
+                offset: 0,
+                what: "the manifest recorded this WAL as synced (at a clean close, or once it \
+                       was closed), and it is missing (an open refuses the database)"
+                    .to_string(),
+            });
+        }
+    }
     for (n, path) in &wals {
         if let Some(&(_, size)) = wal_sizes.iter().find(|(m, _)| *m == n.0) {
             let len = fs.file_size(path)?;

@@ -728,6 +728,31 @@ fn a_closed_wal_synced_before_a_crash_then_cut_short_refuses_the_open() {
         Some(b"after both".to_vec())
     );
     drop(reopened);
+    // The second WAL gone: refused, and `check` says so.
+    let gone = image.crash_clone(strata::fs::CrashMode::DropUnsynced);
+    gone.remove(&second).unwrap();
+    let e = Db::open("/db", plain(&gone)).expect_err("a synced closed WAL missing opened");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    // (`check` reads real files: the image copied out.)
+    let tmp = strata_testkit::TempDir::new("synced-wal-gone");
+    let on_disk = tmp.path().join("db");
+    std::fs::create_dir_all(&on_disk).unwrap();
+    for name in gone.list(Path::new("/db")).unwrap() {
+        let bytes = strata::fs::read_all(&gone, &Path::new("/db").join(&name)).unwrap();
+        std::fs::write(on_disk.join(&name), bytes).unwrap();
+    }
+    let real = Options {
+        fs: Arc::new(strata::fs::RealFs::new()),
+        ..o.clone()
+    };
+    let problems = strata::inspect::check(&on_disk, &real, &mut std::io::sink()).unwrap();
+    let second_name = second.file_name().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.file.file_name() == Some(second_name) && p.what.contains("missing")),
+        "{problems:?}"
+    );
     // The second WAL cut in half since: refused, nothing changed.
     let len = image.file_size(&second).unwrap() as usize;
     image.truncate(&second, len / 2).unwrap();

@@ -723,7 +723,7 @@ fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Re
     // What a writer may reuse under the view (persistent-memory pages its manifest still
     // names) is checked against what it was before the manifest is read.
     versions.set_view(crate::pmem::ViewStart::take(
-        &*fs,
+        &fs,
         placement.dir(crate::placement::PathId::PMEM),
     ));
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;

@@ -137,46 +137,66 @@ impl Generations {
 }
 
 /// What a read-only view took of the pages' generations before it read the manifest.
-pub(crate) struct ViewStart {
-    gens: Generations,
-    seen: Vec<u32>,
+pub(crate) struct ViewStart(Start);
+
+enum Start {
+    /// Every page's generation, as the file held them.
+    Taken { gens: Generations, seen: Vec<u32> },
+    /// No file, or an empty one (an older build killed while making it): no writer of this
+    /// build has had the region since the file was last made, so none handed a page out
+    /// unseen. One that opens makes the file before it hands out any page: from then on
+    /// the view can vouch for none.
+    Unmade { fs: Arc<dyn Fs>, path: PathBuf },
 }
 
 impl std::fmt::Debug for ViewStart {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ViewStart")
-            .field("pages", &self.seen.len())
-            .finish_non_exhaustive()
+        match &self.0 {
+            Start::Taken { seen, .. } => f
+                .debug_struct("ViewStart")
+                .field("pages", &seen.len())
+                .finish_non_exhaustive(),
+            Start::Unmade { path, .. } => {
+                f.debug_struct("ViewStart").field("unmade", path).finish()
+            }
+        }
     }
 }
 
 impl ViewStart {
-    /// The generations in `dir` as they are now; `None` when there are none to take (a
-    /// database without persistent-memory pages, or one no writer of this build opened:
-    /// its view checks nothing, as before).
-    pub fn take(fs: &dyn Fs, dir: &Path) -> Option<Arc<ViewStart>> {
+    /// The generations in `dir` as they are now (`Unmade` when there is no file, or an
+    /// empty one); `None` when they cannot be read (a view then checks nothing, as views of
+    /// older builds did).
+    pub fn take(fs: &Arc<dyn Fs>, dir: &Path) -> Option<Arc<ViewStart>> {
         let path = generations_path(dir);
-        let pages = usize::try_from(fs.file_size(&path).ok()? / 4).ok()?;
+        let size = fs.file_size(&path).unwrap_or(0);
+        let pages = usize::try_from(size / 4).ok()?;
         if pages == 0 {
-            // An empty file: one an older build began and did not finish making (its
-            // writer was killed; this build makes it under a temporary name). It can vouch
-            // for no page, and no writer bumps it: as if there were none.
-            return None;
+            return Some(Arc::new(ViewStart(Start::Unmade {
+                fs: fs.clone(),
+                path,
+            })));
         }
-        let gens = Generations::open(fs, &path, pages, false).ok()??;
+        let gens = Generations::open(&**fs, &path, pages, false).ok()??;
         let seen = (0..pages)
             .map(|p| gens.get(p))
             .collect::<Result<Vec<u32>>>()
             .ok()?;
-        Some(Arc::new(ViewStart { gens, seen }))
+        Some(Arc::new(ViewStart(Start::Taken { gens, seen })))
     }
 
     /// Whether page `page` was handed out since the view took the generations (or lies
     /// past them): the view's manifest may name a row written on it meanwhile, whose reads
-    /// would all fail, or a row whose page went to another since.
+    /// would all fail, or a row whose page went to another since. (Without generations:
+    /// whether a writer of this build made them since, after which any page may have.)
     fn moved(&self, page: usize) -> bool {
-        let seen = self.seen.get(page).copied();
-        seen.is_none() || self.gens.get(page).ok() != seen
+        match &self.0 {
+            Start::Taken { gens, seen } => {
+                let seen = seen.get(page).copied();
+                seen.is_none() || gens.get(page).ok() != seen
+            }
+            Start::Unmade { fs, path } => fs.file_size(path).is_ok_and(|s| s > 0),
+        }
     }
 
     /// Whether the pages under `offset..offset + len` of the region still hold what they
