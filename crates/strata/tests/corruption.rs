@@ -24,6 +24,33 @@ fn opts_wb(fs: &MemFs, write_buffer_size: usize) -> Options {
     }
 }
 
+/// The WALs in `/db`, oldest first.
+fn wals(fs: &MemFs) -> Vec<PathBuf> {
+    let mut w: Vec<PathBuf> = fs
+        .list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .map(|n| Path::new("/db").join(n))
+        .collect();
+    w.sort();
+    w
+}
+
+/// Puts `key` in a synced write.
+fn put_synced(db: &Db, key: &str, value: &str) {
+    let mut b = WriteBatch::new();
+    b.put(key, value);
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
+}
+
 fn value(i: u32) -> Vec<u8> {
     format!("value-{i:05}-{}", "y".repeat((i % 40) as usize)).into_bytes()
 }
@@ -525,13 +552,7 @@ fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
         db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
     }
     drop(db);
-    let wal = fs
-        .list(Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .find(|n| n.ends_with(".log"))
-        .map(|n| Path::new("/db").join(n))
-        .unwrap();
+    let wal = wals(&fs).into_iter().next().unwrap();
     let len = fs.file_size(&wal).unwrap() as usize;
     let cut = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
     cut.truncate(&wal, len / 2).unwrap();
@@ -593,25 +614,10 @@ fn a_wal_cut_short_after_a_clean_close_refuses_the_open() {
     for i in 0..5000u32 {
         db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
     }
-    let mut b = WriteBatch::new();
-    b.put("synced", "barrier");
-    db.write(
-        &WriteOptions {
-            sync: true,
-            ..Default::default()
-        },
-        b,
-    )
-    .unwrap();
+    put_synced(&db, "synced", "barrier");
     let image = fs.crash_clone(strata::fs::CrashMode::DropUnsynced);
     drop(db);
-    let wal = image
-        .list(Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .find(|n| n.ends_with(".log"))
-        .map(|n| Path::new("/db").join(n))
-        .unwrap();
+    let wal = wals(&image).into_iter().next().unwrap();
     let len = image.file_size(&wal).unwrap() as usize;
     image.truncate(&wal, len / 2).unwrap();
     let db = Db::open(
@@ -666,17 +672,6 @@ fn a_closed_wal_synced_before_a_crash_then_cut_short_refuses_the_open() {
         fs: Arc::new(gated),
         ..opts(&fs)
     };
-    let wals = |fs: &MemFs| -> Vec<PathBuf> {
-        let mut w: Vec<PathBuf> = fs
-            .list(Path::new("/db"))
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(".log"))
-            .map(|n| Path::new("/db").join(n))
-            .collect();
-        w.sort();
-        w
-    };
     let db = Db::open("/db", o.clone()).unwrap();
     let _open_at_end = OpenAtEnd(gate.clone());
     // Two memtables fill and wait for their flush (the first one's flush has begun).
@@ -688,16 +683,7 @@ fn a_closed_wal_synced_before_a_crash_then_cut_short_refuses_the_open() {
     db.put(format!("key{i:05}"), vec![b'v'; 100]).unwrap();
     let last = format!("key{i:05}");
     // A synced write syncs both closed WALs first.
-    let mut b = WriteBatch::new();
-    b.put("synced", "after both");
-    db.write(
-        &WriteOptions {
-            sync: true,
-            ..Default::default()
-        },
-        b,
-    )
-    .unwrap();
+    put_synced(&db, "synced", "after both");
     let [first, second, _current] = <[PathBuf; 3]>::try_from(wals(&fs)).unwrap();
     // The first memtable's flush: its edit moves the log number to the second WAL, and
     // records that WAL's size (synced). The second memtable's flush then waits.
@@ -786,17 +772,6 @@ fn torn_wal_behind_an_open_cut_short(repair: bool) {
     }
     let image = fs.crash_clone(strata::fs::CrashMode::Kill { seed: 1 });
     drop(db);
-    let wals = |fs: &MemFs| -> Vec<PathBuf> {
-        let mut w: Vec<PathBuf> = fs
-            .list(Path::new("/db"))
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(".log"))
-            .map(|n| Path::new("/db").join(n))
-            .collect();
-        w.sort();
-        w
-    };
     let wal = wals(&image).pop().unwrap();
     // A write cut short in the middle of its copy: its record's head still zeros, the
     // rest of it copied.

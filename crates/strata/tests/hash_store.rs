@@ -1170,6 +1170,22 @@ fn repaired_groups_bring_back_no_deleted_key() {
     assert_eq!(db.get(b"overwritten").unwrap(), Some(big(3, 1)));
 }
 
+/// Thirty rounds of big puts, each flushed, GC running: `victim` still reads `want`, and
+/// every other key its round's value.
+fn victim_survives_gc_rounds(db: &Db, want: &Option<Vec<u8>>, shrink: bool) {
+    let mut model = BTreeMap::new();
+    for round in 0..30 {
+        put_bigs(db, &mut model, "k", 300, round);
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().value_gc_runs > 0);
+    assert_eq!(&db.get(b"victim").unwrap(), want, "shrink {shrink}");
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    }
+}
+
 /// A recovery that flushes several memtables: a value the first recovery flush put in its
 /// group, then deleted (or overwritten small, inline) in a later one, stays deleted through
 /// the group GCs that follow. The later flush's separator saw only the recovered version,
@@ -1202,17 +1218,7 @@ fn a_value_deleted_in_a_later_recovery_flush_stays_deleted() {
         // Several recovery flushes of 64 KiB memtables.
         let db = Db::open("/db", session(64 << 10)).unwrap();
         assert_eq!(db.get(b"victim").unwrap(), want);
-        let mut model = BTreeMap::new();
-        for round in 0..30 {
-            put_bigs(&db, &mut model, "k", 300, round);
-            db.flush().unwrap();
-        }
-        db.wait_for_compactions().unwrap();
-        assert!(db.stats().value_gc_runs > 0);
-        assert_eq!(db.get(b"victim").unwrap(), want, "shrink {shrink}");
-        for (k, v) in &model {
-            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
-        }
+        victim_survives_gc_rounds(&db, &want, shrink);
     }
 }
 
@@ -1238,17 +1244,7 @@ fn a_value_superseded_in_the_same_flush_stays_superseded() {
         drop(snap);
         let want = shrink.then(|| b"tiny!".to_vec());
         assert_eq!(db.get(b"victim").unwrap(), want);
-        let mut model = BTreeMap::new();
-        for round in 0..30 {
-            put_bigs(&db, &mut model, "k", 300, round);
-            db.flush().unwrap();
-        }
-        db.wait_for_compactions().unwrap();
-        assert!(db.stats().value_gc_runs > 0);
-        assert_eq!(db.get(b"victim").unwrap(), want, "shrink {shrink}");
-        for (k, v) in &model {
-            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
-        }
+        victim_survives_gc_rounds(&db, &want, shrink);
     }
 }
 
