@@ -499,79 +499,15 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             ));
         }
     }
-    if name == "repair" {
-        let path = m.get_one::<String>("db").expect("required");
-        if !Path::new(path).is_dir() {
-            return Err(Failure(format!("{path}: no such directory"), 2));
-        }
-        let r = strata::repair(path, &options(m)?)?;
-        for (file, offset, what) in &r.damage {
-            eprintln!(
-                "strata: skipped {} at offset {offset}: {what}",
-                file.display()
-            );
-        }
-        for (file, why) in &r.tables_lost {
-            eprintln!("strata: lost table {}: {why}", file.display());
-        }
-        let l0 = if r.l0_parts_read > 0 {
-            format!(", {} L0 rows", r.l0_parts_read)
-        } else {
-            String::new()
-        };
-        let obsolete = if r.obsolete_files > 0 {
-            format!(
-                " ({} tables and WALs the database no longer needed left out)",
-                r.obsolete_files
-            )
-        } else {
-            String::new()
-        };
-        println!(
-            "repaired: {} keys from {} tables{l0} and {} WAL records{obsolete}, written to {} \
-             tables; {} value files kept; replaced files moved to {}",
-            r.keys,
-            r.tables_read,
-            r.wal_records,
-            r.tables_written,
-            r.value_files,
-            r.moved_to.display()
-        );
-        if r.dropped_data() {
-            for d in &r.dropped {
-                eprintln!("strata: dropped: {d}");
-            }
-            return Err(Failure(
-                format!(
-                    "repair dropped data the database held: {} entries it could count, in {} \
-                     place(s) listed above; the database opens with what was recovered (the \
-                     damaged files are in {})",
-                    r.entries_lost,
-                    r.dropped.len(),
-                    r.moved_to.display()
-                ),
-                2,
-            ));
-        }
-        return Ok(());
+    match name {
+        "repair" => return repair(m),
+        "check" => return check(m),
+        _ => {}
     }
-    if name == "check" {
-        let path = m.get_one::<String>("db").expect("required");
-        require_database(path, m, "")?;
-        let mut out = BufWriter::new(io::stdout().lock());
-        let problems = strata::inspect::check(Path::new(path), &options(m)?, &mut out)?;
-        out.flush()?;
-        for p in &problems {
-            eprintln!("strata: {p}");
-        }
-        if problems.is_empty() {
-            println!("no problems found");
-            return Ok(());
-        }
-        return Err(Failure(format!("{} problems found", problems.len()), 2));
-    }
-    let enc = encoding(m);
-    let json = m.get_flag("json");
+    let cx = Cx {
+        enc: encoding(m),
+        json: m.get_flag("json"),
+    };
     // What the last writing open recorded (a read-only open writes nothing).
     let recorded = (name == "info").then(|| {
         let path = Path::new(m.get_one::<String>("db").expect("required")).join("OPTIONS");
@@ -590,21 +526,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     };
     let mut out = BufWriter::new(io::stdout().lock());
     match name {
-        "get" => {
-            let key = arg_bytes(m, "key")?.expect("required");
-            match db.get(&key)? {
-                Some(v) if json => writeln!(
-                    out,
-                    "{{{},{}}}",
-                    enc.json_field("key", &key),
-                    enc.json_field("value", &v)
-                )?,
-                Some(v) => writeln!(out, "{}", enc.show(&v))?,
-                None => {
-                    return Err(Failure(format!("{}: not found", enc.show(&key)), 1));
-                }
-            }
-        }
+        "get" => get(&db, m, &mut out, cx)?,
         "put" => {
             let key = arg_bytes(m, "key")?.expect("required");
             let value = arg_bytes(m, "value")?.expect("required");
@@ -614,197 +536,331 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
             let key = arg_bytes(m, "key")?.expect("required");
             db.delete(key)?;
         }
-        "scan" => {
-            let limit = m.get_one::<u64>("limit").copied().unwrap_or(u64::MAX);
-            let keys_only = m.get_flag("keys-only");
-            let mut it = db.iter(range(m)?)?;
-            let reverse = m.get_flag("reverse");
-            if reverse {
-                it.seek_to_last();
-            } else {
-                it.seek_to_first();
-            }
-            let mut n = 0;
-            let mut last: Option<Vec<u8>> = None;
-            while it.valid() && n < limit {
-                // An entry is printed only once the iterator has met no error: past one
-                // (a damaged block or value record), it may stand on an older version.
-                if !keys_only {
-                    let _ = it.value();
-                }
-                it.status()
-                    .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
-                match (json, keys_only) {
-                    (true, true) => writeln!(out, "{{{}}}", enc.json_field("key", it.key()))?,
-                    (true, false) => writeln!(
-                        out,
-                        "{{{},{}}}",
-                        enc.json_field("key", it.key()),
-                        enc.json_field("value", it.value())
-                    )?,
-                    (false, true) => writeln!(out, "{}", enc.show(it.key()))?,
-                    (false, false) => {
-                        writeln!(out, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?
-                    }
-                }
-                n += 1;
-                last = Some(it.key().to_vec());
-                if n == limit {
-                    // (Not a step further: an error past the last entry asked for is no
-                    // error of this listing.)
-                    break;
-                }
-                if reverse {
-                    it.prev();
-                } else {
-                    it.next();
-                }
-            }
-            it.status()
-                .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
-        }
-        "count" => {
-            let mut it = db.iter(range(m)?)?;
-            it.seek_to_first();
-            let mut n = 0u64;
-            while it.valid() {
-                n += 1;
-                it.next();
-            }
-            it.status()?;
-            if json {
-                writeln!(out, "{{\"count\":{n}}}")?;
-            } else {
-                writeln!(out, "{n}")?;
-            }
-        }
-        "dump" => {
-            let mut file;
-            let mut stdout;
-            let w: &mut dyn Write = match m.get_one::<String>("output") {
-                Some(path) => {
-                    file = BufWriter::new(
-                        std::fs::File::create(path)
-                            .map_err(|e| Failure(format!("{path}: {e}"), 2))?,
-                    );
-                    &mut file
-                }
-                None => {
-                    stdout = &mut out;
-                    &mut stdout
-                }
-            };
-            let mut it = db.iter(range(m)?)?;
-            it.seek_to_first();
-            // Framed, so that `load` refuses a dump cut short: a first and a last line with
-            // two tabs, which no entry line has (keys and values are escaped).
-            writeln!(w, "{DUMP_HEADER}")?;
-            let mut n = 0u64;
-            let mut last: Option<Vec<u8>> = None;
-            while it.valid() {
-                let _ = it.value();
-                it.status()
-                    .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
-                writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
-                n += 1;
-                last = Some(it.key().to_vec());
-                it.next();
-            }
-            it.status()
-                .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
-            writeln!(w, "{DUMP_TRAILER}{n} entries")?;
-            w.flush()?;
-        }
-        "load" => {
-            if let Some(path) = m.get_one::<String>("input") {
-                refuse_a_dump_cut_short(path)?;
-            }
-            let input: Box<dyn io::BufRead> = match m.get_one::<String>("input") {
-                Some(path) => Box::new(io::BufReader::new(
-                    std::fs::File::open(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?,
-                )),
-                None => Box::new(io::stdin().lock()),
-            };
-            let n = load(&db, enc, input)?;
-            if json {
-                writeln!(out, "{{\"loaded\":{n}}}")?;
-            } else {
-                eprintln!("loaded {n} entries");
-            }
-        }
+        "scan" => scan(&db, m, &mut out, cx)?,
+        "count" => count(&db, m, &mut out, cx)?,
+        "dump" => dump(&db, m, &mut out, cx)?,
+        "load" => load_command(&db, m, &mut out, cx)?,
         "flush" => db.flush()?,
-        "compact" => {
-            let lo = arg_bytes(m, "from")?;
-            let hi = arg_bytes(m, "to")?;
-            db.compact_range(lo.as_deref(), hi.as_deref())?;
-            db.wait_for_compactions()?;
-        }
-        "property" => {
-            let name = m.get_one::<String>("name").expect("required");
-            let v = db.property(name).ok_or_else(|| {
-                Failure(
-                    format!(
-                        "{name}: no such property (known: {})",
-                        Db::PROPERTY_NAMES.join(", ")
-                    ),
-                    1,
-                )
-            })?;
-            if json {
-                writeln!(out, "{{{}:{}}}", json_string(name), json_string(&v))?;
-            } else {
-                writeln!(out, "{v}")?;
-            }
-        }
-        "info" | "stats" => {
-            let names: &[&str] = if name == "stats" {
-                &["strata.stats"]
-            } else {
-                &[
-                    "strata.levels",
-                    "strata.tables",
-                    "strata.features",
-                    "strata.l0-layout",
-                    "strata.table-reads",
-                    "strata.value-files",
-                    "strata.value-bytes",
-                    "strata.value-live-bytes",
-                    "strata.value-garbage-bytes",
-                ]
-            };
-            let mut props: Vec<(&str, String)> = names
-                .iter()
-                .map(|n| (*n, db.property(n).unwrap_or_default()))
-                .collect();
-            if let Some(text) = recorded {
-                // Without the comment line: only `name = value` lines.
-                let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-                props.push(("options recorded by the previous open", lines.join("\n")));
-            }
-            if json {
-                let fields: Vec<String> = props
-                    .iter()
-                    .map(|(n, v)| format!("{}:{}", json_string(n), json_string(v.trim_end())))
-                    .collect();
-                writeln!(out, "{{{}}}", fields.join(","))?;
-            } else if name == "stats" {
-                write!(out, "{}", props[0].1)?;
-            } else {
-                for (n, v) in &props {
-                    let v = v.trim_end();
-                    if v.contains('\n') {
-                        writeln!(out, "{n}:\n{v}")?;
-                    } else {
-                        writeln!(out, "{n}: {v}")?;
-                    }
-                }
-            }
-        }
+        "compact" => compact(&db, m)?,
+        "property" => property(&db, m, &mut out, cx)?,
+        "info" | "stats" => info(&db, name, recorded, &mut out, cx)?,
         _ => unreachable!("every subcommand is handled"),
     }
     out.flush()?;
     drop(out);
     db.close()?;
+    Ok(())
+}
+
+/// How a command prints: the keys' and values' encoding, and whether as JSON.
+#[derive(Clone, Copy)]
+struct Cx {
+    enc: Encoding,
+    json: bool,
+}
+
+/// `strata repair`.
+fn repair(m: &ArgMatches) -> Result<(), Failure> {
+    let path = m.get_one::<String>("db").expect("required");
+    if !Path::new(path).is_dir() {
+        return Err(Failure(format!("{path}: no such directory"), 2));
+    }
+    let r = strata::repair(path, &options(m)?)?;
+    for (file, offset, what) in &r.damage {
+        eprintln!(
+            "strata: skipped {} at offset {offset}: {what}",
+            file.display()
+        );
+    }
+    for (file, why) in &r.tables_lost {
+        eprintln!("strata: lost table {}: {why}", file.display());
+    }
+    let l0 = if r.l0_parts_read > 0 {
+        format!(", {} L0 rows", r.l0_parts_read)
+    } else {
+        String::new()
+    };
+    let obsolete = if r.obsolete_files > 0 {
+        format!(
+            " ({} tables and WALs the database no longer needed left out)",
+            r.obsolete_files
+        )
+    } else {
+        String::new()
+    };
+    println!(
+        "repaired: {} keys from {} tables{l0} and {} WAL records{obsolete}, written to {} \
+         tables; {} value files kept; replaced files moved to {}",
+        r.keys,
+        r.tables_read,
+        r.wal_records,
+        r.tables_written,
+        r.value_files,
+        r.moved_to.display()
+    );
+    if r.dropped_data() {
+        for d in &r.dropped {
+            eprintln!("strata: dropped: {d}");
+        }
+        return Err(Failure(
+            format!(
+                "repair dropped data the database held: {} entries it could count, in {} \
+                 place(s) listed above; the database opens with what was recovered (the \
+                 damaged files are in {})",
+                r.entries_lost,
+                r.dropped.len(),
+                r.moved_to.display()
+            ),
+            2,
+        ));
+    }
+    Ok(())
+}
+
+/// `strata check`.
+fn check(m: &ArgMatches) -> Result<(), Failure> {
+    let path = m.get_one::<String>("db").expect("required");
+    require_database(path, m, "")?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    let problems = strata::inspect::check(Path::new(path), &options(m)?, &mut out)?;
+    out.flush()?;
+    for p in &problems {
+        eprintln!("strata: {p}");
+    }
+    if problems.is_empty() {
+        println!("no problems found");
+        return Ok(());
+    }
+    Err(Failure(format!("{} problems found", problems.len()), 2))
+}
+
+/// `strata get`.
+fn get(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let Cx { enc, json } = cx;
+    let key = arg_bytes(m, "key")?.expect("required");
+    match db.get(&key)? {
+        Some(v) if json => writeln!(
+            out,
+            "{{{},{}}}",
+            enc.json_field("key", &key),
+            enc.json_field("value", &v)
+        )?,
+        Some(v) => writeln!(out, "{}", enc.show(&v))?,
+        None => {
+            return Err(Failure(format!("{}: not found", enc.show(&key)), 1));
+        }
+    }
+    Ok(())
+}
+
+/// `strata scan`: stops at the first error, having printed only what came before it.
+fn scan(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let Cx { enc, json } = cx;
+    let limit = m.get_one::<u64>("limit").copied().unwrap_or(u64::MAX);
+    let keys_only = m.get_flag("keys-only");
+    let mut it = db.iter(range(m)?)?;
+    let reverse = m.get_flag("reverse");
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    let mut n = 0;
+    let mut last: Option<Vec<u8>> = None;
+    while it.valid() && n < limit {
+        // An entry is printed only once the iterator has met no error: past one
+        // (a damaged block or value record), it may stand on an older version.
+        if !keys_only {
+            let _ = it.value();
+        }
+        it.status()
+            .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
+        match (json, keys_only) {
+            (true, true) => writeln!(out, "{{{}}}", enc.json_field("key", it.key()))?,
+            (true, false) => writeln!(
+                out,
+                "{{{},{}}}",
+                enc.json_field("key", it.key()),
+                enc.json_field("value", it.value())
+            )?,
+            (false, true) => writeln!(out, "{}", enc.show(it.key()))?,
+            (false, false) => writeln!(out, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?,
+        }
+        n += 1;
+        last = Some(it.key().to_vec());
+        if n == limit {
+            // (Not a step further: an error past the last entry asked for is no
+            // error of this listing.)
+            break;
+        }
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status()
+        .map_err(|e| stopped_listing(e, last.as_deref(), enc, reverse))?;
+    Ok(())
+}
+
+/// `strata count`.
+fn count(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let json = cx.json;
+    let mut it = db.iter(range(m)?)?;
+    it.seek_to_first();
+    let mut n = 0u64;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status()?;
+    if json {
+        writeln!(out, "{{\"count\":{n}}}")?;
+    } else {
+        writeln!(out, "{n}")?;
+    }
+    Ok(())
+}
+
+/// `strata dump`: framed, so that `load` refuses one cut short.
+fn dump(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let enc = cx.enc;
+    let mut file;
+    let w: &mut dyn Write = match m.get_one::<String>("output") {
+        Some(path) => {
+            file = BufWriter::new(
+                std::fs::File::create(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?,
+            );
+            &mut file
+        }
+        None => out,
+    };
+    let mut it = db.iter(range(m)?)?;
+    it.seek_to_first();
+    // Framed, so that `load` refuses a dump cut short: a first and a last line with
+    // two tabs, which no entry line has (keys and values are escaped).
+    writeln!(w, "{DUMP_HEADER}")?;
+    let mut n = 0u64;
+    let mut last: Option<Vec<u8>> = None;
+    while it.valid() {
+        let _ = it.value();
+        it.status()
+            .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
+        writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
+        n += 1;
+        last = Some(it.key().to_vec());
+        it.next();
+    }
+    it.status()
+        .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
+    writeln!(w, "{DUMP_TRAILER}{n} entries")?;
+    w.flush()?;
+    Ok(())
+}
+
+/// `strata load`.
+fn load_command(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let Cx { enc, json } = cx;
+    if let Some(path) = m.get_one::<String>("input") {
+        refuse_a_dump_cut_short(path)?;
+    }
+    let input: Box<dyn io::BufRead> = match m.get_one::<String>("input") {
+        Some(path) => Box::new(io::BufReader::new(
+            std::fs::File::open(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?,
+        )),
+        None => Box::new(io::stdin().lock()),
+    };
+    let n = load(db, enc, input)?;
+    if json {
+        writeln!(out, "{{\"loaded\":{n}}}")?;
+    } else {
+        eprintln!("loaded {n} entries");
+    }
+    Ok(())
+}
+
+/// `strata compact`: the range down the levels, waited for.
+fn compact(db: &Db, m: &ArgMatches) -> Result<(), Failure> {
+    let lo = arg_bytes(m, "from")?;
+    let hi = arg_bytes(m, "to")?;
+    db.compact_range(lo.as_deref(), hi.as_deref())?;
+    db.wait_for_compactions()?;
+    Ok(())
+}
+
+/// `strata property`.
+fn property(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Failure> {
+    let json = cx.json;
+    let name = m.get_one::<String>("name").expect("required");
+    let v = db.property(name).ok_or_else(|| {
+        Failure(
+            format!(
+                "{name}: no such property (known: {})",
+                Db::PROPERTY_NAMES.join(", ")
+            ),
+            1,
+        )
+    })?;
+    if json {
+        writeln!(out, "{{{}:{}}}", json_string(name), json_string(&v))?;
+    } else {
+        writeln!(out, "{v}")?;
+    }
+    Ok(())
+}
+
+/// `strata info` and `strata stats`: properties, and (info) the options OPTIONS recorded.
+fn info(
+    db: &Db,
+    name: &str,
+    recorded: Option<String>,
+    out: &mut dyn Write,
+    cx: Cx,
+) -> Result<(), Failure> {
+    let json = cx.json;
+    let names: &[&str] = if name == "stats" {
+        &["strata.stats"]
+    } else {
+        &[
+            "strata.levels",
+            "strata.tables",
+            "strata.features",
+            "strata.l0-layout",
+            "strata.table-reads",
+            "strata.value-files",
+            "strata.value-bytes",
+            "strata.value-live-bytes",
+            "strata.value-garbage-bytes",
+        ]
+    };
+    let mut props: Vec<(&str, String)> = names
+        .iter()
+        .map(|n| (*n, db.property(n).unwrap_or_default()))
+        .collect();
+    if let Some(text) = recorded {
+        // Without the comment line: only `name = value` lines.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        props.push(("options recorded by the previous open", lines.join("\n")));
+    }
+    if json {
+        let fields: Vec<String> = props
+            .iter()
+            .map(|(n, v)| format!("{}:{}", json_string(n), json_string(v.trim_end())))
+            .collect();
+        writeln!(out, "{{{}}}", fields.join(","))?;
+    } else if name == "stats" {
+        write!(out, "{}", props[0].1)?;
+    } else {
+        for (n, v) in &props {
+            let v = v.trim_end();
+            if v.contains('\n') {
+                writeln!(out, "{n}:\n{v}")?;
+            } else {
+                writeln!(out, "{n}: {v}")?;
+            }
+        }
+    }
     Ok(())
 }
 
