@@ -291,7 +291,7 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         o.hash_gc_candidates = n;
     }
     if let Some(n) = flags.hash_gc_memory {
-        o.hash_gc_memory = Some(n);
+        o.hash_gc_memory = n;
     }
     if let Some(w) = &flags.hash_when_full {
         o.hash_when_full = match w.as_str() {

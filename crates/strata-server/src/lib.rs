@@ -488,8 +488,6 @@ impl Server {
     fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
-        let argc = args.len();
-        let arity = |ok: bool, out: &mut Out| check_arity(&name, ok, out);
         if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
             out.error("NOAUTH Authentication required.");
             return;
@@ -521,331 +519,368 @@ impl Server {
             return;
         }
         let r: strata::Result<()> = (|| {
-            match name.as_str() {
-                "PING" => match argc {
-                    1 => out.simple("PONG"),
-                    2 => out.bulk(&args[1]),
-                    _ => {
-                        arity(false, out);
-                    }
-                },
-                "ECHO" => {
-                    if arity(argc == 2, out) {
-                        out.bulk(&args[1]);
-                    }
-                }
-                "QUIT" => {
-                    out.simple("OK");
-                    s.quit = true;
-                }
-                "MULTI" => {
-                    if arity(argc == 1, out) {
-                        s.in_multi = true;
-                        out.simple("OK");
-                    }
-                }
-                "EXEC" => out.error("ERR EXEC without MULTI"),
-                "DISCARD" => out.error("ERR DISCARD without MULTI"),
-                "AUTH" => {
-                    if !arity(argc == 2 || argc == 3, out) {
-                        return Ok(());
-                    }
-                    // (Only the default user exists: `AUTH <user> <password>` names it, or
-                    // fails as a wrong password does.)
-                    let user_ok = argc == 2 || args[1] == b"default";
-                    match &self.config.requirepass {
-                        None if argc == 2 => out.error(
-                            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-                        ),
-                        None if user_ok => {
-                            s.authed = true;
-                            out.simple("OK");
-                        }
-                        Some(p) if user_ok && password_matches(p, &args[argc - 1]) => {
-                            s.authed = true;
-                            out.simple("OK");
-                        }
-                        _ => {
-                            std::thread::sleep(FAILED_AUTH_DELAY);
-                            out.error(
-                                "WRONGPASS invalid username-password pair or user is disabled.",
-                            )
-                        }
-                    }
-                }
-                "HELLO" => self.hello(s, args, out),
-                "SELECT" => {
-                    if arity(argc == 2, out) {
-                        if args[1] == b"0" {
-                            out.simple("OK");
-                        } else {
-                            out.error("ERR DB index is out of range");
-                        }
-                    }
-                }
-                "CLIENT" => self.client(s, args, out),
-                "COMMAND" => match args.get(1).map(|a| upper(a)).as_deref() {
-                    Some("COUNT") => out.int(COMMANDS as i64),
-                    Some("DOCS") => out.map(0),
-                    _ => out.array(0),
-                },
-                "CONFIG" => match args.get(1).map(|a| upper(a)).as_deref() {
-                    // Tools probe it (redis-benchmark asks for `save` and `appendonly`):
-                    // strata-server has no runtime configuration to show.
-                    Some("GET") => out.map(0),
-                    _ => {
-                        out.error("ERR CONFIG: only CONFIG GET is supported (and answers nothing)")
-                    }
-                },
-                "INFO" => {
-                    let info = self.info();
-                    out.bulk(info.as_bytes());
-                }
-                "DBSIZE" => {
-                    let n = self.dbsize()?;
-                    out.int(n as i64);
-                }
-                // The scan DBSIZE once was (for tests and for checking the kept count).
-                "DEBUG" if argc == 2 && upper(&args[1]) == "COUNTKEYS" => {
-                    let n = self.count_keys()?;
-                    out.int(n as i64);
-                }
-                "GET" => {
-                    if arity(argc == 2, out) {
-                        match self.db.get(string_key(&args[1]))? {
-                            Some(v) => out.bulk(&v),
-                            None if self.meta(&args[1])?.is_some() => out.error(types::WRONGTYPE),
-                            None => out.null(),
-                        }
-                    }
-                }
-                "TYPE" => {
-                    if arity(argc == 2, out) {
-                        let t = if self.db.get(string_key(&args[1]))?.is_some() {
-                            "string"
-                        } else {
-                            match self.meta(&args[1])? {
-                                Some((types::HASH, _)) => "hash",
-                                Some(_) => "zset",
-                                None => "none",
-                            }
-                        };
-                        out.simple(t);
-                    }
-                }
-                "SET" => self.set(args, out)?,
-                "SETNX" => {
-                    if arity(argc == 3, out) {
-                        let k = string_key(&args[1]);
-                        let _g = lock(&self.stripes[stripe_of(&k)]);
-                        if self.db.get(&k)?.is_some() || self.meta(&args[1])?.is_some() {
-                            out.int(0);
-                        } else {
-                            let mut b = strata::WriteBatch::new();
-                            b.put(&k, &args[2]);
-                            self.write(b)?;
-                            self.keys_changed(1);
-                            out.int(1);
-                        }
-                    }
-                }
-                "MGET" => {
-                    if arity(argc >= 2, out) {
-                        out.array(argc - 1);
-                        for k in &args[1..] {
-                            match self.db.get(string_key(k))? {
-                                Some(v) => out.bulk(&v),
-                                None => out.null(),
-                            }
-                        }
-                    }
-                }
-                "MSET" => {
-                    if arity(argc >= 3 && !argc.is_multiple_of(2), out) {
-                        let keys: Vec<Vec<u8>> =
-                            args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
-                        let _g = self.lock_keys(&keys);
-                        let mut b = strata::WriteBatch::new();
-                        let mut created = 0i64;
-                        let mut seen = std::collections::HashSet::new();
-                        for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                            if !seen.insert(k) {
-                                continue;
-                            }
-                            if self.meta(&p[0])?.is_some() {
-                                self.delete_any(&p[0], &mut b)?;
-                            } else if self.db.get(k)?.is_none() {
-                                created += 1;
-                            }
-                        }
-                        for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                            b.put(k, &p[1]);
-                        }
-                        self.write(b)?;
-                        self.keys_changed(created);
-                        out.simple("OK");
-                    }
-                }
-                "DEL" | "UNLINK" => {
-                    if arity(argc >= 2, out) {
-                        let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| string_key(k)).collect();
-                        let _g = self.lock_keys(&keys);
-                        let mut b = strata::WriteBatch::new();
-                        let mut n = 0;
-                        let mut seen = std::collections::HashSet::new();
-                        for k in &args[1..] {
-                            if seen.insert(k) && self.delete_any(k, &mut b)? {
-                                n += 1;
-                            }
-                        }
-                        if n > 0 {
-                            self.write(b)?;
-                            self.keys_changed(-n);
-                        }
-                        out.int(n);
-                    }
-                }
-                "EXISTS" => {
-                    if arity(argc >= 2, out) {
-                        let mut n = 0;
-                        for k in &args[1..] {
-                            n += i64::from(
-                                self.db.get(string_key(k))?.is_some() || self.meta(k)?.is_some(),
-                            );
-                        }
-                        out.int(n);
-                    }
-                }
-                "INCR" | "DECR" | "INCRBY" | "DECRBY" => {
-                    let by_arg = name.ends_with("BY");
-                    if !arity(argc == if by_arg { 3 } else { 2 }, out) {
-                        return Ok(());
-                    }
-                    let mut by = if by_arg {
-                        match parse_i64(&args[2]) {
-                            Some(v) => v,
-                            None => {
-                                out.error("ERR value is not an integer or out of range");
-                                return Ok(());
-                            }
-                        }
-                    } else {
-                        1
-                    };
-                    if name.starts_with("DECR") {
-                        let Some(neg) = by.checked_neg() else {
-                            out.error("ERR decrement would overflow");
-                            return Ok(());
-                        };
-                        by = neg;
-                    }
-                    let k = string_key(&args[1]);
-                    let _g = lock(&self.stripes[stripe_of(&k)]);
-                    let current = self.db.get(&k)?;
-                    let created = current.is_none();
-                    let now = match current {
-                        None if self.meta(&args[1])?.is_some() => {
-                            out.error(types::WRONGTYPE);
-                            return Ok(());
-                        }
-                        None => 0,
-                        Some(v) => match parse_i64(&v) {
-                            Some(n) => n,
-                            None => {
-                                out.error("ERR value is not an integer or out of range");
-                                return Ok(());
-                            }
-                        },
-                    };
-                    let Some(next) = now.checked_add(by) else {
-                        out.error("ERR increment or decrement would overflow");
-                        return Ok(());
-                    };
-                    let mut b = strata::WriteBatch::new();
-                    b.put(&k, next.to_string());
-                    self.write(b)?;
-                    self.keys_changed(i64::from(created));
-                    out.int(next);
-                }
-                "APPEND" => {
-                    if arity(argc == 3, out) {
-                        let k = string_key(&args[1]);
-                        let _g = lock(&self.stripes[stripe_of(&k)]);
-                        if self.meta(&args[1])?.is_some() {
-                            out.error(types::WRONGTYPE);
-                            return Ok(());
-                        }
-                        let current = self.db.get(&k)?;
-                        let created = current.is_none();
-                        let mut v = current.unwrap_or_default();
-                        v.extend_from_slice(&args[2]);
-                        let mut b = strata::WriteBatch::new();
-                        b.put(&k, &v);
-                        self.write(b)?;
-                        self.keys_changed(i64::from(created));
-                        out.int(v.len() as i64);
-                    }
-                }
-                "STRLEN" => {
-                    if arity(argc == 2, out) {
-                        if self.meta(&args[1])?.is_some() {
-                            out.error(types::WRONGTYPE);
-                            return Ok(());
-                        }
-                        let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
-                        out.int(n as i64);
-                    }
-                }
-                "SCAN" => self.scan(args, out)?,
-                "KEYS" => {
-                    if arity(argc == 2, out) {
-                        let keys = self.keys(&args[1], self.config.keys_limit + 1)?;
-                        if keys.len() > self.config.keys_limit {
-                            out.error(&format!(
-                                "ERR KEYS would return more than {} keys (--keys-limit); use SCAN",
-                                self.config.keys_limit
-                            ));
-                        } else {
-                            out.array(keys.len());
-                            for k in keys {
-                                out.bulk(&k);
-                            }
-                        }
-                    }
-                }
-                "FLUSHDB" | "FLUSHALL" => {
-                    if !self.config.enable_flushdb {
-                        out.error(
-                            "ERR FLUSHDB is disabled (start the server with --enable-flushdb)",
-                        );
-                    } else {
-                        self.flush_all()?;
-                        // Writes may have raced the flush: count again.
-                        let n = self.count_keys()?;
-                        self.keys.store(n as i64, Ordering::Release);
-                        self.keys_counted.store(true, Ordering::Release);
-                        out.simple("OK");
-                    }
-                }
-                _ if self.typed_command(&name, args, out)? => {}
-                _ => {
-                    let shown: Vec<String> = args[1..]
-                        .iter()
-                        .take(3)
-                        .map(|a| format!("'{}'", String::from_utf8_lossy(a)))
-                        .collect();
-                    out.error(&format!(
-                        "ERR unknown command '{}', with args beginning with: {}",
-                        String::from_utf8_lossy(&args[0]),
-                        shown.join(" ")
-                    ));
-                }
+            if self.connection_command(s, &name, args, out)?
+                || self.server_command(&name, args, out)?
+                || self.string_command(&name, args, out)?
+                || self.typed_command(&name, args, out)?
+            {
+                return Ok(());
             }
+            let shown: Vec<String> = args[1..]
+                .iter()
+                .take(3)
+                .map(|a| format!("'{}'", String::from_utf8_lossy(a)))
+                .collect();
+            out.error(&format!(
+                "ERR unknown command '{}', with args beginning with: {}",
+                String::from_utf8_lossy(&args[0]),
+                shown.join(" ")
+            ));
             Ok(())
         })();
         if let Err(e) = r {
             out.error(&format!("ERR strata: {e}"));
         }
+    }
+
+    /// The connection's commands (PING, ECHO, QUIT, MULTI, AUTH, HELLO, SELECT, CLIENT...);
+    /// `false` if `name` is none of them.
+    fn connection_command(
+        &self,
+        s: &mut Session,
+        name: &str,
+        args: &[Vec<u8>],
+        out: &mut Out,
+    ) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
+        match name {
+            "PING" => match argc {
+                1 => out.simple("PONG"),
+                2 => out.bulk(&args[1]),
+                _ => {
+                    arity(false, out);
+                }
+            },
+            "ECHO" => {
+                if arity(argc == 2, out) {
+                    out.bulk(&args[1]);
+                }
+            }
+            "QUIT" => {
+                out.simple("OK");
+                s.quit = true;
+            }
+            "MULTI" => {
+                if arity(argc == 1, out) {
+                    s.in_multi = true;
+                    out.simple("OK");
+                }
+            }
+            "EXEC" => out.error("ERR EXEC without MULTI"),
+            "DISCARD" => out.error("ERR DISCARD without MULTI"),
+            "AUTH" => {
+                if !arity(argc == 2 || argc == 3, out) {
+                    return Ok(true);
+                }
+                // (Only the default user exists: `AUTH <user> <password>` names it, or
+                // fails as a wrong password does.)
+                let user_ok = argc == 2 || args[1] == b"default";
+                match &self.config.requirepass {
+                    None if argc == 2 => out.error(
+                        "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                    ),
+                    None if user_ok => {
+                        s.authed = true;
+                        out.simple("OK");
+                    }
+                    Some(p) if user_ok && password_matches(p, &args[argc - 1]) => {
+                        s.authed = true;
+                        out.simple("OK");
+                    }
+                    _ => {
+                        std::thread::sleep(FAILED_AUTH_DELAY);
+                        out.error(
+                            "WRONGPASS invalid username-password pair or user is disabled.",
+                        )
+                    }
+                }
+            }
+            "HELLO" => self.hello(s, args, out),
+            "SELECT" => {
+                if arity(argc == 2, out) {
+                    if args[1] == b"0" {
+                        out.simple("OK");
+                    } else {
+                        out.error("ERR DB index is out of range");
+                    }
+                }
+            }
+            "CLIENT" => self.client(s, args, out),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The server's commands (COMMAND, CONFIG, INFO, DBSIZE, DEBUG, FLUSHDB/FLUSHALL);
+    /// `false` if `name` is none of them.
+    fn server_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
+        let argc = args.len();
+        match name {
+            "COMMAND" => match args.get(1).map(|a| upper(a)).as_deref() {
+                Some("COUNT") => out.int(COMMANDS as i64),
+                Some("DOCS") => out.map(0),
+                _ => out.array(0),
+            },
+            "CONFIG" => match args.get(1).map(|a| upper(a)).as_deref() {
+                // Tools probe it (redis-benchmark asks for `save` and `appendonly`):
+                // strata-server has no runtime configuration to show.
+                Some("GET") => out.map(0),
+                _ => out.error("ERR CONFIG: only CONFIG GET is supported (and answers nothing)"),
+            },
+            "INFO" => {
+                let info = self.info();
+                out.bulk(info.as_bytes());
+            }
+            "DBSIZE" => {
+                let n = self.dbsize()?;
+                out.int(n as i64);
+            }
+            // The scan DBSIZE once was (for tests and for checking the kept count).
+            "DEBUG" if argc == 2 && upper(&args[1]) == "COUNTKEYS" => {
+                let n = self.count_keys()?;
+                out.int(n as i64);
+            }
+            "FLUSHDB" | "FLUSHALL" => {
+                if !self.config.enable_flushdb {
+                    out.error("ERR FLUSHDB is disabled (start the server with --enable-flushdb)");
+                } else {
+                    self.flush_all()?;
+                    // Writes may have raced the flush: count again.
+                    let n = self.count_keys()?;
+                    self.keys.store(n as i64, Ordering::Release);
+                    self.keys_counted.store(true, Ordering::Release);
+                    out.simple("OK");
+                }
+            }
+
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The commands on strings and the keyspace (GET, SET, MGET, DEL, INCR, SCAN, KEYS...);
+    /// `false` if `name` is none of them.
+    fn string_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
+        match name {
+            "GET" => {
+                if arity(argc == 2, out) {
+                    match self.db.get(string_key(&args[1]))? {
+                        Some(v) => out.bulk(&v),
+                        None if self.meta(&args[1])?.is_some() => out.error(types::WRONGTYPE),
+                        None => out.null(),
+                    }
+                }
+            }
+            "TYPE" => {
+                if arity(argc == 2, out) {
+                    let t = if self.db.get(string_key(&args[1]))?.is_some() {
+                        "string"
+                    } else {
+                        match self.meta(&args[1])? {
+                            Some((types::HASH, _)) => "hash",
+                            Some(_) => "zset",
+                            None => "none",
+                        }
+                    };
+                    out.simple(t);
+                }
+            }
+            "SET" => self.set(args, out)?,
+            "SETNX" => {
+                if arity(argc == 3, out) {
+                    let k = string_key(&args[1]);
+                    let _g = lock(&self.stripes[stripe_of(&k)]);
+                    if self.db.get(&k)?.is_some() || self.meta(&args[1])?.is_some() {
+                        out.int(0);
+                    } else {
+                        let mut b = strata::WriteBatch::new();
+                        b.put(&k, &args[2]);
+                        self.write(b)?;
+                        self.keys_changed(1);
+                        out.int(1);
+                    }
+                }
+            }
+            "MGET" => {
+                if arity(argc >= 2, out) {
+                    out.array(argc - 1);
+                    for k in &args[1..] {
+                        match self.db.get(string_key(k))? {
+                            Some(v) => out.bulk(&v),
+                            None => out.null(),
+                        }
+                    }
+                }
+            }
+            "MSET" => {
+                if arity(argc >= 3 && !argc.is_multiple_of(2), out) {
+                    let keys: Vec<Vec<u8>> =
+                        args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
+                    let _g = self.lock_keys(&keys);
+                    let mut b = strata::WriteBatch::new();
+                    let mut created = 0i64;
+                    let mut seen = std::collections::HashSet::new();
+                    for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                        if !seen.insert(k) {
+                            continue;
+                        }
+                        if self.meta(&p[0])?.is_some() {
+                            self.delete_any(&p[0], &mut b)?;
+                        } else if self.db.get(k)?.is_none() {
+                            created += 1;
+                        }
+                    }
+                    for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                        b.put(k, &p[1]);
+                    }
+                    self.write(b)?;
+                    self.keys_changed(created);
+                    out.simple("OK");
+                }
+            }
+            "DEL" | "UNLINK" => {
+                if arity(argc >= 2, out) {
+                    let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| string_key(k)).collect();
+                    let _g = self.lock_keys(&keys);
+                    let mut b = strata::WriteBatch::new();
+                    let mut n = 0;
+                    let mut seen = std::collections::HashSet::new();
+                    for k in &args[1..] {
+                        if seen.insert(k) && self.delete_any(k, &mut b)? {
+                            n += 1;
+                        }
+                    }
+                    if n > 0 {
+                        self.write(b)?;
+                        self.keys_changed(-n);
+                    }
+                    out.int(n);
+                }
+            }
+            "EXISTS" => {
+                if arity(argc >= 2, out) {
+                    let mut n = 0;
+                    for k in &args[1..] {
+                        n += i64::from(
+                            self.db.get(string_key(k))?.is_some() || self.meta(k)?.is_some(),
+                        );
+                    }
+                    out.int(n);
+                }
+            }
+            "INCR" | "DECR" | "INCRBY" | "DECRBY" => {
+                let by_arg = name.ends_with("BY");
+                if !arity(argc == if by_arg { 3 } else { 2 }, out) {
+                    return Ok(true);
+                }
+                let mut by = if by_arg {
+                    match parse_i64(&args[2]) {
+                        Some(v) => v,
+                        None => {
+                            out.error("ERR value is not an integer or out of range");
+                            return Ok(true);
+                        }
+                    }
+                } else {
+                    1
+                };
+                if name.starts_with("DECR") {
+                    let Some(neg) = by.checked_neg() else {
+                        out.error("ERR decrement would overflow");
+                        return Ok(true);
+                    };
+                    by = neg;
+                }
+                let k = string_key(&args[1]);
+                let _g = lock(&self.stripes[stripe_of(&k)]);
+                let current = self.db.get(&k)?;
+                let created = current.is_none();
+                let now = match current {
+                    None if self.meta(&args[1])?.is_some() => {
+                        out.error(types::WRONGTYPE);
+                        return Ok(true);
+                    }
+                    None => 0,
+                    Some(v) => match parse_i64(&v) {
+                        Some(n) => n,
+                        None => {
+                            out.error("ERR value is not an integer or out of range");
+                            return Ok(true);
+                        }
+                    },
+                };
+                let Some(next) = now.checked_add(by) else {
+                    out.error("ERR increment or decrement would overflow");
+                    return Ok(true);
+                };
+                let mut b = strata::WriteBatch::new();
+                b.put(&k, next.to_string());
+                self.write(b)?;
+                self.keys_changed(i64::from(created));
+                out.int(next);
+            }
+            "APPEND" => {
+                if arity(argc == 3, out) {
+                    let k = string_key(&args[1]);
+                    let _g = lock(&self.stripes[stripe_of(&k)]);
+                    if self.meta(&args[1])?.is_some() {
+                        out.error(types::WRONGTYPE);
+                        return Ok(true);
+                    }
+                    let current = self.db.get(&k)?;
+                    let created = current.is_none();
+                    let mut v = current.unwrap_or_default();
+                    v.extend_from_slice(&args[2]);
+                    let mut b = strata::WriteBatch::new();
+                    b.put(&k, &v);
+                    self.write(b)?;
+                    self.keys_changed(i64::from(created));
+                    out.int(v.len() as i64);
+                }
+            }
+            "STRLEN" => {
+                if arity(argc == 2, out) {
+                    if self.meta(&args[1])?.is_some() {
+                        out.error(types::WRONGTYPE);
+                        return Ok(true);
+                    }
+                    let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
+                    out.int(n as i64);
+                }
+            }
+            "SCAN" => self.scan(args, out)?,
+            "KEYS" => {
+                if arity(argc == 2, out) {
+                    let keys = self.keys(&args[1], self.config.keys_limit + 1)?;
+                    if keys.len() > self.config.keys_limit {
+                        out.error(&format!(
+                            "ERR KEYS would return more than {} keys (--keys-limit); use SCAN",
+                            self.config.keys_limit
+                        ));
+                    } else {
+                        out.array(keys.len());
+                        for k in keys {
+                            out.bulk(&k);
+                        }
+                    }
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// The stripe locks of `keys`, taken in order (no deadlock between two multi-key

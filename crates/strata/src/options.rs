@@ -582,13 +582,13 @@ pub struct Options {
     /// group is read in turns of about this much (a file at least), each turn's live
     /// records written in key order, so a step's memory stays bounded whatever a group
     /// grew to (a long-held snapshot, `HashWhenFull::Grow`). The keys of the group are held
-    /// throughout (one copy each). At least 4 KiB. Defaults to `None`: four times
-    /// `hash_main_segment_size` (256 MiB with the default 64 MiB), which holds the groups
-    /// GC collects in one turn (a full main segment and the log segments past its room;
-    /// a group's first GC after a load, whose log segments hold the load's share of the
-    /// data, measured 2.2 main segments at Experiment 1's scale). A cap, not an
-    /// allocation: a step holds what its group's files take, up to this.
-    pub hash_gc_memory: Option<u64>,
+    /// throughout (one copy each). At least 4 KiB. Defaults to 256 MiB: four default main
+    /// segments, which holds the groups GC collects under the defaults in one turn (a full
+    /// main segment and the log segments past its room; a group's first GC after a load,
+    /// whose log segments hold the load's share of the data, measured 2.2 main segments at
+    /// Experiment 1's scale). A cap, not an allocation: a step holds what its group's files
+    /// take, up to this.
+    pub hash_gc_memory: u64,
     /// Separated values a forward scan asks the value store to read ahead, once it has read
     /// two in a row: the next entries' values are requested from the OS (one request per
     /// run of neighbouring records) half a window before the cursor reaches them, so that
@@ -925,7 +925,7 @@ impl Options {
                 "hash_gc_candidates" => {
                     o.hash_gc_candidates = u32::try_from(num(value)?).map_err(|_| bad())?
                 }
-                "hash_gc_memory" => o.hash_gc_memory = opt(value).map(|v| num(&v)).transpose()?,
+                "hash_gc_memory" => o.hash_gc_memory = num(value)?,
                 "hash_when_full" => {
                     o.hash_when_full = pick!(value, HashWhenFull::Refuse, HashWhenFull::Grow)
                 }
@@ -1091,8 +1091,7 @@ impl Options {
         plain!(blob_gc_garbage_ratio vlog_segment_size);
         optional!(vlog_capacity);
         plain!(hash_groups hash_main_segment_size hash_reserve_ratio hash_hot_cold hash_cold_gc_ratio hash_cold_takes_main
-            hash_write_time hash_gc_policy hash_gc_candidates hash_when_full);
-        optional!(hash_gc_memory);
+            hash_write_time hash_gc_policy hash_gc_candidates hash_gc_memory hash_when_full);
         plain!(value_read_ahead memtable_filter_ratio max_manifest_file_size);
         plain!(coalesce_item_threshold coalesce_group_size coalesce_gc_ratio);
         out
@@ -1173,7 +1172,7 @@ impl Default for Options {
             hash_write_time: false,
             hash_gc_policy: HashGcPolicy::Greedy,
             hash_gc_candidates: 8,
-            hash_gc_memory: None,
+            hash_gc_memory: 256 * MIB as u64,
             hash_when_full: HashWhenFull::Refuse,
             value_read_ahead: 16,
             memtable_filter_ratio: 1.0 / 64.0,
@@ -1617,7 +1616,7 @@ impl Options {
         if self.hash_gc_candidates == 0 {
             return bad("hash_gc_candidates", "must be at least 1");
         }
-        if self.hash_gc_memory.is_some_and(|m| m < 4 * KIB as u64) {
+        if self.hash_gc_memory < 4 * KIB as u64 {
             return bad("hash_gc_memory", "must be at least 4 KiB");
         }
         if !(self.hash_cold_gc_ratio > 0.0 && self.hash_cold_gc_ratio <= 1.0) {

@@ -1340,7 +1340,7 @@ fn a_group_larger_than_the_gc_memory_is_collected_in_turns() {
         let run = |memory: u64| {
             let fs = Arc::new(MemFs::new());
             let o = Options {
-                hash_gc_memory: Some(memory),
+                hash_gc_memory: memory,
                 hash_hot_cold: hot_cold,
                 // Flushes of at most 4 KiB a group: groups of many files.
                 hash_groups: 16,

@@ -726,9 +726,17 @@ fn tree_of(dir: &Path) -> Result<BTreeMap<PathBuf, (u64, u64)>, String> {
 /// tore the newest WAL's tail, after the manifest, the files and a dry run of the replay
 /// were checked; an open that succeeds is closed and the loop goes on). Returns how many
 /// were refused.
-fn refused_opens_change_nothing(va: &Args, dir: &Path, db: &Path, i: u32) -> Result<u64, String> {
-    let mut refused = 0;
-    for (what, strict) in [("error_if_exists", false), ("AbsoluteConsistency", true)] {
+fn refused_opens_change_nothing(
+    va: &Args,
+    dir: &Path,
+    db: &Path,
+    i: u32,
+) -> Result<[u64; 2], String> {
+    let mut refused = [0; 2];
+    for (n, (what, strict)) in [("error_if_exists", false), ("AbsoluteConsistency", true)]
+        .into_iter()
+        .enumerate()
+    {
         let before = tree_of(dir)?;
         let mut o = options(va)?;
         if strict {
@@ -746,7 +754,18 @@ fn refused_opens_change_nothing(va: &Args, dir: &Path, db: &Path, i: u32) -> Res
                     "kill {i}: an open with error_if_exists of an existing database was not refused"
                 ))
             }
-            Err(_) => refused += 1,
+            // Refused for what was asked: an existing database, damage to a WAL.
+            Err(e)
+                if e.kind()
+                    == if strict {
+                        strata::ErrorKind::Corruption
+                    } else {
+                        strata::ErrorKind::InvalidArgument
+                    } =>
+            {
+                refused[n] += 1
+            }
+            Err(e) => return Err(format!("kill {i}: an open ({what}) failed otherwise: {e}")),
         }
         let after = tree_of(dir)?;
         if before != after {
@@ -823,8 +842,10 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     .filter_map(|k| a.0.get(*k).map(|v| format!("--{k}={v}")))
     .collect();
     let mut read_only_opens = 0u64;
-    // Opens of a killed database that must be refused (and change nothing).
+    // Opens of a killed database refused (each changing nothing): with error_if_exists
+    // (always), and with AbsoluteConsistency (when the kill left damage, a torn tail).
     let mut refused_opens = 0u64;
+    let mut refused_for_damage = 0u64;
     // Views whose reads met pages the writer reused since they opened, or whose open
     // answered `Stale` (those too: `stale_opens`).
     let mut stale_views = 0u64;
@@ -966,7 +987,9 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         }
         let repaired = repair_every > 0 && i % repair_every == repair_every - 1;
         if i % 3 == 1 && !repaired {
-            refused_opens += refused_opens_change_nothing(&va, &dir, &db, i)?;
+            let [exists, damage] = refused_opens_change_nothing(&va, &dir, &db, i)?;
+            refused_opens += exists;
+            refused_for_damage += damage;
         }
         if repaired {
             repair_without_manifest(&va, &db)?;
@@ -992,7 +1015,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, refused opens {refused_opens} (each changed nothing; an open refused when it should not be fails the loop), read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        "crash-loop: kills {kills}, refused opens {refused_opens} + {refused_for_damage} under AbsoluteConsistency (each changed nothing), read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
         total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {

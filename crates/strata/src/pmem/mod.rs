@@ -206,7 +206,12 @@ impl ViewStart {
             return Ok(());
         }
         fence(Ordering::Acquire);
-        for page in offset / PAGE..=(offset + len - 1) / PAGE {
+        // (Without generations, one look at the file answers for every page.)
+        let pages = match &self.0 {
+            Start::Unmade { .. } => offset / PAGE..=offset / PAGE,
+            Start::Taken { .. } => offset / PAGE..=(offset + len - 1) / PAGE,
+        };
+        for page in pages {
             // (A page past the generations the view took: it took them while the writer
             // was creating the file, so it cannot vouch for any page.)
             if self.moved(page) {
@@ -419,8 +424,8 @@ impl Pages {
         }
     }
 
-    /// Opens (or creates) the generations a writing process bumps, before any view may
-    /// start: a view that finds none checks nothing.
+    /// Opens (or creates) the generations a writing process bumps, before it hands out
+    /// any page: a view that started without them answers `Stale` from then on.
     ///
     /// # Errors
     /// I/O errors creating the file.

@@ -593,11 +593,7 @@ impl HashGc {
             .filter(|f| !held.contains(&f.number))
             .cloned()
             .collect();
-        let budget = self
-            .opts
-            .hash_gc_memory
-            .unwrap_or(self.opts.hash_main_segment_size.saturating_mul(4));
-        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+        let budget = usize::try_from(self.opts.hash_gc_memory).unwrap_or(usize::MAX);
         // Keys hashed with a seeded xxh3 (std's SipHash, with a key copied per record, was
         // a fifth of this thread's time), each copied once, when first met, so that the
         // files need not stay in memory. (The manifest's record counts only size the map,
