@@ -1248,8 +1248,10 @@ impl Options {
     /// 100 MiB and x10 below ([`LevelSizing::HyperLevelDb10`], scored by bytes), and its picker
     /// of that time ([`CompactionPicker::HyperLevelDb10`]: L0 and each level wait while the
     /// level below is over its target; whole-level merges out of L1-L3 when they are no
-    /// worse than the best run). Flush thread, L0 triggers and slowdown as `hyperleveldb`.
-    /// docs/design/baselines.md says what was read where.
+    /// worse than the best run). Flush thread, L0 triggers, slowdown and read rule as
+    /// `hyperleveldb` (1.2's): 1.0/1.1 slowed no write down, ran a third ("optimistic")
+    /// compaction thread and waited for 50 straight reads, which this preset does not
+    /// model. docs/design/baselines.md says what was read where.
     pub fn hyperleveldb_1_0() -> Self {
         Options {
             max_bytes_for_level_base: 100 * MIB as u64,
