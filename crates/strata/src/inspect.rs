@@ -419,10 +419,6 @@ fn write_edit(
 /// # Errors
 /// A directory that holds no database (no `CURRENT`), or output that cannot be written.
 pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<Vec<Problem>> {
-    use std::collections::BTreeMap;
-
-    use crate::filename::FileNumber;
-
     let fs = RealFs::new();
     let known = crate::db::open::known_directories(dir, opts);
     let placement = known.placement.clone();
@@ -431,54 +427,85 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         .to_string();
     let manifest = dir.join(&current);
     let mut problems = Vec::new();
-    let mut sink = std::io::sink();
-    // Replay the manifest: the live tables, value files and the oldest WAL needed.
-    let mut tables: BTreeMap<u64, crate::version::FileMeta> = BTreeMap::new();
-    let mut values: BTreeMap<u64, crate::vstore::ValueFile> = BTreeMap::new();
-    let mut log_number = 0u64;
-    let mut kept: Option<crate::version::KeptFiles> = None;
-    let mut l0_record: Option<crate::l0::L0Record> = None;
-    let mut wal_sizes: Vec<(u64, u64)> = Vec::new();
+    let live = replay_manifest(&manifest, &mut problems)?;
+    writeln!(out, "manifest {}", manifest.display()).map_err(io)?;
+    check_kept(&live, &manifest, &mut problems);
+    check_live_files(&live, &fs, &placement, &mut problems, out)?;
+    check_l0(&live, opts, &placement, &manifest, &mut problems, out)?;
+    check_obsolete(&live, &fs, dir, &mut problems, out)?;
+    check_wals(
+        &live,
+        &fs,
+        &placement,
+        known.record.is_some(),
+        &mut problems,
+        out,
+    )?;
+    Ok(problems)
+}
+
+/// What the manifest names, replayed edit by edit.
+#[derive(Default)]
+struct Live {
+    tables: std::collections::BTreeMap<u64, crate::version::FileMeta>,
+    values: std::collections::BTreeMap<u64, crate::vstore::ValueFile>,
+    /// The oldest WAL recovery replays.
+    log_number: u64,
+    /// Files an open kept after dropping a damaged record.
+    kept: Option<crate::version::KeptFiles>,
+    l0_record: Option<crate::l0::L0Record>,
+    /// The last record's: the WALs synced then, every one after a clean close.
+    wal_sizes: Vec<(u64, u64)>,
+}
+
+/// Replays `manifest`: the live tables and value files, the oldest WAL needed, what L0
+/// keeps outside tables; each edit that does not decode is a problem.
+fn replay_manifest(manifest: &Path, problems: &mut Vec<Problem>) -> Result<Live> {
+    let mut live = Live::default();
     problems.extend(walk_log(
-        &manifest,
-        &mut sink,
+        manifest,
+        &mut std::io::sink(),
         |_, offset, data| match VersionEdit::decode(&data) {
             Ok(e) => {
                 if let Some(k) = e.kept {
-                    kept = (!k.files.is_empty() || !k.reason.is_empty()).then_some(k);
+                    live.kept = (!k.files.is_empty() || !k.reason.is_empty()).then_some(k);
                 }
                 for (_, n) in &e.deleted_files {
-                    tables.remove(&n.0);
+                    live.tables.remove(&n.0);
                 }
                 for (_, f) in e.new_files {
-                    tables.insert(f.number.0, f);
+                    live.tables.insert(f.number.0, f);
                 }
                 for n in &e.deleted_value_files {
-                    values.remove(n);
+                    live.values.remove(n);
                 }
                 for f in e.new_value_files {
-                    values.insert(f.number, f);
+                    live.values.insert(f.number, f);
                 }
                 if let Some(n) = e.log_number {
-                    log_number = n.0;
+                    live.log_number = n.0;
                 }
                 // (The last record's: the WALs synced then, every one after a clean close.)
-                wal_sizes = e.wal_sizes.clone();
+                live.wal_sizes = e.wal_sizes.clone();
                 if e.l0_layout.is_some() {
-                    l0_record = e.l0_layout;
+                    live.l0_record = e.l0_layout;
                 }
                 Ok(None)
             }
             Err(e) => Ok(Some(format!("bad edit at {offset}: {e}"))),
         },
     )?);
-    writeln!(out, "manifest {}", manifest.display()).map_err(io)?;
-    if let Some(k) = &kept {
+    Ok(live)
+}
+
+/// Files an open kept, unnamed, after it dropped a damaged manifest record.
+fn check_kept(live: &Live, manifest: &Path, problems: &mut Vec<Problem>) {
+    if let Some(k) = &live.kept {
         // An open dropped a damaged manifest record: the files it may have named are kept,
         // unnamed, until a repair merges them back.
         let names: Vec<String> = k.files.iter().map(|n| format!("{n:06}")).collect();
         problems.push(Problem {
-            file: manifest.clone(),
+            file: manifest.to_path_buf(),
             offset: 0,
             what: format!(
                 "an open dropped a damaged manifest record ({}); {} file(s) no manifest names \
@@ -489,14 +516,24 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             ),
         });
     }
+}
+
+/// Every data block of every live table, every record of every live value file.
+fn check_live_files(
+    live: &Live,
+    fs: &RealFs,
+    placement: &crate::placement::Placement,
+    problems: &mut Vec<Problem>,
+    out: &mut dyn Write,
+) -> Result<()> {
     let show = |b: &[u8]| format!("{b:02x?}");
-    for f in tables.values() {
+    for f in live.tables.values() {
         let path = placement.table_path(f.number, f.path_id);
         let what = TableDump {
             entries: false,
             verify: true,
         };
-        match dump_table(&path, what, &show, &mut sink) {
+        match dump_table(&path, what, &show, &mut std::io::sink()) {
             Ok(p) => problems.extend(p),
             Err(e) => problems.push(Problem {
                 file: path.clone(),
@@ -506,9 +543,9 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         }
         writeln!(out, "table {}", path.display()).map_err(io)?;
     }
-    for f in values.values() {
-        let path = f.path(&placement);
-        match crate::fs::read_all(&fs, &path) {
+    for f in live.values.values() {
+        let path = f.path(placement);
+        match crate::fs::read_all(fs, &path) {
             Ok(bytes) => problems.extend(check_value_records(&path, f, &bytes)),
             Err(e) => problems.push(Problem {
                 file: path.clone(),
@@ -518,13 +555,28 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         }
         writeln!(out, "value file {}", path.display()).map_err(io)?;
     }
-    // L0 kept outside tables (the matrix's rows in its region): each part's checks.
-    if let Some(rec) = &l0_record {
+    Ok(())
+}
+
+/// L0 kept outside tables (the matrix's rows in its region): each part's checks, and what a
+/// repair with no manifest would locate.
+fn check_l0(
+    live: &Live,
+    opts: &crate::Options,
+    placement: &crate::placement::Placement,
+    manifest: &Path,
+    problems: &mut Vec<Problem>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let Some(rec) = &live.l0_record else {
+        return Ok(());
+    };
+    {
         let opts = crate::Options {
             fs: std::sync::Arc::new(RealFs::new()),
             ..opts.clone()
         };
-        let ctx = crate::l0::L0Context::new(&opts, &placement);
+        let ctx = crate::l0::L0Context::new(&opts, placement);
         match crate::l0::parts_outside_tables(rec, &ctx) {
             Ok((files, parts)) if !files.is_empty() => {
                 let file = &files[0];
@@ -541,7 +593,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
                 writeln!(out, "l0 {} ({n} parts)", file.display()).map_err(io)?;
                 // What a repair with no manifest would read (the matrix's row directory).
                 let located =
-                    crate::l0::from_record(rec, &crate::l0::L0Context::new(&opts, &placement))
+                    crate::l0::from_record(rec, &crate::l0::L0Context::new(&opts, placement))
                         .and_then(|l0| l0.located_parts());
                 let damaged = match located {
                     Ok(Some(parts)) => parts.into_iter().find_map(|p| p.err()),
@@ -558,17 +610,27 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             }
             Ok(_) => {}
             Err(e) => problems.push(Problem {
-                file: manifest.clone(),
+                file: manifest.to_path_buf(),
                 offset: 0,
                 what: format!("L0 layout record: {e}"),
             }),
         }
     }
-    // The obsolete list, what repair leaves out: it must read, and name no live table.
+    Ok(())
+}
+
+/// The obsolete list, what repair leaves out: it must read, and name no live table.
+fn check_obsolete(
+    live: &Live,
+    fs: &RealFs,
+    dir: &Path,
+    problems: &mut Vec<Problem>,
+    out: &mut dyn Write,
+) -> Result<()> {
     let obsolete_path = dir.join(crate::filename::OBSOLETE);
-    match crate::obsolete::read(&fs, dir) {
+    match crate::obsolete::read(fs, dir) {
         Ok(Some(list)) => {
-            for n in list.tables.iter().filter(|n| tables.contains_key(n)) {
+            for n in list.tables.iter().filter(|n| live.tables.contains_key(n)) {
                 problems.push(Problem {
                     file: obsolete_path.clone(),
                     offset: 0,
@@ -587,12 +649,28 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
             what: e.to_string(),
         }),
     }
-    let wals = crate::db::open::wals_on_disk(&fs, &placement, FileNumber(log_number))?;
+    Ok(())
+}
+
+/// The WALs recovery would replay: the one the manifest expects and those it recorded as
+/// synced must be there and whole; every record must decode (the newest WAL's torn tail is
+/// what a crash leaves). `recorded`: the manifest carries the directories record.
+fn check_wals(
+    live: &Live,
+    fs: &RealFs,
+    placement: &crate::placement::Placement,
+    recorded: bool,
+    problems: &mut Vec<Problem>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use crate::filename::FileNumber;
+
+    let wals = crate::db::open::wals_on_disk(fs, placement, FileNumber(live.log_number))?;
     // The WAL the manifest names must be there, as an open checks (a manifest that
     // records its directories names one that exists: docs/format/manifest.md).
-    if known.record.is_some() && log_number != 0 && !wals.iter().any(|(n, _)| n.0 == log_number) {
+    if recorded && live.log_number != 0 && !wals.iter().any(|(n, _)| n.0 == live.log_number) {
         problems.push(Problem {
-            file: placement.wal_path(FileNumber(log_number)),
+            file: placement.wal_path(FileNumber(live.log_number)),
             offset: 0,
             what: "the WAL the manifest expects to replay is missing (an open refuses the \
                    database)"
@@ -600,10 +678,10 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         });
     }
     // Every WAL the manifest recorded as synced must be there, as an open checks.
-    for &(n, _) in &wal_sizes {
+    for &(n, _) in &live.wal_sizes {
         // (The expected one, missing, is reported above.)
-        let reported = n == log_number && known.record.is_some() && log_number != 0;
-        if n >= log_number && !reported && !wals.iter().any(|(w, _)| w.0 == n) {
+        let reported = n == live.log_number && recorded && live.log_number != 0;
+        if n >= live.log_number && !reported && !wals.iter().any(|(w, _)| w.0 == n) {
             problems.push(Problem {
                 file: placement.wal_path(FileNumber(n)),
                 offset: 0,
@@ -614,7 +692,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         }
     }
     for (n, path) in &wals {
-        if let Some(&(_, size)) = wal_sizes.iter().find(|(m, _)| *m == n.0) {
+        if let Some(&(_, size)) = live.wal_sizes.iter().find(|(m, _)| *m == n.0) {
             let len = fs.file_size(path)?;
             if len < size {
                 problems.push(Problem {
@@ -630,7 +708,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         }
     }
     for (i, (_, path)) in wals.iter().enumerate() {
-        let mut found = walk_log(path, &mut sink, |_, offset, data| {
+        let mut found = walk_log(path, &mut std::io::sink(), |_, offset, data| {
             Ok(WriteBatch::decode(data)
                 .err()
                 .map(|e| format!("bad batch at {offset}: {e}")))
@@ -641,7 +719,7 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
         problems.extend(found);
         writeln!(out, "wal {}", path.display()).map_err(io)?;
     }
-    Ok(problems)
+    Ok(())
 }
 
 /// The record of value file `f` (read as `bytes`) that fails its checksum or lengths.
