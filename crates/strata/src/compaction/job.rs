@@ -89,6 +89,72 @@ pub struct CompactionJob<'a> {
     pub relocate: Option<Relocate<'a>>,
 }
 
+/// Where a compaction stands among its grandparents, for cutting its outputs.
+struct Cuts<'c> {
+    /// Grandparent boundaries for `TableCut::GrandparentBoundaries`: the first and last
+    /// user key of each grandparent overlapping the upper level's inputs (HyperLevelDB's
+    /// `SetupOtherInputs`), in order; `bound_index` is the first not yet passed.
+    bounds: Vec<&'c [u8]>,
+    bound_index: usize,
+    /// The first grandparent not passed, and the bytes of those passed since the last cut.
+    gp_index: usize,
+    gp_overlap: u64,
+    seen_key: bool,
+    last_user_key: Vec<u8>,
+}
+
+impl<'c> Cuts<'c> {
+    fn new(c: &'c Compaction, cut: TableCut, upper: Option<&(Vec<u8>, Vec<u8>)>) -> Self {
+        let bounds = match (cut, upper) {
+            (TableCut::GrandparentBoundaries, Some((lo, hi))) => c
+                .grandparents
+                .iter()
+                .filter(|f| f.overlaps(Some(lo), Some(hi)))
+                .flat_map(|f| [f.smallest_user_key(), f.largest_user_key()])
+                .collect(),
+            _ => Vec::new(),
+        };
+        Cuts {
+            bounds,
+            bound_index: 0,
+            gp_index: 0,
+            gp_overlap: 0,
+            seen_key: false,
+            last_user_key: Vec::new(),
+        }
+    }
+
+    /// At entry `ikey` of user key `user_key`: `None` if the user key is the previous
+    /// entry's; otherwise the grandparents ending before it are passed (their bytes
+    /// counted after the first key), and whether a grandparent boundary lies between the
+    /// previous key and this one.
+    fn at_key(&mut self, c: &Compaction, ikey: &[u8], user_key: &[u8]) -> Option<bool> {
+        if self.seen_key && user_key == self.last_user_key.as_slice() {
+            return None;
+        }
+        while self.gp_index < c.grandparents.len()
+            && key::compare(ikey, &c.grandparents[self.gp_index].largest)
+                == std::cmp::Ordering::Greater
+        {
+            if self.seen_key {
+                self.gp_overlap += c.grandparents[self.gp_index].size;
+            }
+            self.gp_index += 1;
+        }
+        // A boundary b with previous key <= b < this key lies between them (those below the
+        // previous key were passed at it).
+        let mut crossed = false;
+        while self.bound_index < self.bounds.len() && self.bounds[self.bound_index] < user_key {
+            crossed |= self.seen_key;
+            self.bound_index += 1;
+        }
+        self.seen_key = true;
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(user_key);
+        Some(crossed)
+    }
+}
+
 struct Output {
     builder: TableBuilder,
     number: FileNumber,
@@ -103,27 +169,7 @@ impl CompactionJob<'_> {
     /// I/O or corruption errors from inputs or outputs.
     pub fn run(&mut self) -> Result<CompactionOutput> {
         let c = self.compaction;
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        if c.level == 0 {
-            self.version.l0.input_iterators(
-                &c.inputs,
-                c.l0_part.as_ref(),
-                self.tables,
-                &mut children,
-            )?;
-        } else {
-            children.push(Box::new(level_iterator(
-                Arc::new(c.inputs.clone()),
-                self.tables.clone(),
-            )));
-        }
-        if !c.next_inputs.is_empty() {
-            children.push(Box::new(level_iterator(
-                Arc::new(c.next_inputs.clone()),
-                self.tables.clone(),
-            )));
-        }
-        let mut input = MergingIterator::new(children);
+        let mut input = self.merged_inputs()?;
         let mut out = CompactionOutput {
             bytes_read: c.input_bytes(),
             ..Default::default()
@@ -131,26 +177,10 @@ impl CompactionJob<'_> {
         let mut filter = VersionFilter::new(self.snapshots.clone());
         let path_id = self.placement.path_id(FileKind::table(c.output_level));
         let mut current: Option<Output> = None;
-        let mut gp_index = 0usize;
-        let mut gp_overlap = 0u64;
-        // Grandparent boundaries for `TableCut::GrandparentBoundaries`: the first and last user
-        // key of each grandparent overlapping the upper level's inputs (HyperLevelDB's
-        // `SetupOtherInputs`), in order; `bound_index` is the first not yet passed.
         let upper = c.upper_range();
-        let bounds: Vec<&[u8]> = match (self.cut, &upper) {
-            (TableCut::GrandparentBoundaries, Some((lo, hi))) => c
-                .grandparents
-                .iter()
-                .filter(|f| f.overlaps(Some(lo), Some(hi)))
-                .flat_map(|f| [f.smallest_user_key(), f.largest_user_key()])
-                .collect(),
-            _ => Vec::new(),
-        };
-        let mut bound_index = 0usize;
+        let mut cuts = Cuts::new(c, self.cut, upper.as_ref());
         let mut moved = Vec::new();
         let mut syncer = TableSyncer::default();
-        let mut seen_key = false;
-        let mut last_user_key: Vec<u8> = Vec::new();
         input.seek_to_first();
         while input.valid() {
             if (self.should_stop)() {
@@ -166,28 +196,7 @@ impl CompactionJob<'_> {
                     ikey.len()
                 ))
             })?;
-            let new_user_key = !seen_key || p.user_key != last_user_key.as_slice();
-            if new_user_key {
-                // Advance over grandparents that end before this key.
-                while gp_index < c.grandparents.len()
-                    && key::compare(ikey, &c.grandparents[gp_index].largest)
-                        == std::cmp::Ordering::Greater
-                {
-                    if seen_key {
-                        gp_overlap += c.grandparents[gp_index].size;
-                    }
-                    gp_index += 1;
-                }
-                // A boundary b with previous key <= b < this key lies between them (those
-                // below the previous key were passed at it).
-                let mut crossed = false;
-                while bound_index < bounds.len() && bounds[bound_index] < p.user_key {
-                    crossed |= seen_key;
-                    bound_index += 1;
-                }
-                seen_key = true;
-                last_user_key.clear();
-                last_user_key.extend_from_slice(p.user_key);
+            if let Some(crossed) = cuts.at_key(c, ikey, p.user_key) {
                 // Cut only between user keys.
                 let (min_size, max_size) = self.table_sizes;
                 let cut = current.as_ref().is_some_and(|o| {
@@ -195,14 +204,14 @@ impl CompactionJob<'_> {
                     size >= max_size
                         || match self.cut {
                             TableCut::GrandparentOverlap => {
-                                gp_overlap > self.max_grandparent_overlap
+                                cuts.gp_overlap > self.max_grandparent_overlap
                             }
                             TableCut::GrandparentBoundaries => size >= min_size && crossed,
                             TableCut::Size => false,
                         }
                 });
                 if cut {
-                    gp_overlap = 0;
+                    cuts.gp_overlap = 0;
                     self.finish_output(current.take(), path_id, &mut out, Some(&mut syncer))?;
                 }
             }
@@ -229,33 +238,8 @@ impl CompactionJob<'_> {
                 });
             }
             let mut value = input.value();
-            if p.kind == ValueKind::Pointer {
-                if let Some(r) = self.relocate.as_mut() {
-                    let old = ValuePointer::decode(value)?;
-                    if r.from.contains(&old.file) {
-                        let file = self.version.values.get(&old.file).ok_or_else(|| {
-                            Error::corrupt(format!(
-                                "compaction met a pointer into value file {}, which the \
-                                 version does not hold",
-                                old.file
-                            ))
-                        })?;
-                        // (In key order, as a forward scan reads.)
-                        let v = r.store.read(p.user_key, &old, file, true)?;
-                        let new = r
-                            .writer
-                            .separate(
-                                &mut *self.new_file_number,
-                                crate::vstore::FlushEntry::put(p.seq, p.user_key, &v),
-                            )?
-                            .ok_or_else(|| Error::corrupt("a relocated value was not written"))?;
-                        out.dropped_values.add(value);
-                        out.relocated_bytes += v.len() as u64;
-                        moved.clear();
-                        new.encode_to(&mut moved);
-                        value = &moved;
-                    }
-                }
+            if p.kind == ValueKind::Pointer && self.relocated(&p, value, &mut moved, &mut out)? {
+                value = &moved;
             }
             if let Some(o) = current.as_mut() {
                 o.oldest.note_entry(p.kind, value);
@@ -275,6 +259,72 @@ impl CompactionJob<'_> {
             self.fs.sync_dir(self.placement.dir(path_id))?;
         }
         Ok(out)
+    }
+
+    /// The inputs merged: L0's as its layout reads them (or the upper level's), then the
+    /// next level's.
+    fn merged_inputs(&self) -> Result<MergingIterator> {
+        let c = self.compaction;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            self.version.l0.input_iterators(
+                &c.inputs,
+                c.l0_part.as_ref(),
+                self.tables,
+                &mut children,
+            )?;
+        } else {
+            children.push(Box::new(level_iterator(
+                Arc::new(c.inputs.clone()),
+                self.tables.clone(),
+            )));
+        }
+        if !c.next_inputs.is_empty() {
+            children.push(Box::new(level_iterator(
+                Arc::new(c.next_inputs.clone()),
+                self.tables.clone(),
+            )));
+        }
+        Ok(MergingIterator::new(children))
+    }
+
+    /// Whether the pointer `value` of entry `p` goes into a value file being collected: its
+    /// value is then written again through the collecting store, and the new pointer put in
+    /// `moved`.
+    fn relocated(
+        &mut self,
+        p: &key::ParsedKey<'_>,
+        value: &[u8],
+        moved: &mut Vec<u8>,
+        out: &mut CompactionOutput,
+    ) -> Result<bool> {
+        let Some(r) = self.relocate.as_mut() else {
+            return Ok(false);
+        };
+        let old = ValuePointer::decode(value)?;
+        if !r.from.contains(&old.file) {
+            return Ok(false);
+        }
+        let file = self.version.values.get(&old.file).ok_or_else(|| {
+            Error::corrupt(format!(
+                "compaction met a pointer into value file {}, which the version does not hold",
+                old.file
+            ))
+        })?;
+        // (In key order, as a forward scan reads.)
+        let v = r.store.read(p.user_key, &old, file, true)?;
+        let new = r
+            .writer
+            .separate(
+                &mut *self.new_file_number,
+                crate::vstore::FlushEntry::put(p.seq, p.user_key, &v),
+            )?
+            .ok_or_else(|| Error::corrupt("a relocated value was not written"))?;
+        out.dropped_values.add(value);
+        out.relocated_bytes += v.len() as u64;
+        moved.clear();
+        new.encode_to(moved);
+        Ok(true)
     }
 
     /// Finishes an output table: synced here, or handed to `syncer` to sync while the merge
