@@ -852,10 +852,7 @@ impl VersionSet {
             // shorter later is damage, not a torn tail (a clean close's edit lists every
             // WAL itself).
             let log = edit.log_number.unwrap_or(self.log_number).0;
-            let mut synced = self
-                .synced_wals
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut synced = crate::sync::lock(&self.synced_wals);
             synced.retain(|&n, _| n >= log);
             edit.wal_sizes = synced.iter().map(|(&n, &size)| (n, size)).collect();
         }

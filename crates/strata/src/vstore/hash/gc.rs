@@ -131,6 +131,15 @@ struct Newest {
     versions: u32,
 }
 
+/// What a group step's first pass found ([`HashGc::newest_records`]).
+struct FirstPass {
+    newest: HashMap<Box<[u8]>, Newest, KeyHash>,
+    /// The bytes of the first files, while they fit in the budget (by index).
+    kept: HashMap<usize, Vec<u8>>,
+    /// The most file bytes held at once.
+    peak: usize,
+}
+
 /// The files one GC step writes: reserved, written, then named together.
 struct Outputs<'a> {
     gc: &'a HashGc,
@@ -567,33 +576,16 @@ impl HashGc {
         Ok(bytes)
     }
 
-    /// Collects group `g` of `view`'s version; `None` if the database is closing.
-    ///
-    /// Two passes, so that a step holds about `hash_gc_memory` bytes of the group's files
-    /// at once however large the group grew: the first reads the files one after another
-    /// for each key's newest record (keys copied; the first files are kept while they fit
-    /// in that budget), the second reads the files holding live records again in turns of
-    /// up to that budget (the kept ones are not read again) and writes each turn's live
-    /// records in key order. A group within the budget is read once and written in one
-    /// key order, as before.
-    fn collect_group(
+    /// A group step's first pass over `files`: each key's newest record (by sequence) and
+    /// how many records of it they hold, the first files' bytes while they fit in `budget`
+    /// (by index in `files`), and the most file bytes held at once; `None` if the database
+    /// is closing.
+    fn newest_records(
         &self,
         ctx: &dyn GcContext,
-        view: &dyn GcView,
-        g: u32,
-    ) -> Result<Option<Collected>> {
-        let v = view.version();
-        // (Files an earlier step replaced, waiting for a snapshot, are left out: that
-        // step moved every record of them that was live.)
-        let held = self.pending_files();
-        let files: Vec<ValueFile> = files_of(v, ID)
-            // (An open file's records belong to memtables not yet flushed: checked below
-            // as the write cache.)
-            .filter(|f| group_of(f) == g && super::is_group_segment(f))
-            .filter(|f| !held.contains(&f.number))
-            .cloned()
-            .collect();
-        let budget = usize::try_from(self.opts.hash_gc_memory).unwrap_or(usize::MAX);
+        files: &[ValueFile],
+        budget: usize,
+    ) -> Result<Option<FirstPass>> {
         // Keys hashed with a seeded xxh3 (std's SipHash, with a key copied per record, was
         // a fifth of this thread's time), each copied once, when first met, so that the
         // files need not stay in memory. (The manifest's record counts only size the map,
@@ -656,6 +648,44 @@ impl HashGc {
                 kept.insert(i, bytes);
             }
         }
+        Ok(Some(FirstPass { newest, kept, peak }))
+    }
+
+    /// Collects group `g` of `view`'s version; `None` if the database is closing.
+    ///
+    /// Two passes, so that a step holds about `hash_gc_memory` bytes of the group's files
+    /// at once however large the group grew: the first reads the files one after another
+    /// for each key's newest record (keys copied; the first files are kept while they fit
+    /// in that budget), the second reads the files holding live records again in turns of
+    /// up to that budget (the kept ones are not read again) and writes each turn's live
+    /// records in key order. A group within the budget is read once and written in one
+    /// key order, as before.
+    fn collect_group(
+        &self,
+        ctx: &dyn GcContext,
+        view: &dyn GcView,
+        g: u32,
+    ) -> Result<Option<Collected>> {
+        let v = view.version();
+        // (Files an earlier step replaced, waiting for a snapshot, are left out: that
+        // step moved every record of them that was live.)
+        let held = self.pending_files();
+        let files: Vec<ValueFile> = files_of(v, ID)
+            // (An open file's records belong to memtables not yet flushed: checked below
+            // as the write cache.)
+            .filter(|f| group_of(f) == g && super::is_group_segment(f))
+            .filter(|f| !held.contains(&f.number))
+            .cloned()
+            .collect();
+        let budget = usize::try_from(self.opts.hash_gc_memory).unwrap_or(usize::MAX);
+        let Some(FirstPass {
+            newest,
+            mut kept,
+            mut peak,
+        }) = self.newest_records(ctx, &files, budget)?
+        else {
+            return Ok(None);
+        };
         let repaired = files.iter().any(super::is_repaired);
         let mut live: Vec<(Box<[u8]>, Newest)> = if repaired {
             pointed_to(ctx, &files, newest)?
