@@ -199,6 +199,15 @@ impl ViewStart {
         }
     }
 
+    /// The first of `pages` handed out since the view started, if any. (Without
+    /// generations, one look at the file answers for every page.)
+    fn first_moved(&self, mut pages: impl Iterator<Item = usize>) -> Option<usize> {
+        match &self.0 {
+            Start::Taken { .. } => pages.find(|&p| self.moved(p)),
+            Start::Unmade { .. } => pages.next().filter(|&p| self.moved(p)),
+        }
+    }
+
     /// Whether the pages under `offset..offset + len` of the region still hold what they
     /// held when the view started; called after the bytes were copied.
     fn check(&self, path: &Path, offset: usize, len: usize) -> Result<()> {
@@ -206,27 +215,20 @@ impl ViewStart {
             return Ok(());
         }
         fence(Ordering::Acquire);
-        // (Without generations, one look at the file answers for every page.)
-        let pages = match &self.0 {
-            Start::Unmade { .. } => offset / PAGE..=offset / PAGE,
-            Start::Taken { .. } => offset / PAGE..=(offset + len - 1) / PAGE,
-        };
-        for page in pages {
-            // (A page past the generations the view took: it took them while the writer
-            // was creating the file, so it cannot vouch for any page.)
-            if self.moved(page) {
-                return Err(Error::new(
-                    ErrorKind::Stale,
-                    format!(
-                        "{}: page {page} was reused by the process writing the database \
-                         since this read-only view opened (its L0 moved on): open a new \
-                         view to read the database as it is now",
-                        path.display()
-                    ),
-                ));
-            }
+        // (A page past the generations the view took: it took them while the writer was
+        // creating the file, so it cannot vouch for any page.)
+        match self.first_moved(offset / PAGE..=(offset + len - 1) / PAGE) {
+            None => Ok(()),
+            Some(page) => Err(Error::new(
+                ErrorKind::Stale,
+                format!(
+                    "{}: page {page} was reused by the process writing the database since \
+                     this read-only view opened (its L0 moved on): open a new view to read \
+                     the database as it is now",
+                    path.display()
+                ),
+            )),
         }
-        Ok(())
     }
 }
 
@@ -411,7 +413,7 @@ impl Pages {
         let Some(start) = &self.view else {
             return Ok(());
         };
-        match (first..first + n).find(|&p| start.moved(p as usize)) {
+        match start.first_moved((first..first + n).map(|p| p as usize)) {
             None => Ok(()),
             Some(p) => Err(Error::new(
                 ErrorKind::Stale,
