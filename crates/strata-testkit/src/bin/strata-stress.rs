@@ -724,7 +724,9 @@ fn tree_of(dir: &Path) -> Result<BTreeMap<PathBuf, (u64, u64)>, String> {
 /// every file and directory under `dir` as it was: with `error_if_exists` (always refused,
 /// after the lock), then with `WalRecoveryMode::AbsoluteConsistency` (refused when the kill
 /// tore the newest WAL's tail, after the manifest, the files and a dry run of the replay
-/// were checked; an open that succeeds is closed and the loop goes on). Returns how many
+/// were checked). The second is tried writable only once a read-only open in that mode
+/// was refused: a writable one that succeeds would recover and close the database, and
+/// the verification after it would no longer meet the crash's state. Returns how many
 /// were refused.
 fn refused_opens_change_nothing(
     va: &Args,
@@ -741,6 +743,9 @@ fn refused_opens_change_nothing(
         let mut o = options(va)?;
         if strict {
             o.wal_recovery_mode = strata::WalRecoveryMode::AbsoluteConsistency;
+            if Db::open_read_only(db, o.clone()).is_ok() {
+                continue;
+            }
         } else {
             o.error_if_exists = true;
         }

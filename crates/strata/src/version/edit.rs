@@ -43,8 +43,9 @@ const TAG_SAFE_TO_IGNORE: u32 = 64;
 /// Where the database keeps its files (`Directories`): ignorable, so a build that does
 /// not know it opens the database as before.
 const TAG_DIRECTORIES: u32 = 64;
-/// The WALs a clean close left and how many bytes of records each holds (`wal_sizes`):
-/// ignorable, a build that does not know it reads the WALs as before.
+/// The WALs synced whole and how many bytes of records each holds (`wal_sizes`: every WAL a
+/// clean close leaves, or the closed WALs synced since they were closed): ignorable, a
+/// build that does not know it reads the WALs as before.
 const TAG_WAL_SIZES: u32 = 65;
 
 /// Format features this build reads beside the value stores' (`vstore::STORES`, each
@@ -110,8 +111,9 @@ pub struct VersionEdit {
     /// From this edit on, the directories the database keeps its files in (the first
     /// record of every manifest this build writes).
     pub directories: Option<crate::placement::Directories>,
-    /// The WALs a clean close left, each with the bytes of records it holds, all synced:
-    /// the next open refuses one that holds fewer (docs/format/manifest.md, "WAL sizes").
+    /// WALs synced whole, each with the bytes of records it holds (every WAL at a clean
+    /// close; during a session the closed WALs synced since they were closed): the next
+    /// open refuses one that holds fewer (docs/format/manifest.md, "WAL sizes").
     pub wal_sizes: Vec<(u64, u64)>,
     /// The layout `l0_layout` records, as the change that made it built it: applying the
     /// edit takes it instead of decoding the record again (a matrix's record names every

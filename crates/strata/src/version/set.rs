@@ -338,9 +338,9 @@ pub struct Recovered {
     pub last_sequence: SeqNo,
     /// A damaged last record recovery dropped: where, and why.
     pub dropped_tail: Option<String>,
-    /// The WALs the last session's clean close left, with the bytes of records each holds
-    /// (empty unless the manifest's last record says so: a session that ended otherwise
-    /// recorded none).
+    /// The WALs the manifest's last record lists as synced, with the bytes of records each
+    /// holds: every WAL a clean close left, or, after a session that ended otherwise, the
+    /// closed WALs synced since they were closed (empty when the last record was dropped).
     pub wal_sizes: Vec<(u64, u64)>,
     /// The WAL the open found at the log number, as the manifest expects (set by the open's
     /// checks): a replay that then does not find it lost a race with a writer that deleted
