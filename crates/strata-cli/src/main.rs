@@ -41,6 +41,7 @@ impl From<io::Error> for Failure {
 }
 
 fn db_args(c: Command) -> Command {
+    let name = c.get_name().to_string();
     c.arg(
         Arg::new("db")
             .long("db")
@@ -89,49 +90,38 @@ fn db_args(c: Command) -> Command {
                 "Where the database keeps L0 in persistent memory (rocksdb-l0-nvm, matrixkv), if not in PATH",
             ),
     )
-    .arg(
-        Arg::new("hex")
-            .long("hex")
-            .action(ArgAction::SetTrue)
-            .help("Keys and values as hex, in arguments and output"),
-    )
-    .arg(
-        Arg::new("json")
-            .long("json")
-            .action(ArgAction::SetTrue)
-            .help(
-                "Output one JSON object per line (get, scan, count, load, property, info, stats): \
-                 a key or value is a string where it is UTF-8, a `_hex` field where not",
-            ),
-    )
-    .arg(
-        Arg::new("escape")
-            .long("escape")
-            .action(ArgAction::SetTrue)
-            .help("Print every byte outside printable ASCII as \\xNN (default: UTF-8 as is)"),
+    .args(
+        OUTPUT_FLAGS
+            .iter()
+            .filter(|(_, commands, _)| commands.contains(&name.as_str()))
+            .map(|&(flag, _, help)| Arg::new(flag).long(flag).action(ArgAction::SetTrue).help(help)),
     )
 }
 
-/// The flags each command that takes them honours; any other is refused, never ignored.
-fn refuse_unused_flags(name: &str, m: &ArgMatches) -> Result<(), Failure> {
-    let honours = |flag: &str| match flag {
-        "json" => matches!(
-            name,
-            "get" | "scan" | "count" | "load" | "property" | "info" | "stats"
-        ),
-        "hex" => matches!(
-            name,
-            "get" | "put" | "delete" | "scan" | "count" | "dump" | "load" | "compact"
-        ),
-        "escape" => matches!(name, "get" | "scan" | "dump"),
-        _ => true,
-    };
-    for flag in ["json", "hex", "escape"] {
-        if matches!(m.try_get_one::<bool>(flag), Ok(Some(true))) && !honours(flag) {
-            return Err(Failure(format!("`{name}` does not take --{flag}"), 2));
-        }
-    }
-    Ok(())
+/// The output flags and the commands that honour them: a command is given only the flags
+/// it honours, so its `--help` lists no other and clap refuses any other.
+const OUTPUT_FLAGS: [(&str, &[&str], &str); 3] = [
+    (
+        "hex",
+        &["get", "put", "delete", "scan", "count", "dump", "load", "compact"],
+        "Keys and values as hex, in arguments and output",
+    ),
+    (
+        "json",
+        &["get", "scan", "count", "load", "property", "info", "stats"],
+        "Output one JSON object per line: a key or value is a string where it is UTF-8, \
+         a `_hex` field where not",
+    ),
+    (
+        "escape",
+        &["get", "scan", "dump"],
+        "Print every byte outside printable ASCII as \\xNN (default: UTF-8 as is)",
+    ),
+];
+
+/// Whether `m` was given the output flag `flag` (one its command may not have).
+fn flag(m: &ArgMatches, flag: &str) -> bool {
+    matches!(m.try_get_one::<bool>(flag), Ok(Some(true)))
 }
 
 fn hex_arg() -> Arg {
@@ -395,10 +385,9 @@ fn options(m: &ArgMatches) -> Result<Options, Failure> {
 }
 
 fn encoding(m: &ArgMatches) -> Encoding {
-    let flag = |f: &str| matches!(m.try_get_one::<bool>(f), Ok(Some(true)));
-    if flag("hex") {
+    if flag(m, "hex") {
         Encoding::Hex
-    } else if flag("escape") {
+    } else if flag(m, "escape") {
         Encoding::Escaped
     } else {
         Encoding::Text
@@ -490,7 +479,6 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     ) {
         return inspect(name, m);
     }
-    refuse_unused_flags(name, m)?;
     if let Some(path) = m.get_one::<String>("db") {
         if Path::new(path).is_file() {
             return Err(Failure(
@@ -506,7 +494,7 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
     }
     let cx = Cx {
         enc: encoding(m),
-        json: m.get_flag("json"),
+        json: flag(m, "json"),
     };
     // What the last writing open recorded (a read-only open writes nothing).
     let recorded = (name == "info").then(|| {

@@ -87,11 +87,16 @@ fn put_get_delete_scan_count() {
         let o = strata(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(
-            String::from_utf8_lossy(&o.stderr).contains("does not take"),
+            String::from_utf8_lossy(&o.stderr).contains("unexpected argument"),
             "{args:?}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
     }
+    // ... and a command's help lists only the flags it takes.
+    let help = ok(&["dump", "--help"]);
+    assert!(help.contains("--escape") && !help.contains("--json"), "{help}");
+    assert!(ok(&["get", "--help"]).contains("--json"));
+    assert!(!ok(&["check", "--help"]).contains("--hex"));
     ok(&["delete", "--db", db, "zürich"]);
     ok(&["delete", "--db", db, "raw"]);
 
