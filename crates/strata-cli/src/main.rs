@@ -103,7 +103,9 @@ fn db_args(c: Command) -> Command {
 const OUTPUT_FLAGS: [(&str, &[&str], &str); 3] = [
     (
         "hex",
-        &["get", "put", "delete", "scan", "count", "dump", "load", "compact"],
+        &[
+            "get", "put", "delete", "scan", "count", "dump", "load", "compact",
+        ],
         "Keys and values as hex, in arguments and output",
     ),
     (
