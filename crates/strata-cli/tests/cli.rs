@@ -94,7 +94,10 @@ fn put_get_delete_scan_count() {
     }
     // ... and a command's help lists only the flags it takes.
     let help = ok(&["dump", "--help"]);
-    assert!(help.contains("--escape") && !help.contains("--json"), "{help}");
+    assert!(
+        help.contains("--escape") && !help.contains("--json"),
+        "{help}"
+    );
     assert!(ok(&["get", "--help"]).contains("--json"));
     assert!(!ok(&["check", "--help"]).contains("--hex"));
     ok(&["delete", "--db", db, "zürich"]);

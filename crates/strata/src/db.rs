@@ -802,7 +802,11 @@ impl Db {
             // What the manifest records that reading depends on (tuning options are only
             // recorded for people, in OPTIONS: a database opens with whatever it is given).
             "strata.features" => Some(
-                crate::version::set::features_of(&self.inner.super_version().version).join(","),
+                crate::version::set::features_of(
+                    &self.inner.super_version().version,
+                    crate::registry::formats(),
+                )
+                .join(","),
             ),
             "strata.l0-layout" => Some(format!(
                 "{:?}",

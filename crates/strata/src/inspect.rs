@@ -291,7 +291,7 @@ pub fn dump_manifest(
     out: &mut dyn Write,
 ) -> Result<Vec<Problem>> {
     walk_log(path, out, |out, offset, data| {
-        match VersionEdit::decode(&data) {
+        match VersionEdit::decode(&data, crate::registry::formats()) {
             Ok(edit) => {
                 writeln!(out, "offset {offset}:")?;
                 write_edit(out, &edit, show)?;
@@ -388,7 +388,7 @@ fn write_edit(
             out,
             "  add value file {} ({}, {} B, {} records, garbage {} records / {} B)",
             f.number,
-            f.owner().name(),
+            f.format.name(),
             f.size,
             f.records,
             f.garbage_records,
@@ -465,7 +465,7 @@ fn replay_manifest(manifest: &Path, problems: &mut Vec<Problem>) -> Result<Live>
     problems.extend(walk_log(
         manifest,
         &mut std::io::sink(),
-        |_, offset, data| match VersionEdit::decode(&data) {
+        |_, offset, data| match VersionEdit::decode(&data, crate::registry::formats()) {
             Ok(e) => {
                 if let Some(k) = e.kept {
                     live.kept = (!k.files.is_empty() || !k.reason.is_empty()).then_some(k);
@@ -730,7 +730,10 @@ fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) 
         Ok(n) if n > 0 && n < bytes.len() => &bytes[..n],
         _ => bytes,
     };
-    let (_, stop) = f.owner().walk(bytes);
+    let Some(store) = crate::registry::store(f.store()) else {
+        return Vec::new();
+    };
+    let (_, stop) = store.walk(bytes);
     stop.map(|(at, what)| Problem {
         file: path.to_path_buf(),
         offset: at as u64,
@@ -755,9 +758,9 @@ pub fn dump_value_file(
     let store = path
         .extension()
         .and_then(|e| e.to_str())
-        .and_then(crate::vstore::store_by_extension)
+        .and_then(crate::registry::store_by_extension)
         .ok_or_else(|| {
-            let exts: Vec<String> = crate::vstore::STORES
+            let exts: Vec<String> = crate::registry::STORES
                 .iter()
                 .map(|s| format!(".{}", s.extension()))
                 .collect();

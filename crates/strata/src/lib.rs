@@ -39,6 +39,7 @@ mod sst;
 mod stats;
 mod sync;
 mod table_cache;
+mod value;
 mod version;
 mod version_filter;
 mod vstore;
@@ -110,6 +111,14 @@ pub mod internals {
     /// Manifest records.
     pub mod version {
         pub use crate::version::{L0Record, VersionEdit};
+
+        /// Decodes a manifest record with the value formats this build registers.
+        ///
+        /// # Errors
+        /// As the manifest's reader reports a record it cannot decode.
+        pub fn decode_edit(src: &[u8]) -> crate::Result<VersionEdit> {
+            VersionEdit::decode(src, crate::registry::formats())
+        }
     }
     /// Which directory each kind of file lives in.
     pub mod placement {

@@ -120,7 +120,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     let mut manifests = Vec::new();
     for d in placement.dirs() {
         for name in fs.list(d).unwrap_or_default() {
-            if let Some(FileType::Manifest(_)) = crate::vstore::parse_file_name(&name) {
+            if let Some(FileType::Manifest(_)) = crate::registry::parse_file_name(&name) {
                 manifests.push(d.join(name));
             }
         }
@@ -133,7 +133,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: &Options) -> Result<()> {
     }
     for d in placement.dirs() {
         for name in fs.list(d).unwrap_or_default() {
-            match crate::vstore::parse_file_name(&name) {
+            match crate::registry::parse_file_name(&name) {
                 Some(FileType::Lock) | None => {}
                 Some(_) => fs.remove(&d.join(&name))?,
             }
@@ -217,7 +217,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         };
         for name in names {
             let p = d.join(&name);
-            match crate::vstore::parse_file_name(&name) {
+            match crate::registry::parse_file_name(&name) {
                 Some(FileType::Table(n)) => tables.push((p, n)),
                 Some(FileType::Wal(n)) => wals.push((p, n)),
                 Some(FileType::Manifest(n)) => {
@@ -231,7 +231,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                 _ => continue,
             }
             if let Some(FileType::Table(n) | FileType::Wal(n) | FileType::Value(n, _)) =
-                crate::vstore::parse_file_name(&name)
+                crate::registry::parse_file_name(&name)
             {
                 max_number = max_number.max(n.0);
             }
@@ -569,7 +569,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
             unreached.push(p.clone());
             continue;
         };
-        let Some(store) = crate::vstore::store(*store) else {
+        let Some(store) = crate::registry::store(*store) else {
             continue;
         };
         // The pointers kept were checked against the file as the OS holds it: after a
@@ -588,7 +588,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     report.l0_parts_read = l0_parts_read;
 
     // The new manifest, then CURRENT; then the replaced files out of the way.
-    let features = crate::vstore::features(&kept_values);
+    let features = crate::value::features(crate::registry::formats(), &kept_values);
     let manifest_number = FileNumber(next_number);
     let log_number = FileNumber(next_number + 1);
     let edit = VersionEdit {
@@ -722,7 +722,7 @@ fn refuse_other_directories(
 fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> bool {
     fs.list(d).unwrap_or_default().iter().any(|n| {
         matches!(
-            crate::vstore::parse_file_name(n),
+            crate::registry::parse_file_name(n),
             Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
         ) || own.contains(n)
     })
@@ -733,7 +733,7 @@ fn by_number(manifests: &[PathBuf]) -> Vec<&PathBuf> {
     let mut v: Vec<(u64, &PathBuf)> = manifests
         .iter()
         .filter_map(
-            |p| match crate::vstore::parse_file_name(&p.file_name()?.to_string_lossy()) {
+            |p| match crate::registry::parse_file_name(&p.file_name()?.to_string_lossy()) {
                 Some(FileType::Manifest(n)) => Some((n.0, p)),
                 _ => None,
             },
@@ -753,7 +753,7 @@ fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> Hash
         };
         let mut reader = LogReader::new(bytes);
         while let LogEvent::Record { data, .. } = reader.next_event() {
-            if let Ok(e) = VersionEdit::decode(&data) {
+            if let Ok(e) = VersionEdit::decode(&data, crate::registry::formats()) {
                 for (_, f) in &e.new_files {
                     out.insert(f.number.0, f.num_entries);
                 }
@@ -776,7 +776,10 @@ fn newest_l0_record(
         let mut record = None;
         let mut reader = LogReader::new(bytes);
         while let LogEvent::Record { data, .. } = reader.next_event() {
-            if let Some(r) = VersionEdit::decode(&data).ok().and_then(|e| e.l0_layout) {
+            if let Some(r) = VersionEdit::decode(&data, crate::registry::formats())
+                .ok()
+                .and_then(|e| e.l0_layout)
+            {
                 record = Some((p.clone(), r));
             }
         }

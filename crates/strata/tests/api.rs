@@ -275,7 +275,7 @@ fn manifest_edits(fs: &MemFs) -> Vec<VersionEdit> {
     let mut r = LogReader::new(data);
     let mut edits = Vec::new();
     while let LogEvent::Record { data, .. } = r.next_event() {
-        edits.push(VersionEdit::decode(&data).unwrap());
+        edits.push(strata::internals::version::decode_edit(&data).unwrap());
     }
     edits
 }

@@ -149,7 +149,7 @@ fn logs_batches_and_edits_survive_garbage() {
             match r.next_event() {
                 LogEvent::Record { data, .. } => {
                     let _ = WriteBatch::decode(data.clone());
-                    let _ = VersionEdit::decode(&data);
+                    let _ = strata::internals::version::decode_edit(&data);
                 }
                 LogEvent::Corrupt { .. } => {}
                 LogEvent::End | LogEvent::Torn { .. } => break,
@@ -158,9 +158,12 @@ fn logs_batches_and_edits_survive_garbage() {
         if let Ok(b) = WriteBatch::decode(mutate(&mut rng, batch.encoded())) {
             assert_eq!(b.iter().count(), b.len());
         }
-        if let Ok(e) = VersionEdit::decode(&mutate(&mut rng, &edit.encode())) {
+        if let Ok(e) = strata::internals::version::decode_edit(&mutate(&mut rng, &edit.encode())) {
             // Whatever decodes re-encodes to something that decodes the same.
-            assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+            assert_eq!(
+                strata::internals::version::decode_edit(&e.encode()).unwrap(),
+                e
+            );
         }
     }
 }

@@ -765,7 +765,7 @@ fn a_manifest_without_a_record_is_not_held_to_its_wal() {
     let mut w = strata::internals::wal::LogWriter::new(fs.create(&manifest).unwrap());
     let mut stripped = 0;
     while let strata::internals::wal::LogEvent::Record { data, .. } = reader.next_event() {
-        let mut edit = strata::internals::version::VersionEdit::decode(&data).unwrap();
+        let mut edit = strata::internals::version::decode_edit(&data).unwrap();
         stripped += usize::from(edit.directories.take().is_some());
         edit.wal_sizes.clear();
         w.add_record(&edit.encode()).unwrap();

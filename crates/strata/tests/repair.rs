@@ -279,7 +279,7 @@ fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
     let mut last = None;
     let mut reader = LogReader::new(bytes.clone());
     while let LogEvent::Record { offset, data } = reader.next_event() {
-        let edit = strata::internals::version::VersionEdit::decode(&data).unwrap();
+        let edit = strata::internals::version::decode_edit(&data).unwrap();
         if !edit.new_files.is_empty() {
             last = Some((offset as usize, data.len()));
         }

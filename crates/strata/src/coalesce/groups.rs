@@ -25,11 +25,13 @@ use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::record::{self, Walk};
 use crate::vstore::{
     FileWriter, FlushEntry, FlushSeparator, OneFile, Store, StoreEnv, StoreId, ValueFile,
-    ValuePointer,
+    ValueFormat, ValuePointer,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
 pub(crate) const ID: StoreId = StoreId(4);
+/// Its files' format, as each of them carries it.
+pub(crate) const FORMAT: crate::value::Format = crate::value::Format(&Groups);
 
 /// Manifest tag of the record naming a group file (docs/format/manifest.md).
 const TAG_NEW_GROUP_FILE: u32 = 17;
@@ -170,7 +172,7 @@ impl FileWriter for GroupWriter {
         footer.extend_from_slice(FOOTER_MAGIC);
         self.file.append(&footer)?;
         self.file.sync()?;
-        let mut f = ValueFile::new(ID, self.number.0, self.path_id);
+        let mut f = ValueFile::new(FORMAT, self.number.0, self.path_id);
         f.size = self.offset + FOOTER_LEN;
         f.records = self.items;
         f.record_bytes = self.item_bytes;
@@ -188,7 +190,7 @@ fn grouping(opts: &Options) -> bool {
     opts.coalesce_item_threshold > 0 && opts.coalesce_group_size > 0
 }
 
-impl Store for Groups {
+impl ValueFormat for Groups {
     fn id(&self) -> StoreId {
         ID
     }
@@ -203,10 +205,6 @@ impl Store for Groups {
 
     fn extension(&self) -> &'static str {
         "grp"
-    }
-
-    fn configured(&self, opts: &Options) -> bool {
-        grouping(opts)
     }
 
     /// Mapped, the kernel told to expect random access: an item is tens of bytes, and a
@@ -240,6 +238,28 @@ impl Store for Groups {
 
     fn all_garbage(&self, f: &ValueFile) -> bool {
         f.garbage_records >= f.records
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_GROUP_FILE]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        crate::vstore::put_file_record(dst, TAG_NEW_GROUP_FILE, f, &crate::vstore::counts(f, true));
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        crate::vstore::get_file_record(src, FORMAT, |f| crate::vstore::counts_mut(f, true))
+    }
+
+    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
+        f.garbage_bytes as f64 >= opts.coalesce_gc_ratio * f.record_bytes as f64
+    }
+}
+
+impl Store for Groups {
+    fn configured(&self, opts: &Options) -> bool {
+        grouping(opts)
     }
 
     fn walk<'a>(&self, bytes: &'a [u8]) -> Walk<'a> {
@@ -308,22 +328,16 @@ impl Store for Groups {
     ) -> Result<ValueFile> {
         let bytes = read()?;
         let (found, _) = self.walk(&bytes);
-        let mut f =
-            crate::vstore::counted_file(ID, number, path_id, bytes.len() as u64, &found, reached);
+        let mut f = crate::vstore::counted_file(
+            FORMAT,
+            number,
+            path_id,
+            bytes.len() as u64,
+            &found,
+            reached,
+        );
         f.meta = group_size_of(&bytes).unwrap_or(0) as u64;
         Ok(f)
-    }
-
-    fn manifest_tags(&self) -> &'static [u32] {
-        &[TAG_NEW_GROUP_FILE]
-    }
-
-    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        crate::vstore::put_file_record(dst, TAG_NEW_GROUP_FILE, f, &crate::vstore::counts(f, true));
-    }
-
-    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        crate::vstore::get_file_record(src, ID, |f| crate::vstore::counts_mut(f, true))
     }
 
     /// While configured.
@@ -341,10 +355,6 @@ impl Store for Groups {
                 env.opts.coalesce_group_size,
             )) as Box<dyn FlushSeparator>
         })
-    }
-
-    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
-        f.garbage_bytes as f64 >= opts.coalesce_gc_ratio * f.record_bytes as f64
     }
 
     /// Live items of collected group files move into new groups whatever is configured
@@ -504,6 +514,7 @@ mod tests {
         fs.create_dir_all(Path::new("/db")).unwrap();
         let placement = Placement::new(Path::new("/db"), None, None);
         let env = StoreEnv {
+            stores: crate::registry::STORES,
             fs: fs.clone(),
             placement: placement.clone(),
             opts: Options {

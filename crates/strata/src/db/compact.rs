@@ -551,7 +551,7 @@ impl DbInner {
             };
             let given = written.contains(&dir);
             for name in names {
-                let Some(file) = crate::vstore::parse_file_name(&name) else {
+                let Some(file) = crate::registry::parse_file_name(&name) else {
                     continue;
                 };
                 // In a directory only the manifest's record led the open to, only the
@@ -648,7 +648,7 @@ impl DbInner {
         let log_number = lock(&self.versions).log_number();
         for dir in self.placement.dirs() {
             for name in self.fs.list(dir).unwrap_or_default() {
-                if let Some(FileType::Wal(n)) = crate::vstore::parse_file_name(&name) {
+                if let Some(FileType::Wal(n)) = crate::registry::parse_file_name(&name) {
                     if n < log_number {
                         more.wals.insert(n.0);
                     }

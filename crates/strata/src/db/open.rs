@@ -109,7 +109,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         // write of a later memtable whose WAL record the crash lost while its record in
         // an open file survived.
         let v = versions.current();
-        let env = crate::vstore::StoreEnv::recovering(&opts, &placement);
+        let env = crate::vstore::StoreEnv::recovering(crate::registry::STORES, &opts, &placement);
         let sealed = crate::vstore::recover(&env, &v, replayed.last_replayed)?;
         crate::vstore::reseal(&mut edit, &v, sealed);
     }
@@ -214,6 +214,7 @@ fn version_set(opts: &Options, placement: &Placement) -> VersionSet {
         opts.num_levels,
         opts.max_manifest_file_size,
         crate::l0::L0Context::new(opts, placement),
+        crate::registry::formats(),
     )
 }
 
@@ -259,8 +260,9 @@ pub(crate) struct Known {
 /// writing open copied into the `OPTIONS` file is used the same way.
 pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     let configured = Placement::of(path, opts);
-    let record = crate::version::recorded_directories(&*opts.fs, &configured)
-        .or_else(|| options_file_directories(&*opts.fs, path));
+    let record =
+        crate::version::recorded_directories(&*opts.fs, &configured, crate::registry::formats())
+            .or_else(|| options_file_directories(&*opts.fs, path));
     let Some(rec) = record else {
         return Known {
             placement: configured,
@@ -455,7 +457,7 @@ fn recover(
         let blobs = missing.iter().any(|p| {
             p.file_name()
                 .and_then(|f| f.to_str())
-                .and_then(crate::vstore::parse_file_name)
+                .and_then(crate::registry::parse_file_name)
                 .is_some_and(|t| matches!(t, FileType::Value(..)))
         });
         let hint = if !elsewhere.is_empty() {
@@ -543,9 +545,20 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     // that is configured), whatever `Options::value_store` names now; a read-only open
     // reads and never writes or collects.
     let values = if p.read_only {
-        crate::vstore::Stores::reading(p.fs.clone(), p.placement.clone(), &opts)
+        crate::vstore::Stores::reading(
+            crate::registry::STORES,
+            p.fs.clone(),
+            p.placement.clone(),
+            &opts,
+        )
     } else {
-        crate::vstore::Stores::open(p.fs.clone(), p.placement.clone(), &opts, &p.version)
+        crate::vstore::Stores::open(
+            crate::registry::STORES,
+            p.fs.clone(),
+            p.placement.clone(),
+            &opts,
+            &p.version,
+        )
     };
     let watch_writes = !values.gcs().is_empty();
     let read_ahead_gate = super::iter::ReadAheadGate::new(&opts, &p.version);
@@ -808,7 +821,7 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
     for dir in placement.dirs() {
         // An absent directory holds nothing.
         for name in fs.list(dir).unwrap_or_default() {
-            let counter = match crate::vstore::parse_file_name(&name) {
+            let counter = match crate::registry::parse_file_name(&name) {
                 Some(FileType::Table(_)) => &mut tables,
                 Some(FileType::Wal(_)) if wal_holds_writes(fs, &dir.join(&name)) => &mut wals,
                 Some(FileType::Value(..)) => &mut values,
@@ -855,7 +868,7 @@ fn kept_after_drop(
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
             if let Some(FileType::Table(n) | FileType::Value(n, _)) =
-                crate::vstore::parse_file_name(&name)
+                crate::registry::parse_file_name(&name)
             {
                 if !named.contains(&n.0) {
                     files.push(n.0);
@@ -933,7 +946,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
                 | FileType::Table(n)
                 | FileType::Value(n, _)
                 | FileType::Manifest(n),
-            ) = crate::vstore::parse_file_name(&name)
+            ) = crate::registry::parse_file_name(&name)
             {
                 versions.mark_file_number_used(n);
             }
@@ -947,7 +960,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
 fn delete_leftovers(db: &DbInner) {
     for dir in db.placement.write_dirs() {
         for name in db.fs.list(dir).unwrap_or_default() {
-            if crate::vstore::parse_file_name(&name) == Some(FileType::Temp) {
+            if crate::registry::parse_file_name(&name) == Some(FileType::Temp) {
                 let _ = db.fs.remove(&dir.join(name));
             }
         }
@@ -988,7 +1001,7 @@ pub(crate) fn wals_on_disk(
             fs.list(dir).unwrap_or_default()
         };
         for name in names {
-            if let Some(FileType::Wal(w)) = crate::vstore::parse_file_name(&name) {
+            if let Some(FileType::Wal(w)) = crate::registry::parse_file_name(&name) {
                 if w >= log_number {
                     wals.push((w, dir.join(name)));
                 }
@@ -1171,7 +1184,14 @@ fn replay_wals(
                 .any(|e| e.is_ok_and(|e| e.kind == ValueKind::Pointer))
             {
                 let v = versions.current();
-                crate::vstore::lost_value(&batch, &v, &**fs, placement, &mut value_log_lengths)?
+                crate::vstore::lost_value(
+                    crate::registry::STORES,
+                    &batch,
+                    &v,
+                    &**fs,
+                    placement,
+                    &mut value_log_lengths,
+                )?
             } else {
                 None
             };
@@ -1320,7 +1340,7 @@ fn flush_recovered(
         snapshots: Vec::new(),
         new_file_number: &mut new_number,
         values: crate::vstore::flush_separator(
-            &crate::vstore::StoreEnv::recovering(opts, placement),
+            &crate::vstore::StoreEnv::recovering(crate::registry::STORES, opts, placement),
             opts.min_blob_size,
             &values_view,
         ),
@@ -1499,7 +1519,7 @@ mod tests {
             .list(Path::new("/db"))
             .unwrap()
             .into_iter()
-            .filter_map(|n| match crate::vstore::parse_file_name(&n) {
+            .filter_map(|n| match crate::registry::parse_file_name(&n) {
                 Some(FileType::Wal(w)) => Some(w),
                 _ => None,
             })

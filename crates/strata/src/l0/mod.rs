@@ -43,8 +43,8 @@ use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::placement::{PathId, Placement};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::table_cache::TableCache;
+use crate::value::{DroppedValues, FlushSeparator, OldestValueFile, ValueFile};
 use crate::version_filter::{Verdict, VersionFilter};
-use crate::vstore::{DroppedValues, FlushSeparator, OldestValueFile, ValueFile};
 
 /// A layout of level 0. Every method that looks at L0 gets its files (`files`, in the
 /// order [`Level0::arrange`] left them) from the version the caller holds.
@@ -819,7 +819,7 @@ impl Ingest<'_> {
                 let separated = match self.values.as_mut() {
                     Some(v) => v.separate(
                         &mut *self.new_file_number,
-                        crate::vstore::FlushEntry {
+                        crate::value::FlushEntry {
                             kind: p.kind,
                             seq: p.seq,
                             user_key: p.user_key,

@@ -17,7 +17,7 @@ pub use crate::l0::L0Record;
 use crate::error::ErrorKind;
 use crate::file_meta::FileMeta;
 use crate::placement::PathId;
-use crate::vstore::ValueFile;
+use crate::value::{Formats, ValueFile};
 
 const TAG_LOG_NUMBER: u32 = 1;
 const TAG_NEXT_FILE_NUMBER: u32 = 2;
@@ -48,7 +48,7 @@ const TAG_DIRECTORIES: u32 = 64;
 /// build that does not know it reads the WALs as before.
 const TAG_WAL_SIZES: u32 = 65;
 
-/// Format features this build reads beside the value stores' (`vstore::STORES`, each
+/// Format features this build reads beside the value stores' (each of their formats
 /// naming its own). A manifest names every feature its database uses (in the first edit of
 /// each manifest, and in the edit that starts using one); a build that meets a feature it
 /// does not support refuses the database, naming the feature.
@@ -58,9 +58,9 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     KEPT_FILES_FEATURE,
 ];
 
-/// Whether this build reads format feature `f`.
-fn supported(f: &str) -> bool {
-    SUPPORTED_FEATURES.contains(&f) || crate::vstore::is_feature(f)
+/// Whether this build, with the value formats `formats`, reads format feature `f`.
+fn supported(formats: Formats, f: &str) -> bool {
+    SUPPORTED_FEATURES.contains(&f) || crate::value::is_feature(formats, f)
 }
 
 /// The format feature of a manifest that records kept files: a build that would delete them
@@ -213,7 +213,7 @@ impl VersionEdit {
         }
         for f in &self.new_value_files {
             // Each store encodes its files' records (tag and fields).
-            f.owner().encode_file(f, &mut b);
+            f.format.encode_file(f, &mut b);
         }
         for &n in &self.deleted_value_files {
             put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
@@ -252,7 +252,7 @@ impl VersionEdit {
     /// `NotSupported` naming a feature this build lacks (features come first, so this is
     /// reported before any field the feature may have added); otherwise `Corruption`
     /// describing the first malformed field (the caller adds file and offset).
-    pub fn decode(mut src: &[u8]) -> Result<VersionEdit> {
+    pub(crate) fn decode(mut src: &[u8], formats: Formats) -> Result<VersionEdit> {
         let mut e = VersionEdit::default();
         let bad = |what: &str| Error::corrupt(format!("version edit: {what}"));
         while !src.is_empty() {
@@ -261,7 +261,7 @@ impl VersionEdit {
                 TAG_FEATURE => {
                     let f = get_length_prefixed(&mut src).ok_or_else(|| bad("feature"))?;
                     let f = String::from_utf8_lossy(f).into_owned();
-                    if !supported(&f) {
+                    if !supported(formats, &f) {
                         return Err(Error::new(
                             ErrorKind::NotSupported,
                             format!("the database uses format feature {f:?}, which this build does not support"),
@@ -383,8 +383,8 @@ impl VersionEdit {
                     .ok_or_else(|| bad("kept files record"))?;
                     e.kept = Some(k);
                 }
-                t if crate::vstore::store_by_manifest_tag(t).is_some() => {
-                    let store = crate::vstore::store_by_manifest_tag(t).expect("just found");
+                t if crate::value::by_manifest_tag(formats, t).is_some() => {
+                    let store = crate::value::by_manifest_tag(formats, t).expect("just found");
                     let f = store.decode_file(t, &mut src).ok_or_else(|| {
                         bad(&format!("value file record of the {}", store.name()))
                     })?;
@@ -450,7 +450,7 @@ mod tests {
         ];
         let mut tags = std::collections::HashSet::new();
         let mut names = std::collections::HashSet::new();
-        for s in crate::vstore::STORES {
+        for s in crate::registry::STORES {
             for &t in s.manifest_tags() {
                 assert!(
                     t < TAG_SAFE_TO_IGNORE && !core.contains(&t),
@@ -474,14 +474,19 @@ mod tests {
             assert_ne!(s.extension(), "sst");
             assert_ne!(s.extension(), "log");
             // Each file record decodes to what was encoded.
-            let mut f = crate::vstore::ValueFile::new(s.id(), 77, PathId(3));
+            let mut f = ValueFile::new(crate::value::Format(*s), 77, PathId(3));
             f.garbage_records = 5;
             f.garbage_bytes = 500;
             let e = VersionEdit {
                 new_value_files: vec![f],
                 ..VersionEdit::default()
             };
-            assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e, "{}", s.name());
+            assert_eq!(
+                VersionEdit::decode(&e.encode(), crate::registry::formats()).unwrap(),
+                e,
+                "{}",
+                s.name()
+            );
         }
     }
 
@@ -517,7 +522,7 @@ mod tests {
             )],
             new_value_files: vec![ValueFile {
                 meta: 0,
-                store: crate::vstore::blob::ID,
+                format: crate::vstore::blob::FORMAT,
                 number: 13,
                 path_id: PathId::VALUES,
                 size: 5000,
@@ -540,18 +545,24 @@ mod tests {
             l0_built: None,
         };
         let enc = e.encode();
-        assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        assert_eq!(
+            VersionEdit::decode(&enc, crate::registry::formats()).unwrap(),
+            e
+        );
         for cut in 1..enc.len() {
             // Any strict prefix either fails or decodes to something different.
-            if let Ok(d) = VersionEdit::decode(&enc[..cut]) {
+            if let Ok(d) = VersionEdit::decode(&enc[..cut], crate::registry::formats()) {
                 assert_ne!(d, e);
             }
         }
         // Unknown must-understand tag is refused; unknown ignorable tag is skipped.
-        assert!(VersionEdit::decode(&[40, 0]).is_err());
+        assert!(VersionEdit::decode(&[40, 0], crate::registry::formats()).is_err());
         let mut ign = vec![70, 2, 9, 9];
         ign.extend_from_slice(&enc);
-        assert_eq!(VersionEdit::decode(&ign).unwrap(), e);
+        assert_eq!(
+            VersionEdit::decode(&ign, crate::registry::formats()).unwrap(),
+            e
+        );
     }
 
     #[test]
@@ -560,7 +571,7 @@ mod tests {
             features: vec!["from-the-future".into()],
             ..Default::default()
         };
-        let err = VersionEdit::decode(&e.encode()).unwrap_err();
+        let err = VersionEdit::decode(&e.encode(), crate::registry::formats()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotSupported);
         assert!(err.message().contains("from-the-future"), "{err}");
     }

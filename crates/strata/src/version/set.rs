@@ -26,6 +26,7 @@ use crate::fs::{self, DurableFirst, Fs};
 use crate::key::{self, SeqNo};
 use crate::l0;
 use crate::placement::Placement;
+use crate::value::Formats;
 use crate::wal::{LogEvent, LogReader, LogWriter};
 
 /// The manifest format version this build writes and the highest it reads. Version 2 added
@@ -46,6 +47,8 @@ pub struct VersionSet {
     max_manifest_size: u64,
     /// What layouts recorded in the manifest are built with.
     l0: l0::L0Context,
+    /// What value files recorded in the manifest are read with (`registry::formats`).
+    formats: Formats,
     current: Arc<Version>,
     /// Every version handed out that may still be in use (for obsolete-file detection).
     versions: Vec<Weak<Version>>,
@@ -450,9 +453,9 @@ fn apply(
 }
 
 /// The format features `v` uses (see `SUPPORTED_FEATURES`).
-pub(crate) fn features_of(v: &Version) -> Vec<String> {
+pub(crate) fn features_of(v: &Version, formats: Formats) -> Vec<String> {
     let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
-    f.extend(crate::vstore::features(v.values.values()));
+    f.extend(crate::value::features(formats, v.values.values()));
     if v.kept.is_some() {
         f.push(super::edit::KEPT_FILES_FEATURE.to_string());
     }
@@ -476,6 +479,7 @@ pub(crate) fn directories_record(dirs: crate::placement::Directories) -> Vec<u8>
 pub(crate) fn recorded_directories(
     fs: &dyn Fs,
     placement: &Placement,
+    formats: Formats,
 ) -> Option<crate::placement::Directories> {
     let name = fs::read_all(fs, &placement.current_path()).ok()?;
     let name = std::str::from_utf8(&name).ok()?.strip_suffix('\n')?;
@@ -486,7 +490,7 @@ pub(crate) fn recorded_directories(
     let len = file.size().min(crate::wal::format::BLOCK_SIZE as u64) as usize;
     let head = file.read_at(0, len).ok()?;
     match LogReader::strict(head).next_event() {
-        LogEvent::Record { data, .. } => VersionEdit::decode(&data).ok()?.directories,
+        LogEvent::Record { data, .. } => VersionEdit::decode(&data, formats).ok()?.directories,
         _ => None,
     }
 }
@@ -503,6 +507,7 @@ impl VersionSet {
         num_levels: usize,
         max_manifest_size: u64,
         l0: l0::L0Context,
+        formats: Formats,
     ) -> Self {
         let sync = Arc::new(ManifestSync::new(fs.clone(), placement.clone()));
         VersionSet {
@@ -511,6 +516,7 @@ impl VersionSet {
             num_levels,
             max_manifest_size,
             l0,
+            formats,
             current: Arc::new(Version::new(num_levels)),
             versions: Vec::new(),
             next_file_number: Arc::new(AtomicU64::new(2)),
@@ -541,7 +547,7 @@ impl VersionSet {
     ///
     /// # Errors
     /// `Corruption` if they do not apply.
-    pub(crate) fn adopt_value_files(&mut self, files: Vec<crate::vstore::ValueFile>) -> Result<()> {
+    pub(crate) fn adopt_value_files(&mut self, files: Vec<crate::value::ValueFile>) -> Result<()> {
         if files.is_empty() {
             return Ok(());
         }
@@ -608,8 +614,8 @@ impl VersionSet {
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
-                    let edit =
-                        VersionEdit::decode(&data).map_err(|e| match (e.kind(), foreign) {
+                    let edit = VersionEdit::decode(&data, self.formats).map_err(|e| {
+                        match (e.kind(), foreign) {
                             (_, Some(c)) => Error::new(
                                 ErrorKind::NotSupported,
                                 format!(
@@ -624,7 +630,8 @@ impl VersionSet {
                                 Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
                             }
                             _ => Error::corruption(&path, offset, e.message()),
-                        })?;
+                        }
+                    })?;
                     if let Some(fv) = edit.format_version {
                         if fv > MANIFEST_FORMAT_VERSION {
                             return Err(Error::new(
@@ -769,7 +776,7 @@ impl VersionSet {
         w.add_record(&directories_record(dirs.clone()))?;
         self.recorded = dirs;
         let mut snap = VersionEdit {
-            features: features_of(&self.current),
+            features: features_of(&self.current, self.formats),
             l0_layout: Some(self.current.l0.record()),
             format_version: Some(MANIFEST_FORMAT_VERSION),
             log_number: Some(self.log_number),
@@ -842,7 +849,7 @@ impl VersionSet {
         }
         if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() || edit.kept.is_some() {
             // Named with the record that starts using them, before it (encoded first).
-            edit.features = features_of(&v);
+            edit.features = features_of(&v, self.formats);
         }
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);

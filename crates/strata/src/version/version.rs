@@ -16,7 +16,7 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::l0::{self, Level0};
 use crate::table_cache::TableCache;
-use crate::vstore::ValueFile;
+use crate::value::ValueFile;
 
 /// The files of every level at one point in time.
 #[derive(Debug, Clone)]

@@ -57,7 +57,7 @@ impl ValueFiles {
         // opened (the fs module's contract; opened otherwise, a read past the size at open
         // failed: issue 34).
         let path = f.path(&self.placement);
-        let handle = self.fs.open_with(&path, f.owner().read_access(f))?;
+        let handle = self.fs.open_with(&path, f.format.read_access(f))?;
         let h = Arc::new(OpenFile { handle, path });
         self.open
             .write()
@@ -94,8 +94,8 @@ impl ValueFiles {
         open: &OpenFile,
         forward: bool,
     ) -> Result<Vec<u8>> {
-        let store = f.owner();
-        if p.store != f.store || !store.pointer_fits(p, f) {
+        let store = f.format;
+        if p.store != f.store() || !store.pointer_fits(p, f) {
             return Err(Error::corruption(
                 &f.path(&self.placement),
                 p.offset,
@@ -162,7 +162,7 @@ impl ValueFiles {
     /// is in the page cache already (first gets of coalesced items were 1.6x slower than
     /// later ones without it, issue 33). Only a hint: nothing fails.
     pub fn warm(&self, f: &ValueFile) {
-        if f.owner().read_access(f) != crate::fs::ReadAccess::MappedRandom {
+        if f.format.read_access(f) != crate::fs::ReadAccess::MappedRandom {
             return;
         }
         if let Ok(h) = self.file(f) {

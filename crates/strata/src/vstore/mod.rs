@@ -7,8 +7,9 @@
 //! Compactions and flushes carry pointers unchanged and report the ones they dropped
 //! ([`DroppedValues`]), so a store counts its garbage without scanning.
 //!
-//! A store is one object behind one trait, [`Store`], registered in [`STORES`]: its files
-//! (names, manifest records, records and how to walk them), how it separates (at flush,
+//! A store is one object behind one trait, [`Store`], listed in `registry::STORES`: its
+//! files (their format, [`ValueFormat`], in `value/`: names, manifest records, records;
+//! and how to walk them), how it separates (at flush,
 //! [`FlushSeparator`], or at write, [`WriteSeparator`]), its GC (moved by compactions, or a
 //! job of its own, [`ValueGc`], reaching the LSM through [`GcContext`]), and its recovery
 //! rule. The database holds one [`Stores`]: every registered store's reader and GC,
@@ -23,111 +24,44 @@
 pub(crate) mod blob;
 mod files;
 pub(crate) mod hash;
-pub(crate) mod record;
 pub(crate) mod vlog;
 
 mod collect;
 mod separate;
-mod value;
 
+pub use crate::value::*;
 pub(crate) use collect::*;
 pub(crate) use separate::*;
-pub use value::*;
-
-/// Every value store this build knows: the one registration line a new store adds.
-pub(crate) static STORES: &[&dyn Store] = &[
-    &blob::BlobFiles,
-    &vlog::ValueLog,
-    &hash::HashStore,
-    &crate::coalesce::groups::Groups,
-];
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::filename::FileNumber;
-use crate::fs::{Fs, ReadAccess};
+use crate::fs::Fs;
 use crate::options::Options;
 use crate::placement::{PathId, Placement};
 use crate::version::Version;
 
-/// The registered store with id `id`.
-pub(crate) fn store(id: StoreId) -> Option<&'static dyn Store> {
-    STORES.iter().copied().find(|s| s.id() == id)
-}
+/// The stores a database knows, in registration order (`registry::STORES`: this module
+/// lists none of them, so that a store kept in another folder, such as the coalescing
+/// groups' store, is not imported from here).
+pub(crate) type StoreList = &'static [&'static dyn Store];
 
-/// The registered store whose files end in `.ext`.
-pub(crate) fn store_by_extension(ext: &str) -> Option<&'static dyn Store> {
-    STORES.iter().copied().find(|s| s.extension() == ext)
-}
-
-/// Parses a file name, a value file's by the registered stores' extensions; `None` for
-/// names strata does not own.
-pub(crate) fn parse_file_name(name: &str) -> Option<crate::filename::FileType> {
-    crate::filename::parse_with(name, &|ext| store_by_extension(ext).map(|s| s.id()))
-}
-
-/// The registered store that owns manifest tag `tag`.
-pub(crate) fn store_by_manifest_tag(tag: u32) -> Option<&'static dyn Store> {
-    STORES
-        .iter()
-        .copied()
-        .find(|s| s.manifest_tags().contains(&tag))
-}
-
-/// Whether `feature` is a registered store's format feature.
-pub(crate) fn is_feature(feature: &str) -> bool {
-    STORES
-        .iter()
-        .any(|s| s.feature() == feature || s.more_features().contains(&feature))
-}
-
-/// The format features the value files `files` use, in registration order: each store's
-/// own, then those some of its files add ([`Store::file_features`]).
-pub(crate) fn features<'a>(files: impl IntoIterator<Item = &'a ValueFile>) -> Vec<String> {
-    // One pass, no copies: every edit naming a value file asks, over every file the
-    // version holds (thousands with a hash store of many groups).
-    let mut used: Vec<(bool, Vec<bool>)> = STORES
-        .iter()
-        .map(|s| (false, vec![false; s.more_features().len()]))
-        .collect();
-    for f in files {
-        let Some(i) = STORES.iter().position(|s| s.id() == f.store) else {
-            continue;
-        };
-        let (s, (any, extras)) = (STORES[i], &mut used[i]);
-        *any = true;
-        let mine = s.file_features(f);
-        if mine.is_empty() {
-            continue;
-        }
-        for (seen, extra) in extras.iter_mut().zip(s.more_features()) {
-            *seen |= mine.contains(extra);
-        }
-    }
-    let mut out = Vec::new();
-    for (s, (any, extras)) in STORES.iter().zip(used) {
-        if !any {
-            continue;
-        }
-        out.push(s.feature().to_string());
-        for (seen, extra) in extras.into_iter().zip(s.more_features()) {
-            if seen {
-                out.push((*extra).to_string());
-            }
-        }
-    }
-    out
+/// The store of `stores` with id `id`.
+pub(crate) fn store(stores: StoreList, id: StoreId) -> Option<&'static dyn Store> {
+    stores.iter().copied().find(|s| s.id() == id)
 }
 
 /// The files of `v` that belong to `store`, in number order.
 pub(crate) fn files_of(v: &Version, store: StoreId) -> impl Iterator<Item = &ValueFile> {
-    v.values.values().filter(move |f| f.store == store)
+    v.values.values().filter(move |f| f.store() == store)
 }
 
 /// What a store is built with.
 pub(crate) struct StoreEnv {
+    /// Every store the database knows (`registry::STORES`).
+    pub stores: StoreList,
     pub fs: Arc<dyn Fs>,
     pub placement: Placement,
     pub opts: Options,
@@ -138,8 +72,9 @@ pub(crate) struct StoreEnv {
 
 impl StoreEnv {
     /// What recovery builds stores with (`recovery` set).
-    pub fn recovering(opts: &Options, placement: &Placement) -> StoreEnv {
+    pub fn recovering(stores: StoreList, opts: &Options, placement: &Placement) -> StoreEnv {
         StoreEnv {
+            stores,
             fs: opts.fs.clone(),
             placement: placement.clone(),
             opts: opts.clone(),
@@ -149,61 +84,14 @@ impl StoreEnv {
 }
 
 /// A value store: everything the rest of the engine knows of one kind of value file. One
-/// static object per store, listed in [`STORES`]; a store's per-database state lives in
+/// static object per store, listed in `registry::STORES`; a store's per-database state lives in
 /// the separators and GC it builds.
-pub(crate) trait Store: Sync {
-    /// Its id: the tag of its pointers and files.
-    fn id(&self) -> StoreId;
-    /// Its name in messages ("blob files", "value log").
-    fn name(&self) -> &'static str;
-    /// The format feature a manifest naming its files lists (docs/format/manifest.md).
-    fn feature(&self) -> &'static str;
-    /// Its files' extension (`NNNNNN.<extension>`).
-    fn extension(&self) -> &'static str;
+pub(crate) trait Store: ValueFormat {
     /// Whether `opts` configure it as the store new values go to.
     fn configured(&self, opts: &Options) -> bool;
-    /// Format features beyond [`Store::feature`] that some of its files need a reader to
-    /// know (a binary that does not know one refuses the database). Default: none.
-    fn more_features(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Of [`Store::more_features`], those file `f` needs. Default: none.
-    fn file_features(&self, _f: &ValueFile) -> &'static [&'static str] {
-        &[]
-    }
 
-    // --- Its files ---
+    // --- Its files (how they are read and recorded: [`ValueFormat`]) ---
 
-    /// How its file `f` is opened for reading (`Growing`: a file still appended to).
-    fn read_access(&self, _f: &ValueFile) -> ReadAccess {
-        ReadAccess::default()
-    }
-    /// Bytes after a record that a forward scan most likely reads next, brought into the
-    /// CPU's cache after each record such a scan reads from a mapped file
-    /// (`RandomAccessFile::cache_ahead`). Default 0: none.
-    fn cache_ahead(&self) -> usize {
-        0
-    }
-    /// Whether `p` can lie inside `f`'s records (checked before any read).
-    fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool;
-    /// The value of `user_key` in the record `bytes` read at `p`.
-    ///
-    /// # Errors
-    /// `Corruption` naming `path` and the offset when the record is damaged or another
-    /// key's.
-    fn value_of<'a>(
-        &self,
-        bytes: &'a [u8],
-        user_key: &[u8],
-        path: &std::path::Path,
-        p: &ValuePointer,
-    ) -> Result<&'a [u8]> {
-        record::decode_checked(bytes, user_key, path, p)
-    }
-    /// Whether no live pointer can reach `f` (it then leaves the version).
-    fn all_garbage(&self, _f: &ValueFile) -> bool {
-        false
-    }
     /// The records of a whole file's `bytes`, and where and why the walk stopped short
     /// (`check`, `value-dump`, `repair`, GC).
     fn walk<'a>(&self, bytes: &'a [u8]) -> record::Walk<'a>;
@@ -227,16 +115,6 @@ pub(crate) trait Store: Sync {
         reached: (u64, u64),
     ) -> Result<ValueFile>;
 
-    // --- Its manifest records ---
-
-    /// The manifest tags its file records use (docs/format/manifest.md; tags < 64).
-    fn manifest_tags(&self) -> &'static [u32];
-    /// Appends the record naming `f` (tag and fields).
-    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>);
-    /// The file a record of tag `tag` names, its fields read from `src`; `None` if they
-    /// do not decode.
-    fn decode_file(&self, tag: u32, src: &mut &[u8]) -> Option<ValueFile>;
-
     // --- Separation (only while configured) ---
 
     /// Its write-time separator for a database whose version is `v` at open, if it
@@ -259,10 +137,6 @@ pub(crate) trait Store: Sync {
 
     // --- GC ---
 
-    /// Whether compactions move `f`'s live values out (GC by compaction: blob files).
-    fn compaction_collects(&self, _f: &ValueFile, _opts: &Options) -> bool {
-        false
-    }
     /// Where a compaction moves the live values of collected files (with
     /// `compaction_collects`).
     fn relocation_writer(&self, _env: &StoreEnv) -> Option<Box<dyn FlushSeparator>> {
@@ -331,7 +205,7 @@ pub(crate) fn recover(
     last: crate::key::SeqNo,
 ) -> Result<Vec<ValueFile>> {
     let mut out = Vec::new();
-    for s in STORES {
+    for s in env.stores {
         out.extend(s.recover(env, v, last)?);
     }
     Ok(out)
@@ -391,18 +265,25 @@ pub(crate) struct Stores {
 
 impl Stores {
     /// The stores of a database whose version is `v` at open, configured by `opts`.
-    pub fn open(fs: Arc<dyn Fs>, placement: Placement, opts: &Options, v: &Version) -> Stores {
+    pub fn open(
+        stores: StoreList,
+        fs: Arc<dyn Fs>,
+        placement: Placement,
+        opts: &Options,
+        v: &Version,
+    ) -> Stores {
         let env = StoreEnv {
+            stores,
             fs: fs.clone(),
             placement: placement.clone(),
             opts: opts.clone(),
             recovery: false,
         };
-        let write = STORES
+        let write = stores
             .iter()
             .filter(|s| s.configured(opts))
             .find_map(|s| s.write_separator(&env, v));
-        let gcs = STORES
+        let gcs = stores
             .iter()
             .filter_map(|s| s.background_gc(&env, v))
             .collect();
@@ -415,10 +296,16 @@ impl Stores {
     }
 
     /// Stores for a read-only open or a tool: they read, never write or collect.
-    pub fn reading(fs: Arc<dyn Fs>, placement: Placement, opts: &Options) -> Stores {
+    pub fn reading(
+        stores: StoreList,
+        fs: Arc<dyn Fs>,
+        placement: Placement,
+        opts: &Options,
+    ) -> Stores {
         Stores {
             reader: files::ValueFiles::new(fs.clone(), placement.clone()),
             env: StoreEnv {
+                stores,
                 fs,
                 placement,
                 opts: opts.clone(),
@@ -489,7 +376,7 @@ impl Stores {
     /// counters (`strata.value-stores`).
     pub fn describe(&self, v: &Version) -> String {
         let mut out = String::new();
-        for s in STORES {
+        for s in self.env.stores {
             let state = s.state(v, &self.env.opts);
             let counters: Vec<String> = self
                 .gcs
@@ -560,7 +447,7 @@ impl Stores {
     /// values, whatever store is configured now.
     pub fn relocation(&self, v: &Version) -> Option<(BTreeSet<u64>, Box<dyn FlushSeparator>)> {
         let opts = &self.env.opts;
-        STORES.iter().find_map(|s| {
+        self.env.stores.iter().find_map(|s| {
             let from: BTreeSet<u64> = files_of(v, s.id())
                 .filter(|f| s.compaction_collects(f, opts))
                 .map(|f| f.number)
@@ -676,7 +563,8 @@ pub(crate) fn flush_separator(
     min: usize,
     v: &Version,
 ) -> Option<Box<dyn FlushSeparator>> {
-    let mut all: Vec<Box<dyn FlushSeparator>> = STORES
+    let mut all: Vec<Box<dyn FlushSeparator>> = env
+        .stores
         .iter()
         .filter_map(|s| s.flush_separator(env, min, v))
         .collect();
@@ -721,6 +609,7 @@ impl FlushSeparator for Separators {
 /// # Errors
 /// A batch or pointer that does not decode.
 pub(crate) fn lost_value(
+    stores: StoreList,
     batch: &crate::batch::WriteBatch,
     v: &Version,
     fs: &dyn Fs,
@@ -733,7 +622,7 @@ pub(crate) fn lost_value(
             continue;
         }
         let p = ValuePointer::decode(e.value)?;
-        let Some(s) = store(p.store) else {
+        let Some(s) = store(stores, p.store) else {
             return Err(Error::corrupt(format!(
                 "a WAL record holds a value pointer of unknown store {}",
                 p.store.0
@@ -779,6 +668,7 @@ pub(crate) trait ValueStore: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::STORES;
 
     /// A damaged pointer may hold any offset and size: every store's check refuses one past
     /// the end of the file instead of overflowing (a panic where overflow is checked).
@@ -786,7 +676,7 @@ mod tests {
     fn every_store_refuses_a_pointer_past_any_file_without_overflowing() {
         for s in STORES {
             for meta in [0, 4096, u64::MAX] {
-                let mut f = ValueFile::new(s.id(), 7, PathId(0));
+                let mut f = ValueFile::new(Format(*s), 7, PathId(0));
                 f.size = 1 << 20;
                 f.meta = meta;
                 for (offset, size) in [(u64::MAX - 3, 100), (u64::MAX, u32::MAX), (64, u32::MAX)] {

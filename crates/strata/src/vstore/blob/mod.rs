@@ -17,11 +17,13 @@ use crate::options::{Options, ValueStoreKind};
 use crate::placement::{FileKind, PathId, Placement};
 use crate::vstore::{
     record, FileWriter, FlushEntry, FlushSeparator, OneFile, Store, StoreEnv, StoreId, ValueFile,
-    ValuePointer,
+    ValueFormat, ValuePointer,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
 pub(crate) const ID: StoreId = StoreId(1);
+/// Its files' format, as each of them carries it.
+pub(crate) const FORMAT: crate::value::Format = crate::value::Format(&BlobFiles);
 
 /// Manifest tag of `new_value_file`, the record naming a blob file (docs/format/manifest.md).
 const TAG_NEW_BLOB_FILE: u32 = 10;
@@ -110,7 +112,7 @@ impl FileWriter for BlobWriter {
         self.file.append(&footer)?;
         self.file.sync()?;
         Ok(ValueFile {
-            store: ID,
+            format: FORMAT,
             number: self.number.0,
             path_id: self.path_id,
             size: self.offset + FOOTER_LEN,
@@ -127,7 +129,7 @@ impl FileWriter for BlobWriter {
 /// `vstore::STORES`).
 pub(crate) struct BlobFiles;
 
-impl Store for BlobFiles {
+impl ValueFormat for BlobFiles {
     fn id(&self) -> StoreId {
         ID
     }
@@ -144,10 +146,6 @@ impl Store for BlobFiles {
         "blob"
     }
 
-    fn configured(&self, opts: &Options) -> bool {
-        opts.value_store == ValueStoreKind::BlobFiles
-    }
-
     fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
         p.offset >= HEADER_LEN
             && p.offset
@@ -158,6 +156,28 @@ impl Store for BlobFiles {
 
     fn all_garbage(&self, f: &ValueFile) -> bool {
         f.garbage_records >= f.records
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_BLOB_FILE]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        crate::vstore::put_file_record(dst, TAG_NEW_BLOB_FILE, f, &crate::vstore::counts(f, false));
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        crate::vstore::get_file_record(src, FORMAT, |f| crate::vstore::counts_mut(f, false))
+    }
+
+    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
+        f.garbage_bytes as f64 >= opts.blob_gc_garbage_ratio * f.record_bytes as f64
+    }
+}
+
+impl Store for BlobFiles {
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::BlobFiles
     }
 
     fn walk<'a>(&self, bytes: &'a [u8]) -> record::Walk<'a> {
@@ -194,25 +214,13 @@ impl Store for BlobFiles {
         let bytes = read()?;
         let (found, _) = self.walk(&bytes);
         Ok(crate::vstore::counted_file(
-            ID,
+            FORMAT,
             number,
             path_id,
             bytes.len() as u64,
             &found,
             reached,
         ))
-    }
-
-    fn manifest_tags(&self) -> &'static [u32] {
-        &[TAG_NEW_BLOB_FILE]
-    }
-
-    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        crate::vstore::put_file_record(dst, TAG_NEW_BLOB_FILE, f, &crate::vstore::counts(f, false));
-    }
-
-    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        crate::vstore::get_file_record(src, ID, |f| crate::vstore::counts_mut(f, false))
     }
 
     /// While configured.
@@ -229,10 +237,6 @@ impl Store for BlobFiles {
                 min,
             )) as Box<dyn FlushSeparator>
         })
-    }
-
-    fn compaction_collects(&self, f: &ValueFile, opts: &Options) -> bool {
-        f.garbage_bytes as f64 >= opts.blob_gc_garbage_ratio * f.record_bytes as f64
     }
 
     /// Live values of collected blob files move into new blob files, whatever store is

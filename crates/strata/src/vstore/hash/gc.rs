@@ -1038,7 +1038,7 @@ mod tests {
     use crate::vstore::hash::meta;
 
     fn file(number: u64, group: u32, kind: SegmentKind, size: u64) -> ValueFile {
-        let mut f = ValueFile::new(ID, number, PathId(0));
+        let mut f = ValueFile::new(super::super::FORMAT, number, PathId(0));
         f.size = size;
         f.meta = meta(group, 4, kind);
         f
@@ -1060,6 +1060,7 @@ mod tests {
             ..crate::Options::default()
         };
         let env = StoreEnv {
+            stores: crate::registry::STORES,
             fs: Arc::new(crate::fs::MemFs::new()),
             placement: Placement::new(std::path::Path::new("/db"), None, None),
             opts: opts.clone(),
@@ -1085,6 +1086,7 @@ mod tests {
         // Growing instead: never refused.
         let with = |opts: crate::Options| {
             HashGc::new(&StoreEnv {
+                stores: crate::registry::STORES,
                 fs: env.fs.clone(),
                 placement: env.placement.clone(),
                 opts,

@@ -44,11 +44,14 @@ use crate::options::{Options, ValueStoreKind};
 use crate::placement::{PathId, Placement};
 use crate::version::Version;
 use crate::vstore::{
-    files_of, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValueGc, ValuePointer,
+    files_of, FlushSeparator, Store, StoreEnv, StoreId, ValueFile, ValueFormat, ValueGc,
+    ValuePointer,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
 pub(crate) const ID: StoreId = StoreId(3);
+/// Its files' format, as each of them carries it.
+pub(crate) const FORMAT: crate::value::Format = crate::value::Format(&HashStore);
 
 /// The format feature a database with hash-store files names in its manifest.
 pub(crate) const FEATURE: &str = "hash-store";
@@ -245,7 +248,7 @@ pub(crate) fn reserve(opts: &Options) -> u64 {
 /// `vstore::STORES`).
 pub(crate) struct HashStore;
 
-impl Store for HashStore {
+impl ValueFormat for HashStore {
     fn id(&self) -> StoreId {
         ID
     }
@@ -260,10 +263,6 @@ impl Store for HashStore {
 
     fn extension(&self) -> &'static str {
         "hkv"
-    }
-
-    fn configured(&self, opts: &Options) -> bool {
-        opts.value_store == ValueStoreKind::Hash
     }
 
     fn more_features(&self) -> &'static [&'static str] {
@@ -321,6 +320,41 @@ impl Store for HashStore {
             return Err(bad("the record belongs to another key"));
         }
         Ok(r.value)
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_SEGMENT]
+    }
+
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        let fields = [
+            f.meta,
+            f.size,
+            f.records,
+            f.record_bytes,
+            f.garbage_records,
+            f.garbage_bytes,
+        ];
+        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        crate::vstore::get_file_record(src, FORMAT, |f| {
+            vec![
+                &mut f.meta,
+                &mut f.size,
+                &mut f.records,
+                &mut f.record_bytes,
+                &mut f.garbage_records,
+                &mut f.garbage_bytes,
+            ]
+        })
+    }
+}
+
+impl Store for HashStore {
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::Hash
     }
 
     fn walk<'a>(&self, bytes: &'a [u8]) -> crate::vstore::record::Walk<'a> {
@@ -387,7 +421,7 @@ impl Store for HashStore {
         let bytes = read()?;
         let (records, _) = record::walk(&bytes);
         let (group, groups) = record::header_group(&bytes).unwrap_or((0, 1));
-        let mut f = ValueFile::new(ID, number, path_id);
+        let mut f = ValueFile::new(FORMAT, number, path_id);
         f.size = bytes.len() as u64;
         f.records = records.len() as u64;
         f.record_bytes = records.iter().map(|(_, r)| r.size as u64).sum();
@@ -406,10 +440,6 @@ impl Store for HashStore {
             f.meta |= WRITE_TIME;
         }
         Ok(f)
-    }
-
-    fn manifest_tags(&self) -> &'static [u32] {
-        &[TAG_NEW_SEGMENT]
     }
 
     fn state(&self, v: &Version, opts: &Options) -> Option<String> {
@@ -433,31 +463,6 @@ impl Store for HashStore {
             sizes.reserve_used(opts),
             reserve(opts),
         ))
-    }
-
-    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        let fields = [
-            f.meta,
-            f.size,
-            f.records,
-            f.record_bytes,
-            f.garbage_records,
-            f.garbage_bytes,
-        ];
-        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
-    }
-
-    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        crate::vstore::get_file_record(src, ID, |f| {
-            vec![
-                &mut f.meta,
-                &mut f.size,
-                &mut f.records,
-                &mut f.record_bytes,
-                &mut f.garbage_records,
-                &mut f.garbage_bytes,
-            ]
-        })
     }
 
     /// While configured (taking values), and while `v` holds its files whatever is

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{group, meta, record, SegmentKind, ID};
+use super::{group, meta, record, SegmentKind, FORMAT, ID};
 use crate::error::Result;
 use crate::filename::FileNumber;
 use crate::fs::{Fs, WritableFile};
@@ -87,7 +87,7 @@ impl GroupWriter {
         let bytes = self.offset - record::HEADER_LEN;
         self.file.append(&record::footer(self.records, bytes))?;
         self.file.sync()?;
-        let mut f = ValueFile::new(ID, self.number.0, self.path_id);
+        let mut f = ValueFile::new(FORMAT, self.number.0, self.path_id);
         f.size = self.offset + record::FOOTER_LEN;
         f.records = self.records;
         f.record_bytes = bytes;

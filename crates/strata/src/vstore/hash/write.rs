@@ -28,7 +28,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use super::{files_of, WRITE_TIME};
-use super::{group, group_of, groups_in, groups_of, kind_of, meta, record, SegmentKind, ID};
+use super::{
+    group, group_of, groups_in, groups_of, kind_of, meta, record, SegmentKind, FORMAT, ID,
+};
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::filename::FileNumber;
@@ -74,7 +76,7 @@ fn sealed_segment(
     end: u64,
     records: u64,
 ) -> ValueFile {
-    let mut f = ValueFile::new(ID, number, path_id);
+    let mut f = ValueFile::new(FORMAT, number, path_id);
     f.size = end;
     f.records = records;
     f.record_bytes = end - record::HEADER_LEN;
@@ -199,7 +201,7 @@ impl HashWriter {
         let named = made
             .iter()
             .map(|o| {
-                let mut f = ValueFile::new(ID, o.number, o.path_id);
+                let mut f = ValueFile::new(FORMAT, o.number, o.path_id);
                 f.meta = meta(o.group, self.groups, SegmentKind::Open) | WRITE_TIME;
                 f
             })

@@ -30,12 +30,14 @@ use crate::placement::{FileKind, PathId, Placement};
 use crate::sync::lock;
 use crate::version::Version;
 use crate::vstore::{
-    files_of, record, NewValueFiles, Store, StoreEnv, StoreId, ValueFile, ValueGc, ValuePointer,
-    WriteSeparator,
+    files_of, record, NewValueFiles, Store, StoreEnv, StoreId, ValueFile, ValueFormat, ValueGc,
+    ValuePointer, WriteSeparator,
 };
 
 /// The store's id: the tag of its pointers (docs/format/value-pointer.md).
 pub(crate) const ID: StoreId = StoreId(2);
+/// Its files' format, as each of them carries it.
+pub(crate) const FORMAT: crate::value::Format = crate::value::Format(&ValueLog);
 
 /// Manifest tag of `new_vlog_segment`, the record naming a segment (docs/format/manifest.md).
 const TAG_NEW_SEGMENT: u32 = 13;
@@ -80,7 +82,7 @@ impl VLog {
 /// `vstore::STORES`).
 pub(crate) struct ValueLog;
 
-impl Store for ValueLog {
+impl ValueFormat for ValueLog {
     fn id(&self) -> StoreId {
         ID
     }
@@ -97,10 +99,6 @@ impl Store for ValueLog {
         "vlog"
     }
 
-    fn configured(&self, opts: &Options) -> bool {
-        opts.value_store == ValueStoreKind::VLog
-    }
-
     /// The head segment is appended to while readers hold its handle.
     fn read_access(&self, _f: &ValueFile) -> ReadAccess {
         ReadAccess::Growing
@@ -109,6 +107,28 @@ impl Store for ValueLog {
     /// A segment's length is not recorded: a record past its end fails the read.
     fn pointer_fits(&self, _p: &ValuePointer, _f: &ValueFile) -> bool {
         true
+    }
+
+    fn manifest_tags(&self) -> &'static [u32] {
+        &[TAG_NEW_SEGMENT]
+    }
+
+    /// Garbage counted so far (a manifest's snapshot); a segment's records are not counted.
+    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+        let fields = [f.garbage_records, f.garbage_bytes];
+        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
+    }
+
+    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+        crate::vstore::get_file_record(src, FORMAT, |f| {
+            vec![&mut f.garbage_records, &mut f.garbage_bytes]
+        })
+    }
+}
+
+impl Store for ValueLog {
+    fn configured(&self, opts: &Options) -> bool {
+        opts.value_store == ValueStoreKind::VLog
     }
 
     /// Up to the zeros a crash left after the head's last record.
@@ -136,23 +156,7 @@ impl Store for ValueLog {
         _: &mut dyn FnMut() -> Result<Vec<u8>>,
         _: (u64, u64),
     ) -> Result<ValueFile> {
-        Ok(ValueFile::new(ID, number, path_id))
-    }
-
-    fn manifest_tags(&self) -> &'static [u32] {
-        &[TAG_NEW_SEGMENT]
-    }
-
-    /// Garbage counted so far (a manifest's snapshot); a segment's records are not counted.
-    fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
-        let fields = [f.garbage_records, f.garbage_bytes];
-        crate::vstore::put_file_record(dst, TAG_NEW_SEGMENT, f, &fields);
-    }
-
-    fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
-        crate::vstore::get_file_record(src, ID, |f| {
-            vec![&mut f.garbage_records, &mut f.garbage_bytes]
-        })
+        Ok(ValueFile::new(FORMAT, number, path_id))
     }
 
     fn write_separator(&self, env: &StoreEnv, _v: &Version) -> Option<Box<dyn WriteSeparator>> {
@@ -246,7 +250,7 @@ impl WriteSeparator for VLog {
                         return Err(e);
                     }
                 };
-                files.name(ValueFile::new(ID, number, path_id))?;
+                files.name(ValueFile::new(FORMAT, number, path_id))?;
                 *head = Some(Head {
                     number,
                     file,

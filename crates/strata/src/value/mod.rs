@@ -1,6 +1,10 @@
-//! The value types every store shares: where a value lives ([`ValuePointer`]), a value file
-//! as the manifest describes it ([`ValueFile`]), and the helpers stores encode their file
-//! records with.
+//! What the engine knows of separated values below the value stores: where a value lives
+//! ([`ValuePointer`]), a value file as the manifest describes it ([`ValueFile`], carrying
+//! its store's [`ValueFormat`]), the record format most stores share ([`record`]), and
+//! what flushes hand to the stores' separators and report of dropped pointers
+//! ([`FlushSeparator`], [`DroppedValues`]). The stores themselves (`vstore/`, `coalesce/`)
+//! sit above the version and the L0 layouts, which see only this; the list of stores is in
+//! `registry.rs`, and reaches the version as a list of formats (docs/design/seams.md).
 
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 use crate::error::{Error, Result};
@@ -8,11 +12,16 @@ use crate::filename::FileNumber;
 use crate::options::Options;
 use crate::placement::{PathId, Placement};
 
-use super::*;
+mod flush;
+mod format;
+pub(crate) mod record;
+
+pub(crate) use flush::*;
+pub(crate) use format::*;
 
 /// Where a separated value lives. On-disk format (docs/format/value-pointer.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct ValuePointer {
+pub struct ValuePointer {
     /// The store that wrote it.
     pub store: StoreId,
     /// The file (or segment) number.
@@ -73,8 +82,8 @@ pub use crate::filename::StoreId;
 /// leaves the version, is its store's (docs/format/manifest.md, "Value files").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueFile {
-    /// The store the file belongs to.
-    pub store: StoreId,
+    /// The format of the store the file belongs to (what reads, names and records it).
+    pub format: Format,
     /// The file number (names the file).
     pub number: u64,
     /// Which directory the file lives in.
@@ -95,10 +104,10 @@ pub struct ValueFile {
 }
 
 impl ValueFile {
-    /// A file of `store` with nothing counted yet.
-    pub(crate) fn new(store: StoreId, number: u64, path_id: PathId) -> ValueFile {
+    /// A file of `format`'s store with nothing counted yet.
+    pub(crate) fn new(format: Format, number: u64, path_id: PathId) -> ValueFile {
         ValueFile {
-            store,
+            format,
             number,
             path_id,
             size: 0,
@@ -110,21 +119,20 @@ impl ValueFile {
         }
     }
 
-    /// The store the file belongs to. A file is only ever built for a registered store
-    /// (manifest records are decoded by their store), so this does not fail.
-    pub(crate) fn owner(&self) -> &'static dyn Store {
-        store(self.store).unwrap_or(STORES[0])
+    /// The id of the store the file belongs to.
+    pub(crate) fn store(&self) -> StoreId {
+        self.format.id()
     }
 
     /// Whether no live pointer can reach the file any more: it leaves the version.
     pub(crate) fn all_garbage(&self) -> bool {
-        self.owner().all_garbage(self)
+        self.format.all_garbage(self)
     }
 
     /// The file's path.
     pub(crate) fn path(&self, placement: &Placement) -> std::path::PathBuf {
         file_path(
-            self.owner(),
+            &*self.format,
             FileNumber(self.number),
             self.path_id,
             placement,
@@ -134,7 +142,7 @@ impl ValueFile {
     /// Whether compactions move the file's live values out (its store decides, from
     /// `opts`).
     pub(crate) fn collectable(&self, opts: &Options) -> bool {
-        self.owner().compaction_collects(self, opts)
+        self.format.compaction_collects(self, opts)
     }
 }
 
@@ -154,13 +162,13 @@ pub(crate) fn put_file_record(dst: &mut Vec<u8>, tag: u32, f: &ValueFile, fields
 /// decode.
 pub(crate) fn get_file_record(
     src: &mut &[u8],
-    store: StoreId,
+    format: Format,
     fields: impl FnOnce(&mut ValueFile) -> Vec<&mut u64>,
 ) -> Option<ValueFile> {
     let number = get_varint64(src)?;
     let (&path_id, rest) = src.split_first()?;
     *src = rest;
-    let mut f = ValueFile::new(store, number, PathId(path_id));
+    let mut f = ValueFile::new(format, number, PathId(path_id));
     for x in fields(&mut f) {
         *x = get_varint64(src)?;
     }
@@ -206,14 +214,14 @@ pub(crate) fn counts_mut(f: &mut ValueFile, meta: bool) -> Vec<&mut u64> {
 /// `store`, `size` bytes, whose records a walk `found` and kept pointers reach (`refs`
 /// records, `ref_bytes` bytes); records no pointer reaches are garbage.
 pub(crate) fn counted_file(
-    store: StoreId,
+    format: Format,
     number: u64,
     path_id: PathId,
     size: u64,
     found: &[(usize, record::Parsed<'_>)],
     (refs, ref_bytes): (u64, u64),
 ) -> ValueFile {
-    let mut f = ValueFile::new(store, number, path_id);
+    let mut f = ValueFile::new(format, number, path_id);
     f.size = size;
     f.records = (found.len() as u64).max(refs);
     f.record_bytes = found
@@ -228,7 +236,7 @@ pub(crate) fn counted_file(
 
 /// The path of file `n` of `store` in directory `id`: `NNNNNN.<extension>`.
 pub(crate) fn file_path(
-    store: &dyn Store,
+    store: &dyn ValueFormat,
     n: FileNumber,
     id: PathId,
     placement: &Placement,
