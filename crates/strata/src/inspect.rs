@@ -291,7 +291,7 @@ pub fn dump_manifest(
     out: &mut dyn Write,
 ) -> Result<Vec<Problem>> {
     walk_log(path, out, |out, offset, data| {
-        match VersionEdit::decode(&data, crate::registry::formats()) {
+        match VersionEdit::decode(&data, crate::registry::registered()) {
             Ok(edit) => {
                 writeln!(out, "offset {offset}:")?;
                 write_edit(out, &edit, show)?;
@@ -465,7 +465,7 @@ fn replay_manifest(manifest: &Path, problems: &mut Vec<Problem>) -> Result<Live>
     problems.extend(walk_log(
         manifest,
         &mut std::io::sink(),
-        |_, offset, data| match VersionEdit::decode(&data, crate::registry::formats()) {
+        |_, offset, data| match VersionEdit::decode(&data, crate::registry::registered()) {
             Ok(e) => {
                 if let Some(k) = e.kept {
                     live.kept = (!k.files.is_empty() || !k.reason.is_empty()).then_some(k);
@@ -576,7 +576,7 @@ fn check_l0(
             fs: std::sync::Arc::new(RealFs::new()),
             ..opts.clone()
         };
-        let ctx = crate::l0::L0Context::new(&opts, placement);
+        let ctx = crate::l0::L0Context::new(crate::registry::LAYOUTS, &opts, placement);
         match crate::l0::parts_outside_tables(rec, &ctx) {
             Ok((files, parts)) if !files.is_empty() => {
                 let file = &files[0];
@@ -592,9 +592,11 @@ fn check_l0(
                 }
                 writeln!(out, "l0 {} ({n} parts)", file.display()).map_err(io)?;
                 // What a repair with no manifest would read (the matrix's row directory).
-                let located =
-                    crate::l0::from_record(rec, &crate::l0::L0Context::new(&opts, placement))
-                        .and_then(|l0| l0.located_parts());
+                let located = crate::l0::from_record(
+                    rec,
+                    &crate::l0::L0Context::new(crate::registry::LAYOUTS, &opts, placement),
+                )
+                .and_then(|l0| l0.located_parts());
                 let damaged = match located {
                     Ok(Some(parts)) => parts.into_iter().find_map(|p| p.err()),
                     Ok(None) => None,

@@ -117,7 +117,7 @@ pub mod internals {
         /// # Errors
         /// As the manifest's reader reports a record it cannot decode.
         pub fn decode_edit(src: &[u8]) -> crate::Result<VersionEdit> {
-            VersionEdit::decode(src, crate::registry::formats())
+            VersionEdit::decode(src, crate::registry::registered())
         }
     }
     /// Which directory each kind of file lives in.

@@ -11,8 +11,10 @@ use std::sync::LazyLock;
 
 use crate::error::Result;
 use crate::filename::FileType;
+use crate::l0::LayoutList;
 use crate::options::Options;
 use crate::value::{Formats, StoreId, ValueFormat};
+use crate::version::Registered;
 use crate::vstore::{Store, StoreList};
 
 /// Every value store this build knows, in registration order (the order their format
@@ -23,6 +25,21 @@ pub(crate) static STORES: StoreList = &[
     &crate::vstore::hash::HashStore,
     &crate::coalesce::groups::Groups,
 ];
+
+/// Every L0 layout this build knows: the one line a new layout adds.
+pub(crate) static LAYOUTS: LayoutList = &[
+    crate::l0::flat::LAYOUT,
+    crate::l0::buckets::LAYOUT,
+    crate::l0::matrix::LAYOUT,
+];
+
+/// What the version reads manifests with: the layouts and the stores' formats.
+pub(crate) fn registered() -> Registered {
+    Registered {
+        layouts: LAYOUTS,
+        formats: formats(),
+    }
+}
 
 /// The formats of [`STORES`], in the same order: what the version reads manifests with.
 pub(crate) fn formats() -> Formats {
@@ -54,6 +71,138 @@ impl Options {
     /// `InvalidArgument` naming the first bad field.
     pub fn validate(&self) -> Result<()> {
         self.validate_fields()?;
-        crate::l0::check_options(self)
+        crate::l0::check_options(LAYOUTS, self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A technique registered from its list alone: a toy value store and a toy L0 layout,
+    //! defined here and listed beside the real ones, are read and written by the version
+    //! (manifest records, format features, layout records) and named by file names with no
+    //! change anywhere else, the version naming neither.
+
+    use super::*;
+    use crate::l0::{L0Context, Layout};
+    use crate::placement::{PathId, Placement};
+    use crate::value::{Format, ValueFile, ValuePointer};
+    use crate::version::{L0Record, VersionEdit};
+
+    /// A store of id 9 whose files end in `.toy`, recorded with manifest tag 60.
+    struct Toy;
+
+    const TOY: Format = Format(&Toy);
+
+    impl ValueFormat for Toy {
+        fn id(&self) -> StoreId {
+            StoreId(9)
+        }
+        fn name(&self) -> &'static str {
+            "toy values"
+        }
+        fn feature(&self) -> &'static str {
+            "toy-values"
+        }
+        fn extension(&self) -> &'static str {
+            "toy"
+        }
+        fn pointer_fits(&self, p: &ValuePointer, f: &ValueFile) -> bool {
+            p.offset < f.size
+        }
+        fn manifest_tags(&self) -> &'static [u32] {
+            &[60]
+        }
+        fn encode_file(&self, f: &ValueFile, dst: &mut Vec<u8>) {
+            crate::value::put_file_record(dst, 60, f, &crate::value::counts(f, false));
+        }
+        fn decode_file(&self, _tag: u32, src: &mut &[u8]) -> Option<ValueFile> {
+            crate::value::get_file_record(src, TOY, |f| crate::value::counts_mut(f, false))
+        }
+    }
+
+    /// A layout of id 9: the flat layout's behaviour under another id and a feature.
+    const TOY_LAYOUT: Layout = Layout {
+        id: 9,
+        feature: Some("toy-l0"),
+        ..crate::l0::flat::LAYOUT
+    };
+
+    /// The registered lists with the toys added: the one line each a technique adds.
+    fn with_toys() -> Registered {
+        let layouts: &'static [Layout] = Box::leak(Box::new([
+            crate::l0::flat::LAYOUT,
+            crate::l0::buckets::LAYOUT,
+            crate::l0::matrix::LAYOUT,
+            TOY_LAYOUT,
+        ]));
+        let mut formats = formats().to_vec();
+        formats.push(&Toy);
+        Registered {
+            layouts,
+            formats: Box::leak(formats.into_boxed_slice()),
+        }
+    }
+
+    #[test]
+    fn a_toy_store_and_layout_register_from_their_lists_alone() {
+        let reg = with_toys();
+        let mut f = ValueFile::new(TOY, 5, PathId::VALUES);
+        f.size = 4096;
+        f.records = 3;
+        let edit = VersionEdit {
+            features: vec!["toy-l0".into(), "toy-values".into()],
+            l0_layout: Some(L0Record {
+                layout: 9,
+                state: Vec::new(),
+            }),
+            new_value_files: vec![f.clone()],
+            ..VersionEdit::default()
+        };
+        let bytes = edit.encode();
+        // The version reads both through the lists it is handed...
+        assert_eq!(VersionEdit::decode(&bytes, reg).unwrap(), edit);
+        assert_eq!(
+            crate::value::features(reg.formats, [&f]),
+            ["toy-values".to_string()]
+        );
+        // ... and a build without them refuses the database, naming the feature.
+        let err = VersionEdit::decode(&bytes, registered()).unwrap_err();
+        assert_eq!(err.kind(), crate::error::ErrorKind::NotSupported);
+        assert!(err.to_string().contains("toy-l0"), "{err}");
+        // The layout record builds the toy layout from the context's list alone.
+        let opts = Options::default();
+        let placement = Placement::new(std::path::Path::new("/db"), None, None);
+        let ctx = L0Context::new(reg.layouts, &opts, &placement);
+        let l0 = crate::l0::from_record(
+            &L0Record {
+                layout: 9,
+                state: Vec::new(),
+            },
+            &ctx,
+        );
+        assert!(l0.is_ok());
+        let without = L0Context::new(LAYOUTS, &opts, &placement);
+        assert!(crate::l0::from_record(
+            &L0Record {
+                layout: 9,
+                state: Vec::new()
+            },
+            &without
+        )
+        .is_err_and(|e| e.kind() == crate::error::ErrorKind::NotSupported));
+        assert_eq!(
+            crate::l0::features(reg.layouts).collect::<Vec<_>>(),
+            ["l0-buckets", "l0-matrix", "toy-l0"]
+        );
+        // Its files are named by the extension it gives.
+        assert_eq!(
+            crate::filename::parse_with("000005.toy", &|ext| {
+                reg.formats
+                    .iter()
+                    .find(|s| s.extension() == ext)
+                    .map(|s| s.id())
+            }),
+            Some(FileType::Value(crate::filename::FileNumber(5), StoreId(9)))
+        );
     }
 }

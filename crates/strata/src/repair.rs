@@ -594,7 +594,11 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let edit = VersionEdit {
         features,
         l0_layout: Some(
-            crate::l0::configured(opts, &crate::l0::L0Context::new(opts, &placement))?.record(),
+            crate::l0::configured(
+                opts,
+                &crate::l0::L0Context::new(crate::registry::LAYOUTS, opts, &placement),
+            )?
+            .record(),
         ),
         format_version: Some(crate::version::MANIFEST_FORMAT_VERSION),
         log_number: Some(log_number),
@@ -670,11 +674,12 @@ fn refuse_other_directories(
     let Some(rec) = &known.record else {
         return Ok(());
     };
-    let own: Vec<String> = crate::l0::every_layout(opts, &known.placement)
-        .iter()
-        .flat_map(|l| l.own_files())
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
+    let own: Vec<String> =
+        crate::l0::every_layout(crate::registry::LAYOUTS, opts, &known.placement)
+            .iter()
+            .flat_map(|l| l.own_files())
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
     for (id, recorded) in rec.usable(dir) {
         let given = crate::placement::option_dir(opts, id);
         let Some(given) = given.filter(|g| absolute(g) != recorded) else {
@@ -753,7 +758,7 @@ fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> Hash
         };
         let mut reader = LogReader::new(bytes);
         while let LogEvent::Record { data, .. } = reader.next_event() {
-            if let Ok(e) = VersionEdit::decode(&data, crate::registry::formats()) {
+            if let Ok(e) = VersionEdit::decode(&data, crate::registry::registered()) {
                 for (_, f) in &e.new_files {
                     out.insert(f.number.0, f.num_entries);
                 }
@@ -776,7 +781,7 @@ fn newest_l0_record(
         let mut record = None;
         let mut reader = LogReader::new(bytes);
         while let LogEvent::Record { data, .. } = reader.next_event() {
-            if let Some(r) = VersionEdit::decode(&data, crate::registry::formats())
+            if let Some(r) = VersionEdit::decode(&data, crate::registry::registered())
                 .ok()
                 .and_then(|e| e.l0_layout)
             {
@@ -796,12 +801,12 @@ fn newest_l0_record(
 fn l0_own_files(opts: &Options, placement: &Placement, manifests: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some((_, rec)) = newest_l0_record(&*opts.fs, manifests) {
-        let ctx = crate::l0::L0Context::new(opts, placement);
+        let ctx = crate::l0::L0Context::new(crate::registry::LAYOUTS, opts, placement);
         if let Ok(l0) = crate::l0::from_record(&rec, &ctx) {
             out.extend(l0.own_files());
         }
     }
-    for l0 in crate::l0::every_layout(opts, placement) {
+    for l0 in crate::l0::every_layout(crate::registry::LAYOUTS, opts, placement) {
         out.extend(l0.own_files());
     }
     let mut seen = std::collections::HashSet::new();
@@ -846,7 +851,7 @@ fn read_l0_parts(
         }
     };
     let mut found = false;
-    for l0 in crate::l0::every_layout(opts, placement) {
+    for l0 in crate::l0::every_layout(crate::registry::LAYOUTS, opts, placement) {
         match l0.located_parts() {
             Ok(Some(parts)) => {
                 found = true;
@@ -871,7 +876,7 @@ fn read_l0_parts(
         // rows within it.
         let ctx = crate::l0::L0Context {
             salvage: true,
-            ..crate::l0::L0Context::new(opts, placement)
+            ..crate::l0::L0Context::new(crate::registry::LAYOUTS, opts, placement)
         };
         match crate::l0::parts_outside_tables(&rec, &ctx) {
             Ok((_, parts)) => {

@@ -55,7 +55,9 @@ fn sources(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
         let p = e.unwrap().path();
         if p.is_dir() {
             sources(&p, root, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+            // (A `tests.rs` is a test module, `#[cfg(test)] mod tests;`, left out as the
+            // inline ones are.)
             let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
             out.insert(rel, std::fs::read_to_string(&p).unwrap());
         }

@@ -213,7 +213,7 @@ fn version_set(opts: &Options, placement: &Placement) -> VersionSet {
         placement.clone(),
         opts.num_levels,
         opts.max_manifest_file_size,
-        crate::l0::L0Context::new(opts, placement),
+        crate::l0::L0Context::new(crate::registry::LAYOUTS, opts, placement),
         crate::registry::formats(),
     )
 }
@@ -261,7 +261,7 @@ pub(crate) struct Known {
 pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     let configured = Placement::of(path, opts);
     let record =
-        crate::version::recorded_directories(&*opts.fs, &configured, crate::registry::formats())
+        crate::version::recorded_directories(&*opts.fs, &configured, crate::registry::registered())
             .or_else(|| options_file_directories(&*opts.fs, path));
     let Some(rec) = record else {
         return Known {

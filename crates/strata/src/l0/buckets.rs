@@ -183,6 +183,16 @@ fn for_each_user_key(mem: &Arc<MemTable>, mut f: impl FnMut(&[u8])) -> Result<()
     Ok(())
 }
 
+/// The bucketed layout's registration (id 1).
+pub(crate) const LAYOUT: super::Layout = super::Layout {
+    kind: L0Layout::Buckets,
+    id: 1,
+    feature: Some(BUCKETS_FEATURE),
+    initial: |ctx| Ok(Arc::new(Buckets::initial(ctx.config))),
+    decode: |state, ctx| Ok(Arc::new(Buckets::decode(state, ctx.config)?)),
+    check_options: |_| Ok(()),
+};
+
 impl Level0 for Buckets {
     fn kind(&self) -> L0Layout {
         L0Layout::Buckets
@@ -194,7 +204,7 @@ impl Level0 for Buckets {
 
     fn record(&self) -> super::L0Record {
         super::L0Record {
-            layout: super::layout_id(L0Layout::Buckets),
+            layout: LAYOUT.id,
             state: self.encode(),
         }
     }

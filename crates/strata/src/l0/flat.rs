@@ -16,9 +16,34 @@ use crate::table_cache::TableCache;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Flat;
 
+/// The flat layout's registration (id 0, no state, no format feature).
+pub(crate) const LAYOUT: super::Layout = super::Layout {
+    kind: L0Layout::Flat,
+    id: 0,
+    feature: None,
+    initial: |_| Ok(super::flat()),
+    decode: |state, _| {
+        if state.is_empty() {
+            Ok(super::flat())
+        } else {
+            Err(crate::error::Error::corrupt(
+                "flat L0 layout record carries state",
+            ))
+        }
+    },
+    check_options: |_| Ok(()),
+};
+
 impl Level0 for Flat {
     fn kind(&self) -> L0Layout {
         L0Layout::Flat
+    }
+
+    fn record(&self) -> super::L0Record {
+        super::L0Record {
+            layout: LAYOUT.id,
+            state: Vec::new(),
+        }
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

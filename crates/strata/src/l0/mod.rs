@@ -18,18 +18,16 @@
 //! its record (a layout is immutable; a change of state is a new layout in a new version),
 //! or let a point read see an older version of a key while a newer one sits in L0.
 
-mod buckets;
-mod flat;
-mod matrix;
+pub(crate) mod buckets;
+pub(crate) mod flat;
+pub(crate) mod matrix;
 
 use std::any::Any;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-pub use buckets::{Buckets, BUCKETS_FEATURE};
 pub use flat::Flat;
-pub use matrix::{Matrix, MATRIX_FEATURE};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
@@ -56,13 +54,9 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// layout's state when it is applied.
     fn as_any(&self) -> &dyn Any;
 
-    /// The layout and its persistent state, as the manifest records it.
-    fn record(&self) -> L0Record {
-        L0Record {
-            layout: layout_id(self.kind()),
-            state: Vec::new(),
-        }
-    }
+    /// The layout and its persistent state, as the manifest records it (its id: its
+    /// [`Layout::id`]).
+    fn record(&self) -> L0Record;
 
     /// The manifest format feature this layout needs a reader to know, if any (listed in
     /// `SUPPORTED_FEATURES` of the builds that do).
@@ -419,13 +413,48 @@ pub struct L0Record {
     pub state: Vec<u8>,
 }
 
-/// The persisted id of `layout`. On-disk format: never renumber.
-pub(crate) fn layout_id(layout: L0Layout) -> u32 {
-    match layout {
-        L0Layout::Flat => 0,
-        L0Layout::Buckets => 1,
-        L0Layout::Matrix => 2,
-    }
+/// One L0 layout as the registry lists it (`registry::LAYOUTS`): the option value naming
+/// it, its persisted id, the format feature it needs, and how it is built, read back from
+/// its record and checked against the options. Each layout defines its own in its file or
+/// folder; nothing in this module names one but `Flat`, the default.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// The `Options::l0_layout` value that configures it.
+    pub kind: L0Layout,
+    /// Its id in the manifest's layout record (docs/format/manifest.md): never renumbered.
+    pub id: u32,
+    /// The format feature a manifest lists while it is in force, if any.
+    pub feature: Option<&'static str>,
+    /// The layout in its initial state.
+    pub initial: fn(&L0Context) -> Built,
+    /// The layout a record's `state` describes.
+    pub decode: fn(&[u8], &L0Context) -> Built,
+    /// The options' checks that are the layout's own (run while it is configured).
+    pub check_options: fn(&Options) -> Result<()>,
+}
+
+/// A layout built by its registration, or why it could not be.
+pub(crate) type Built = Result<Arc<dyn Level0>>;
+
+/// The layouts a database knows, in registration order (`registry::LAYOUTS`).
+pub(crate) type LayoutList = &'static [Layout];
+
+/// The format features of `layouts`.
+pub(crate) fn features(layouts: LayoutList) -> impl Iterator<Item = &'static str> {
+    layouts.iter().filter_map(|l| l.feature)
+}
+
+/// The entry of `layouts` that `kind` names.
+///
+/// # Errors
+/// `InvalidArgument` if none does (a layout this build does not register).
+fn entry(layouts: LayoutList, kind: L0Layout) -> Result<&'static Layout> {
+    layouts.iter().find(|l| l.kind == kind).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("Options::l0_layout: {kind:?} is not registered in this build"),
+        )
+    })
 }
 
 /// What layouts take from `Options` that is not persisted with them: how to choose their
@@ -474,6 +503,8 @@ pub(crate) fn flat() -> Arc<dyn Level0> {
 /// `VersionSet`, cloned into each layout that needs it.
 #[derive(Debug, Clone)]
 pub(crate) struct L0Context {
+    /// Every layout the database knows (`registry::LAYOUTS`).
+    pub layouts: LayoutList,
     /// The options the layout takes.
     pub config: L0Config,
     /// The database's file system.
@@ -496,9 +527,10 @@ pub(crate) struct L0Context {
 }
 
 impl L0Context {
-    /// The context of a database at `placement` opened with `opts`.
-    pub fn new(opts: &Options, placement: &Placement) -> Self {
+    /// The context of a database at `placement` opened with `opts`, knowing `layouts`.
+    pub fn new(layouts: LayoutList, opts: &Options, placement: &Placement) -> Self {
         L0Context {
+            layouts,
             config: L0Config::from(opts),
             fs: opts.fs.clone(),
             placement: placement.clone(),
@@ -514,41 +546,33 @@ impl L0Context {
 /// # Errors
 /// Errors of a layout that keeps data outside tables and cannot set it up.
 pub(crate) fn configured(opts: &Options, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
-    initial(opts.l0_layout, ctx)
+    (entry(ctx.layouts, opts.l0_layout)?.initial)(ctx)
 }
 
-/// The options' checks that are the configured layout's own.
+/// The options' checks that are the configured layout's own, `layouts` being those the
+/// database knows.
 ///
 /// # Errors
 /// `InvalidArgument` naming the first bad field.
-pub(crate) fn check_options(opts: &Options) -> Result<()> {
-    match opts.l0_layout {
-        L0Layout::Flat | L0Layout::Buckets => Ok(()),
-        L0Layout::Matrix => matrix::check_options(opts),
-    }
+pub(crate) fn check_options(layouts: LayoutList, opts: &Options) -> Result<()> {
+    (entry(layouts, opts.l0_layout)?.check_options)(opts)
 }
 
-/// Every layout this build knows (the registration list `every_layout` walks).
-const LAYOUTS: [L0Layout; 3] = [L0Layout::Flat, L0Layout::Buckets, L0Layout::Matrix];
-
-/// Layout `kind` in its initial state.
-fn initial(kind: L0Layout, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
-    Ok(match kind {
-        L0Layout::Flat => flat(),
-        L0Layout::Buckets => Arc::new(Buckets::initial(ctx.config)),
-        L0Layout::Matrix => Arc::new(Matrix::initial(ctx)?),
-    })
-}
-
-/// Every layout this build knows, in its initial state with the options of `opts` and a
+/// Every layout of `layouts`, in its initial state with the options of `opts` and a
 /// context of its own each (the configured one first): `repair` asks each for the data it
 /// keeps outside tables, whatever the options name now, since a database opened with
 /// another layout may have been killed while it migrated L0 away from this one. Layouts
 /// that cannot be set up with these options are left out.
-pub(crate) fn every_layout(opts: &Options, placement: &Placement) -> Vec<Arc<dyn Level0>> {
-    std::iter::once(opts.l0_layout)
-        .chain(LAYOUTS.into_iter().filter(|&k| k != opts.l0_layout))
-        .filter_map(|k| initial(k, &L0Context::new(opts, placement)).ok())
+pub(crate) fn every_layout(
+    layouts: LayoutList,
+    opts: &Options,
+    placement: &Placement,
+) -> Vec<Arc<dyn Level0>> {
+    let configured = layouts.iter().filter(|l| l.kind == opts.l0_layout);
+    let others = layouts.iter().filter(|l| l.kind != opts.l0_layout);
+    configured
+        .chain(others)
+        .filter_map(|l| (l.initial)(&L0Context::new(layouts, opts, placement)).ok())
         .collect()
 }
 
@@ -558,14 +582,14 @@ pub(crate) fn every_layout(opts: &Options, placement: &Placement) -> Vec<Arc<dyn
 /// `NotSupported` naming the layout id when this build does not know it; `Corruption` when
 /// its state does not decode.
 pub(crate) fn from_record(rec: &L0Record, ctx: &L0Context) -> Result<Arc<dyn Level0>> {
-    match rec.layout {
-        0 if rec.state.is_empty() => Ok(flat()),
-        0 => Err(Error::corrupt("flat L0 layout record carries state")),
-        1 => Ok(Arc::new(Buckets::decode(&rec.state, ctx.config)?)),
-        2 => Ok(Arc::new(Matrix::decode(&rec.state, ctx)?)),
-        id => Err(Error::new(
+    match ctx.layouts.iter().find(|l| l.id == rec.layout) {
+        Some(l) => (l.decode)(&rec.state, ctx),
+        None => Err(Error::new(
             ErrorKind::NotSupported,
-            format!("the database's L0 layout (id {id}) is not known to this build"),
+            format!(
+                "the database's L0 layout (id {}) is not known to this build",
+                rec.layout
+            ),
         )),
     }
 }

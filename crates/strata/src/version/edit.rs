@@ -48,19 +48,25 @@ const TAG_DIRECTORIES: u32 = 64;
 /// build that does not know it reads the WALs as before.
 const TAG_WAL_SIZES: u32 = 65;
 
-/// Format features this build reads beside the value stores' (each of their formats
-/// naming its own). A manifest names every feature its database uses (in the first edit of
-/// each manifest, and in the edit that starts using one); a build that meets a feature it
-/// does not support refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[
-    crate::l0::BUCKETS_FEATURE,
-    crate::l0::MATRIX_FEATURE,
-    KEPT_FILES_FEATURE,
-];
+/// Format features the manifest itself adds beside the L0 layouts' and the value stores'
+/// (each registered one names its own). A manifest names every feature its database uses
+/// (in the first edit of each manifest, and in the edit that starts using one); a build
+/// that meets a feature it does not support refuses the database, naming the feature.
+pub const SUPPORTED_FEATURES: &[&str] = &[KEPT_FILES_FEATURE];
 
-/// Whether this build, with the value formats `formats`, reads format feature `f`.
-fn supported(formats: Formats, f: &str) -> bool {
-    SUPPORTED_FEATURES.contains(&f) || crate::value::is_feature(formats, f)
+/// What a build registers, as the manifest's reader needs it: the L0 layouts and the value
+/// stores' formats (`registry::registered()`, handed down: the version names none).
+#[derive(Clone, Copy)]
+pub(crate) struct Registered {
+    pub layouts: crate::l0::LayoutList,
+    pub formats: Formats,
+}
+
+/// Whether a build registering `reg` reads format feature `f`.
+fn supported(reg: Registered, f: &str) -> bool {
+    SUPPORTED_FEATURES.contains(&f)
+        || crate::l0::features(reg.layouts).any(|l| l == f)
+        || crate::value::is_feature(reg.formats, f)
 }
 
 /// The format feature of a manifest that records kept files: a build that would delete them
@@ -252,7 +258,7 @@ impl VersionEdit {
     /// `NotSupported` naming a feature this build lacks (features come first, so this is
     /// reported before any field the feature may have added); otherwise `Corruption`
     /// describing the first malformed field (the caller adds file and offset).
-    pub(crate) fn decode(mut src: &[u8], formats: Formats) -> Result<VersionEdit> {
+    pub(crate) fn decode(mut src: &[u8], reg: Registered) -> Result<VersionEdit> {
         let mut e = VersionEdit::default();
         let bad = |what: &str| Error::corrupt(format!("version edit: {what}"));
         while !src.is_empty() {
@@ -261,7 +267,7 @@ impl VersionEdit {
                 TAG_FEATURE => {
                     let f = get_length_prefixed(&mut src).ok_or_else(|| bad("feature"))?;
                     let f = String::from_utf8_lossy(f).into_owned();
-                    if !supported(formats, &f) {
+                    if !supported(reg, &f) {
                         return Err(Error::new(
                             ErrorKind::NotSupported,
                             format!("the database uses format feature {f:?}, which this build does not support"),
@@ -383,8 +389,8 @@ impl VersionEdit {
                     .ok_or_else(|| bad("kept files record"))?;
                     e.kept = Some(k);
                 }
-                t if crate::value::by_manifest_tag(formats, t).is_some() => {
-                    let store = crate::value::by_manifest_tag(formats, t).expect("just found");
+                t if crate::value::by_manifest_tag(reg.formats, t).is_some() => {
+                    let store = crate::value::by_manifest_tag(reg.formats, t).expect("just found");
                     let f = store.decode_file(t, &mut src).ok_or_else(|| {
                         bad(&format!("value file record of the {}", store.name()))
                     })?;
@@ -482,7 +488,7 @@ mod tests {
                 ..VersionEdit::default()
             };
             assert_eq!(
-                VersionEdit::decode(&e.encode(), crate::registry::formats()).unwrap(),
+                VersionEdit::decode(&e.encode(), crate::registry::registered()).unwrap(),
                 e,
                 "{}",
                 s.name()
@@ -546,21 +552,21 @@ mod tests {
         };
         let enc = e.encode();
         assert_eq!(
-            VersionEdit::decode(&enc, crate::registry::formats()).unwrap(),
+            VersionEdit::decode(&enc, crate::registry::registered()).unwrap(),
             e
         );
         for cut in 1..enc.len() {
             // Any strict prefix either fails or decodes to something different.
-            if let Ok(d) = VersionEdit::decode(&enc[..cut], crate::registry::formats()) {
+            if let Ok(d) = VersionEdit::decode(&enc[..cut], crate::registry::registered()) {
                 assert_ne!(d, e);
             }
         }
         // Unknown must-understand tag is refused; unknown ignorable tag is skipped.
-        assert!(VersionEdit::decode(&[40, 0], crate::registry::formats()).is_err());
+        assert!(VersionEdit::decode(&[40, 0], crate::registry::registered()).is_err());
         let mut ign = vec![70, 2, 9, 9];
         ign.extend_from_slice(&enc);
         assert_eq!(
-            VersionEdit::decode(&ign, crate::registry::formats()).unwrap(),
+            VersionEdit::decode(&ign, crate::registry::registered()).unwrap(),
             e
         );
     }
@@ -571,7 +577,7 @@ mod tests {
             features: vec!["from-the-future".into()],
             ..Default::default()
         };
-        let err = VersionEdit::decode(&e.encode(), crate::registry::formats()).unwrap_err();
+        let err = VersionEdit::decode(&e.encode(), crate::registry::registered()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotSupported);
         assert!(err.message().contains("from-the-future"), "{err}");
     }

@@ -11,6 +11,7 @@ pub(crate) mod set;
 mod version;
 
 pub use crate::file_meta::FileMeta;
+pub(crate) use edit::Registered;
 pub use edit::{KeptFiles, L0Record, VersionEdit};
 pub use level_iter::level_iterator;
 pub(crate) use set::{directories_record, recorded_directories, SyncedWals};

@@ -479,7 +479,7 @@ pub(crate) fn directories_record(dirs: crate::placement::Directories) -> Vec<u8>
 pub(crate) fn recorded_directories(
     fs: &dyn Fs,
     placement: &Placement,
-    formats: Formats,
+    reg: super::edit::Registered,
 ) -> Option<crate::placement::Directories> {
     let name = fs::read_all(fs, &placement.current_path()).ok()?;
     let name = std::str::from_utf8(&name).ok()?.strip_suffix('\n')?;
@@ -490,7 +490,7 @@ pub(crate) fn recorded_directories(
     let len = file.size().min(crate::wal::format::BLOCK_SIZE as u64) as usize;
     let head = file.read_at(0, len).ok()?;
     match LogReader::strict(head).next_event() {
-        LogEvent::Record { data, .. } => VersionEdit::decode(&data, formats).ok()?.directories,
+        LogEvent::Record { data, .. } => VersionEdit::decode(&data, reg).ok()?.directories,
         _ => None,
     }
 }
@@ -528,6 +528,14 @@ impl VersionSet {
             recorded: crate::placement::Directories::default(),
             known: Arc::default(),
             synced_wals: Arc::default(),
+        }
+    }
+
+    /// What this set reads manifests with: its layouts and value formats.
+    fn registered(&self) -> super::edit::Registered {
+        super::edit::Registered {
+            layouts: self.l0.layouts,
+            formats: self.formats,
         }
     }
 
@@ -614,24 +622,26 @@ impl VersionSet {
         loop {
             match reader.next_event() {
                 LogEvent::Record { data, offset } => {
-                    let edit = VersionEdit::decode(&data, self.formats).map_err(|e| {
-                        match (e.kind(), foreign) {
-                            (_, Some(c)) => Error::new(
-                                ErrorKind::NotSupported,
-                                format!(
-                                    "{}: not a strata database: its manifest is a LevelDB or \
+                    let edit =
+                        VersionEdit::decode(&data, self.registered()).map_err(|e| {
+                            match (e.kind(), foreign) {
+                                (_, Some(c)) => Error::new(
+                                    ErrorKind::NotSupported,
+                                    format!(
+                                        "{}: not a strata database: its manifest is a LevelDB or \
                                  RocksDB one (it names the comparator {c:?}), which strata \
                                  does not read. Nothing was changed; copy the data over with \
                                  that engine's tools (a dump `strata load` reads)",
-                                    self.placement.db_dir().display()
+                                        self.placement.db_dir().display()
+                                    ),
                                 ),
-                            ),
-                            (ErrorKind::NotSupported, None) => {
-                                Error::new(e.kind(), format!("{}: {}", path.display(), e.message()))
+                                (ErrorKind::NotSupported, None) => Error::new(
+                                    e.kind(),
+                                    format!("{}: {}", path.display(), e.message()),
+                                ),
+                                _ => Error::corruption(&path, offset, e.message()),
                             }
-                            _ => Error::corruption(&path, offset, e.message()),
-                        }
-                    })?;
+                        })?;
                     if let Some(fv) = edit.format_version {
                         if fv > MANIFEST_FORMAT_VERSION {
                             return Err(Error::new(

@@ -290,7 +290,11 @@ fn buckets_wait_for_l1_unless_told_not_to() {
     let mut v = Version::new(4);
     v.l0 = crate::l0::configured(
         &o,
-        &crate::l0::L0Context::new(&o, &Placement::new(Path::new("/db"), None, None)),
+        &crate::l0::L0Context::new(
+            crate::registry::LAYOUTS,
+            &o,
+            &Placement::new(Path::new("/db"), None, None),
+        ),
     )
     .unwrap();
     // A full bucket (two tables of keys starting with 'a'), and L1 over its limit.
@@ -640,7 +644,11 @@ fn random_case(
     let mut v = Version::new(o.num_levels);
     v.l0 = crate::l0::configured(
         &o,
-        &crate::l0::L0Context::new(&o, &Placement::new(Path::new("/db"), None, None)),
+        &crate::l0::L0Context::new(
+            crate::registry::LAYOUTS,
+            &o,
+            &Placement::new(Path::new("/db"), None, None),
+        ),
     )
     .unwrap();
     let mut number = 1;

@@ -880,6 +880,16 @@ impl L0Change for Unreadable {
     }
 }
 
+/// The matrix layout's registration (id 2).
+pub(crate) const LAYOUT: super::Layout = super::Layout {
+    kind: L0Layout::Matrix,
+    id: 2,
+    feature: Some(MATRIX_FEATURE),
+    initial: |ctx| Ok(Arc::new(Matrix::initial(ctx)?)),
+    decode: |state, ctx| Ok(Arc::new(Matrix::decode(state, ctx)?)),
+    check_options,
+};
+
 impl Level0 for Matrix {
     fn kind(&self) -> L0Layout {
         L0Layout::Matrix
@@ -891,7 +901,7 @@ impl Level0 for Matrix {
 
     fn record(&self) -> super::L0Record {
         super::L0Record {
-            layout: super::layout_id(L0Layout::Matrix),
+            layout: LAYOUT.id,
             state: self.encode().to_vec(),
         }
     }
