@@ -733,7 +733,16 @@ fn check_value_records(path: &Path, f: &crate::vstore::ValueFile, bytes: &[u8]) 
         _ => bytes,
     };
     let Some(store) = crate::registry::store(f.store()) else {
-        return Vec::new();
+        // (A manifest record is decoded by a registered store's format, so this cannot
+        // happen; said rather than skipped if it does.)
+        return vec![Problem {
+            file: path.to_path_buf(),
+            offset: 0,
+            what: format!(
+                "value file of store {}, which this build does not register",
+                f.store().0
+            ),
+        }];
     };
     let (_, stop) = store.walk(bytes);
     stop.map(|(at, what)| Problem {

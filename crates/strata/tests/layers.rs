@@ -82,6 +82,12 @@ fn code(src: &str) -> String {
                 .peek()
                 .is_some_and(|next| next.trim_start().starts_with("mod "))
         {
+            // `mod tests;`: the module is a file of its own (left out by `sources`), and
+            // the code after the line is not in it.
+            if lines.peek().unwrap().trim_end().ends_with(';') {
+                lines.next();
+                continue;
+            }
             // A test module runs to the end of the file, or to the brace that closes it
             // at its own indentation.
             let indent = lines.peek().unwrap().len() - lines.peek().unwrap().trim_start().len();
@@ -371,5 +377,9 @@ fn a_circle_is_found() {
     assert_eq!(
         code("x // crate::y\n#[cfg(test)]\nmod tests {\n    crate::z\n}\nw"),
         "x \nw\n"
+    );
+    assert_eq!(
+        code("#[cfg(test)]\nmod tests;\nuse crate::a;\n"),
+        "use crate::a;\n"
     );
 }
