@@ -117,7 +117,7 @@ fn gc_work(db: &DbInner, i: usize) {
 /// After a job at most this often, the deletion thread runs a pass; requests within it wait
 /// for its end and are served by one pass. A pass that deletes a table or WAL not yet named
 /// writes the obsolete list first (two syncs): the `leveldb` preset's small tables make
-/// about 40 jobs a second, and a list per job cost its overwrites 5 % (BENCHMARKS.md, "The
+/// about 40 jobs a second, and a list per job cost its overwrites 5 % (docs/bench/log.md, "The
 /// obsolete list, before and after").
 const DELETION_INTERVAL: Duration = Duration::from_millis(100);
 

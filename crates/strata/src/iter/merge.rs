@@ -15,7 +15,7 @@ use crate::key;
 
 /// The number of children from which a forward merge keeps a heap: chosen above the sources
 /// a read of a settled database sees, not measured at the break-even. What the heap gains
-/// where it applies (BENCHMARKS.md, "A heap in the merging iterator"): column compactions
+/// where it applies (docs/bench/log.md, "A heap in the merging iterator"): column compactions
 /// of 50-128 rows spent 12 % of the compaction thread finding the smallest child linearly.
 const HEAP_FROM: usize = 9;
 

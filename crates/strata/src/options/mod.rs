@@ -561,7 +561,7 @@ pub struct Options {
     /// and the reserve, and the room cold values leave in the groups fills with log
     /// segments (measured in memory: 1.87x the live data at 30 % reserve, against 1.49x
     /// with `true`, which costs 18-20 % of the updates per second in the later update
-    /// phases and 7 % more device bytes; BENCHMARKS.md). Defaults to `false`.
+    /// phases and 7 % more device bytes; docs/bench/log.md). Defaults to `false`.
     pub hash_cold_takes_main: bool,
     /// Whether the hash store takes values as they are written (`true`, preset
     /// `hashkv-wt`) rather than at flush (`false`, the preset `hashkv`). Written, a value

@@ -205,7 +205,7 @@ const SYNC_THREADS: usize = 4;
 /// to every group, each file a sync: the syncs wait for the device, not the CPU, and a
 /// file system commits syncs that arrive together in one journal commit, so with many
 /// files they run on up to [`SYNC_THREADS`] threads (measured with 640 groups,
-/// BENCHMARKS.md).
+/// docs/bench/log.md).
 ///
 /// # Errors
 /// The first file's error, in order.
