@@ -65,12 +65,17 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileType> {
 }
 
 impl Options {
-    /// Checks every field: the options' own checks, then the configured L0 layout's.
+    /// Checks every field: the options' own checks, then every registered value store's
+    /// (each checks its own tunables, whatever store is configured), then the configured L0
+    /// layout's.
     ///
     /// # Errors
     /// `InvalidArgument` naming the first bad field.
     pub fn validate(&self) -> Result<()> {
         self.validate_fields()?;
+        for s in STORES {
+            s.check_options(self)?;
+        }
         crate::l0::check_options(LAYOUTS, self)
     }
 }
@@ -234,5 +239,56 @@ mod tests {
         }
         let ids: std::collections::BTreeSet<u32> = LAYOUTS.iter().map(|l| l.id).collect();
         assert_eq!(ids.len(), LAYOUTS.len(), "two layouts share an id");
+    }
+
+    /// Each store checks its own tunables whatever store is configured (a database keeps
+    /// collecting a store's files after it is configured away), through the one
+    /// `Options::validate` every open runs.
+    #[test]
+    fn every_store_checks_its_options_whatever_is_configured() {
+        let refused = |o: Options, field: &str| {
+            let e = o.validate().unwrap_err();
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
+            assert!(e.to_string().contains(&format!("Options::{field}:")), "{e}");
+        };
+        refused(
+            Options {
+                hash_groups: 0,
+                ..Options::default()
+            },
+            "hash_groups",
+        );
+        refused(
+            Options {
+                hash_gc_memory: 1,
+                ..Options::blob()
+            },
+            "hash_gc_memory",
+        );
+        refused(
+            Options {
+                vlog_segment_size: 4096,
+                ..Options::hashkv()
+            },
+            "vlog_segment_size",
+        );
+        refused(
+            Options {
+                coalesce_group_size: 32,
+                ..Options::default()
+            },
+            "coalesce_group_size",
+        );
+        refused(
+            Options {
+                coalesce_gc_ratio: 0.0,
+                ..Options::wisckey()
+            },
+            "coalesce_gc_ratio",
+        );
+        for p in Options::PRESETS {
+            let o = Options::preset(p).unwrap();
+            o.validate().unwrap_or_else(|e| panic!("{p}: {e}"));
+        }
     }
 }

@@ -46,8 +46,10 @@ const VERSION: u32 = 1;
 const HEADER_LEN: u64 = 16;
 /// Footer: group count u64 LE + item count u64 LE + magic.
 const FOOTER_LEN: u64 = 24;
-/// The largest group size (`Options::coalesce_group_size`'s bound, the options' own).
-pub(crate) const MAX_GROUP_SIZE: usize = crate::options::MAX_COALESCE_GROUP_SIZE;
+/// The largest `Options::coalesce_group_size` (checked by this store, `check_options`):
+/// group GC writes the items it moves in groups of this size, so that an item of any group
+/// file fits whatever size is configured (docs/format/coalesce.md).
+pub(crate) const MAX_GROUP_SIZE: usize = 1 << 20;
 /// Bytes of a group's frame before its items: the item count.
 const GROUP_HEAD: usize = 4;
 
@@ -258,6 +260,20 @@ impl ValueFormat for Groups {
 }
 
 impl Store for Groups {
+    fn check_options(&self, o: &Options) -> Result<()> {
+        use crate::vstore::bad_option as bad;
+        if o.coalesce_group_size != 0 && !(64..=MAX_GROUP_SIZE).contains(&o.coalesce_group_size) {
+            return bad(
+                "coalesce_group_size",
+                "must be 0 (off) or 64 bytes to 1 MiB",
+            );
+        }
+        if !(o.coalesce_gc_ratio > 0.0 && o.coalesce_gc_ratio <= 1.0) {
+            return bad("coalesce_gc_ratio", "must be in (0, 1]");
+        }
+        Ok(())
+    }
+
     fn configured(&self, opts: &Options) -> bool {
         grouping(opts)
     }

@@ -16,11 +16,6 @@ mod presets;
 mod text;
 mod validate;
 
-/// The largest `Options::coalesce_group_size`: group GC writes the items it moves in groups
-/// of this size, so that an item of any group file fits whatever size is configured
-/// (docs/format/coalesce.md).
-pub(crate) const MAX_COALESCE_GROUP_SIZE: usize = 1 << 20;
-
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 

@@ -39,9 +39,6 @@ impl Options {
                 "puts WALs in pmem_dir, and wal_dir names another directory: set one of them",
             );
         }
-        if self.vlog_segment_size < 64 * KIB as u64 {
-            return bad("vlog_segment_size", "must be at least 64 KiB");
-        }
         if self.table_reads == Some(crate::fs::ReadAccess::Growing) {
             return bad(
                 "table_reads",
@@ -54,37 +51,8 @@ impl Options {
         if self.coalesce_item_threshold > 64 * KIB {
             return bad("coalesce_item_threshold", "must be at most 64 KiB");
         }
-        if self.coalesce_group_size != 0
-            && !(64..=MAX_COALESCE_GROUP_SIZE).contains(&self.coalesce_group_size)
-        {
-            return bad(
-                "coalesce_group_size",
-                "must be 0 (off) or 64 bytes to 1 MiB",
-            );
-        }
-        if !(self.coalesce_gc_ratio > 0.0 && self.coalesce_gc_ratio <= 1.0) {
-            return bad("coalesce_gc_ratio", "must be in (0, 1]");
-        }
         if !(self.blob_gc_garbage_ratio > 0.0 && self.blob_gc_garbage_ratio <= 1.0) {
             return bad("blob_gc_garbage_ratio", "must be in (0, 1]");
-        }
-        if !(1..=65535).contains(&self.hash_groups) {
-            return bad("hash_groups", "must be between 1 and 65535");
-        }
-        if self.hash_main_segment_size < 4 * KIB as u64 {
-            return bad("hash_main_segment_size", "must be at least 4 KiB");
-        }
-        if !(self.hash_reserve_ratio > 0.0 && self.hash_reserve_ratio <= 100.0) {
-            return bad("hash_reserve_ratio", "must be in (0, 100]");
-        }
-        if self.hash_gc_candidates == 0 {
-            return bad("hash_gc_candidates", "must be at least 1");
-        }
-        if self.hash_gc_memory < 4 * KIB as u64 {
-            return bad("hash_gc_memory", "must be at least 4 KiB");
-        }
-        if !(self.hash_cold_gc_ratio > 0.0 && self.hash_cold_gc_ratio <= 1.0) {
-            return bad("hash_cold_gc_ratio", "must be in (0, 1]");
         }
         if !(2..=16).contains(&self.num_levels) {
             return bad("num_levels", "must be between 2 and 16");

@@ -48,6 +48,12 @@ use crate::version::Version;
 /// groups' store, is not imported from here).
 pub(crate) type StoreList = &'static [&'static dyn Store];
 
+/// `Err(InvalidArgument)` naming option `field` and why its value is refused (a store's
+/// [`Store::check_options`]).
+pub(crate) fn bad_option(field: &str, why: &str) -> Result<()> {
+    Err(Error::invalid(format!("Options::{field}: {why}")))
+}
+
 /// The store of `stores` with id `id`.
 pub(crate) fn store(stores: StoreList, id: StoreId) -> Option<&'static dyn Store> {
     stores.iter().copied().find(|s| s.id() == id)
@@ -89,6 +95,15 @@ impl StoreEnv {
 pub(crate) trait Store: ValueFormat {
     /// Whether `opts` configure it as the store new values go to.
     fn configured(&self, opts: &Options) -> bool;
+    /// The options' checks that are its own (its tunables), run by every open whatever
+    /// store is configured (a database keeps reading and collecting the files of a store
+    /// it no longer writes to, with these options). Default: none.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad field.
+    fn check_options(&self, _opts: &Options) -> Result<()> {
+        Ok(())
+    }
 
     // --- Its files (how they are read and recorded: [`ValueFormat`]) ---
 

@@ -353,6 +353,29 @@ impl ValueFormat for HashStore {
 }
 
 impl Store for HashStore {
+    fn check_options(&self, o: &Options) -> Result<()> {
+        use crate::vstore::bad_option as bad;
+        if !(1..=65535).contains(&o.hash_groups) {
+            return bad("hash_groups", "must be between 1 and 65535");
+        }
+        if o.hash_main_segment_size < 4 << 10 {
+            return bad("hash_main_segment_size", "must be at least 4 KiB");
+        }
+        if !(o.hash_reserve_ratio > 0.0 && o.hash_reserve_ratio <= 100.0) {
+            return bad("hash_reserve_ratio", "must be in (0, 100]");
+        }
+        if o.hash_gc_candidates == 0 {
+            return bad("hash_gc_candidates", "must be at least 1");
+        }
+        if o.hash_gc_memory < 4 << 10 {
+            return bad("hash_gc_memory", "must be at least 4 KiB");
+        }
+        if !(o.hash_cold_gc_ratio > 0.0 && o.hash_cold_gc_ratio <= 1.0) {
+            return bad("hash_cold_gc_ratio", "must be in (0, 1]");
+        }
+        Ok(())
+    }
+
     fn configured(&self, opts: &Options) -> bool {
         opts.value_store == ValueStoreKind::Hash
     }

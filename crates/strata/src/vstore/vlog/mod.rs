@@ -127,6 +127,13 @@ impl ValueFormat for ValueLog {
 }
 
 impl Store for ValueLog {
+    fn check_options(&self, o: &Options) -> Result<()> {
+        if o.vlog_segment_size < 64 << 10 {
+            return crate::vstore::bad_option("vlog_segment_size", "must be at least 64 KiB");
+        }
+        Ok(())
+    }
+
     fn configured(&self, opts: &Options) -> bool {
         opts.value_store == ValueStoreKind::VLog
     }
