@@ -67,7 +67,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileType> {
 impl Options {
     /// Checks every field: the options' own checks, then every registered value store's
     /// (each checks its own tunables, whatever store is configured), then the configured L0
-    /// layout's.
+    /// layout's. With several bad fields, the first in that order is named.
     ///
     /// # Errors
     /// `InvalidArgument` naming the first bad field.
