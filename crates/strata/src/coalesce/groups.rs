@@ -184,7 +184,7 @@ impl FileWriter for GroupWriter {
 }
 
 /// Group files, as the engine sees them (one static object, registered in
-/// `vstore::STORES`).
+/// `registry::STORES`).
 pub(crate) struct Groups;
 
 /// Whether `opts` coalesce items into groups at flush.

@@ -4,7 +4,7 @@
 //! `memtable::Side`) before its skiplist: small puts are appended in arrival order and
 //! found through a hash index, and sorted only when an iterator or the flush asks. With
 //! `coalesce_group_size`, a flush packs them into groups in group files ([`groups`], a
-//! value store registered in `vstore::STORES`), its tables holding a pointer per item.
+//! value store registered in `registry::STORES`), its tables holding a pointer per item.
 
 mod buffer;
 pub(crate) mod groups;

@@ -27,7 +27,7 @@ use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::table_cache::TableCache;
 
-/// The manifest format feature a bucketed L0 needs (see `SUPPORTED_FEATURES`).
+/// The manifest format feature a bucketed L0 needs (its registration's, `LAYOUT`).
 pub const BUCKETS_FEATURE: &str = "l0-buckets";
 
 /// OHDB's L0: tables grouped by key-range bucket, each bucket newest first.

@@ -58,8 +58,8 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// [`Layout::id`]).
     fn record(&self) -> L0Record;
 
-    /// The manifest format feature this layout needs a reader to know, if any (listed in
-    /// `SUPPORTED_FEATURES` of the builds that do).
+    /// The manifest format feature this layout needs a reader to know, if any: its
+    /// registration's [`Layout::feature`] (a build that registers the layout reads it).
     fn feature(&self) -> Option<&'static str> {
         None
     }

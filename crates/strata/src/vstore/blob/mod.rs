@@ -126,7 +126,7 @@ impl FileWriter for BlobWriter {
 }
 
 /// Blob files, as the engine sees them (one static object, registered in
-/// `vstore::STORES`).
+/// `registry::STORES`).
 pub(crate) struct BlobFiles;
 
 impl ValueFormat for BlobFiles {

@@ -245,7 +245,7 @@ pub(crate) fn reserve(opts: &Options) -> u64 {
 }
 
 /// HashKV's store, as the engine sees it (one static object, registered in
-/// `vstore::STORES`).
+/// `registry::STORES`).
 pub(crate) struct HashStore;
 
 impl ValueFormat for HashStore {

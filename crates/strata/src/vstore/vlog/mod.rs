@@ -79,7 +79,7 @@ impl VLog {
 }
 
 /// The value log, as the engine sees it (one static object, registered in
-/// `vstore::STORES`).
+/// `registry::STORES`).
 pub(crate) struct ValueLog;
 
 impl ValueFormat for ValueLog {
