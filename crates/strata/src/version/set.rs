@@ -452,7 +452,8 @@ fn apply(
     Ok(v)
 }
 
-/// The format features `v` uses: its L0 layout's, its value files' (in the order of `formats`) and the manifest's own (`SUPPORTED_FEATURES`).
+/// The format features `v` uses: its L0 layout's, its value files' (in the order of
+/// `formats`) and the manifest's own (`SUPPORTED_FEATURES`).
 pub(crate) fn features_of(v: &Version, formats: Formats) -> Vec<String> {
     let mut f: Vec<String> = v.l0.feature().into_iter().map(str::to_string).collect();
     f.extend(crate::value::features(formats, v.values.values()));
