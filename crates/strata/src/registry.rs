@@ -7,11 +7,12 @@
 //! layout's, in its folder), so that the options sit below the techniques in the crate's
 //! layers (docs/design/seams.md, ARCHITECTURE.md).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crate::error::Result;
 use crate::filename::FileType;
 use crate::l0::LayoutList;
+use crate::memtable::{ChunkPool, Side};
 use crate::options::Options;
 use crate::value::{Formats, StoreId, ValueFormat};
 use crate::version::Registered;
@@ -32,6 +33,20 @@ pub(crate) static LAYOUTS: LayoutList = &[
     crate::l0::buckets::LAYOUT,
     crate::l0::matrix::LAYOUT,
 ];
+
+/// What keeps some of a memtable's entries outside its skiplist (`memtable::Side`): each
+/// technique's maker answers with its side when the options configure it. The one line a
+/// new side adds.
+pub(crate) static SIDES: &[SideMaker] = &[crate::coalesce::side];
+
+/// A side's maker: the side a new memtable of a database opened with the options keeps,
+/// its arena chunks taken from the pool, if the options configure it.
+pub(crate) type SideMaker = fn(&Options, &Arc<ChunkPool>) -> Option<Arc<dyn Side>>;
+
+/// The side a new memtable keeps under `opts`: the first registered maker's that answers.
+pub(crate) fn memtable_side(opts: &Options, pool: &Arc<ChunkPool>) -> Option<Arc<dyn Side>> {
+    SIDES.iter().find_map(|make| make(opts, pool))
+}
 
 /// What the version reads manifests with: the layouts and the stores' formats.
 pub(crate) fn registered() -> Registered {

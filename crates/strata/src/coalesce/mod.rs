@@ -15,7 +15,8 @@ use crate::memtable::{ChunkPool, Side};
 use crate::options::Options;
 
 /// The side a new memtable of a database opened with `opts` keeps, if any: the coalescing
-/// buffer when `Options::coalesce_item_threshold` is set. Its items take arena chunks from
+/// buffer when `Options::coalesce_item_threshold` is set (registered in
+/// `registry::SIDES`). Its items take arena chunks from
 /// `pool`, as the skiplist's do.
 pub(crate) fn side(opts: &Options, pool: &Arc<ChunkPool>) -> Option<Arc<dyn Side>> {
     (opts.coalesce_item_threshold > 0).then(|| {

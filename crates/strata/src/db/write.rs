@@ -678,7 +678,7 @@ pub(crate) fn writable_memtable(
     pool: &Arc<crate::memtable::ChunkPool>,
 ) -> MemTable {
     MemTable::for_writes(wal_number, opts.memtable_filter_bytes(), pool.clone())
-        .with_side(crate::coalesce::side(opts, pool))
+        .with_side(crate::registry::memtable_side(opts, pool))
 }
 
 /// The error of a write that waited `limit` with writes stopped while no background job ran
