@@ -102,8 +102,6 @@ mod tests {
     //! (manifest records, format features, layout records) and named by file names with no
     //! change anywhere else, the version naming neither.
 
-    use std::sync::Arc;
-
     use super::*;
     use crate::l0::{L0Context, Layout};
     use crate::placement::{PathId, Placement};
