@@ -191,14 +191,11 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
     Ok(())
 }
 
-/// Sets option `name` as the options text would (`Options::from_text`): the value written
-/// as that text writes it (`none` for `None`, `true`/`false`, numbers, paths, variant names).
+/// Sets option `name` through the engine's parser (`Options::set`): the value written as
+/// the options text writes it (`none` for `None`, `true`/`false`, numbers, paths, variant
+/// names).
 fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    let text = o.to_text();
-    let known = text
-        .lines()
-        .any(|l| l.split_once(" = ").is_some_and(|(n, _)| n == name));
-    if !known {
+    if !strata::Options::names().iter().any(|n| n == name) {
         return Err(PyTypeError::new_err(format!(
             "unknown option {name:?} (see help(strata.DB))"
         )));
@@ -222,13 +219,9 @@ fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) ->
     if v.contains('\n') {
         return Err(bad("expects a value on one line"));
     }
-    let mut parsed = strata::Options::from_text(&format!("{text}{name} = {v}\n"))
-        .map_err(|e| bad(&format!("cannot read {v:?} ({e})")))?;
-    // The two fields the text does not hold.
-    parsed.fs = o.fs.clone();
-    parsed.info_log = o.info_log.clone();
-    *o = parsed;
-    Ok(())
+    o.set(name, &v).map_err(|e| {
+        InvalidArgumentError::new_err(e.message().to_string())
+    })
 }
 
 /// A strata database.

@@ -128,51 +128,44 @@ pub struct StrataEngine {
     wo: strata::WriteOptions,
 }
 
-/// The value named `v` among `choices`, for flag `--name`; an error listing the names
-/// otherwise.
-fn choice<T: Copy>(name: &str, v: &str, choices: &[(&str, T)]) -> Result<T, String> {
-    choices
-        .iter()
-        .find(|(n, _)| *n == v)
-        .map(|&(_, t)| t)
-        .ok_or_else(|| {
-            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-            format!("--{name}: expected {}, got {v:?}", names.join("|"))
-        })
-}
-
-/// strata options for these flags: the preset, then every flag that was given.
+/// strata options for these flags: the preset, then the db_bench flags under their
+/// db_bench names, then every strata option given by name, in the order given
+/// (`Flags::options`, read by the engine's own parser).
 ///
 /// # Errors
-/// Unknown presets (or ones that later issues bring), bad values.
+/// Unknown presets, bad values, a preset's missing directory.
 pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
-    let mut o = strata::Options::preset(&flags.preset).map_err(|e| e.message().to_string())?;
-    if let Some(v) = flags.write_buffer_size {
-        o.write_buffer_size = v;
+    let message = |e: strata::Error| e.message().to_string();
+    let mut o = strata::Options::preset(&flags.preset).map_err(message)?;
+    // db_bench's flags: the same names as strata's options, typed (the peers read them).
+    macro_rules! same_name {
+        ($($f:ident)*) => {$(
+            if let Some(v) = flags.$f {
+                o.$f = v;
+            }
+        )*};
     }
-    if let Some(v) = flags.target_file_size_base {
-        o.target_file_size_base = v;
+    same_name!(
+        write_buffer_size target_file_size_base max_bytes_for_level_base
+        max_bytes_for_level_multiplier num_levels block_size max_write_buffer_number
+        level0_file_num_compaction_trigger level0_slowdown_writes_trigger
+        level0_stop_writes_trigger
+    );
+    // db_bench's flags under other names.
+    if let Some(v) = flags.bloom_bits {
+        o.bloom_bits_per_key = v.max(0) as u32;
     }
-    if let Some(v) = flags.max_bytes_for_level_base {
-        o.max_bytes_for_level_base = v;
+    if let Some(v) = flags.cache_size {
+        o.block_cache_size = v.max(0) as usize;
     }
-    if let Some(v) = flags.max_bytes_for_level_multiplier {
-        o.max_bytes_for_level_multiplier = v;
+    if let Some(v) = flags.open_files {
+        o.max_open_files = v;
     }
-    if let Some(v) = &flags.level_sizing {
-        use strata::LevelSizing as L;
-        o.level_sizing = choice(
-            "level_sizing",
-            v,
-            &[
-                ("classic", L::Classic),
-                ("dynamic", L::Dynamic),
-                ("flattened", L::Flattened),
-                ("hyperleveldb", L::HyperLevelDb),
-                ("hyperleveldb-1.0", L::HyperLevelDb10),
-            ],
-        )?;
-    }
+    o.compression = if flags.compression_type == "lz4" {
+        strata::Compression::Lz4
+    } else {
+        strata::Compression::None
+    };
     match flags.level_compaction_dynamic_level_bytes {
         Some(true) => o.level_sizing = strata::LevelSizing::Dynamic,
         Some(false) if o.level_sizing == strata::LevelSizing::Dynamic => {
@@ -180,141 +173,29 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         }
         _ => {}
     }
-    if let Some(v) = flags.num_levels {
-        o.num_levels = v;
-    }
-    if let Some(v) = flags.bloom_bits {
-        o.bloom_bits_per_key = v.max(0) as u32;
-    }
-    if let Some(v) = flags.cache_size {
-        o.block_cache_size = v.max(0) as usize;
-    }
-    if let Some(v) = flags.block_size {
-        o.block_size = v;
-    }
-    if let Some(v) = flags.open_files {
-        o.max_open_files = v;
-    }
-    if let Some(v) = flags.max_write_buffer_number {
-        o.max_write_buffer_number = v;
-    }
-    if let Some(v) = flags.max_background_compactions {
-        o.max_background_compactions = v;
-    }
-    if let Some(v) = flags.level0_file_num_compaction_trigger {
-        o.level0_file_num_compaction_trigger = v;
-    }
-    if let Some(v) = flags.level0_slowdown_writes_trigger {
-        o.level0_slowdown_writes_trigger = v;
-    }
-    if let Some(v) = flags.delayed_write_rate {
-        o.delayed_write_rate = v;
-    }
-    if let Some(v) = flags.level0_stop_writes_trigger {
-        o.level0_stop_writes_trigger = v;
-    }
-    if let Some(v) = flags.separate_flush_thread {
-        o.separate_flush_thread = v;
-    }
-    if let Some(p) = &flags.compaction_priority {
-        use strata::CompactionPriority as P;
-        o.compaction_priority = choice(
-            "compaction_priority",
-            p,
-            &[
-                ("round-robin", P::RoundRobin),
-                ("min-overlap", P::MinOverlappingRatio),
-            ],
-        )?;
-    }
-    o.compression = if flags.compression_type == "lz4" {
-        strata::Compression::Lz4
-    } else {
-        strata::Compression::None
-    };
-    o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
-    // A directory named for the WALs places them, unless asked otherwise.
-    o.wal_in_pmem = flags
-        .wal_in_pmem
-        .unwrap_or(o.wal_in_pmem && o.wal_dir.is_none());
-    o.level_dir = flags.level_dir.as_ref().map(Into::into);
-    if let Some(d) = &flags.pmem_dir {
-        o.pmem_dir = Some(d.into());
-    }
-    o.value_dir = flags.value_dir.as_ref().map(Into::into);
     match flags.enable_blob_files {
         Some(true) => o.value_store = strata::ValueStoreKind::BlobFiles,
         Some(false) => o.value_store = strata::ValueStoreKind::Inline,
         None => {}
     }
-    if let Some(n) = flags.vlog_segment_size {
-        o.vlog_segment_size = n;
-    }
-    if let Some(c) = flags.vlog_capacity {
-        o.vlog_capacity = Some(c);
-    }
-    if let Some(n) = flags.hash_groups {
-        o.hash_groups = n;
-    }
-    if let Some(n) = flags.hash_main_segment_size {
-        o.hash_main_segment_size = n;
-    }
-    if let Some(r) = flags.hash_reserve_ratio {
-        o.hash_reserve_ratio = r;
-    }
-    if let Some(b) = flags.hash_hot_cold {
-        o.hash_hot_cold = b;
-    }
-    if let Some(r) = flags.hash_cold_gc_ratio {
-        o.hash_cold_gc_ratio = r;
-    }
-    if let Some(b) = flags.hash_cold_takes_main {
-        o.hash_cold_takes_main = b;
-    }
-    if let Some(b) = flags.hash_write_time {
-        o.hash_write_time = b;
-    }
-    if let Some(p) = &flags.hash_gc_policy {
-        o.hash_gc_policy = match p.as_str() {
-            "greedy" => strata::HashGcPolicy::Greedy,
-            "cost-benefit" => strata::HashGcPolicy::CostBenefit,
-            "greedy-random" => strata::HashGcPolicy::GreedyRandom,
-            "random" => strata::HashGcPolicy::Random,
-            other => {
-                return Err(format!(
-                    "--hash_gc_policy: expected greedy|cost-benefit|greedy-random|random, got {other:?}"
-                ))
-            }
-        };
-    }
-    if let Some(n) = flags.hash_gc_candidates {
-        o.hash_gc_candidates = n;
-    }
-    if let Some(n) = flags.hash_gc_memory {
-        o.hash_gc_memory = n;
-    }
-    if let Some(w) = &flags.hash_when_full {
-        o.hash_when_full = match w.as_str() {
-            "refuse" => strata::HashWhenFull::Refuse,
-            "grow" => strata::HashWhenFull::Grow,
-            other => {
-                return Err(format!(
-                    "--hash_when_full: expected refuse|grow, got {other:?}"
-                ))
-            }
-        };
-    }
-    if let Some(n) = flags.value_read_ahead {
-        o.value_read_ahead = n;
-    }
-    if let Some(r) = flags.memtable_filter_ratio {
-        o.memtable_filter_ratio = r;
-    }
-    if let Some(r) = flags.blob_gc_garbage_ratio {
-        o.blob_gc_garbage_ratio = r;
-    }
     if let Some(n) = flags.min_blob_size {
         o.min_blob_size = usize::try_from(n).map_err(|_| "--min_blob_size: too large")?;
+    }
+    // The directories (the bench reads them too). A directory named for the WALs places
+    // them: `--wal_in_pmem=1` after it puts them back in `pmem_dir`.
+    o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
+    if o.wal_dir.is_some() {
+        o.wal_in_pmem = false;
+    }
+    o.level_dir = flags.level_dir.as_ref().map(Into::into);
+    if let Some(d) = &flags.pmem_dir {
+        o.pmem_dir = Some(d.into());
+    }
+    o.value_dir = flags.value_dir.as_ref().map(Into::into);
+    // Every other strata option, by name.
+    for (name, value) in &flags.options {
+        o.set(name, value)
+            .map_err(|e| format!("--{name}: {}", e.message()))?;
     }
     if (flags.preset == "ohdb-2dc" || flags.preset == "ohdb-c") && o.level_dir.is_none() {
         return Err(format!(
@@ -329,113 +210,10 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
             flags.preset
         ));
     }
-    if let Some(r) = &flags.table_reads {
-        use strata::fs::ReadAccess as A;
-        o.table_reads = choice(
-            "table_reads",
-            r,
-            &[
-                ("auto", None),
-                ("mapped", Some(A::Mapped)),
-                ("mapped-random", Some(A::MappedRandom)),
-                ("pread", Some(A::Positional)),
-            ],
-        )?;
-    }
-    if let Some(v) = flags.memory_limit {
-        o.memory_limit = Some(v);
-    }
-    if let Some(r) = &flags.read_charging {
-        use strata::ReadCharging as R;
-        o.read_charging = choice(
-            "read_charging",
-            r,
-            &[
-                ("in-vain", R::InVain),
-                ("first-of-several", R::FirstOfSeveral),
-                ("block-in-vain", R::BlockInVain),
-            ],
-        )?;
-    }
-    if let Some(r) = &flags.seek_charging {
-        use strata::SeekCharging as S;
-        o.seek_charging = choice(
-            "seek_charging",
-            r,
-            &[("while-mapped", S::WhileMapped), ("always", S::Always)],
-        )?;
-    }
-    if let Some(b) = flags.read_compaction_bytes {
-        o.read_compaction_bytes = b;
-    }
-    if let Some(l) = flags.max_mem_compaction_level {
-        o.max_mem_compaction_level = l;
-    }
-    if let Some(s) = flags.idle_compaction_delay {
-        if !(s >= 0.0 && s.is_finite()) {
-            return Err(format!(
-                "--idle_compaction_delay: expected seconds >= 0, got {s}"
-            ));
-        }
-        o.idle_compaction_delay = (s > 0.0).then(|| std::time::Duration::from_secs_f64(s));
-    }
-    if let Some(v) = flags.pin_table_metadata {
-        o.pin_table_metadata = v;
-    }
-    if let Some(l) = &flags.l0_layout {
-        use strata::L0Layout as L;
-        o.l0_layout = choice(
-            "l0_layout",
-            l,
-            &[
-                ("flat", L::Flat),
-                ("buckets", L::Buckets),
-                ("matrix", L::Matrix),
-            ],
-        )?;
-    }
-    if let Some(v) = flags.matrix_container_size {
-        o.matrix_container_size = v;
-    }
-    if let Some(v) = flags.matrix_receiver_percent {
-        o.matrix_receiver_percent = v;
-    }
-    if let Some(v) = flags.matrix_column_tables {
-        o.matrix_column_tables = v;
-    }
-    if let Some(v) = flags.matrix_row_bloom_bits {
-        o.matrix_row_bloom_bits = v;
-    }
-    if let Some(v) = flags.coalesce_item_threshold {
-        o.coalesce_item_threshold = v;
-    }
-    if let Some(v) = flags.matrix_hints {
-        o.matrix_hints = v;
-    }
-    if let Some(v) = flags.l0_buckets {
-        o.l0_buckets = v;
-    }
-    if let Some(v) = flags.bucket_compaction_bytes {
-        o.bucket_compaction_bytes = v;
-    }
-    if let Some(v) = flags.l0_skips_l1_wait {
-        o.l0_skips_l1_wait = v;
-    }
-    if let Some(v) = flags.bucket_compaction_trigger {
-        o.bucket_compaction_trigger = v;
-    }
-    if let Some(b) = &flags.bucket_boundaries {
-        use strata::BucketBoundaries as B;
-        o.bucket_boundaries = choice(
-            "bucket_boundaries",
-            b,
-            &[("prefix", B::KeyPrefix), ("sampled", B::Sampled)],
-        )?;
-    }
     if let Some(spec) = &flags.device_model {
         o.fs = Arc::new(crate::device::DeviceFs::new(crate::device::parse(spec)?));
     }
-    o.validate().map_err(|e| e.message().to_string())?;
+    o.validate().map_err(message)?;
     Ok(o)
 }
 
@@ -568,5 +346,62 @@ impl Engine for StrataEngine {
 
     fn wait_idle(&self) -> Result<(), String> {
         self.db.wait_for_compactions().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Result<strata::Options, String> {
+        strata_options(&Flags::parse(args.iter().map(|s| s.to_string()))?)
+    }
+
+    #[test]
+    fn strata_options_reach_the_engine_by_name() {
+        let o = options(&[
+            "--value_store=hash",
+            "--l0_layout=buckets",
+            "--idle_compaction_delay=2.5",
+            "--nohash_hot_cold",
+            "--write_slowdown=per-excess-run",
+            "--table_reads=pread",
+            "--write_buffer_size=1048576",
+        ])
+        .unwrap();
+        assert_eq!(o.value_store, strata::ValueStoreKind::Hash);
+        assert_eq!(o.l0_layout, strata::L0Layout::Buckets);
+        assert_eq!(
+            o.idle_compaction_delay,
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert!(!o.hash_hot_cold);
+        assert_eq!(o.write_slowdown, strata::WriteSlowdown::PerExcessRun);
+        assert_eq!(o.table_reads, Some(strata::fs::ReadAccess::Positional));
+        assert_eq!(o.write_buffer_size, 1 << 20);
+        // Later flags win; 0 seconds turns idle compaction off.
+        let o = options(&[
+            "--l0_layout=matrix",
+            "--l0_layout=flat",
+            "--idle_compaction_delay=0",
+        ])
+        .unwrap();
+        assert_eq!(o.l0_layout, strata::L0Layout::Flat);
+        assert_eq!(o.idle_compaction_delay, None);
+        // A directory for the WALs takes them out of persistent memory unless asked.
+        let pmem = ["--preset=matrixkv", "--pmem_dir=/tmp/p"];
+        assert!(options(&pmem).unwrap().wal_in_pmem);
+        let wal: Vec<&str> = pmem.iter().copied().chain(["--wal_dir=/tmp/w"]).collect();
+        assert!(!options(&wal).unwrap().wal_in_pmem);
+        let both: Vec<&str> = wal.iter().copied().chain(["--wal_in_pmem=1"]).collect();
+        assert!(options(&both).unwrap_err().contains("wal_in_pmem"));
+        // The engine's refusals, with what the option takes.
+        let e = options(&["--l0_layout=spiral"]).unwrap_err();
+        assert!(
+            e.contains("--l0_layout") && e.contains("flat, buckets, matrix"),
+            "{e}"
+        );
+        let e = options(&["--no_such_option=1"]).unwrap_err();
+        assert!(e.contains("unknown flag --no_such_option"), "{e}");
     }
 }

@@ -61,19 +61,13 @@ pub struct Flags {
     pub level0_slowdown_writes_trigger: Option<usize>,
     /// L0 stop trigger.
     pub level0_stop_writes_trigger: Option<usize>,
-    /// Pacing of slowed-down writes, bytes/s (db_bench's `--delayed_write_rate`).
-    pub delayed_write_rate: Option<u64>,
     /// Level size multiplier.
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// RocksDB's dynamic level sizing (db_bench's flag); unset keeps each engine's default.
     /// strata and LevelDB size levels statically, so only `0` applies to them.
     pub level_compaction_dynamic_level_bytes: Option<bool>,
-    /// strata's level sizing (classic, dynamic, flattened, hyperleveldb, hyperleveldb-1.0).
-    pub level_sizing: Option<String>,
     /// Memtables allowed.
     pub max_write_buffer_number: Option<usize>,
-    /// Compaction threads.
-    pub max_background_compactions: Option<usize>,
     /// Max open files.
     pub open_files: Option<usize>,
     /// Block size.
@@ -83,10 +77,6 @@ pub struct Flags {
     pub engine: String,
     /// Named preset (strata only).
     pub preset: String,
-    /// Separate flush thread (strata only).
-    pub separate_flush_thread: Option<bool>,
-    /// Compaction priority: round-robin or min-overlap (strata only).
-    pub compaction_priority: Option<String>,
     /// WAL directory.
     pub wal_dir: Option<String>,
     /// Directory for levels >= 1 (strata only).
@@ -96,34 +86,10 @@ pub struct Flags {
     pub pmem_dir: Option<String>,
     /// `DIR:MBps[:latency_us],...`: a device per directory (strata only; see `device.rs`).
     pub device_model: Option<String>,
-    /// L0 layout: flat, buckets or matrix (strata only; default: the preset's).
-    pub l0_layout: Option<String>,
-    /// The matrix container's bytes (strata only; default: the preset's).
-    pub matrix_container_size: Option<u64>,
-    /// Receiver percent of the container (strata only).
-    pub matrix_receiver_percent: Option<u32>,
-    /// A column's size in tables (strata only).
-    pub matrix_column_tables: Option<u32>,
-    /// Cross-row hints in the matrix (strata only).
-    pub matrix_hints: Option<bool>,
-    /// `Options::wal_in_pmem` (strata only; with `--wal_dir` and no `--wal_in_pmem`, off).
-    pub wal_in_pmem: Option<bool>,
-    /// `Options::matrix_row_bloom_bits`.
-    pub matrix_row_bloom_bits: Option<u32>,
-    /// `Options::coalesce_item_threshold`.
-    pub coalesce_item_threshold: Option<usize>,
-    /// How tables are read: auto, mapped, mapped-random, pread (strata only).
-    pub table_reads: Option<String>,
-    /// Memory the database may count on, in bytes (strata only; default: detected).
-    pub memory_limit: Option<u64>,
-    /// Seconds without writes before idle compaction (strata only; 0: off).
-    pub idle_compaction_delay: Option<f64>,
-    /// Which tables point reads charge: in-vain, first-of-several, block-in-vain (strata only).
-    pub read_charging: Option<String>,
-    /// When iterator seeks charge tables: while-mapped, always (strata only).
-    pub seek_charging: Option<String>,
-    /// Bytes of a table per allowed in-vain read, 0 = no read-triggered compaction (strata only).
-    pub read_compaction_bytes: Option<u64>,
+    /// strata options given by name (`--l0_layout=matrix`, `--hash_gc_policy=random`: any
+    /// name of `strata::Options::names`), in the order given, each value as the engine's
+    /// parser reads it (`strata::Options::set`); applied over the preset (strata only).
+    pub options: Vec<(String, String)>,
     /// Values in blob files (strata: `ValueStoreKind::BlobFiles`; RocksDB: its integrated
     /// BlobDB). Default: the preset's (strata), off (RocksDB).
     pub enable_blob_files: Option<bool>,
@@ -131,52 +97,6 @@ pub struct Flags {
     pub min_blob_size: Option<u64>,
     /// Directory for value-store files (strata only).
     pub value_dir: Option<String>,
-    /// Value-log segment size (strata only).
-    pub vlog_segment_size: Option<u64>,
-    /// Value-log size at which its GC runs (strata only).
-    pub vlog_capacity: Option<u64>,
-    /// Hash-store segment groups (strata only).
-    pub hash_groups: Option<u32>,
-    /// Hash-store main segment size (strata only).
-    pub hash_main_segment_size: Option<u64>,
-    /// Hash-store reserve, as a fraction of its main space (strata only).
-    pub hash_reserve_ratio: Option<f64>,
-    /// Hash-store hot/cold separation (strata only).
-    pub hash_hot_cold: Option<bool>,
-    /// Garbage fraction that starts the hash store's cold-log GC (strata only).
-    pub hash_cold_gc_ratio: Option<f64>,
-    /// Whether the hash store's cold log counts against its main space (strata only).
-    pub hash_cold_takes_main: Option<bool>,
-    pub hash_write_time: Option<bool>,
-    /// Hash-store GC victim policy (strata only).
-    pub hash_gc_policy: Option<String>,
-    /// Candidates of the greedy-random policy (strata only).
-    pub hash_gc_candidates: Option<u32>,
-    /// Bytes of a group's files a hash-store GC step holds at once (strata only).
-    pub hash_gc_memory: Option<u64>,
-    /// `--hash_when_full=refuse|grow`.
-    pub hash_when_full: Option<String>,
-    /// Garbage fraction that starts value GC (strata only).
-    pub blob_gc_garbage_ratio: Option<f64>,
-    /// Separated values a forward scan reads ahead (strata only).
-    pub value_read_ahead: Option<usize>,
-    /// Memtable key filter size as a fraction of the write buffer (strata only).
-    pub memtable_filter_ratio: Option<f64>,
-    /// Deepest level a flushed table may be placed in directly (strata only).
-    pub max_mem_compaction_level: Option<usize>,
-    /// Index and filter blocks copied to the heap (strata only).
-    pub pin_table_metadata: Option<bool>,
-    /// OHDB's buckets: how many (strata only).
-    pub l0_buckets: Option<usize>,
-    /// OHDB's buckets: tables that trigger a bucket's compaction (strata only).
-    pub bucket_compaction_trigger: Option<usize>,
-    /// OHDB's buckets: bytes that also trigger a bucket's compaction (strata only).
-    pub bucket_compaction_bytes: Option<u64>,
-    /// A bucket merges into L1 without waiting for L1 to drain (strata only; not the
-    /// paper's mechanism).
-    pub l0_skips_l1_wait: Option<bool>,
-    /// OHDB's buckets: prefix or sampled boundaries (strata only).
-    pub bucket_boundaries: Option<String>,
     /// uniform, zipfian, latest, sequential.
     pub key_dist: String,
     /// Zipfian constant.
@@ -232,63 +152,22 @@ impl Default for Flags {
             num_levels: None,
             level0_file_num_compaction_trigger: None,
             level0_slowdown_writes_trigger: None,
-            delayed_write_rate: None,
             level0_stop_writes_trigger: None,
             max_bytes_for_level_multiplier: None,
             level_compaction_dynamic_level_bytes: None,
-            level_sizing: None,
             max_write_buffer_number: None,
-            max_background_compactions: None,
             open_files: None,
             block_size: None,
             engine: "strata".into(),
             preset: "default".into(),
-            separate_flush_thread: None,
-            compaction_priority: None,
             wal_dir: None,
             level_dir: None,
             pmem_dir: None,
             device_model: None,
-            l0_buckets: None,
-            bucket_compaction_trigger: None,
-            bucket_compaction_bytes: None,
-            l0_skips_l1_wait: None,
-            bucket_boundaries: None,
-            l0_layout: None,
-            matrix_container_size: None,
-            matrix_receiver_percent: None,
-            matrix_column_tables: None,
-            matrix_hints: None,
-            wal_in_pmem: None,
-            matrix_row_bloom_bits: None,
-            coalesce_item_threshold: None,
-            table_reads: None,
-            memory_limit: None,
-            idle_compaction_delay: None,
-            read_charging: None,
-            seek_charging: None,
-            read_compaction_bytes: None,
-            max_mem_compaction_level: None,
+            options: Vec::new(),
             enable_blob_files: None,
             min_blob_size: None,
             value_dir: None,
-            vlog_segment_size: None,
-            vlog_capacity: None,
-            hash_groups: None,
-            hash_main_segment_size: None,
-            hash_reserve_ratio: None,
-            hash_hot_cold: None,
-            hash_cold_gc_ratio: None,
-            hash_cold_takes_main: None,
-            hash_write_time: None,
-            hash_gc_policy: None,
-            hash_gc_candidates: None,
-            hash_gc_memory: None,
-            hash_when_full: None,
-            blob_gc_garbage_ratio: None,
-            value_read_ahead: None,
-            memtable_filter_ratio: None,
-            pin_table_metadata: None,
             key_dist: "uniform".into(),
             zipf_theta: 0.99,
             value_size_dist: "fixed".into(),
@@ -349,11 +228,60 @@ const BOOL_FLAGS: &[&str] = &[
     "sync",
     "disable_wal",
     "histogram",
-    "separate_flush_thread",
     "level_compaction_dynamic_level_bytes",
-    "pin_table_metadata",
     "enable_blob_files",
 ];
+
+/// Whether `--name` alone means `--name=1`: the bench's booleans and strata's.
+fn is_bool(name: &str) -> bool {
+    BOOL_FLAGS.contains(&name)
+        || strata::Options::default()
+            .to_text()
+            .lines()
+            .filter_map(|l| l.split_once(" = "))
+            .any(|(n, v)| n == name && (v == "true" || v == "false"))
+}
+
+/// Spellings of strata option values the bench took before it gave options to the
+/// engine's parser, as that parser writes them: kept so that recorded commands still run.
+fn bench_spelling(name: &str, v: &str) -> Result<String, String> {
+    Ok(match (name, v) {
+        ("table_reads", "auto") => "none".into(),
+        ("table_reads", "pread") => "positional".into(),
+        ("compaction_priority", "min-overlap") => "min_overlapping_ratio".into(),
+        ("bucket_boundaries", "prefix") => "key_prefix".into(),
+        // Seconds, 0 = off.
+        ("idle_compaction_delay", s) if s.parse::<f64>().is_ok() => {
+            let secs: f64 = s.parse().expect("checked");
+            if !(secs >= 0.0 && secs.is_finite()) {
+                return Err(format!(
+                    "--idle_compaction_delay: expected seconds >= 0, got {secs}"
+                ));
+            }
+            if secs == 0.0 {
+                "none".into()
+            } else {
+                format!("{secs}s")
+            }
+        }
+        _ => v.to_string(),
+    })
+}
+
+/// `--name=v` as a strata option, checked by the engine's parser.
+fn strata_option(name: &str, v: &str) -> Result<(String, String), String> {
+    let v = bench_spelling(name, v)?;
+    match strata::Options::default().set(name, &v) {
+        Ok(()) => Ok((name.to_string(), v)),
+        Err(_) if !strata::Options::names().iter().any(|n| n == name) => {
+            Err(format!("unknown flag --{name} (see --help)"))
+        }
+        Err(e) => Err(format!(
+            "--{}",
+            e.message().strip_prefix("option ").unwrap_or(e.message())
+        )),
+    }
+}
 
 impl Flags {
     /// Parses arguments (without the program name).
@@ -376,8 +304,8 @@ impl Flags {
             };
             let (name, value) = match body.split_once('=') {
                 Some((n, v)) => (n.to_string(), v.to_string()),
-                None if BOOL_FLAGS.contains(&body) => (body.to_string(), "1".to_string()),
-                None if body.starts_with("no") && BOOL_FLAGS.contains(&&body[2..]) => {
+                None if is_bool(body) => (body.to_string(), "1".to_string()),
+                None if body.starts_with("no") && is_bool(&body[2..]) => {
                     (body[2..].to_string(), "0".to_string())
                 }
                 None if body == "help" => ("help".to_string(), String::new()),
@@ -434,66 +362,24 @@ impl Flags {
                     f.level0_slowdown_writes_trigger = Some(num(&name, v)?)
                 }
                 "level0_stop_writes_trigger" => f.level0_stop_writes_trigger = Some(num(&name, v)?),
-                "delayed_write_rate" => f.delayed_write_rate = Some(num(&name, v)?),
                 "max_bytes_for_level_multiplier" => {
                     f.max_bytes_for_level_multiplier = Some(num(&name, v)?)
                 }
-                "level_sizing" => f.level_sizing = Some(v.to_string()),
                 "level_compaction_dynamic_level_bytes" => {
                     f.level_compaction_dynamic_level_bytes = Some(parse_bool(&name, v)?)
                 }
                 "max_write_buffer_number" => f.max_write_buffer_number = Some(num(&name, v)?),
-                "max_background_compactions" => f.max_background_compactions = Some(num(&name, v)?),
                 "open_files" => f.open_files = Some(num(&name, v)?),
                 "block_size" => f.block_size = Some(num(&name, v)?),
                 "engine" => f.engine = v.to_string(),
                 "preset" => f.preset = v.to_string(),
-                "separate_flush_thread" => f.separate_flush_thread = Some(parse_bool(&name, v)?),
-                "compaction_priority" => f.compaction_priority = Some(v.to_string()),
                 "wal_dir" => f.wal_dir = Some(v.to_string()),
                 "level_dir" => f.level_dir = Some(v.to_string()),
                 "pmem_dir" => f.pmem_dir = Some(v.to_string()),
                 "value_dir" => f.value_dir = Some(v.to_string()),
                 "enable_blob_files" => f.enable_blob_files = Some(parse_bool(&name, v)?),
                 "min_blob_size" => f.min_blob_size = Some(num(&name, v)?),
-                "vlog_segment_size" => f.vlog_segment_size = Some(num(&name, v)?),
-                "vlog_capacity" => f.vlog_capacity = Some(num(&name, v)?),
-                "hash_groups" => f.hash_groups = Some(num(&name, v)?),
-                "hash_main_segment_size" => f.hash_main_segment_size = Some(num(&name, v)?),
-                "hash_reserve_ratio" => f.hash_reserve_ratio = Some(num(&name, v)?),
-                "hash_hot_cold" => f.hash_hot_cold = Some(parse_bool(&name, v)?),
-                "hash_cold_gc_ratio" => f.hash_cold_gc_ratio = Some(num(&name, v)?),
-                "hash_cold_takes_main" => f.hash_cold_takes_main = Some(parse_bool(&name, v)?),
-                "hash_write_time" => f.hash_write_time = Some(parse_bool(&name, v)?),
-                "hash_gc_policy" => f.hash_gc_policy = Some(v.to_string()),
-                "hash_gc_candidates" => f.hash_gc_candidates = Some(num(&name, v)?),
-                "hash_gc_memory" => f.hash_gc_memory = Some(num(&name, v)?),
-                "hash_when_full" => f.hash_when_full = Some(v.to_string()),
-                "blob_gc_garbage_ratio" => f.blob_gc_garbage_ratio = Some(num(&name, v)?),
-                "value_read_ahead" => f.value_read_ahead = Some(num(&name, v)?),
-                "memtable_filter_ratio" => f.memtable_filter_ratio = Some(num(&name, v)?),
                 "device_model" => f.device_model = Some(v.to_string()),
-                "l0_buckets" => f.l0_buckets = Some(num(&name, v)?),
-                "bucket_compaction_trigger" => f.bucket_compaction_trigger = Some(num(&name, v)?),
-                "bucket_compaction_bytes" => f.bucket_compaction_bytes = Some(num(&name, v)?),
-                "l0_skips_l1_wait" => f.l0_skips_l1_wait = Some(num::<u8>(&name, v)? != 0),
-                "bucket_boundaries" => f.bucket_boundaries = Some(v.to_string()),
-                "l0_layout" => f.l0_layout = Some(v.to_string()),
-                "matrix_container_size" => f.matrix_container_size = Some(num(&name, v)?),
-                "matrix_receiver_percent" => f.matrix_receiver_percent = Some(num(&name, v)?),
-                "matrix_column_tables" => f.matrix_column_tables = Some(num(&name, v)?),
-                "matrix_hints" => f.matrix_hints = Some(num::<u8>(&name, v)? != 0),
-                "wal_in_pmem" => f.wal_in_pmem = Some(num::<u8>(&name, v)? != 0),
-                "matrix_row_bloom_bits" => f.matrix_row_bloom_bits = Some(num(&name, v)?),
-                "coalesce_item_threshold" => f.coalesce_item_threshold = Some(num(&name, v)?),
-                "table_reads" => f.table_reads = Some(v.to_string()),
-                "memory_limit" => f.memory_limit = Some(num(&name, v)?),
-                "idle_compaction_delay" => f.idle_compaction_delay = Some(num(&name, v)?),
-                "read_charging" => f.read_charging = Some(v.to_string()),
-                "seek_charging" => f.seek_charging = Some(v.to_string()),
-                "read_compaction_bytes" => f.read_compaction_bytes = Some(num(&name, v)?),
-                "max_mem_compaction_level" => f.max_mem_compaction_level = Some(num(&name, v)?),
-                "pin_table_metadata" => f.pin_table_metadata = Some(parse_bool(&name, v)?),
                 "key_dist" => f.key_dist = v.to_string(),
                 "zipf_theta" => f.zipf_theta = num(&name, v)?,
                 "value_size_dist" => f.value_size_dist = v.to_string(),
@@ -512,7 +398,7 @@ impl Flags {
                 "plot" => f.plot = Some(v.to_string()),
                 "json" => f.json = Some(v.to_string()),
                 "progress" => f.progress = v.to_string(),
-                other => return Err(format!("unknown flag --{other} (see --help)")),
+                other => f.options.push(strata_option(other, v)?),
             }
         }
         f.validate()?;
@@ -607,6 +493,11 @@ db_bench flags (same meaning and defaults):
 
 strata-only flags:
   --engine=strata|rocksdb|leveldb   (peers need the cargo features rocksdb / leveldb)
+  --NAME=VALUE           any strata option by its name (the names of an OPTIONS file,
+                         docs/format/options.md), over the preset: numbers, 0|1 or true|false,
+                         none, durations (5s, 250ms), variant names (--value_store=hash,
+                         --wal_recovery_mode=point-in-time, --write_slowdown=per-excess-run);
+                         among them:
   --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
                          ohdb-2dc, ohdb-c, blob, wisckey, hashkv, hashkv-wt, rocksdb-l0-nvm, matrixkv,
                          matrixkv-bloom, matrixkv-idle, cleveldb, cleveldb-inline (ohdb-2dc and

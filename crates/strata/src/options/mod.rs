@@ -962,6 +962,44 @@ mod tests {
     }
 
     #[test]
+    fn every_option_is_set_by_its_name() {
+        // Each line of the text sets its option by name: no field the text writes is
+        // missing from the parser `set` and `from_text` share.
+        let o = Options::preset("matrixkv").unwrap();
+        for line in o.to_text().lines().skip(1) {
+            let (name, value) = line.split_once(" = ").unwrap();
+            let mut d = Options::default();
+            d.set(name, value).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let set = d.to_text();
+            assert!(set.lines().any(|l| l == line), "{line} not set");
+        }
+        assert_eq!(Options::names().len(), o.to_text().lines().count() - 1);
+        // The spellings the tools pass: flags' 1/0, dashes, a dotted version.
+        let mut d = Options::default();
+        d.set("l0_skips_l1_wait", "1").unwrap();
+        d.set("read_charging", "block-in-vain").unwrap();
+        d.set("level_sizing", "hyperleveldb-1.0").unwrap();
+        d.set("table_reads", "mapped-random").unwrap();
+        d.set("idle_compaction_delay", "1.5s").unwrap();
+        assert!(d.l0_skips_l1_wait);
+        assert_eq!(d.read_charging, ReadCharging::BlockInVain);
+        assert_eq!(d.level_sizing, LevelSizing::HyperLevelDb10);
+        assert_eq!(d.table_reads, Some(crate::fs::ReadAccess::MappedRandom));
+        assert_eq!(
+            d.idle_compaction_delay,
+            Some(std::time::Duration::from_millis(1500))
+        );
+        // Unknown names and bad values are refused, and change nothing.
+        let before = d.to_text();
+        let e = d.set("no_such_option", "3").unwrap_err();
+        assert!(e.to_string().contains("unknown option"), "{e}");
+        let e = d.set("l0_layout", "spiral").unwrap_err();
+        assert!(e.to_string().contains("l0_layout"), "{e}");
+        assert!(d.set("write_buffer_size", "-1").is_err());
+        assert_eq!(d.to_text(), before);
+    }
+
+    #[test]
     fn options_text_has_one_line_per_field() {
         let o = Options {
             memory_limit: Some(1 << 30),
