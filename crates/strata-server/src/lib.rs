@@ -522,6 +522,7 @@ impl Server {
             if self.connection_command(s, &name, args, out)?
                 || self.server_command(&name, args, out)?
                 || self.string_command(&name, args, out)?
+                || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {
                 return Ok(());
@@ -663,14 +664,13 @@ impl Server {
                     out.simple("OK");
                 }
             }
-
             _ => return Ok(false),
         }
         Ok(true)
     }
 
-    /// The commands on strings and the keyspace (GET, SET, MGET, DEL, INCR, SCAN, KEYS...);
-    /// `false` if `name` is none of them.
+    /// String commands: GET, SET, SETNX, MGET, MSET, INCR and its kin, APPEND, STRLEN;
+    /// false for another command.
     fn string_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
         let argc = args.len();
         let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
@@ -682,20 +682,6 @@ impl Server {
                         None if self.meta(&args[1])?.is_some() => out.error(types::WRONGTYPE),
                         None => out.null(),
                     }
-                }
-            }
-            "TYPE" => {
-                if arity(argc == 2, out) {
-                    let t = if self.db.get(string_key(&args[1]))?.is_some() {
-                        "string"
-                    } else {
-                        match self.meta(&args[1])? {
-                            Some((types::HASH, _)) => "hash",
-                            Some(_) => "zset",
-                            None => "none",
-                        }
-                    };
-                    out.simple(t);
                 }
             }
             "SET" => self.set(args, out)?,
@@ -751,6 +737,66 @@ impl Server {
                     out.simple("OK");
                 }
             }
+            "INCR" | "DECR" | "INCRBY" | "DECRBY" => self.incr_by(name, args, out)?,
+            "APPEND" => {
+                if arity(argc == 3, out) {
+                    let k = string_key(&args[1]);
+                    let _g = lock(&self.stripes[stripe_of(&k)]);
+                    if self.meta(&args[1])?.is_some() {
+                        out.error(types::WRONGTYPE);
+                        return Ok(true);
+                    }
+                    let current = self.db.get(&k)?;
+                    let created = current.is_none();
+                    let mut v = current.unwrap_or_default();
+                    v.extend_from_slice(&args[2]);
+                    let mut b = strata::WriteBatch::new();
+                    b.put(&k, &v);
+                    self.write(b)?;
+                    self.keys_changed(i64::from(created));
+                    out.int(v.len() as i64);
+                }
+            }
+            "STRLEN" => {
+                if arity(argc == 2, out) {
+                    if self.meta(&args[1])?.is_some() {
+                        out.error(types::WRONGTYPE);
+                        return Ok(true);
+                    }
+                    let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
+                    out.int(n as i64);
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Commands on keys of any type: TYPE, DEL, UNLINK, EXISTS, SCAN, KEYS; false for
+    /// another command.
+    fn keyspace_command(
+        &self,
+        name: &str,
+        args: &[Vec<u8>],
+        out: &mut Out,
+    ) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
+        match name {
+            "TYPE" => {
+                if arity(argc == 2, out) {
+                    let t = if self.db.get(string_key(&args[1]))?.is_some() {
+                        "string"
+                    } else {
+                        match self.meta(&args[1])? {
+                            Some((types::HASH, _)) => "hash",
+                            Some(_) => "zset",
+                            None => "none",
+                        }
+                    };
+                    out.simple(t);
+                }
+            }
             "DEL" | "UNLINK" => {
                 if arity(argc >= 2, out) {
                     let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| string_key(k)).collect();
@@ -781,86 +827,6 @@ impl Server {
                     out.int(n);
                 }
             }
-            "INCR" | "DECR" | "INCRBY" | "DECRBY" => {
-                let by_arg = name.ends_with("BY");
-                if !arity(argc == if by_arg { 3 } else { 2 }, out) {
-                    return Ok(true);
-                }
-                let mut by = if by_arg {
-                    match parse_i64(&args[2]) {
-                        Some(v) => v,
-                        None => {
-                            out.error("ERR value is not an integer or out of range");
-                            return Ok(true);
-                        }
-                    }
-                } else {
-                    1
-                };
-                if name.starts_with("DECR") {
-                    let Some(neg) = by.checked_neg() else {
-                        out.error("ERR decrement would overflow");
-                        return Ok(true);
-                    };
-                    by = neg;
-                }
-                let k = string_key(&args[1]);
-                let _g = lock(&self.stripes[stripe_of(&k)]);
-                let current = self.db.get(&k)?;
-                let created = current.is_none();
-                let now = match current {
-                    None if self.meta(&args[1])?.is_some() => {
-                        out.error(types::WRONGTYPE);
-                        return Ok(true);
-                    }
-                    None => 0,
-                    Some(v) => match parse_i64(&v) {
-                        Some(n) => n,
-                        None => {
-                            out.error("ERR value is not an integer or out of range");
-                            return Ok(true);
-                        }
-                    },
-                };
-                let Some(next) = now.checked_add(by) else {
-                    out.error("ERR increment or decrement would overflow");
-                    return Ok(true);
-                };
-                let mut b = strata::WriteBatch::new();
-                b.put(&k, next.to_string());
-                self.write(b)?;
-                self.keys_changed(i64::from(created));
-                out.int(next);
-            }
-            "APPEND" => {
-                if arity(argc == 3, out) {
-                    let k = string_key(&args[1]);
-                    let _g = lock(&self.stripes[stripe_of(&k)]);
-                    if self.meta(&args[1])?.is_some() {
-                        out.error(types::WRONGTYPE);
-                        return Ok(true);
-                    }
-                    let current = self.db.get(&k)?;
-                    let created = current.is_none();
-                    let mut v = current.unwrap_or_default();
-                    v.extend_from_slice(&args[2]);
-                    let mut b = strata::WriteBatch::new();
-                    b.put(&k, &v);
-                    self.write(b)?;
-                    self.keys_changed(i64::from(created));
-                    out.int(v.len() as i64);
-                }
-            }
-            "STRLEN" => {
-                if arity(argc == 2, out) {
-                    if self.meta(&args[1])?.is_some() {
-                        out.error(types::WRONGTYPE);
-                        return Ok(true);
-                    }
-                    let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
-                    out.int(n as i64);
-                }
-            }
             "SCAN" => self.scan(args, out)?,
             "KEYS" => {
                 if arity(argc == 2, out) {
@@ -881,6 +847,63 @@ impl Server {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// INCR, DECR, INCRBY, DECRBY: the string at the key read as a signed 64-bit integer
+    /// (0 when absent), changed and written back under its stripe's lock.
+    fn incr_by(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
+        let by_arg = name.ends_with("BY");
+        if !arity(argc == if by_arg { 3 } else { 2 }, out) {
+            return Ok(());
+        }
+        let mut by = if by_arg {
+            match parse_i64(&args[2]) {
+                Some(v) => v,
+                None => {
+                    out.error("ERR value is not an integer or out of range");
+                    return Ok(());
+                }
+            }
+        } else {
+            1
+        };
+        if name.starts_with("DECR") {
+            let Some(neg) = by.checked_neg() else {
+                out.error("ERR decrement would overflow");
+                return Ok(());
+            };
+            by = neg;
+        }
+        let k = string_key(&args[1]);
+        let _g = lock(&self.stripes[stripe_of(&k)]);
+        let current = self.db.get(&k)?;
+        let created = current.is_none();
+        let now = match current {
+            None if self.meta(&args[1])?.is_some() => {
+                out.error(types::WRONGTYPE);
+                return Ok(());
+            }
+            None => 0,
+            Some(v) => match parse_i64(&v) {
+                Some(n) => n,
+                None => {
+                    out.error("ERR value is not an integer or out of range");
+                    return Ok(());
+                }
+            },
+        };
+        let Some(next) = now.checked_add(by) else {
+            out.error("ERR increment or decrement would overflow");
+            return Ok(());
+        };
+        let mut b = strata::WriteBatch::new();
+        b.put(&k, next.to_string());
+        self.write(b)?;
+        self.keys_changed(i64::from(created));
+        out.int(next);
+        Ok(())
     }
 
     /// The stripe locks of `keys`, taken in order (no deadlock between two multi-key

@@ -127,6 +127,11 @@ impl Server {
         args: &[Vec<u8>],
         out: &mut Out,
     ) -> strata::Result<bool> {
+        Ok(self.hash_command(name, args, out)? || self.zset_command(name, args, out)?)
+    }
+
+    /// HSET, HMSET, HGET, HMGET, HGETALL, HDEL, HLEN; false for another command.
+    fn hash_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
         let argc = args.len();
         let arity = |ok: bool, out: &mut Out| crate::check_arity(name, ok, out);
         match name {
@@ -193,52 +198,7 @@ impl Server {
             }
             "HGETALL" => {
                 if arity(argc == 2, out) {
-                    if self.wrong_type(&args[1], HASH)?.is_none() {
-                        out.error(WRONGTYPE);
-                        return Ok(true);
-                    }
-                    // Streamed: the field count (the meta record) and the fields read from
-                    // one snapshot agree (HSET and HDEL write both in one batch), so the
-                    // header goes first and the fields follow as they are read, written
-                    // out in pieces (`Out::spill`) instead of gathered whole.
-                    let snap = self.db.snapshot();
-                    let ro = || strata::ReadOptions {
-                        snapshot: Some(snap.clone()),
-                        ..Default::default()
-                    };
-                    let n = self
-                        .db
-                        .get_opt(&ro(), meta_key(&args[1]))?
-                        .and_then(|v| Some(u64::from_le_bytes(v.get(1..9)?.try_into().ok()?)))
-                        .unwrap_or(0);
-                    let p = element_prefix(HASH, &args[1]);
-                    let mut it = self.db.iter(strata::ReadOptions {
-                        lower_bound: Some(p.clone()),
-                        upper_bound: Some(end_of(&p)),
-                        ..ro()
-                    })?;
-                    it.seek_to_first();
-                    out.map(n as usize);
-                    let mut written = 0u64;
-                    while it.valid() && written < n {
-                        out.bulk(&it.key()[p.len()..]);
-                        out.bulk(it.value());
-                        out.spill();
-                        written += 1;
-                        it.next();
-                    }
-                    if it.status().is_err() {
-                        // The header promised `n` fields: an error now cannot be framed as a
-                        // reply. End the connection instead (the client sees it closed).
-                        out.failed = true;
-                        return Ok(true);
-                    }
-                    // (Never true: the count and the fields come from one snapshot. Should
-                    // it be, pad so the client's framing holds.)
-                    for _ in written..n {
-                        out.null();
-                        out.null();
-                    }
+                    self.hgetall(&args[1], out)?;
                 }
             }
             "HDEL" => {
@@ -268,10 +228,77 @@ impl Server {
                     out.int(removed as i64);
                 }
             }
-            "HLEN" | "ZCARD" => {
-                let t = if name == "HLEN" { HASH } else { ZSET };
+            "HLEN" => {
                 if arity(argc == 2, out) {
-                    match self.wrong_type(&args[1], t)? {
+                    match self.wrong_type(&args[1], HASH)? {
+                        Some(n) => out.int(n as i64),
+                        None => out.error(WRONGTYPE),
+                    }
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// HGETALL of hash `key`, streamed: the field count (the meta record) and the fields
+    /// read from one snapshot agree (HSET and HDEL write both in one batch), so the header
+    /// goes first and the fields follow as they are read, written out in pieces
+    /// (`Out::spill`) instead of gathered whole.
+    fn hgetall(&self, key: &[u8], out: &mut Out) -> strata::Result<()> {
+        if self.wrong_type(key, HASH)?.is_none() {
+            out.error(WRONGTYPE);
+            return Ok(());
+        }
+        let snap = self.db.snapshot();
+        let ro = || strata::ReadOptions {
+            snapshot: Some(snap.clone()),
+            ..Default::default()
+        };
+        let n = self
+            .db
+            .get_opt(&ro(), meta_key(key))?
+            .and_then(|v| Some(u64::from_le_bytes(v.get(1..9)?.try_into().ok()?)))
+            .unwrap_or(0);
+        let p = element_prefix(HASH, key);
+        let mut it = self.db.iter(strata::ReadOptions {
+            lower_bound: Some(p.clone()),
+            upper_bound: Some(end_of(&p)),
+            ..ro()
+        })?;
+        it.seek_to_first();
+        out.map(n as usize);
+        let mut written = 0u64;
+        while it.valid() && written < n {
+            out.bulk(&it.key()[p.len()..]);
+            out.bulk(it.value());
+            out.spill();
+            written += 1;
+            it.next();
+        }
+        if it.status().is_err() {
+            // The header promised `n` fields: an error now cannot be framed as a
+            // reply. End the connection instead (the client sees it closed).
+            out.failed = true;
+            return Ok(());
+        }
+        // (Never true: the count and the fields come from one snapshot. Should
+        // it be, pad so the client's framing holds.)
+        for _ in written..n {
+            out.null();
+            out.null();
+        }
+        Ok(())
+    }
+
+    /// ZADD, ZREM, ZSCORE, ZCARD, ZRANGEBYSCORE; false for another command.
+    fn zset_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| crate::check_arity(name, ok, out);
+        match name {
+            "ZCARD" => {
+                if arity(argc == 2, out) {
+                    match self.wrong_type(&args[1], ZSET)? {
                         Some(n) => out.int(n as i64),
                         None => out.error(WRONGTYPE),
                     }
