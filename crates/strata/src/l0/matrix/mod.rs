@@ -16,17 +16,25 @@
 //! flush and a column compaction running together both land. Free pages are the pages no
 //! live version's layout and no writer holds (the page table in `pmem/`), derived from the
 //! record at open. Design: docs/design/matrixkv.md, "The matrix layout".
+//!
+//! Here: the layout (its record, reads, column cutting, `Level0`). Beside it: `region.rs`
+//! (the region and its pages, the rows decoded from it), `changes.rs` (what a flush, a
+//! column compaction and a manual compaction change), `row.rs` (a RowTable's bytes),
+//! `directory.rs` (where the rows are, for a repair with no manifest).
 
+mod changes;
 mod directory;
+mod region;
 mod row;
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 
+use self::changes::{AddRow, Column, ColumnDone, RemoveRows, Unreadable};
+use self::region::{intern, shared, LiveRow, Shared};
 use self::row::{Row, RowIter, RowWriter};
-use super::{Ingest, Ingested, L0Change, L0Column, L0Config, L0Context, L0Part, Level0, Pressure};
+use super::{Ingest, Ingested, L0Change, L0Config, L0Context, L0Part, Level0, Pressure};
 use crate::coding::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed};
 use crate::coding::{put_varint32, put_varint64};
 use crate::error::{Error, Result};
@@ -37,8 +45,7 @@ use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{L0Layout, Options};
-use crate::placement::PathId;
-use crate::pmem::{Held, Pages, PAGE};
+use crate::pmem::PAGE;
 use crate::sst::filter;
 use crate::table_cache::TableCache;
 
@@ -53,116 +60,6 @@ const TOKEN: FileNumber = FileNumber(u64::MAX);
 
 /// The record's version byte.
 const RECORD_VERSION: u8 = 1;
-
-/// The region, its page table and the rows decoded so far, shared by every layout of one
-/// database (kept in the `L0Context`).
-#[derive(Debug)]
-struct Shared {
-    pages: Arc<Pages>,
-    /// Where the rows are, for a repair with no manifest (`directory.rs`).
-    directory: directory::Directory,
-    /// Rows by id, so successive layouts share one `Row` (and its checked flag).
-    rows: Mutex<HashMap<u64, Weak<CheckedRow>>>,
-}
-
-/// A row, whether its checksums were verified in this process, and its Bloom filter
-/// (`matrix_row_bloom_bits`; DRAM only, rebuilt from the row after a reopen).
-#[derive(Debug)]
-struct CheckedRow {
-    row: Arc<Row>,
-    checked: AtomicBool,
-    /// The filter, and the first entry it was built from (0: the flush's, all entries).
-    filter: OnceLock<(u32, Vec<u8>)>,
-}
-
-impl CheckedRow {
-    /// Verifies the row's checksums on first read, its entries from page `first_page` on
-    /// (the pages still held; a row written by this process is checked already). Not at
-    /// decode: a manifest's older records name rows whose pages were reused since.
-    fn check(&self, region: &dyn PmemRegion, first_page: u32) -> Result<()> {
-        if !self.checked.load(Ordering::Acquire) {
-            self.row.verify(region, first_page)?;
-            self.checked.store(true, Ordering::Release);
-        }
-        Ok(())
-    }
-
-    /// Whether the row's entries from `live_from` on may hold a key of filter hash `h`, by
-    /// its filter of `bits` bits per key: the flush's, or else built on first use (after a
-    /// reopen) from the entries still held. Never from the entries below `live_from`: a
-    /// column compaction took them and their pages may hold another row's bytes (reading
-    /// them failed gets after reopens with "entry N runs past the entries' end"). A filter
-    /// built from a later first entry than a reader's (an older version's) leaves out
-    /// entries that reader still sees: it is not used for it.
-    fn may_contain(
-        &self,
-        region: &dyn PmemRegion,
-        bits: u32,
-        h: u64,
-        live_from: u32,
-    ) -> Result<bool> {
-        let (from, f) = match self.filter.get() {
-            Some(f) => f,
-            None => {
-                let f = filter::build(&self.row.key_hashes(region, live_from)?, bits);
-                self.filter.get_or_init(|| (live_from, f))
-            }
-        };
-        Ok(*from > live_from || filter::may_contain(f, h))
-    }
-}
-
-/// A row of the matrix and how much of it is still in L0.
-#[derive(Debug, Clone)]
-struct LiveRow {
-    row: Arc<CheckedRow>,
-    /// The first entry still in L0 (0 unless a column compaction took some).
-    live_from: u32,
-    /// The first page still held: the page of entry `live_from`.
-    first_page: u32,
-    /// The row's pages from `first_page` on, held while any layout (or a column or a
-    /// change being applied) names this row so: successive layouts share it, so a layout
-    /// holds its pages for the price of one reference count per row rather than one per
-    /// page (docs/design/matrixkv.md, "What a flush paid for the layout's record").
-    _hold: Arc<Held>,
-}
-
-impl LiveRow {
-    /// `row` from entry `live_from` (on page `first_page`) on, its pages held.
-    ///
-    /// # Errors
-    /// `Corruption` when its pages are past the region.
-    fn new(
-        pages: &Arc<Pages>,
-        row: Arc<CheckedRow>,
-        live_from: u32,
-        first_page: u32,
-    ) -> Result<Self> {
-        let hold = Arc::new(pages.hold(row.row.runs_from(first_page))?);
-        Ok(LiveRow {
-            row,
-            live_from,
-            first_page,
-            _hold: hold,
-        })
-    }
-
-    /// The row from entry `live_from` (on page `first_page`) on: the same pages held if
-    /// the first page is the same, else the fewer pages it keeps.
-    fn cut(&self, pages: &Arc<Pages>, live_from: u32, first_page: u32) -> Result<Self> {
-        if first_page == self.first_page {
-            return Ok(LiveRow {
-                live_from,
-                ..self.clone()
-            });
-        }
-        Self::new(pages, self.row.clone(), live_from, first_page)
-    }
-
-    fn r(&self) -> &Row {
-        &self.row.row
-    }
-}
 
 /// The matrix container: rows oldest first, the oldest `compactor` of them the compactor.
 #[derive(Debug)]
@@ -181,49 +78,6 @@ struct State {
 /// The matrix layout (`L0Layout::Matrix`).
 #[derive(Debug, Clone)]
 pub struct Matrix(Arc<State>);
-
-/// The `Shared` of the database `ctx` belongs to, created on first use with a region of
-/// `container` bytes (`None`: as `matrix_container_size` says; an existing one keeps its
-/// size, which a record's `Some` must match).
-fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shared>> {
-    let mut slot = ctx
-        .shared
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(s) = slot
-        .as_ref()
-        .and_then(|s| s.clone().downcast::<Shared>().ok())
-    {
-        if let Some(c) = container.filter(|&c| c != s.pages.len() as u64) {
-            return Err(Error::corrupt(format!(
-                "the matrix region is {} bytes, a record says {c}",
-                s.pages.len()
-            )));
-        }
-        return Ok(s);
-    }
-    let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
-        .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
-    let dir = ctx.placement.dir(PathId::PMEM);
-    let pages = Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len);
-    let s = Arc::new(Shared {
-        pages: Arc::new(if ctx.salvage {
-            pages.salvaging()
-        } else if let Some(start) = &ctx.view {
-            pages.viewing(start.clone())
-        } else {
-            pages
-        }),
-        directory: directory::Directory::new(
-            ctx.fs.clone(),
-            dir.join(directory::DIRECTORY_NAME),
-            len as u64,
-        ),
-        rows: Mutex::default(),
-    });
-    *slot = Some(s.clone());
-    Ok(s)
-}
 
 impl Matrix {
     /// An empty matrix for a database opened with `ctx`.
@@ -690,196 +544,6 @@ fn switch_bytes(cfg: &L0Config) -> u64 {
     (cfg.matrix_container / 100).saturating_mul(u64::from(cfg.matrix_receiver_percent))
 }
 
-/// The shared `CheckedRow` for `row` (one per id while any layout names it).
-fn intern(shared: &Shared, row: Row, checked: bool, filter: Option<Vec<u8>>) -> Arc<CheckedRow> {
-    let mut rows = shared
-        .rows
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(r) = rows.get(&row.id).and_then(Weak::upgrade) {
-        return r;
-    }
-    rows.retain(|_, w| w.strong_count() > 0);
-    let id = row.id;
-    let r = Arc::new(CheckedRow {
-        row: Arc::new(row),
-        checked: AtomicBool::new(checked),
-        filter: filter.map(|f| OnceLock::from((0, f))).unwrap_or_default(),
-    });
-    rows.insert(id, Arc::downgrade(&r));
-    r
-}
-
-fn as_matrix(current: &dyn Level0) -> Result<&Matrix> {
-    current
-        .as_any()
-        .downcast_ref::<Matrix>()
-        .ok_or_else(|| Error::corrupt("a matrix change met an L0 layout that is not a matrix"))
-}
-
-/// A flush's row, added to the receiver.
-#[derive(Debug)]
-struct AddRow {
-    /// The row, its pages held until a version's layout names them (and then by it).
-    row: LiveRow,
-}
-
-impl L0Change for AddRow {
-    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
-        let m = as_matrix(current)?;
-        let mut rows = m.0.rows.clone();
-        rows.push(self.row.clone());
-        m.rebuilt(rows, m.0.compactor, m.0.cursor.clone())
-    }
-}
-
-/// A column compaction's end: the compactor's rows keep their entries from `after` on
-/// (or, with no cursor left, leave L0).
-#[derive(Debug)]
-struct ColumnDone {
-    /// The column was cut from the receiver of a matrix with no compactor, as if it had
-    /// reached its switch point (an idle drain, `Level0::idle_part`): those rows become
-    /// the compactor as the column lands.
-    promote: bool,
-    /// The compactor as the column was cut from it: row ids and first live entries.
-    expect: Vec<(u64, u32)>,
-    /// Per compactor row: its new first live entry and page.
-    after: Vec<(u32, u32)>,
-    /// The compactor's new cursor; `None` when the column took the rest of it.
-    cursor: Option<Vec<u8>>,
-}
-
-impl L0Change for ColumnDone {
-    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
-        let m = as_matrix(current)?;
-        let st = &m.0;
-        let n = self.expect.len();
-        // A promoted column's rows are still the oldest and no column has been cut since
-        // (the token keeps a second one from starting), but flushes meanwhile may have
-        // turned the receiver, those rows and newer ones, into the compactor: the newer
-        // ones go back to the receiver (its switch turns them into the compactor again
-        // once these have drained).
-        let compactor_ok = if self.promote {
-            st.compactor == 0 || (st.compactor >= n && st.cursor.is_empty())
-        } else {
-            st.compactor == n
-        };
-        let same = compactor_ok
-            && st.rows.len() >= n
-            && st
-                .rows
-                .iter()
-                .zip(&self.expect)
-                .all(|(r, &(id, from))| r.r().id == id && r.live_from == from);
-        if !same {
-            return Err(Error::corrupt(
-                "the matrix's compactor changed during a column compaction",
-            ));
-        }
-        match &self.cursor {
-            None => m.rebuilt(st.rows[n..].to_vec(), 0, Vec::new()),
-            Some(c) => {
-                let mut rows = st.rows.clone();
-                for (r, &(from, page)) in rows.iter_mut().zip(&self.after) {
-                    *r = r.cut(&st.shared.pages, from, page)?;
-                }
-                m.rebuilt(rows, n, c.clone())
-            }
-        }
-    }
-}
-
-/// A manual compaction's end: the rows it took leave L0.
-#[derive(Debug)]
-struct RemoveRows {
-    /// The rows taken, with the first live entry each had.
-    taken: Vec<(u64, u32)>,
-}
-
-impl L0Change for RemoveRows {
-    fn apply(&self, current: &dyn Level0) -> Result<Arc<dyn Level0>> {
-        let m = as_matrix(current)?;
-        let st = &m.0;
-        let taken: HashMap<u64, u32> = self.taken.iter().copied().collect();
-        for r in &st.rows {
-            if taken.get(&r.r().id).is_some_and(|&f| f != r.live_from) {
-                return Err(Error::corrupt(
-                    "a matrix row changed during a manual compaction",
-                ));
-            }
-        }
-        let compactor = st.rows[..st.compactor]
-            .iter()
-            .filter(|r| !taken.contains_key(&r.r().id))
-            .count();
-        let rows = st
-            .rows
-            .iter()
-            .filter(|r| !taken.contains_key(&r.r().id))
-            .cloned()
-            .collect();
-        let cursor = if compactor == 0 {
-            Vec::new()
-        } else {
-            st.cursor.clone()
-        };
-        m.rebuilt(rows, compactor, cursor)
-    }
-}
-
-/// What a column compaction takes: entry ranges of the rows of the layout it was cut from
-/// (which keeps their pages held while the compaction runs).
-#[derive(Debug)]
-struct Column {
-    source: Matrix,
-    ranges: Vec<(usize, u32, u32)>,
-    change: Arc<dyn L0Change>,
-}
-
-impl L0Column for Column {
-    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
-        let region = self.source.region()?;
-        let keep: Arc<dyn Any + Send + Sync> = self.source.0.clone();
-        for &(i, lo, hi) in &self.ranges {
-            if lo < hi {
-                let lr = &self.source.0.rows[i];
-                out.push(Box::new(RowIter::new(
-                    region.clone(),
-                    lr.row.row.clone(),
-                    keep.clone(),
-                    lo,
-                    hi,
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn change(&self) -> Arc<dyn L0Change> {
-        self.change.clone()
-    }
-}
-
-/// A column that could not be cut: reading it, or applying it, returns the error.
-#[derive(Debug)]
-struct Unreadable(Error);
-
-impl L0Column for Unreadable {
-    fn iterators(&self, _out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
-        Err(self.0.clone().context("cutting a column of the matrix"))
-    }
-
-    fn change(&self) -> Arc<dyn L0Change> {
-        Arc::new(Unreadable(self.0.clone()))
-    }
-}
-
-impl L0Change for Unreadable {
-    fn apply(&self, _current: &dyn Level0) -> Result<Arc<dyn Level0>> {
-        Err(self.0.clone().context("cutting a column of the matrix"))
-    }
-}
-
 /// The matrix layout's registration (id 2).
 pub(crate) const LAYOUT: super::Layout = super::Layout {
     kind: L0Layout::Matrix,
@@ -1300,8 +964,11 @@ pub(crate) fn check_options(o: &crate::Options) -> crate::error::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::region::CheckedRow;
     use super::*;
     use crate::fs::{Fs, MemFs};
+    use crate::pmem::{Held, Pages};
+    use std::sync::atomic::AtomicBool;
 
     /// A layout holds a row's pages through the row's hold, shared by every layout that
     /// names the row at the same first page: a column's cut holds only the pages from its
