@@ -254,6 +254,29 @@ mod tests {
         assert_eq!(ids.len(), LAYOUTS.len(), "two layouts share an id");
     }
 
+    /// A layout's checks run when it is configured: the buckets' trigger past the stop
+    /// trigger (a hang) is refused under buckets, and means nothing under a flat L0.
+    #[test]
+    fn the_configured_layout_checks_its_options() {
+        let o = Options {
+            bucket_compaction_trigger: 40,
+            level0_stop_writes_trigger: 36,
+            ..Options::default()
+        };
+        assert!(o.validate().is_ok());
+        let e = Options {
+            l0_layout: crate::options::L0Layout::Buckets,
+            ..o
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Options::bucket_compaction_trigger:"),
+            "{e}"
+        );
+    }
+
     /// Each store checks its own tunables whatever store is configured (a database keeps
     /// collecting a store's files after it is configured away), through the one
     /// `Options::validate` every open runs.

@@ -190,8 +190,24 @@ pub(crate) const LAYOUT: super::Layout = super::Layout {
     feature: Some(BUCKETS_FEATURE),
     initial: |ctx| Ok(Arc::new(Buckets::initial(ctx.config))),
     decode: |state, ctx| Ok(Arc::new(Buckets::decode(state, ctx.config)?)),
-    check_options: |_| Ok(()),
+    check_options,
 };
+
+/// The options' checks that are the bucketed layout's (its tunables' ranges are field
+/// checks, made whatever the layout).
+///
+/// # Errors
+/// `InvalidArgument` naming the bad field.
+fn check_options(o: &crate::Options) -> crate::error::Result<()> {
+    if o.bucket_compaction_trigger > o.level0_stop_writes_trigger {
+        // The fullest bucket would stop writes before its compaction is due: a hang.
+        return Err(crate::error::Error::invalid(
+            "Options::bucket_compaction_trigger: must be <= level0_stop_writes_trigger (a \
+             bucket that full stops writes)",
+        ));
+    }
+    Ok(())
+}
 
 impl Level0 for Buckets {
     fn kind(&self) -> L0Layout {

@@ -122,15 +122,6 @@ impl Options {
         if self.bucket_compaction_trigger == 0 {
             return bad("bucket_compaction_trigger", "must be at least 1");
         }
-        if self.l0_layout == L0Layout::Buckets
-            && self.bucket_compaction_trigger > self.level0_stop_writes_trigger
-        {
-            // The fullest bucket would stop writes before its compaction is due: a hang.
-            return bad(
-                "bucket_compaction_trigger",
-                "must be <= level0_stop_writes_trigger (a bucket that full stops writes)",
-            );
-        }
         if self.max_mem_compaction_level >= self.num_levels {
             return bad(
                 "max_mem_compaction_level",
