@@ -58,7 +58,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // An open that returns an error leaves every directory as it found it: an existing
     // database's checks (its manifest, the files it names, the configured layout, a dry
     // run of its WAL replay) all run before the first write, and directories new to it
-    // are created only after them (docs/design/core-engine.md, "What an open checks").
+    // are created only after them (docs/design/core-engine.md, "Where the files are, and
+    // what an open checks before it writes").
     if !exists {
         for dir in placement.write_dirs() {
             fs::create_dir_durable(&*fs, dir)?;
