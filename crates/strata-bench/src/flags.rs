@@ -498,7 +498,7 @@ strata-only flags:
                          none, durations (5s, 250ms), variant names (--value_store=hash,
                          --wal_recovery_mode=point-in-time, --write_slowdown=per-excess-run);
                          among them:
-  --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, rocksdb, ohdb-l0p,
+  --preset=NAME          default, leveldb, hyperleveldb, hyperleveldb-1.0, hyperleveldb-1.1, rocksdb, ohdb-l0p,
                          ohdb-2dc, ohdb-c, blob, wisckey, hashkv, hashkv-wt, rocksdb-l0-nvm, matrixkv,
                          matrixkv-bloom, matrixkv-idle, cleveldb, cleveldb-inline (ohdb-2dc and
                          ohdb-c need --level_dir; rocksdb-l0-nvm and the matrixkv presets

@@ -83,6 +83,19 @@ impl Options {
         }
     }
 
+    /// HyperLevelDB 1.1 as far as it is cheap to model: `hyperleveldb-1.0` (1.0/1.1's picker
+    /// and sizes) with 1.0/1.1's write path, which slows no write down (its L0 triggers are
+    /// declared and unused: writers wait only for a full memtable's flush), and its read
+    /// rule, a table's seek allowance counted only after 50 straight reads. Not modelled:
+    /// its third ("optimistic") compaction thread. docs/design/baselines.md.
+    pub fn hyperleveldb_1_1() -> Self {
+        Options {
+            level0_slowdown_writes_trigger: usize::MAX,
+            read_compaction_min_straight_reads: 50,
+            ..Options::hyperleveldb_1_0()
+        }
+    }
+
     /// OHDB-L0P as the paper builds it: its baseline `hyperleveldb-1.0` with L0 split into
     /// `l0_buckets` partition buckets (10), each compacted into L1 alone at
     /// `bucket_compaction_trigger` tables (4) under the baseline's own picker (a full bucket
@@ -231,6 +244,7 @@ impl Options {
         "leveldb",
         "hyperleveldb",
         "hyperleveldb-1.0",
+        "hyperleveldb-1.1",
         "rocksdb",
         "ohdb-l0p",
         "ohdb-2dc",
@@ -269,6 +283,7 @@ impl Options {
             "leveldb" => Ok(Options::leveldb()),
             "hyperleveldb" => Ok(Options::hyperleveldb()),
             "hyperleveldb-1.0" => Ok(Options::hyperleveldb_1_0()),
+            "hyperleveldb-1.1" => Ok(Options::hyperleveldb_1_1()),
             "rocksdb" => Ok(Options::rocksdb()),
             "ohdb-l0p" => Ok(Options::ohdb_l0p()),
             // The second directory is the caller's to give (`level_dir`); without it these
