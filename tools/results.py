@@ -11,7 +11,7 @@ command, the date, the commit, the machine). The page's generated parts sit betw
 
 and everything else on the page is prose kept by hand. Usage, from the project root:
 
-  tools/results.py save NAME --from DIR --command 'tools/compare.py ...'
+  tools/results.py save NAME --from DIR --command 'tools/compare.py ...' [--commit C]
       copies the logs a compare.py run left in DIR (its --dir) into docs/bench/runs/NAME,
       with DIR written as {dir}, and records the command, today's date, the commit and the
       machine
@@ -53,7 +53,7 @@ def machine():
     }
 
 
-def save(name, src, command, engines_given):
+def save(name, src, command, engines_given, commit=""):
     dst = os.path.join(RUNS, name)
     os.makedirs(dst, exist_ok=True)
     src = os.path.abspath(src)
@@ -70,8 +70,8 @@ def save(name, src, command, engines_given):
             engines.append(m.group(1))
     if not engines:
         sys.exit(f"{src}: no ENGINE-R.log files")
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = commit or subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                      capture_output=True, text=True).stdout.strip()
     info = {"command": command, "date": datetime.date.today().isoformat(), "commit": commit,
             "log_names": engines, "machine": machine()}
     if engines_given:
@@ -130,12 +130,14 @@ def main():
     ap.add_argument("--command", default="")
     ap.add_argument("--engines", default="", help="save: compare.py's --engines, as given "
                     "(default: read from the log names, which lose a #TAG)")
+    ap.add_argument("--commit", default="", help="save: the commit the binary was built from "
+                    "(default: HEAD)")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     if a.action == "save":
         if not (a.name and a.src and a.command):
             sys.exit("save needs NAME, --from DIR and --command")
-        save(a.name, a.src, a.command, a.engines)
+        save(a.name, a.src, a.command, a.engines, a.commit)
         return
     with open(PAGE) as f:
         page = f.read()
