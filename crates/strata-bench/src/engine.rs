@@ -166,13 +166,6 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     } else {
         strata::Compression::None
     };
-    match flags.level_compaction_dynamic_level_bytes {
-        Some(true) => o.level_sizing = strata::LevelSizing::Dynamic,
-        Some(false) if o.level_sizing == strata::LevelSizing::Dynamic => {
-            o.level_sizing = strata::LevelSizing::Classic;
-        }
-        _ => {}
-    }
     match flags.enable_blob_files {
         Some(true) => o.value_store = strata::ValueStoreKind::BlobFiles,
         Some(false) => o.value_store = strata::ValueStoreKind::Inline,
@@ -182,7 +175,7 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         o.min_blob_size = usize::try_from(n).map_err(|_| "--min_blob_size: too large")?;
     }
     // The directories (the bench reads them too). A directory named for the WALs places
-    // them: `--wal_in_pmem=1` after it puts them back in `pmem_dir`.
+    // them, out of `pmem_dir` (with `--wal_in_pmem=1` too, the options are refused).
     o.wal_dir = flags.wal_dir.as_ref().map(Into::into);
     if o.wal_dir.is_some() {
         o.wal_in_pmem = false;
@@ -196,6 +189,15 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     for (name, value) in &flags.options {
         o.set(name, value)
             .map_err(|e| format!("--{name}: {}", e.message()))?;
+    }
+    // db_bench's dynamic level sizing over `--level_sizing` (as it always did): 1 makes it
+    // dynamic, 0 turns a dynamic sizing back to classic.
+    match flags.level_compaction_dynamic_level_bytes {
+        Some(true) => o.level_sizing = strata::LevelSizing::Dynamic,
+        Some(false) if o.level_sizing == strata::LevelSizing::Dynamic => {
+            o.level_sizing = strata::LevelSizing::Classic;
+        }
+        _ => {}
     }
     if (flags.preset == "ohdb-2dc" || flags.preset == "ohdb-c") && o.level_dir.is_none() {
         return Err(format!(
@@ -395,6 +397,26 @@ mod tests {
         assert!(!options(&wal).unwrap().wal_in_pmem);
         let both: Vec<&str> = wal.iter().copied().chain(["--wal_in_pmem=1"]).collect();
         assert!(options(&both).unwrap_err().contains("wal_in_pmem"));
+        // db_bench's dynamic sizing flag wins over --level_sizing, whatever the order.
+        let o = options(&[
+            "--level_compaction_dynamic_level_bytes=1",
+            "--level_sizing=hyperleveldb",
+        ])
+        .unwrap();
+        assert_eq!(o.level_sizing, strata::LevelSizing::Dynamic);
+        let o = options(&[
+            "--level_sizing=dynamic",
+            "--level_compaction_dynamic_level_bytes=0",
+        ])
+        .unwrap();
+        assert_eq!(o.level_sizing, strata::LevelSizing::Classic);
+        // gflags' yes/no still read as booleans.
+        assert!(!options(&["--hash_hot_cold=no"]).unwrap().hash_hot_cold);
+        assert!(
+            options(&["--pin_table_metadata=yes"])
+                .unwrap()
+                .pin_table_metadata
+        );
         // The engine's refusals, with what the option takes.
         let e = options(&["--l0_layout=spiral"]).unwrap_err();
         assert!(

@@ -250,6 +250,9 @@ fn bench_spelling(name: &str, v: &str) -> Result<String, String> {
         ("table_reads", "pread") => "positional".into(),
         ("compaction_priority", "min-overlap") => "min_overlapping_ratio".into(),
         ("bucket_boundaries", "prefix") => "key_prefix".into(),
+        // gflags' booleans.
+        (n, "yes") if is_bool(n) => "true".into(),
+        (n, "no") if is_bool(n) => "false".into(),
         // Seconds, 0 = off.
         ("idle_compaction_delay", s) if s.parse::<f64>().is_ok() => {
             let secs: f64 = s.parse().expect("checked");

@@ -996,7 +996,11 @@ mod tests {
         let e = d.set("l0_layout", "spiral").unwrap_err();
         assert!(e.to_string().contains("l0_layout"), "{e}");
         assert!(d.set("write_buffer_size", "-1").is_err());
+        assert!(d.set("wal_dir", "").is_err(), "an empty path is no path");
         assert_eq!(d.to_text(), before);
+        // A value with blanks around it reads as the text's line would.
+        d.set("l0_layout", " matrix ").unwrap();
+        assert_eq!(d.l0_layout, L0Layout::Matrix);
     }
 
     #[test]

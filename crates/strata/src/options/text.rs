@@ -76,8 +76,12 @@ fn opt(v: &str) -> Option<&str> {
     (v != "none").then_some(v)
 }
 
-fn path(v: &str) -> Option<std::path::PathBuf> {
-    opt(v).map(std::path::PathBuf::from)
+/// A path, or `none`; an empty one is no path.
+fn path(v: &str) -> Parsed<Option<std::path::PathBuf>> {
+    if v.is_empty() {
+        return Err(BadValue("a path, or none".into()));
+    }
+    Ok(opt(v).map(std::path::PathBuf::from))
 }
 
 fn dur(v: &str) -> Parsed<Option<std::time::Duration>> {
@@ -147,6 +151,8 @@ impl Options {
     /// `InvalidArgument` for a name that is no option or a value that does not parse; the
     /// options are unchanged then.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        // (As a line of the text is read: without the blanks around it.)
+        let value = value.trim();
         match self.apply(name, value) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::invalid(format!("unknown option {name:?}"))),
@@ -211,7 +217,7 @@ impl Options {
                     ],
                 )?
             }
-            "wal_dir" => o.wal_dir = path(v),
+            "wal_dir" => o.wal_dir = path(v)?,
             "wal_in_pmem" => o.wal_in_pmem = flag(v)?,
             "max_manifest_file_size" => o.max_manifest_file_size = num(v)?,
             _ => return Ok(false),
@@ -302,8 +308,8 @@ impl Options {
         let o = self;
         match name {
             "migrate_l0_layout" => o.migrate_l0_layout = flag(v)?,
-            "level_dir" => o.level_dir = path(v),
-            "pmem_dir" => o.pmem_dir = path(v),
+            "level_dir" => o.level_dir = path(v)?,
+            "pmem_dir" => o.pmem_dir = path(v)?,
             "l0_layout" => {
                 o.l0_layout = pick(v, &[L0Layout::Flat, L0Layout::Buckets, L0Layout::Matrix])?
             }
@@ -334,7 +340,7 @@ impl Options {
                 o.value_store = pick(v, &[K::Inline, K::BlobFiles, K::VLog, K::Hash])?
             }
             "min_blob_size" => o.min_blob_size = size(v)?,
-            "value_dir" => o.value_dir = path(v),
+            "value_dir" => o.value_dir = path(v)?,
             "blob_gc_garbage_ratio" => o.blob_gc_garbage_ratio = float(v)?,
             "vlog_segment_size" => o.vlog_segment_size = num(v)?,
             "vlog_capacity" => o.vlog_capacity = opt(v).map(num).transpose()?,
