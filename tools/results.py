@@ -55,6 +55,8 @@ def machine():
 
 def save(name, src, command, engines_given, commit=""):
     dst = os.path.join(RUNS, name)
+    if os.path.isdir(dst) and os.listdir(dst):
+        sys.exit(f"{os.path.relpath(dst, ROOT)} is not empty: a saved run is not added to")
     os.makedirs(dst, exist_ok=True)
     src = os.path.abspath(src)
     engines = []
@@ -99,7 +101,7 @@ def block(name, opts):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare.py"),
                           "--from-logs", run_dir, "--engines", ",".join(engines)],
                          capture_output=True, text=True)
-    if out.returncode not in (0, 1):
+    if out.returncode != 0:
         sys.exit(f"{name}: compare.py failed: {out.stderr}")
     lines = [l for l in out.stdout.splitlines()
              if not l.startswith("Logs: ") and not l.startswith("Command: ")]
@@ -108,7 +110,7 @@ def block(name, opts):
     while lines and not lines[-1].strip():
         lines.pop()
     m = info["machine"]
-    rounds = max(sum(1 for f in os.listdir(run_dir) if LOG.match(f) and f.startswith(n + "-"))
+    rounds = max(sum(1 for f in os.listdir(run_dir) if LOG.match(f) and LOG.match(f).group(1) == n)
                  for n in info["log_names"])
     head = [f"Run {info['date']}, commit {info['commit']}, {rounds} alternating rounds, medians "
             f"({m['cpus']} cores, {m['memory_gib']} GiB; logs: "
@@ -118,6 +120,8 @@ def block(name, opts):
 
 def render(page):
     def sub(m):
+        if "<!-- results:" in m.group(4):
+            sys.exit(f"BENCHMARKS.md: the block of {m.group(2)} has no closing <!-- /results -->")
         return m.group(1) + block(m.group(2), m.group(3)) + m.group(5)
     return BLOCK.sub(sub, page)
 

@@ -18,17 +18,25 @@
 # 250K random reads, wait. parse_log.py counts merges, move operations and bytes from the
 # LOG; summarize.py prints rounds and medians.
 set -e
+if [ $# -lt 2 ] || [ -z "$1" ] || [ -z "$2" ]; then
+  echo "usage: $0 SRC WORK [RATE] [ROUNDS]" >&2
+  exit 2
+fi
 SRC=$(cd "$1" && pwd); WORK=$2; RATE=${3:-15000}; ROUNDS=${4:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK/runs"
 WORK=$(cd "$WORK" && pwd)
+case "$WORK/" in
+  "$SRC"/*) echo "$0: WORK must be outside SRC" >&2; exit 2 ;;
+esac
 if [ ! -f "$WORK/driver" ]; then
   rm -rf "$WORK/src" && cp -r "$SRC" "$WORK/src"
-  (cd "$WORK/src" && patch -p1 < "$HERE/patch-scale-1-40.diff" \
+  (cd "$WORK/src" && patch -p1 --forward --batch < "$HERE/patch-scale-1-40.diff" \
     && autoreconf -fi && ./configure --disable-shared CXXFLAGS="-O2 -g -DNDEBUG" \
     && make -j2 libhyperleveldb.la)
   g++ -O2 -std=c++11 -pthread -DLEVELDB_PLATFORM_POSIX -DHAVE_CONFIG_H -I"$WORK/src" \
-    "$HERE/driver.cc" "$WORK/src/.libs/libhyperleveldb.a" -o "$WORK/driver"
+    "$HERE/driver.cc" "$WORK/src/.libs/libhyperleveldb.a" \
+    $(sed -n 's/^SNAPPY_LIBS = //p' "$WORK/src/Makefile") -o "$WORK/driver"
 fi
 cd "$WORK"
 names=""

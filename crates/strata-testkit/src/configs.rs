@@ -118,8 +118,8 @@ pub fn configs() -> Vec<Config> {
             name: "hyperleveldb-1.0",
             build: |_, fs| small(Options::hyperleveldb_1_0(), fs),
         },
-        // No write slowdown at all (1.0/1.1's write path): L0 grows while the level thread
-        // is behind, bounded only by the memtables' flushes.
+        // No write slowdown at all (1.0/1.1's write path): nothing bounds L0 while the
+        // level thread is behind (the pending-bytes hard limit is far out of reach here).
         Config {
             name: "hyperleveldb-1.1",
             build: |_, fs| small(Options::hyperleveldb_1_1(), fs),

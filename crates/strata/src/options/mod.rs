@@ -997,6 +997,13 @@ mod tests {
         assert!(e.to_string().contains("l0_layout"), "{e}");
         assert!(d.set("write_buffer_size", "-1").is_err());
         assert!(d.set("wal_dir", "").is_err(), "an empty path is no path");
+        let e = Options {
+            value_dir: Some(PathBuf::new()),
+            ..Options::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("Options::value_dir:"), "{e}");
         assert_eq!(d.to_text(), before);
         // A value with blanks around it reads as the text's line would.
         d.set("l0_layout", " matrix ").unwrap();

@@ -87,7 +87,8 @@ impl Options {
     /// and sizes) with 1.0/1.1's write path, which slows no write down (its L0 triggers are
     /// declared and unused: writers wait only for a full memtable's flush), and its read
     /// rule, a table's seek allowance counted only after 50 straight reads. Not modelled:
-    /// its third ("optimistic") compaction thread. docs/design/baselines.md.
+    /// its third ("optimistic") compaction thread. Writes still stop at the pending-bytes
+    /// hard limit (`hard_pending_compaction_bytes_limit`). docs/design/baselines.md.
     pub fn hyperleveldb_1_1() -> Self {
         Options {
             level0_slowdown_writes_trigger: usize::MAX,

@@ -33,6 +33,18 @@ impl Options {
                 "must be >= level0_slowdown_writes_trigger",
             );
         }
+        for (field, dir) in [
+            ("wal_dir", &self.wal_dir),
+            ("level_dir", &self.level_dir),
+            ("pmem_dir", &self.pmem_dir),
+            ("value_dir", &self.value_dir),
+        ] {
+            if dir.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
+                // An empty path names the current directory of whoever opens next: files
+                // written there would not be found from another one.
+                return bad(field, "is empty: give a directory, or None");
+            }
+        }
         if self.wal_in_pmem && self.wal_dir.is_some() {
             return bad(
                 "wal_in_pmem",
