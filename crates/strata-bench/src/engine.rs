@@ -185,8 +185,13 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
         o.pmem_dir = Some(d.into());
     }
     o.value_dir = flags.value_dir.as_ref().map(Into::into);
-    // Every other strata option, by name.
+    // Every other strata option, by name; and the bench's compaction filters, which no
+    // text can name in the engine (a filter is code).
     for (name, value) in &flags.options {
+        if name == "compaction_filter" {
+            o.compaction_filter = bench_filter(value)?;
+            continue;
+        }
         o.set(name, value)
             .map_err(|e| format!("--{name}: {}", e.message()))?;
     }
@@ -217,6 +222,36 @@ pub fn strata_options(flags: &Flags) -> Result<strata::Options, String> {
     }
     o.validate().map_err(message)?;
     Ok(o)
+}
+
+/// `--compaction_filter=none|keep|keep-read`: no filter, one that keeps every entry, or
+/// one that also reads every value first (separated ones from their store): what a filter
+/// costs a flush and a compaction beside what it decides.
+fn bench_filter(v: &str) -> Result<Option<Arc<dyn strata::CompactionFilter>>, String> {
+    struct Keep(bool);
+    impl strata::CompactionFilter for Keep {
+        fn name(&self) -> &str {
+            if self.0 {
+                "keep-read"
+            } else {
+                "keep"
+            }
+        }
+        fn filter(&self, e: &strata::FilterEntry<'_>) -> strata::Decision {
+            if self.0 {
+                std::hint::black_box(e.value().map(<[u8]>::len).unwrap_or(0));
+            }
+            strata::Decision::Keep
+        }
+    }
+    match v {
+        "none" => Ok(None),
+        "keep" => Ok(Some(Arc::new(Keep(false)))),
+        "keep-read" => Ok(Some(Arc::new(Keep(true)))),
+        _ => Err(format!(
+            "--compaction_filter={v}: it takes one of none, keep, keep-read"
+        )),
+    }
 }
 
 impl StrataEngine {

@@ -273,6 +273,10 @@ fn bench_spelling(name: &str, v: &str) -> Result<String, String> {
 
 /// `--name=v` as a strata option, checked by the engine's parser.
 fn strata_option(name: &str, v: &str) -> Result<(String, String), String> {
+    if name == "compaction_filter" {
+        // Code, not an option's text: `engine::strata_options` makes it.
+        return Ok((name.to_string(), v.to_string()));
+    }
     let v = bench_spelling(name, v)?;
     match strata::Options::default().set(name, &v) {
         Ok(()) => Ok((name.to_string(), v)),
@@ -518,6 +522,8 @@ strata-only flags:
   --hash_gc_memory=BYTES                 (preset hashkv: a group step's files in memory at once)
   --hash_when_full=refuse|grow           (preset hashkv; refuse: a full store fails new values)
   --value_read_ahead=N  separated values a forward scan reads ahead (0: off)
+  --compaction_filter=none|keep|keep-read  a filter keeping every entry (keep-read: after
+                         reading its value): what a compaction filter costs
   --memtable_filter_ratio=F  memtable key filter, a fraction of the write buffer (0: off)
   --l0_layout=flat|buckets|matrix (default: the preset's)
   --matrix_container_size=BYTES --matrix_receiver_percent=N --matrix_column_tables=N --matrix_hints=0|1

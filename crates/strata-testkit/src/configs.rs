@@ -18,6 +18,21 @@ pub struct Config {
     pub build: fn(&Path, Arc<dyn Fs>) -> Options,
 }
 
+/// A compaction filter that reads each value offered and keeps it (a value it cannot read
+/// fails the job).
+struct KeepAll;
+
+impl strata::CompactionFilter for KeepAll {
+    fn name(&self) -> &str {
+        "keep-all"
+    }
+
+    fn filter(&self, e: &strata::FilterEntry<'_>) -> strata::Decision {
+        let _ = e.value();
+        strata::Decision::Keep
+    }
+}
+
 /// The `hashkv` configuration: HashKV's store at `small`'s sizes.
 fn small_hashkv(dir: &Path, fs: Arc<dyn Fs>) -> Options {
     Options {
@@ -164,6 +179,19 @@ pub fn configs() -> Vec<Config> {
             build: |dir, fs| Options {
                 min_blob_size: 100,
                 value_dir: Some(dir.join("values")),
+                ..small(Options::blob(), fs)
+            },
+        },
+        // `blob` with a compaction filter that reads every value it is offered (separated
+        // ones from their blob files) and keeps it: every result is `blob`'s, while each
+        // flush and compaction takes the filtering path (snapshots taken meanwhile pin
+        // their read view).
+        Config {
+            name: "blob-keep-filter",
+            build: |dir, fs| Options {
+                min_blob_size: 100,
+                value_dir: Some(dir.join("values")),
+                compaction_filter: Some(Arc::new(KeepAll)),
                 ..small(Options::blob(), fs)
             },
         },

@@ -9,6 +9,7 @@
 
 mod bg;
 mod compact;
+mod filter;
 mod flush;
 mod iter;
 pub(crate) mod open;
@@ -449,7 +450,16 @@ impl DbInner {
     /// the older sequence sees the old pointer, the newer super version no longer holds its
     /// file (a `Corruption` on a healthy database; `tests/value_log.rs`,
     /// `reads_race_value_log_gc`). A snapshot's files stay while it is registered.
+    /// A snapshot taken while a compaction filter ran reads the view it pinned.
     pub fn read_view(&self, snapshot: Option<&Snapshot>) -> (SeqNo, Arc<SuperVersion>) {
+        if let Some(s) = snapshot {
+            if let Some(v) = s
+                .view()
+                .and_then(|v| v.clone().downcast::<SuperVersion>().ok())
+            {
+                return (s.sequence(), v);
+            }
+        }
         let st = lock(&self.state);
         let seq = snapshot.map_or_else(|| self.visible_sequence(), Snapshot::sequence);
         (seq, st.super_version.clone())
@@ -459,8 +469,15 @@ impl DbInner {
     /// what it reads (the sequence is read under the snapshot list's lock: compaction and
     /// the value log's GC read that list after their own writes are visible, so they
     /// either see this snapshot or it sees their writes).
+    /// While a job runs a compaction filter, the snapshot pins the super version current
+    /// at its sequence (read under the state lock, as `read_view` reads them: it holds
+    /// every write at or below it), and reads it for as long as it lives.
     pub fn snapshot(self: &Arc<Self>) -> Snapshot {
-        self.snapshots.take_with(|| self.visible_sequence())
+        let st = lock(&self.state);
+        self.snapshots.take_with(
+            || self.visible_sequence(),
+            || st.super_version.clone() as crate::snapshot::View,
+        )
     }
 
     /// Rebuilds the super version after `mem`, `imms` or the version changed, and tells the

@@ -17,6 +17,7 @@ mod cache;
 mod coalesce;
 mod coding;
 mod compaction;
+mod compaction_filter;
 mod db;
 mod error;
 mod file_meta;
@@ -46,6 +47,7 @@ mod vstore;
 mod wal;
 
 pub use batch::WriteBatch;
+pub use compaction_filter::{CompactionFilter, Decision, FilterEntry, FilterReason};
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{

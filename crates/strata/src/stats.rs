@@ -34,6 +34,7 @@ pub struct Stats {
     pub(crate) idle_compactions: AtomicU64,
     pub(crate) value_gc_compactions: AtomicU64,
     pub(crate) value_bytes_relocated: AtomicU64,
+    pub(crate) filtered_entries: AtomicU64,
     pub(crate) value_gc_runs: AtomicU64,
     pub(crate) value_gc_bytes_read: AtomicU64,
     pub(crate) value_read_aheads: AtomicU64,
@@ -228,6 +229,8 @@ pub struct StatsSnapshot {
     /// Bytes of live values moved out of collected value files (by compactions for blob
     /// files, by the value log's GC).
     pub value_bytes_relocated: u64,
+    /// Entries the compaction filter removed or changed (`Options::compaction_filter`).
+    pub filtered_entries: u64,
     /// Value-log segments the value log's GC collected.
     pub value_gc_runs: u64,
     /// Bytes the value log's GC read.
@@ -439,6 +442,7 @@ impl Stats {
             idle_compactions: l(&self.idle_compactions),
             value_gc_compactions: l(&self.value_gc_compactions),
             value_bytes_relocated: l(&self.value_bytes_relocated),
+            filtered_entries: l(&self.filtered_entries),
             value_gc_runs: l(&self.value_gc_runs),
             value_gc_bytes_read: l(&self.value_gc_bytes_read),
             value_read_aheads: l(&self.value_read_aheads),

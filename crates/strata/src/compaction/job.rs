@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::picker::Compaction;
+use crate::compaction_filter::{Filtering, Outcome};
 use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
@@ -45,6 +46,8 @@ pub struct CompactionOutput {
     pub new_value_files: Vec<ValueFile>,
     /// Bytes of values moved.
     pub relocated_bytes: u64,
+    /// Entries the compaction filter removed or changed.
+    pub filtered: u64,
 }
 
 /// Moves the live values a compaction meets in value files being collected into a new
@@ -87,6 +90,8 @@ pub struct CompactionJob<'a> {
     pub should_stop: &'a dyn Fn() -> bool,
     /// Value files being collected, if any.
     pub relocate: Option<Relocate<'a>>,
+    /// The compaction filter, if one is configured.
+    pub filter: Option<Filtering<'a>>,
 }
 
 /// Where a compaction stands among its grandparents, for cutting its outputs.
@@ -180,6 +185,8 @@ impl CompactionJob<'_> {
         let upper = c.upper_range();
         let mut cuts = Cuts::new(c, self.cut, upper.as_ref());
         let mut moved = Vec::new();
+        let mut changed: Vec<u8>;
+        let mut changed_key = Vec::new();
         let mut syncer = TableSyncer::default();
         input.seek_to_first();
         while input.valid() {
@@ -226,6 +233,38 @@ impl CompactionJob<'_> {
                 input.next();
                 continue;
             }
+            // The compaction filter's word: a removed entry leaves a tombstone, unless no
+            // snapshot needs older versions and nothing below can hold the key (then the
+            // key is gone, as an obsolete tombstone is); a changed one a put of its value.
+            let (mut ikey, mut kind, mut value) = (ikey, p.kind, input.value());
+            let outcome = match self.filter.as_mut() {
+                Some(f) => f.decide(p.user_key, p.seq, p.kind, value)?,
+                None => Outcome::Keep,
+            };
+            if outcome != Outcome::Keep {
+                out.filtered += 1;
+                if p.kind == ValueKind::Pointer {
+                    out.dropped_values.add(value);
+                }
+                (kind, value) = match outcome {
+                    Outcome::Change(v) => {
+                        changed = v;
+                        (ValueKind::Put, changed.as_slice())
+                    }
+                    _ => (ValueKind::Delete, &[][..]),
+                };
+                if kind == ValueKind::Delete
+                    && !self.filter.as_ref().is_some_and(Filtering::has_snapshots)
+                    && !self.version.key_may_exist_below(c.output_level, p.user_key)
+                {
+                    out.dropped += 1;
+                    input.next();
+                    continue;
+                }
+                changed_key.clear();
+                key::append_internal_key(&mut changed_key, p.user_key, p.seq, kind);
+                ikey = &changed_key;
+            }
             if current.is_none() {
                 let number = (self.new_file_number)();
                 let path = self.placement.table_path(number, path_id);
@@ -237,12 +276,11 @@ impl CompactionJob<'_> {
                     oldest: OldestValueFile::default(),
                 });
             }
-            let mut value = input.value();
-            if p.kind == ValueKind::Pointer && self.relocated(&p, value, &mut moved, &mut out)? {
+            if kind == ValueKind::Pointer && self.relocated(&p, value, &mut moved, &mut out)? {
                 value = &moved;
             }
             if let Some(o) = current.as_mut() {
-                o.oldest.note_entry(p.kind, value);
+                o.oldest.note_entry(kind, value);
                 o.builder.add(ikey, value)?;
             }
             input.next();

@@ -539,5 +539,36 @@ pub fn pick_manual(
     Some(c)
 }
 
+/// A manual rewrite of one table of `level` in place (its outputs replace it in the same
+/// level), for a compaction filter to see what is already as deep as data goes (RocksDB's
+/// bottommost-level compaction when a filter is set). One table at a time: the outputs
+/// then stay within its key range, where no other job can write meanwhile (a job writing
+/// that range of `level` would have the table among its inputs), while several tables
+/// rewritten together could be cut across a gap between them that a concurrent job fills.
+/// `None` if the table is busy or gone.
+pub fn pick_rewrite(ctx: &PickContext<'_>, level: usize, number: FileNumber) -> Option<Compaction> {
+    if level == 0 {
+        return None;
+    }
+    let f = ctx
+        .version
+        .files(level)
+        .iter()
+        .find(|f| f.number == number)?;
+    if ctx.busy.contains(&number) {
+        return None;
+    }
+    Some(Compaction {
+        level,
+        output_level: level,
+        inputs: vec![f.clone()],
+        l0_part: None,
+        next_inputs: Vec::new(),
+        grandparents: Vec::new(),
+        trivial_move: false,
+        reason: CompactionReason::Manual,
+    })
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use super::{lock, DbInner};
 use crate::compaction::job::Relocate;
 use crate::compaction::picker::{self, Compaction, PickContext};
 use crate::compaction::{sizing, CompactionJob};
+use crate::compaction_filter::FilterReason;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber, FileType};
 use crate::fs::DurableFirst;
@@ -171,7 +172,18 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         sync.wait_all()?;
         let version = db.super_version().version.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
-        let snapshots = db.snapshots.sequences();
+        // With a compaction filter, held until the result is installed.
+        let (snapshots, _filtering) = db.job_snapshots();
+        let env = super::filter::JobEnv {
+            db,
+            version: &version,
+        };
+        let filter = env.filtering(
+            FilterReason::Compaction {
+                output_level: c.output_level,
+            },
+            &snapshots,
+        );
         let mut new_number = || {
             let n = lock(&db.versions).new_output_number();
             outputs.push(n);
@@ -193,6 +205,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             new_file_number: &mut new_number,
             should_stop: &stop,
             relocate: relocation(db, &version),
+            filter,
         };
         let result = job.run().and_then(|out| {
             for f in &out.files {
@@ -213,6 +226,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             edit.new_files.push((c.output_level, f));
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
+        Stats::add(&db.stats.filtered_entries, out.filtered);
         let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
@@ -293,10 +307,71 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     for level in 0..deepest {
         compact_level(db, level, lo, hi)?;
     }
+    if db.opts.compaction_filter.is_some() {
+        rewrite_level(db, deepest, lo, hi)?;
+    }
     // A level a background compaction emptied while this one waited returns without a job
     // of its own; that job's thread deletes its inputs only after waking us. The caller
     // expects the compacted files gone when this returns, as `wait_for_compactions` does.
     db.delete_obsolete_files();
+    Ok(())
+}
+
+/// Rewrites, one at a time and in place, every table of `level` overlapping [`lo`, `hi`]
+/// when the range's manual compaction began (those that a job has rewritten since are
+/// left), so that the compaction filter is offered what is already at the deepest level.
+/// Errors poison the database.
+fn rewrite_level(db: &DbInner, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+    let tables: Vec<FileNumber> = {
+        let v = db.super_version().version.clone();
+        v.manual_inputs(level, lo, hi)
+            .iter()
+            .map(|f| f.number)
+            .collect()
+    };
+    for number in tables {
+        let picked = loop {
+            let versions = lock(&db.versions);
+            let mut st = lock(&db.state);
+            if let Some(e) = &st.bg_error {
+                return Err(e.clone());
+            }
+            if db.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorKind::Closed, "database is closing"));
+            }
+            let v = versions.current();
+            if !v.files(level).iter().any(|f| f.number == number) {
+                break None; // rewritten or moved meanwhile
+            }
+            let ctx = PickContext {
+                version: &v,
+                opts: &db.opts,
+                busy: &st.busy,
+                compact_pointers: &[],
+                placement: &db.placement,
+                straight_reads: 0,
+                idle: false,
+            };
+            if let Some(c) = picker::pick_rewrite(&ctx, level, number) {
+                st.start_compaction(&c);
+                break Some(c);
+            }
+            // Busy in a background compaction: wait for progress.
+            drop(versions);
+            drop(
+                db.done_cv
+                    .wait(st)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+        };
+        if let Some(c) = picked {
+            let r = db.run_compaction(c);
+            if let Err(e) = &r {
+                db.poison(e);
+            }
+            r?;
+        }
+    }
     Ok(())
 }
 

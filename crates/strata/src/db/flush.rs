@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::{lock, DbInner};
+use crate::compaction_filter::FilterReason;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
 use crate::fs::DurableFirst;
@@ -60,12 +61,20 @@ impl DbInner {
             outputs.push(n);
             n
         };
+        // With a compaction filter, held until the result is installed (every snapshot
+        // taken meanwhile reads the view it was taken on).
+        let (snapshots, _filtering) = self.job_snapshots();
+        let env = super::filter::JobEnv {
+            db: self,
+            version: &base,
+        };
+        let filter = env.filtering(FilterReason::Flush, &snapshots);
         let mut job = Ingest {
             fs: &*self.fs,
             placement: &self.placement,
             path_id,
             table_opts: TableOptions::from(&self.opts),
-            snapshots: self.snapshots.sequences(),
+            snapshots,
             new_file_number: &mut new_number,
             values: self.values.flush_separator(self.opts.min_blob_size, &base),
             dropped_values: Default::default(),
@@ -75,6 +84,7 @@ impl DbInner {
             // manifest next (docs/design/core-engine.md, "A flush's tables are synced with
             // its record").
             durable_first: Some(DurableFirst::default()),
+            filter,
         };
         let mut run = || -> Result<_> {
             let ingested = layout.ingest(&mut job, &mem, base.files(0))?;
@@ -97,6 +107,9 @@ impl DbInner {
         let result = run();
         if result.is_err() {
             job.discard_staged();
+        }
+        if let Some(f) = &job.filter {
+            Stats::add(&self.stats.filtered_entries, f.removed + f.changed);
         }
         let mut first = job.durable_first.take().unwrap_or_default();
         // The edit names the next memtable's WAL as the oldest one needed (its log number),

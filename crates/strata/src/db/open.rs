@@ -1350,6 +1350,8 @@ fn flush_recovered(
         stage: false,
         staged: Vec::new(),
         durable_first: None,
+        // (Not at recovery: the entries are offered at their first compaction.)
+        filter: None,
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
     edit.new_value_files.extend(job.finish_values()?);

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 
 pub use flat::Flat;
 
+use crate::compaction_filter::{Filtering, Outcome};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
@@ -749,6 +750,8 @@ pub(crate) struct Ingest<'a> {
     /// for the manifest to make durable before the record naming them (a live flush:
     /// `VersionSet::log_and_apply_unsynced`); `None`: sync them here (recovery at open).
     pub durable_first: Option<DurableFirst>,
+    /// The compaction filter, if one is configured (a live flush; not at recovery).
+    pub filter: Option<Filtering<'a>>,
 }
 
 impl Ingest<'_> {
@@ -824,6 +827,8 @@ impl Ingest<'_> {
         }
         let mut pointer_key = Vec::new();
         let mut pointer = Vec::new();
+        let mut changed_key = Vec::new();
+        let mut changed: Vec<u8>;
         let mut oldest = OldestValueFile::default();
         while it.valid() {
             let p = key::parse(it.key())
@@ -836,6 +841,28 @@ impl Ingest<'_> {
                     self.dropped_values.add(it.value());
                 }
             } else {
+                // The compaction filter's word: a removed entry leaves a tombstone (older
+                // versions may be below), a changed one a put of its new value.
+                let (mut kind, mut value, mut ikey) = (p.kind, it.value(), it.key());
+                let outcome = match self.filter.as_mut() {
+                    Some(f) => f.decide(p.user_key, p.seq, p.kind, value)?,
+                    None => Outcome::Keep,
+                };
+                if outcome != Outcome::Keep {
+                    if p.kind == ValueKind::Pointer {
+                        self.dropped_values.add(it.value());
+                    }
+                    (kind, value) = match outcome {
+                        Outcome::Change(v) => {
+                            changed = v;
+                            (ValueKind::Put, changed.as_slice())
+                        }
+                        _ => (ValueKind::Delete, &[][..]),
+                    };
+                    changed_key.clear();
+                    key::append_internal_key(&mut changed_key, p.user_key, p.seq, kind);
+                    ikey = &changed_key;
+                }
                 if !begun {
                     sink.begin(&mut *self.new_file_number)?;
                     begun = true;
@@ -844,10 +871,10 @@ impl Ingest<'_> {
                     Some(v) => v.separate(
                         &mut *self.new_file_number,
                         crate::value::FlushEntry {
-                            kind: p.kind,
+                            kind,
                             seq: p.seq,
                             user_key: p.user_key,
-                            value: it.value(),
+                            value,
                         },
                     )?,
                     None => None,
@@ -867,8 +894,8 @@ impl Ingest<'_> {
                         sink.add(&pointer_key, &pointer)?;
                     }
                     None => {
-                        oldest.note_entry(p.kind, it.value());
-                        sink.add(it.key(), it.value())?;
+                        oldest.note_entry(kind, value);
+                        sink.add(ikey, value)?;
                     }
                 }
             }

@@ -636,6 +636,11 @@ pub struct Options {
     /// property and `strata check` still report it). The `strata` tool and strata-server
     /// print these lines on stderr.
     pub info_log: Option<InfoLog>,
+    /// A rule asked for each entry a flush or compaction writes: keep it, remove it, or
+    /// change its value (docs/design/compaction-filters.md says what it is offered: the
+    /// newest version of a key, above every live snapshot). Defaults to `None`. Not kept in
+    /// the OPTIONS file: give it at every open.
+    pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
 }
 
 /// A sink for the engine's informational lines ([`Options::info_log`]).
@@ -687,6 +692,13 @@ impl std::fmt::Debug for Options {
             .field("coalesce_group_size", &self.coalesce_group_size)
             .field("coalesce_gc_ratio", &self.coalesce_gc_ratio)
             .field("fs", &self.fs)
+            .field(
+                "compaction_filter",
+                &self
+                    .compaction_filter
+                    .as_ref()
+                    .map(|f| f.name().to_string()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -775,6 +787,7 @@ impl Default for Options {
             max_manifest_file_size: 64 * MIB as u64,
             fs: Arc::new(RealFs::new()),
             info_log: None,
+            compaction_filter: None,
         }
     }
 }

@@ -373,7 +373,7 @@ impl Options {
 
     /// The options as the text of an `OPTIONS` file (docs/format/options.md): one
     /// `name = value` line per field, in declaration order; `none` for an unset optional
-    /// field. Neither the file system nor `info_log` is recorded. [`Options::from_text`]
+    /// field. Neither the file system, `info_log` nor the compaction filter is recorded. [`Options::from_text`]
     /// reads it back (a later line for a name overrides an earlier one).
     pub fn to_text(&self) -> String {
         // Every field is named here, so a new option cannot be forgotten: the pattern
@@ -460,6 +460,7 @@ impl Options {
             max_manifest_file_size,
             fs: _,
             info_log: _,
+            compaction_filter: _,
         } = self;
         use std::fmt::Write as _;
         let mut out = String::from(

@@ -67,6 +67,13 @@ pub trait ValueFormat: Sync {
     fn compaction_collects(&self, _f: &ValueFile, _opts: &Options) -> bool {
         false
     }
+    /// Whether the store's GC judges a value live from its own records rather than from
+    /// the LSM's entries (the hash store): a flush or compaction then does not offer its
+    /// pointers to the compaction filter, since a pointer the filter removed or changed
+    /// would still be live to the GC, which would write it back.
+    fn liveness_from_records(&self) -> bool {
+        false
+    }
 
     // --- Its manifest records ---
 

@@ -253,6 +253,10 @@ impl ValueFormat for HashStore {
         ID
     }
 
+    fn liveness_from_records(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "hash store"
     }

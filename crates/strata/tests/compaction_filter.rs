@@ -1,0 +1,302 @@
+//! Compaction filters (`Options::compaction_filter`, docs/design/compaction-filters.md)
+//! under every named configuration: what a filter removes or changes is gone or changed for
+//! every reader once a compaction has offered it, never for a version a live snapshot sees
+//! (including a snapshot taken while the job runs), separated values offered as values, and
+//! a filter may read the database from inside the job.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use strata::fs::{Fs, MemFs};
+use strata::{CompactionFilter, Db, Decision, FilterEntry, ReadOptions};
+use strata_testkit::configs::{configs, Config};
+use strata_testkit::model::assert_db_matches;
+
+/// Removes values starting with `x`, changes those starting with `c` to `C` and the rest.
+/// Idempotent: what it writes it keeps.
+struct Rule;
+
+impl CompactionFilter for Rule {
+    fn name(&self) -> &str {
+        "rule"
+    }
+
+    fn filter(&self, e: &FilterEntry<'_>) -> Decision {
+        match e.value() {
+            Ok(v) if v.starts_with(b"x") => Decision::Remove,
+            Ok(v) if v.starts_with(b"c") => Decision::Change([b"C", &v[1..]].concat()),
+            _ => Decision::Keep,
+        }
+    }
+}
+
+/// What `Rule` makes of `v` once offered.
+fn filtered(v: &[u8]) -> Option<Vec<u8>> {
+    match v.first() {
+        Some(b'x') => None,
+        Some(b'c') => Some([b"C", &v[1..]].concat()),
+        _ => Some(v.to_vec()),
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:05}", (i * 7919) % 1500).into_bytes()
+}
+
+/// A value of write `i`: removed, changed or kept by `Rule`, small or large (the stores
+/// separate values from 100 bytes in the named configurations).
+fn value(i: u64) -> Vec<u8> {
+    let lead = ["x", "c", "k"][(i % 3) as usize];
+    let pad = if i.is_multiple_of(4) { 300 } else { (i % 40) as usize };
+    format!("{lead}{i}-{}", "p".repeat(pad)).into_bytes()
+}
+
+fn open(config: &Config, fs: &Arc<dyn Fs>, filter: Arc<dyn CompactionFilter>) -> Db {
+    let mut opts = (config.build)(Path::new("/db"), fs.clone());
+    opts.compaction_filter = Some(filter);
+    Db::open("/db", opts).unwrap_or_else(|e| panic!("{}: open: {e}", config.name))
+}
+
+/// Whether a configuration writes values to a store that judges liveness from its own
+/// records at write time (the hash store's write-time separation): such values are never
+/// offered by a flush or compaction.
+fn unfiltered_separated(config: &Config, v: &[u8]) -> bool {
+    let opts = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
+    opts.hash_write_time && v.len() >= opts.min_blob_size
+}
+
+#[test]
+fn what_a_filter_removes_or_changes_is_gone_for_every_reader_under_every_config() {
+    for config in configs() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = open(&config, &fs, Arc::new(Rule));
+        let mut written = BTreeMap::new();
+        for i in 0..6_000u64 {
+            let (k, v) = (key(i), value(i));
+            if i.is_multiple_of(17) {
+                db.delete(&k).unwrap();
+                written.remove(&k);
+            } else {
+                db.put(&k, &v).unwrap();
+                written.insert(k, v);
+            }
+        }
+        // Before a full compaction a key reads as written or as filtered.
+        for (k, v) in &written {
+            let got = db.get(k).unwrap();
+            assert!(
+                got.as_ref() == Some(v) || got == filtered(v),
+                "{}: {k:?} read {got:?}",
+                config.name
+            );
+        }
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        let expected: BTreeMap<Vec<u8>, Vec<u8>> = written
+            .iter()
+            .filter_map(|(k, v)| {
+                if unfiltered_separated(&config, v) {
+                    Some((k.clone(), v.clone()))
+                } else {
+                    filtered(v).map(|f| (k.clone(), f))
+                }
+            })
+            .collect();
+        assert_db_matches(&db, &expected);
+        let stats = db.stats();
+        assert!(
+            stats.filtered_entries > 0,
+            "{}: nothing filtered",
+            config.name
+        );
+        db.close().unwrap();
+        // And after a reopen.
+        let db = open(&config, &fs, Arc::new(Rule));
+        assert_db_matches(&db, &expected);
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_filter_is_never_offered_what_a_snapshot_sees() {
+    for config in configs() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = open(&config, &fs, Arc::new(Rule));
+        let old: Vec<(Vec<u8>, Vec<u8>)> = (0..400u64)
+            .map(|i| {
+                (
+                    format!("old{i:04}").into_bytes(),
+                    format!("x-old{i}").into_bytes(),
+                )
+            })
+            .collect();
+        for (k, v) in &old {
+            db.put(k, v).unwrap();
+        }
+        let snap = db.snapshot();
+        for i in 0..400u64 {
+            db.put(format!("new{i:04}"), format!("x-new{i}")).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        let at = ReadOptions {
+            snapshot: Some(snap.clone()),
+            ..ReadOptions::default()
+        };
+        for (k, v) in &old {
+            // The snapshot sees them; so do current reads (their newest version is the
+            // one the snapshot sees).
+            assert_eq!(
+                db.get_opt(&at, k).unwrap().as_ref(),
+                Some(v),
+                "{}",
+                config.name
+            );
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{}", config.name);
+        }
+        for i in 0..400u64 {
+            assert_eq!(
+                db.get(format!("new{i:04}")).unwrap(),
+                None,
+                "{}",
+                config.name
+            );
+        }
+        // Once the snapshot is gone, the next compaction offers them.
+        drop(at);
+        drop(snap);
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        for (k, _) in &old {
+            assert_eq!(db.get(k).unwrap(), None, "{}: {k:?}", config.name);
+        }
+        db.close().unwrap();
+    }
+}
+
+/// Takes a snapshot of the database the first time it is asked (from inside the job), then
+/// acts as `Rule`.
+struct SnapshotInside {
+    db: Mutex<Option<Arc<Db>>>,
+    taken: Mutex<Option<strata::Snapshot>>,
+}
+
+impl CompactionFilter for SnapshotInside {
+    fn name(&self) -> &str {
+        "snapshot-inside"
+    }
+
+    fn filter(&self, e: &FilterEntry<'_>) -> Decision {
+        let mut taken = self.taken.lock().unwrap();
+        if taken.is_none() {
+            if let Some(db) = self.db.lock().unwrap().as_ref() {
+                *taken = Some(db.snapshot());
+            }
+        }
+        drop(taken);
+        Rule.filter(e)
+    }
+}
+
+#[test]
+fn a_snapshot_taken_while_a_filter_runs_reads_as_it_was_taken() {
+    for name in [
+        "default", "matrixkv", "blob", "hashkv", "cleveldb", "ohdb-l0p",
+    ] {
+        let config = strata_testkit::configs::named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let filter = Arc::new(SnapshotInside {
+            db: Mutex::new(None),
+            taken: Mutex::new(None),
+        });
+        let db = Arc::new(open(&config, &fs, filter.clone()));
+        for i in 0..2_000u64 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        // What reads give now (the flushes the writes started filtered some); from now on
+        // the filter takes a snapshot the first time it is asked.
+        db.wait_for_compactions().unwrap();
+        let model: BTreeMap<Vec<u8>, Vec<u8>> = db
+            .iter(ReadOptions::default())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(
+            model.values().any(|v| v.starts_with(b"x")),
+            "{name}: nothing to remove"
+        );
+        *filter.db.lock().unwrap() = Some(db.clone());
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        let snap = filter.taken.lock().unwrap().take().expect("the filter ran");
+        let at = ReadOptions {
+            snapshot: Some(snap),
+            ..ReadOptions::default()
+        };
+        // The snapshot reads what reads gave before it, though the job that took it removed
+        // and changed some since.
+        for (k, v) in &model {
+            assert_eq!(
+                db.get_opt(&at, k).unwrap().as_ref(),
+                Some(v),
+                "{name}: {k:?}"
+            );
+        }
+        let scanned: Vec<(Vec<u8>, Vec<u8>)> = db.iter(at).unwrap().map(|r| r.unwrap()).collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+        assert!(scanned == want, "{name}: the snapshot's scan differs");
+        filter.db.lock().unwrap().take();
+        db.close().unwrap();
+    }
+}
+
+/// Kvrocks's use: members of a collection go when its metadata key is gone, looked up from
+/// inside the filter.
+struct Orphans;
+
+impl CompactionFilter for Orphans {
+    fn name(&self) -> &str {
+        "orphans"
+    }
+
+    fn filter(&self, e: &FilterEntry<'_>) -> Decision {
+        let Some(rest) = e.key().strip_prefix(b"member/") else {
+            return Decision::Keep;
+        };
+        let coll = rest.split(|&b| b == b'/').next().unwrap_or_default();
+        match e.get(&[b"meta/", coll].concat()) {
+            Ok(None) => Decision::Remove,
+            _ => Decision::Keep,
+        }
+    }
+}
+
+#[test]
+fn a_filter_reads_the_database_from_inside_the_job() {
+    for name in ["default", "matrixkv", "wisckey", "cleveldb"] {
+        let config = strata_testkit::configs::named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = open(&config, &fs, Arc::new(Orphans));
+        for coll in ["a", "b"] {
+            db.put(format!("meta/{coll}"), "1").unwrap();
+            for i in 0..500 {
+                db.put(format!("member/{coll}/{i:04}"), format!("{i}").repeat(30))
+                    .unwrap();
+            }
+        }
+        db.delete("meta/a").unwrap();
+        db.compact_range(None, None).unwrap();
+        db.wait_for_compactions().unwrap();
+        let members = |coll: &str| {
+            db.iter(ReadOptions::default())
+                .unwrap()
+                .map(|r| r.unwrap().0)
+                .filter(|k| k.starts_with(format!("member/{coll}/").as_bytes()))
+                .count()
+        };
+        assert_eq!(members("a"), 0, "{name}");
+        assert_eq!(members("b"), 500, "{name}");
+        db.close().unwrap();
+    }
+}
