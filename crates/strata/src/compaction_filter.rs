@@ -20,13 +20,15 @@ use crate::key::{SeqNo, ValueKind};
 
 /// A user's rule for the entries the engine rewrites (RocksDB's `CompactionFilter`).
 ///
-/// Called from the background threads, for one entry at a time, with the entry's newest
-/// version only and never for a version a live snapshot can see; so what it removes or
-/// changes is, for every reader, as if the user had written it at the time the job
-/// installed its result. It is not called for tombstones, for entries that a flush or
-/// compaction drops anyway (hidden by newer versions), on tables moved down a level
-/// without being rewritten, or when the log is replayed at open: an entry it was never
-/// offered stays as written until a later job offers it. It may read the database through
+/// Called from the background threads, for one entry at a time. A flush or compaction
+/// offers a key's newest version in the job only, and never a version a live snapshot can
+/// see; so what the filter removes or changes is, for every reader, as if the user had
+/// written it at the time the job installed its result. A value store's GC step offers the
+/// live values it is about to move and writes the deletion or new value as a new write. It
+/// is not called for tombstones, for entries that a flush or compaction drops anyway
+/// (hidden by newer versions), on tables moved down a level without being rewritten, or
+/// when the log is replayed at open: an entry it was never offered stays as written until
+/// a later job offers it. It may read the database through
 /// [`FilterEntry::get`] (the database as it is when asked; no lock of the engine is held).
 ///
 /// A filter must be deterministic for one key and value as long as the result matters:
@@ -62,6 +64,9 @@ pub enum FilterReason {
         /// The level the job writes.
         output_level: usize,
     },
+    /// A value store's GC step about to move a live value (the value log's, the hash
+    /// store's): a removal or change is written as a new write of the key.
+    ValueGc,
 }
 
 /// What the engine gives a filter of its database: the value behind a pointer, the
@@ -79,7 +84,6 @@ pub(crate) trait FilterEnv {
 /// One entry offered to a filter.
 pub struct FilterEntry<'a> {
     key: &'a [u8],
-    seq: SeqNo,
     reason: FilterReason,
     /// The inline value, or the pointer to resolve.
     raw: &'a [u8],
@@ -92,11 +96,6 @@ impl FilterEntry<'_> {
     /// The user key.
     pub fn key(&self) -> &[u8] {
         self.key
-    }
-
-    /// The entry's sequence number (what `Snapshot::sequence` compares with).
-    pub fn sequence(&self) -> u64 {
-        self.seq.0
     }
 
     /// Which job offers it.
@@ -141,7 +140,6 @@ impl std::fmt::Debug for FilterEntry<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FilterEntry")
             .field("key_len", &self.key.len())
-            .field("seq", &self.seq.0)
             .field("reason", &self.reason)
             .field("separated", &self.separated)
             .finish()
@@ -220,7 +218,6 @@ impl<'a> Filtering<'a> {
         };
         let entry = FilterEntry {
             key: user_key,
-            seq,
             reason: self.reason,
             raw: value,
             separated,

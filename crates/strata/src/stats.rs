@@ -35,6 +35,7 @@ pub struct Stats {
     pub(crate) value_gc_compactions: AtomicU64,
     pub(crate) value_bytes_relocated: AtomicU64,
     pub(crate) filtered_entries: AtomicU64,
+    pub(crate) gc_filtered_entries: AtomicU64,
     pub(crate) value_gc_runs: AtomicU64,
     pub(crate) value_gc_bytes_read: AtomicU64,
     pub(crate) value_read_aheads: AtomicU64,
@@ -231,6 +232,9 @@ pub struct StatsSnapshot {
     pub value_bytes_relocated: u64,
     /// Entries the compaction filter removed or changed (`Options::compaction_filter`).
     pub filtered_entries: u64,
+    /// Of those, the ones a value store's GC step met (and wrote the deletion or new value
+    /// of instead of moving it).
+    pub gc_filtered_entries: u64,
     /// Value-log segments the value log's GC collected.
     pub value_gc_runs: u64,
     /// Bytes the value log's GC read.
@@ -443,6 +447,7 @@ impl Stats {
             value_gc_compactions: l(&self.value_gc_compactions),
             value_bytes_relocated: l(&self.value_bytes_relocated),
             filtered_entries: l(&self.filtered_entries),
+            gc_filtered_entries: l(&self.gc_filtered_entries),
             value_gc_runs: l(&self.value_gc_runs),
             value_gc_bytes_read: l(&self.value_gc_bytes_read),
             value_read_aheads: l(&self.value_read_aheads),

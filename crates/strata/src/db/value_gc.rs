@@ -7,8 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{lock, write, DbInner};
+use crate::compaction_filter::{FilterReason, Outcome};
 use crate::error::Result;
 use crate::key::SeqNo;
+use crate::key::ValueKind;
 use crate::memtable::Lookup;
 use crate::stats::Stats;
 use crate::version::{Version, VersionEdit};
@@ -66,6 +68,27 @@ impl GcContext for GcJob<'_> {
 
     fn snapshot_below(&self, seq: SeqNo) -> bool {
         self.db.snapshots.sequences().iter().any(|&s| s < seq)
+    }
+
+    fn filter(&self, key: &[u8], value: &[u8]) -> Result<Outcome> {
+        if self.db.opts.compaction_filter.is_none() {
+            return Ok(Outcome::Keep);
+        }
+        let version = self.db.super_version().version.clone();
+        let env = super::filter::JobEnv {
+            db: self.db,
+            version: &version,
+        };
+        // (No snapshot is in the way: what the step writes instead is a new write.)
+        let outcome = match env.filtering(FilterReason::ValueGc, &[]) {
+            Some(mut f) => f.decide(key, SeqNo::MAX, ValueKind::Put, value)?,
+            None => Outcome::Keep,
+        };
+        if outcome != Outcome::Keep {
+            Stats::add(&self.db.stats.filtered_entries, 1);
+            Stats::add(&self.db.stats.gc_filtered_entries, 1);
+        }
+        Ok(outcome)
     }
 
     fn apply(&self, mut edit: VersionEdit) -> Result<()> {

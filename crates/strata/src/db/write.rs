@@ -24,6 +24,7 @@ use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::{Stats, WaitCause};
 use crate::wal::LogWriter;
 
+use crate::vstore::Move;
 pub(crate) use crate::vstore::Relocated;
 
 /// How long the writer next behind the leader waits awake (a few spins, then yielding the
@@ -396,10 +397,16 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
             if watched.is_some_and(|w| w.contains(&m.key)) {
                 continue;
             }
-            if m.pointer {
-                batch.put_pointer(&m.key, &m.value);
-            } else {
-                batch.put(&m.key, &m.value);
+            match m.kind {
+                Move::Pointer => {
+                    batch.put_pointer(&m.key, &m.value);
+                }
+                Move::Value => {
+                    batch.put(&m.key, &m.value);
+                }
+                Move::Delete => {
+                    batch.delete(&m.key);
+                }
             }
         }
     }

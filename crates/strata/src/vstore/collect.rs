@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::compaction_filter::Outcome;
 use crate::error::Result;
 use crate::key::SeqNo;
 use crate::memtable::Lookup;
@@ -13,12 +14,41 @@ use super::*;
 
 /// A live value a store's GC moves, written again through the write path unless a user
 /// wrote its key after the GC found it live ([`GcContext::watch`]): a put of the value
-/// (which the configured write-time store may separate), or, with `pointer`, a value the
-/// store already rewrote in its own files, given by its new encoded `ValuePointer`.
+/// (which the configured write-time store may separate), a value the store already
+/// rewrote in its own files, given by its new encoded `ValuePointer`, or the key's
+/// deletion (the compaction filter removed it: [`GcContext::filter`]).
 pub(crate) struct Relocated {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub pointer: bool,
+    pub kind: Move,
+}
+
+/// How a [`Relocated`] key is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// A put of `value`.
+    Value,
+    /// A pointer: `value` is the encoded `ValuePointer`.
+    Pointer,
+    /// A tombstone (`value` is empty).
+    Delete,
+}
+
+impl Relocated {
+    /// What a GC step writes for a live `value` of `key` the compaction filter decided on
+    /// (`outcome`): `None` when the filter keeps it (the store moves it as it would).
+    pub fn filtered(key: &[u8], outcome: Outcome) -> Option<Relocated> {
+        let (value, kind) = match outcome {
+            Outcome::Keep => return None,
+            Outcome::Remove => (Vec::new(), Move::Delete),
+            Outcome::Change(v) => (v, Move::Value),
+        };
+        Some(Relocated {
+            key: key.to_vec(),
+            value,
+            kind,
+        })
+    }
 }
 
 /// What a store's GC job reaches of the database (the database implements it): the store
@@ -60,6 +90,15 @@ pub(crate) trait GcContext {
     fn files(&self) -> &dyn NewValueFiles;
     /// Whether a snapshot below `seq` is live.
     fn snapshot_below(&self, seq: SeqNo) -> bool;
+    /// The compaction filter's decision on the live `value` of `key` that a step is about
+    /// to move (`Keep` without a filter). A removed or changed value is not moved: the
+    /// step writes the key's deletion or its new value through the write path instead
+    /// ([`Relocated::filtered`]), a write like any other, which no snapshot taken before
+    /// it sees, while the files the step replaces stay for the snapshots that read them.
+    ///
+    /// # Errors
+    /// The filter panicked.
+    fn filter(&self, key: &[u8], value: &[u8]) -> Result<Outcome>;
     /// Logs `edit` to the manifest and installs the version it makes; writers paced to
     /// the GC go on.
     ///

@@ -46,7 +46,7 @@ use crate::stats::Stats;
 use crate::sync::lock;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::{
-    files_of, GcContext, GcView, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
+    files_of, GcContext, GcView, Move, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
 };
 
 /// GC starts when the reserve in use passes this fraction of the reserve.
@@ -765,6 +765,16 @@ impl HashGc {
                         },
                     )
                 })?;
+                if !tag {
+                    // A value the compaction filter removes or changes leaves the store:
+                    // the key's deletion or its new value (a put, which the store takes
+                    // at flush like any other) is written instead. (A tag's value is in
+                    // the cold log, whose GC offers it.)
+                    if let Some(f) = Relocated::filtered(&key, ctx.filter(&key, r.value)?) {
+                        moves.push(f);
+                        continue;
+                    }
+                }
                 if !self.configured {
                     // Draining: values leave the store as puts; a tag's value is in the
                     // cold log, which drains by its own GC.
@@ -773,7 +783,7 @@ impl HashGc {
                         moves.push(Relocated {
                             key: key.into_vec(),
                             value: r.value.to_vec(),
-                            pointer: false,
+                            kind: Move::Value,
                         });
                     }
                     continue;
@@ -804,7 +814,7 @@ impl HashGc {
                 moves.push(Relocated {
                     key: key.into_vec(),
                     value: encoded.clone(),
-                    pointer: true,
+                    kind: Move::Pointer,
                 });
             }
             if !self.configured && live.peek().is_some() && !moves.is_empty() {
@@ -873,12 +883,16 @@ impl HashGc {
                 Some(Lookup::Pointer(now)) if now == encoded => {}
                 _ => continue,
             }
+            if let Some(f) = Relocated::filtered(r.key, ctx.filter(r.key, r.value)?) {
+                moves.push(f);
+                continue;
+            }
             moved_bytes += r.value.len() as u64;
             if !self.configured {
                 moves.push(Relocated {
                     key: r.key.to_vec(),
                     value: r.value.to_vec(),
-                    pointer: false,
+                    kind: Move::Value,
                 });
                 continue;
             }
@@ -889,7 +903,7 @@ impl HashGc {
             moves.push(Relocated {
                 key: r.key.to_vec(),
                 value: encoded.clone(),
-                pointer: true,
+                kind: Move::Pointer,
             });
         }
         out.finish(cold.take(), SegmentKind::Cold)?;

@@ -10,6 +10,9 @@
 //! write is durable leaves the tail as it was; after it, before the removal is logged, the
 //! next GC finds nothing live in the tail (the replayed write points elsewhere) and removes
 //! it; after the removal, open deletes the file the manifest no longer names.
+//!
+//! A live value the compaction filter removes or changes is not moved: the key's deletion
+//! or its new value is written instead (`GcContext::filter`).
 
 use std::sync::Mutex;
 
@@ -23,7 +26,7 @@ use crate::stats::Stats;
 use crate::sync::lock;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::{
-    files_of, GcContext, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
+    files_of, GcContext, Move, Relocated, Store, StoreEnv, ValueFile, ValueGc, ValuePointer,
 };
 
 /// The value log's GC job of one database.
@@ -91,11 +94,15 @@ impl LogGc {
             from.encode_to(&mut encoded);
             if let Some(Lookup::Pointer(now)) = ctx.newest_entry(r.key)? {
                 if now == encoded {
+                    if let Some(f) = Relocated::filtered(r.key, ctx.filter(r.key, r.value)?) {
+                        moved.push(f);
+                        continue;
+                    }
                     moved_bytes += r.value.len() as u64;
                     moved.push(Relocated {
                         key: r.key.to_vec(),
                         value: r.value.to_vec(),
-                        pointer: false,
+                        kind: Move::Value,
                     });
                 }
             }
