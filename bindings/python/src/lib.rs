@@ -593,6 +593,13 @@ impl DB {
         py.allow_threads(|| db.flush()).map_err(err)
     }
 
+    /// Writes a consistent, openable copy of the database to the new directory `path`
+    /// (`Db::checkpoint`: tables linked where the file system allows).
+    fn checkpoint(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let db = self.get_db()?;
+        py.allow_threads(|| db.checkpoint(&path)).map_err(err)
+    }
+
     /// Compacts `start..=stop` (everything by default) and waits for it.
     #[pyo3(signature = (start=None, stop=None))]
     fn compact_range(

@@ -154,6 +154,27 @@ def test_options_and_presets(path, tmp_path):
         strata.DB(path + "5", create_if_missing=True, compression="zstd")
 
 
+def test_checkpoint_is_an_openable_copy_of_one_instant(path, tmp_path):
+    target = str(tmp_path / "ckpt")
+    with strata.DB(path, create_if_missing=True, preset="blob", min_blob_size=64,
+                   value_dir=str(tmp_path / "v")) as db:
+        for i in range(2000):
+            db.put(b"k%05d" % i, b"%d" % i * 30)
+        db.checkpoint(target)
+        db.put(b"after", b"1")
+        with pytest.raises(strata.InvalidArgumentError):
+            db.checkpoint(target)
+    with strata.DB(target) as c:
+        assert sum(1 for _ in c.iterator()) == 2000
+        assert c.get(b"k00042") == b"42" * 30
+        assert c.get(b"after") is None
+    with strata.DB(path + "m", create_if_missing=True, preset="wisckey", min_blob_size=64) as db:
+        db.put(b"big", b"x" * 1000)
+        with pytest.raises(strata.NotSupportedError):
+            db.checkpoint(str(tmp_path / "refused"))
+    assert not os.path.exists(str(tmp_path / "refused"))
+
+
 def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp_path):
     values, levels = str(tmp_path / "values"), str(tmp_path / "levels")
     big = lambda i: (b"%d:" % i) * 60

@@ -215,6 +215,19 @@ fn cli() -> Command {
         )))
         .subcommand(db_args(Command::new("flush").about("Write the memtable out as tables")))
         .subcommand(db_args(
+            Command::new("checkpoint")
+                .about(
+                    "Write a consistent, openable copy of the database to a new directory \
+                     (tables linked where the file system allows)",
+                )
+                .arg(
+                    Arg::new("target")
+                        .required(true)
+                        .value_name("NEW_DIR")
+                        .help("The new directory (must not exist; its parent must)"),
+                ),
+        ))
+        .subcommand(db_args(
             Command::new("compact")
                 .about("Compact the key range (all keys by default) down the levels, and wait")
                 .arg(
@@ -531,6 +544,10 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         "dump" => dump(&db, m, &mut out, cx)?,
         "load" => load_command(&db, m, &mut out, cx)?,
         "flush" => db.flush()?,
+        "checkpoint" => {
+            let target = m.get_one::<String>("target").expect("required");
+            db.checkpoint(target)?;
+        }
         "compact" => compact(&db, m)?,
         "property" => property(&db, m, &mut out, cx)?,
         "info" | "stats" => info(&db, name, recorded, &mut out, cx)?,

@@ -281,6 +281,28 @@ fn dump_and_load_round_trip_every_byte() {
 }
 
 #[test]
+fn checkpoint_writes_an_openable_copy_and_refuses_a_target_that_exists() {
+    let dir = temp_dir("checkpoint");
+    let db = dir.join("db");
+    let (db, ckpt) = (db.to_str().unwrap(), dir.join("ckpt"));
+    let ckpt = ckpt.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k1", "v1"]);
+    ok(&["checkpoint", "--db", db, ckpt]);
+    ok(&["put", "--db", db, "k2", "v2"]);
+    assert_eq!(ok(&["get", "--db", ckpt, "k1"]), "v1\n");
+    let o = strata(&["get", "--db", ckpt, "k2"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let o = strata(&["checkpoint", "--db", db, ckpt]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("exists"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn flush_compact_property_info_stats() {
     let dir = temp_dir("admin");
     let db = dir.to_str().unwrap();

@@ -8,6 +8,7 @@
 //! `Db` is `Send + Sync`: share it by `&` or `Arc`. Dropping it closes it.
 
 mod bg;
+mod checkpoint;
 mod compact;
 mod filter;
 mod flush;
@@ -743,6 +744,22 @@ impl Db {
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
         self.inner.check_writable()?;
         compact::compact_range(&self.inner, lo, hi)
+    }
+
+    /// Writes a consistent, openable copy of the database to the new directory `dir` (RocksDB's
+    /// `Checkpoint`): every write acknowledged before the call, none begun after it returns,
+    /// all files in `dir` alone (linked where the file system allows, copied where not), as
+    /// of one instant between the two. Open it as any database (with the same options, or
+    /// with others as any reopen may). docs/design/checkpoints.md says what it holds and
+    /// which databases it refuses for now.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `dir` exists or its parent does not; `NotSupported` for a
+    /// database opened read-only, or one whose L0 is a matrix in persistent memory, or
+    /// whose values are in the value log or the hash store (not copied yet); the flush's and
+    /// the copy's I/O errors (`dir` is then not created).
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        checkpoint::checkpoint(&self.inner, dir.as_ref())
     }
 
     /// Counters and level shape.

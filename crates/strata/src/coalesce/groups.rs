@@ -193,6 +193,10 @@ fn grouping(opts: &Options) -> bool {
 }
 
 impl ValueFormat for Groups {
+    fn never_changes(&self, _f: &ValueFile) -> bool {
+        true
+    }
+
     fn id(&self) -> StoreId {
         ID
     }

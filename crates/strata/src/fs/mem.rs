@@ -664,10 +664,64 @@ impl Fs for MemFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = lock(&self.state);
         Self::check_parent(&st, to)?;
+        if st.dirs.contains(from) {
+            // A directory, with everything under it. (Its entries keep their durability:
+            // a power cut after the rename finds the tree under its new name, as if the
+            // parent had been synced; callers sync the parent anyway.)
+            if st.dirs.contains(to) || st.live.contains_key(to) {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("rename {}: {} exists", from.display(), to.display()),
+                ));
+            }
+            let moved = |p: &Path| -> Option<PathBuf> {
+                p.strip_prefix(from).ok().map(|rest| to.join(rest))
+            };
+            fn rekey<V>(m: &mut BTreeMap<PathBuf, V>, moved: &dyn Fn(&Path) -> Option<PathBuf>) {
+                let keys: Vec<PathBuf> = m.keys().filter(|k| moved(k).is_some()).cloned().collect();
+                for k in keys {
+                    if let (Some(v), Some(n)) = (m.remove(&k), moved(&k)) {
+                        m.insert(n, v);
+                    }
+                }
+            }
+            fn reset(s: &mut BTreeSet<PathBuf>, moved: &dyn Fn(&Path) -> Option<PathBuf>) {
+                let keys: Vec<PathBuf> = s.iter().filter(|k| moved(k).is_some()).cloned().collect();
+                for k in keys {
+                    s.remove(&k);
+                    if let Some(n) = moved(&k) {
+                        s.insert(n);
+                    }
+                }
+            }
+            rekey(&mut st.live, &moved);
+            rekey(&mut st.durable, &moved);
+            reset(&mut st.dirs, &moved);
+            reset(&mut st.durable_dirs, &moved);
+            return Ok(());
+        }
         let inode = st
             .live
             .remove(from)
             .ok_or_else(|| not_found("rename", from))?;
+        st.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = lock(&self.state);
+        Self::check_parent(&st, to)?;
+        if st.live.contains_key(to) {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("link {}: {} exists", from.display(), to.display()),
+            ));
+        }
+        let inode = st
+            .live
+            .get(from)
+            .cloned()
+            .ok_or_else(|| not_found("link", from))?;
         st.live.insert(to.to_path_buf(), inode);
         Ok(())
     }

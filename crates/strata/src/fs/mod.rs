@@ -68,6 +68,18 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn remove(&self, path: &Path) -> Result<()>;
     /// Atomically renames `from` to `to`, replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Gives the file `from` a second name, `to` (a hard link: both name the same bytes),
+    /// where the file system allows it.
+    ///
+    /// # Errors
+    /// `NotSupported` where it does not (a caller then copies); I/O errors (across devices
+    /// too: callers copy then as well).
+    fn link(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("{}: this file system makes no hard links", from.display()),
+        ))
+    }
     /// Creates `dir` and its parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the entries of `dir` (creations, renames, removals) durable.

@@ -725,6 +725,10 @@ impl Fs for RealFs {
         fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
     }
 
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io("link", from, e))
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| Error::io("mkdir", dir, e))
     }

@@ -74,6 +74,13 @@ pub trait ValueFormat: Sync {
     fn liveness_from_records(&self) -> bool {
         false
     }
+    /// Whether file `f`'s bytes never change once the manifest names it (blob files, group
+    /// files): a checkpoint links it. A store whose named files still take appends (the
+    /// value log's head, the hash store's segments) answers false, and a checkpoint of a
+    /// database holding such files is refused for now.
+    fn never_changes(&self, _f: &ValueFile) -> bool {
+        false
+    }
 
     // --- Its manifest records ---
 

@@ -786,6 +786,19 @@ impl VersionSet {
         let dirs = self.directories_in_use();
         w.add_record(&directories_record(dirs.clone()))?;
         self.recorded = dirs;
+        let snap = self.snapshot_edit();
+        w.add_record(&snap.encode())?;
+        w.sync()?;
+        self.fs.sync_dir(self.placement.db_dir())?;
+        let name = format!("{}\n", filename::manifest_name(n));
+        fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
+        Ok((n, w))
+    }
+
+    /// The record a new manifest starts with after its directories: the current version
+    /// whole, with the numbers and pointers an open needs (what `write_snapshot` writes, and
+    /// a checkpoint's manifest starts from).
+    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
         let mut snap = VersionEdit {
             features: features_of(&self.current, self.formats),
             l0_layout: Some(self.current.l0.record()),
@@ -807,12 +820,7 @@ impl VersionSet {
         }
         snap.new_value_files = self.current.values.values().cloned().collect();
         snap.kept = self.current.kept.as_deref().cloned();
-        w.add_record(&snap.encode())?;
-        w.sync()?;
-        self.fs.sync_dir(self.placement.db_dir())?;
-        let name = format!("{}\n", filename::manifest_name(n));
-        fs::write_file_atomic(&*self.fs, &self.placement.current_path(), name.as_bytes())?;
-        Ok((n, w))
+        snap
     }
 
     /// Applies `edit` to the current version, logs it durably, and makes the result current.

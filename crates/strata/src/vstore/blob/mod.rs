@@ -130,6 +130,10 @@ impl FileWriter for BlobWriter {
 pub(crate) struct BlobFiles;
 
 impl ValueFormat for BlobFiles {
+    fn never_changes(&self, _f: &ValueFile) -> bool {
+        true
+    }
+
     fn id(&self) -> StoreId {
         ID
     }

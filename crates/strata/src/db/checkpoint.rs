@@ -1,0 +1,209 @@
+//! [`checkpoint`]: a consistent, openable copy of a live database in a new directory, as of
+//! one instant (docs/design/checkpoints.md).
+//!
+//! The memtables are flushed first, so that the version current after the flush holds
+//! every write acknowledged before the call; that version is pinned (its files stay while
+//! the copy is made), and its tables and value files are linked (copied where the file
+//! system makes no links) into a temporary directory beside the target, all in the one
+//! directory whatever directories the database spreads its files over. A manifest naming
+//! exactly those files, an empty WAL, CURRENT and OPTIONS follow, everything is synced,
+//! and the temporary directory takes the target's name: a crash leaves either no target
+//! or a complete one (and a temporary directory the next checkpoint to that target clears).
+
+use std::path::{Path, PathBuf};
+
+use super::DbInner;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filename::{self, FileNumber};
+use crate::fs::Fs;
+use crate::placement::{PathId, Placement};
+use crate::version::VersionEdit;
+use crate::wal::LogWriter;
+
+/// Bytes copied per read where a file is copied.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Writes a checkpoint of `db` to `dir`, which must not exist (its parent must).
+///
+/// # Errors
+/// `InvalidArgument` if `dir` exists or has no parent; `NotSupported` for a database whose
+/// files a checkpoint cannot copy yet (see the design page) or one opened read-only; the
+/// flush's and the copies' I/O errors (the target is then not created).
+pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
+    db.check_writable()?;
+    let fs = &*db.fs;
+    if fs.exists(dir) || fs.list(dir).is_ok() {
+        return Err(Error::invalid(format!(
+            "checkpoint {}: it exists (a checkpoint goes to a new directory)",
+            dir.display()
+        )));
+    }
+    let Some(name) = dir.file_name() else {
+        return Err(Error::invalid(format!(
+            "checkpoint {}: not a directory name",
+            dir.display()
+        )));
+    };
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent {
+        if fs.list(p).is_err() {
+            return Err(Error::invalid(format!(
+                "checkpoint {}: its parent directory {} does not exist",
+                dir.display(),
+                p.display()
+            )));
+        }
+    }
+    super::flush::flush_and_wait(db)?;
+    // The version after the flush, pinned, with what a manifest of it says; and the file
+    // numbers the checkpoint's own manifest and WAL take (from the database's counter, so
+    // nothing it names later collides with them).
+    let (version, mut edit, manifest_number, wal_number) = {
+        let versions = super::lock(&db.versions);
+        let version = versions.current();
+        let edit = versions.snapshot_edit();
+        let m = versions.new_file_number();
+        let w = versions.new_file_number();
+        (version, edit, m, w)
+    };
+    refuse_unsupported(&version)?;
+    let tmp = {
+        let mut n = name.to_os_string();
+        n.push(".checkpoint-tmp");
+        dir.with_file_name(n)
+    };
+    clear_stale(fs, &tmp)?;
+    fs.create_dir_all(&tmp)?;
+    let target = Placement::new(dir, None, None);
+    let staging = Placement::new(&tmp, None, None);
+    let made = (|| -> Result<()> {
+        // Every file in the checkpoint's one directory.
+        for (_, f) in &mut edit.new_files {
+            let from = db.placement.table_path(f.number, f.path_id);
+            f.path_id = PathId::DB;
+            link_or_copy(fs, &from, &staging.table_path(f.number, PathId::DB))?;
+        }
+        for f in &mut edit.new_value_files {
+            let from = f.path(&db.placement);
+            f.path_id = PathId::DB;
+            link_or_copy(fs, &from, &f.path(&staging))?;
+        }
+        edit.kept = None;
+        edit.log_number = Some(wal_number);
+        edit.next_file_number = Some(FileNumber(wal_number.0 + 1));
+        let mut wal = fs.create_log(&staging.wal_path(wal_number))?;
+        wal.sync()?;
+        drop(wal);
+        write_manifest(fs, &target, &staging, manifest_number, &edit)?;
+        let mut opts = db.opts.clone();
+        (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
+        opts.wal_in_pmem = false;
+        crate::fs::write_file_atomic(
+            fs,
+            &tmp.join(filename::OPTIONS),
+            super::open::options_file_text(&opts, &checkpoint_directories(&target)).as_bytes(),
+        )?;
+        fs.sync_dir(&tmp)
+    })();
+    if let Err(e) = made {
+        clear_stale(fs, &tmp).ok();
+        return Err(e.context(format!("checkpoint {}", dir.display())));
+    }
+    drop(version);
+    fs.rename(&tmp, dir)
+        .map_err(|e| e.context(format!("checkpoint {}", dir.display())))?;
+    match parent {
+        Some(p) => fs.sync_dir(p),
+        None => Ok(()),
+    }
+}
+
+/// What a checkpoint cannot copy yet, refused before anything is written: an L0 kept
+/// outside tables (the matrix's region in persistent memory), value files that take
+/// appends after the manifest names them (the value log's head, the hash store's segments).
+fn refuse_unsupported(v: &crate::version::Version) -> Result<()> {
+    if !v.l0.own_files().is_empty() {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "checkpoint: the {:?} L0 layout keeps its data outside tables (in persistent \
+                 memory), which a checkpoint does not copy yet",
+                v.l0.kind()
+            ),
+        ));
+    }
+    if let Some(f) = v.values.values().find(|f| !f.format.never_changes(f)) {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "checkpoint: the {}'s files take appends after they are named, which a \
+                 checkpoint does not copy yet",
+                f.format.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The directories record of a checkpoint at `target`: its one directory.
+fn checkpoint_directories(target: &Placement) -> crate::placement::Directories {
+    target.directories_where(|id, _| id == PathId::DB)
+}
+
+/// Writes the checkpoint's manifest (its directories, then `edit`) and CURRENT, synced,
+/// into `staging`; the record names `target`, where the directory will be.
+fn write_manifest(
+    fs: &dyn Fs,
+    target: &Placement,
+    staging: &Placement,
+    number: FileNumber,
+    edit: &VersionEdit,
+) -> Result<()> {
+    let mut w = LogWriter::new(fs.create(&staging.manifest_path(number))?);
+    w.add_record(&crate::version::directories_record(checkpoint_directories(
+        target,
+    )))?;
+    w.add_record(&edit.encode())?;
+    w.sync()?;
+    let name = format!("{}\n", filename::manifest_name(number));
+    crate::fs::write_file_atomic(fs, &staging.current_path(), name.as_bytes())
+}
+
+/// Links `from` as `to`, or copies it (synced) where the file system makes no link.
+fn link_or_copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
+    if fs.link(from, to).is_ok() {
+        return Ok(());
+    }
+    let src = fs.open(from)?;
+    let size = src.size();
+    let mut out = fs.create(to)?;
+    let mut at = 0u64;
+    while at < size {
+        let n = usize::try_from(size - at)
+            .unwrap_or(COPY_CHUNK)
+            .min(COPY_CHUNK);
+        out.append(&src.read_at(at, n)?)?;
+        at += n as u64;
+    }
+    out.sync()
+}
+
+/// Removes what an earlier checkpoint to the same target left in its temporary
+/// directory `tmp` (a crash, or a failed copy); the directory itself stays, empty.
+fn clear_stale(fs: &dyn Fs, tmp: &Path) -> Result<()> {
+    let Ok(names) = fs.list(tmp) else {
+        return Ok(());
+    };
+    for n in names {
+        let p: PathBuf = tmp.join(&n);
+        if fs.list(&p).is_ok() {
+            return Err(Error::invalid(format!(
+                "checkpoint: {} holds a directory ({n}): not a checkpoint's leftovers, left \
+                 as it is",
+                tmp.display()
+            )));
+        }
+        fs.remove(&p)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! Checkpoints (`Db::checkpoint`, docs/design/checkpoints.md): under every named
+//! configuration, a checkpoint taken while a writer and the background jobs run opens
+//! without repair and holds exactly the writes up to one instant between the call and its
+//! return; it survives a power cut once returned, is independent of the database it came
+//! from, and a failure part way leaves no target.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use strata::fs::{CrashMode, FaultFs, FaultRule, Fs, FsOp, MemFs};
+use strata::{Db, ErrorKind, WriteBatch, WriteOptions};
+use strata_testkit::configs::{configs, Config};
+use strata_testkit::model::assert_db_matches;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:04}", (i * 7919) % 700).into_bytes()
+}
+
+/// Write `i`'s value: sizes straddle the stores' 100-byte threshold.
+fn value(i: u64) -> Vec<u8> {
+    format!("v{i}-{}", "z".repeat((i % 7) as usize * 40)).into_bytes()
+}
+
+/// Write `i`: its key and, atomically with it, `last` = i.
+fn write(db: &Db, i: u64) {
+    let mut b = WriteBatch::new();
+    b.put(key(i), value(i)).put(b"last", i.to_string());
+    db.write(&WriteOptions::default(), b).unwrap();
+}
+
+/// The database after writes 0..=n.
+fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for i in 0..=n {
+        m.insert(key(i), value(i));
+    }
+    m.insert(b"last".to_vec(), n.to_string().into_bytes());
+    m
+}
+
+/// Whether `config` keeps files a checkpoint does not copy yet (a matrix L0 in persistent
+/// memory; the value log's or the hash store's files).
+fn refused(config: &Config) -> bool {
+    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
+    o.l0_layout == strata::L0Layout::Matrix
+        || matches!(
+            o.value_store,
+            strata::ValueStoreKind::VLog | strata::ValueStoreKind::Hash
+        )
+}
+
+/// Opens the checkpoint at `dir` with `config`'s options for that directory and checks it
+/// is the database after some write n in `lo..=hi`; returns n.
+fn check(config: &Config, fs: &Arc<dyn Fs>, dir: &str, lo: u64, hi: u64) -> u64 {
+    let db = Db::open(dir, (config.build)(Path::new(dir), fs.clone()))
+        .unwrap_or_else(|e| panic!("{}: open the checkpoint: {e}", config.name));
+    let last = db
+        .get(b"last")
+        .unwrap()
+        .expect("the checkpoint holds writes");
+    let n: u64 = String::from_utf8(last).unwrap().parse().unwrap();
+    assert!(
+        (lo..=hi).contains(&n),
+        "{}: the checkpoint ends at write {n}, not in {lo}..={hi}",
+        config.name
+    );
+    assert_db_matches(&db, &model(n));
+    db.close().unwrap();
+    n
+}
+
+#[test]
+fn a_checkpoint_under_writes_and_compactions_holds_one_instant_under_every_config() {
+    let mut checked = Vec::new();
+    for config in configs() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = Arc::new(Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap());
+        if refused(&config) {
+            for i in 0..50 {
+                write(&db, i);
+            }
+            db.flush().unwrap();
+            let e = db.checkpoint("/ckpt").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported, "{}: {e}", config.name);
+            assert!(fs.list(Path::new("/ckpt")).is_err(), "{}", config.name);
+            db.close().unwrap();
+            continue;
+        }
+        let acked = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (db, acked, stop) = (db.clone(), acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Acquire) || i < 3_000 {
+                    write(&db, i);
+                    i += 1;
+                    acked.store(i, Ordering::Release);
+                }
+            })
+        };
+        while acked.load(Ordering::Acquire) < 1_500 {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::Acquire);
+        db.checkpoint("/ckpt").unwrap();
+        // Writes begun before the return: at most those acknowledged now, plus one.
+        let after = acked.load(Ordering::Acquire);
+        stop.store(true, Ordering::Release);
+        writer.join().unwrap();
+        let n = check(&config, &fs, "/ckpt", before - 1, after);
+        let levels = db.stats().files_per_level;
+        eprintln!(
+            "{}: checkpoint at write {n} of {before}..{after}, levels {levels:?}",
+            config.name
+        );
+        checked.push(config.name);
+        // The database goes on as it was, and the two are independent.
+        db.put(b"only-in-db", b"1").unwrap();
+        db.compact_range(None, None).unwrap();
+        let c = Db::open("/ckpt", (config.build)(Path::new("/ckpt"), fs.clone())).unwrap();
+        assert_eq!(c.get(b"only-in-db").unwrap(), None, "{}", config.name);
+        c.put(b"only-in-checkpoint", b"1").unwrap();
+        c.compact_range(None, None).unwrap();
+        c.close().unwrap();
+        assert_eq!(
+            db.get(b"only-in-checkpoint").unwrap(),
+            None,
+            "{}",
+            config.name
+        );
+        assert_eq!(
+            db.get(b"last").unwrap(),
+            Some(
+                acked
+                    .load(Ordering::Acquire)
+                    .saturating_sub(1)
+                    .to_string()
+                    .into_bytes()
+            ),
+            "{}",
+            config.name
+        );
+        db.close().unwrap();
+        let mut m = model(n);
+        m.insert(b"only-in-checkpoint".to_vec(), b"1".to_vec());
+        let c = Db::open("/ckpt", (config.build)(Path::new("/ckpt"), fs.clone())).unwrap();
+        assert_db_matches(&c, &m);
+        c.close().unwrap();
+    }
+    assert!(checked.len() >= 20, "checked only {checked:?}");
+}
+
+#[test]
+fn a_returned_checkpoint_survives_a_power_cut() {
+    for name in [
+        "default",
+        "blob",
+        "cleveldb",
+        "ohdb-2dc",
+        "two-dirs",
+        "rocksdb-l0-nvm",
+    ] {
+        let config = strata_testkit::configs::named(name);
+        let mem = MemFs::new();
+        let fs: Arc<dyn Fs> = Arc::new(mem.clone());
+        let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+        for i in 0..2_000 {
+            write(&db, i);
+        }
+        db.checkpoint("/ckpt").unwrap();
+        // The power goes: only what was synced is left (the database itself is not
+        // closed).
+        let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        check(&config, &cut, "/ckpt", 1_999, 1_999);
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_failed_checkpoint_leaves_no_target_and_the_next_one_succeeds() {
+    let config = strata_testkit::configs::named("blob");
+    let faults = Arc::new(FaultFs::new(MemFs::new()));
+    let fs: Arc<dyn Fs> = faults.clone();
+    let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+    for i in 0..2_000 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    // Fail each file-creating step of the copy in turn (the fault-injecting file system
+    // makes no links: every file is copied).
+    let mut failed = 0;
+    for (op, n) in (0..40)
+        .map(|n| (FsOp::Create, n))
+        .chain((0..40).map(|n| (FsOp::Sync, n)))
+    {
+        faults.clear();
+        faults.inject(FaultRule::nth(op, n, std::io::ErrorKind::Other).on_paths("/ckpt"));
+        match db.checkpoint("/ckpt") {
+            Ok(()) => {
+                faults.clear();
+                check(&config, &fs, "/ckpt", 1_999, 1_999);
+                // Gone again for the next turn (a checkpoint goes to a new directory).
+                let e = db.checkpoint("/ckpt").unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+                return_to_fresh(&fs);
+            }
+            Err(e) => {
+                failed += 1;
+                assert!(fs.list(Path::new("/ckpt")).is_err(), "{op:?} {n}: {e}");
+            }
+        }
+    }
+    assert!(
+        failed > 10,
+        "only {failed} injected failures hit the checkpoint"
+    );
+    faults.clear();
+    db.checkpoint("/ckpt").unwrap();
+    check(&config, &fs, "/ckpt", 1_999, 1_999);
+    db.close().unwrap();
+}
+
+/// Moves a finished checkpoint out of the way (the file system removes files, not
+/// directories: it is renamed).
+fn return_to_fresh(fs: &Arc<dyn Fs>) {
+    static TURN: AtomicU64 = AtomicU64::new(0);
+    let n = TURN.fetch_add(1, Ordering::Relaxed);
+    fs.rename(Path::new("/ckpt"), Path::new(&format!("/done-{n}")))
+        .unwrap();
+}
+
+#[test]
+fn a_checkpoint_refuses_a_target_that_exists_or_has_no_parent() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let db = Db::open("/db", strata::Options::default().with_fs(fs.clone())).unwrap();
+    db.put(b"a", b"1").unwrap();
+    fs.create_dir_all(Path::new("/taken")).unwrap();
+    for (dir, says) in [("/taken", "exists"), ("/no/such/parent", "parent")] {
+        let e = db.checkpoint(dir).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn a_checkpoint_on_real_files_links_its_tables() {
+    let dir = strata_testkit::tempdir::TempDir::new("checkpoint");
+    let db = Db::open(dir.path().join("db"), strata::Options::default()).unwrap();
+    for i in 0..2_000 {
+        write(&db, i);
+    }
+    let ckpt = dir.path().join("ckpt");
+    db.checkpoint(&ckpt).unwrap();
+    db.close().unwrap();
+    // The tables are the database's own files under a second name.
+    use std::os::unix::fs::MetadataExt;
+    let tables: Vec<_> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    assert!(!tables.is_empty());
+    for t in &tables {
+        assert_eq!(std::fs::metadata(t).unwrap().nlink(), 2, "{}", t.display());
+    }
+    let c = Db::open(&ckpt, strata::Options::default()).unwrap();
+    assert_db_matches(&c, &model(1_999));
+    c.close().unwrap();
+}
