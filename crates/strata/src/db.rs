@@ -756,7 +756,7 @@ impl Db {
     /// # Errors
     /// `InvalidArgument` if `dir` exists or its parent does not; `NotSupported` for a
     /// database opened read-only, or one whose L0 is a matrix in persistent memory, or
-    /// whose values are in the value log or the hash store (not copied yet); the flush's and
+    /// that holds hash-store files (not copied yet); the flush's and
     /// the copy's I/O errors (`dir` is then not created).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         checkpoint::checkpoint(&self.inner, dir.as_ref())

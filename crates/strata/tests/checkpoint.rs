@@ -41,14 +41,10 @@ fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 /// Whether `config` keeps files a checkpoint does not copy yet (a matrix L0 in persistent
-/// memory; the value log's or the hash store's files).
+/// memory; the hash store's files).
 fn refused(config: &Config) -> bool {
     let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.l0_layout == strata::L0Layout::Matrix
-        || matches!(
-            o.value_store,
-            strata::ValueStoreKind::VLog | strata::ValueStoreKind::Hash
-        )
+    o.l0_layout == strata::L0Layout::Matrix || o.value_store == strata::ValueStoreKind::Hash
 }
 
 /// Opens the checkpoint at `dir` with `config`'s options for that directory and checks it

@@ -193,8 +193,8 @@ fn grouping(opts: &Options) -> bool {
 }
 
 impl ValueFormat for Groups {
-    fn never_changes(&self, _f: &ValueFile) -> bool {
-        true
+    fn checkpoint_copy(&self, _f: &ValueFile) -> crate::value::CheckpointCopy {
+        crate::value::CheckpointCopy::Link
     }
 
     fn id(&self) -> StoreId {

@@ -17,6 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filename::{self, FileNumber};
 use crate::fs::Fs;
 use crate::placement::{PathId, Placement};
+use crate::value::CheckpointCopy;
 use crate::version::VersionEdit;
 use crate::wal::LogWriter;
 
@@ -86,7 +87,10 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
         for f in &mut edit.new_value_files {
             let from = f.path(&db.placement);
             f.path_id = PathId::DB;
-            link_or_copy(fs, &from, &f.path(&staging))?;
+            match f.format.checkpoint_copy(f) {
+                CheckpointCopy::Link => link_or_copy(fs, &from, &f.path(&staging))?,
+                _ => copy(fs, &from, &f.path(&staging))?,
+            }
         }
         edit.kept = None;
         edit.log_number = Some(wal_number);
@@ -119,8 +123,8 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
 }
 
 /// What a checkpoint cannot copy yet, refused before anything is written: an L0 kept
-/// outside tables (the matrix's region in persistent memory), value files that take
-/// appends after the manifest names them (the value log's head, the hash store's segments).
+/// outside tables (the matrix's region in persistent memory), value files their store
+/// refuses (the hash store's: `ValueFormat::checkpoint_copy`).
 fn refuse_unsupported(v: &crate::version::Version) -> Result<()> {
     if !v.l0.own_files().is_empty() {
         return Err(Error::new(
@@ -132,15 +136,17 @@ fn refuse_unsupported(v: &crate::version::Version) -> Result<()> {
             ),
         ));
     }
-    if let Some(f) = v.values.values().find(|f| !f.format.never_changes(f)) {
-        return Err(Error::new(
-            ErrorKind::NotSupported,
-            format!(
-                "checkpoint: the {}'s files take appends after they are named, which a \
-                 checkpoint does not copy yet",
-                f.format.name()
-            ),
-        ));
+    for f in v.values.values() {
+        if let CheckpointCopy::Refuse(why) = f.format.checkpoint_copy(f) {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "checkpoint: the database holds files of the {}, which a checkpoint \
+                     does not copy yet: {why}",
+                    f.format.name()
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -174,6 +180,11 @@ fn link_or_copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
     if fs.link(from, to).is_ok() {
         return Ok(());
     }
+    copy(fs, from, to)
+}
+
+/// Copies `from` to `to` as it is now, synced.
+fn copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
     let src = fs.open(from)?;
     let size = src.size();
     let mut out = fs.create(to)?;

@@ -74,12 +74,10 @@ pub trait ValueFormat: Sync {
     fn liveness_from_records(&self) -> bool {
         false
     }
-    /// Whether file `f`'s bytes never change once the manifest names it (blob files, group
-    /// files): a checkpoint links it. A store whose named files still take appends (the
-    /// value log's head, the hash store's segments) answers false, and a checkpoint of a
-    /// database holding such files is refused for now.
-    fn never_changes(&self, _f: &ValueFile) -> bool {
-        false
+    /// How a checkpoint takes file `f` ([`CheckpointCopy`]); by default it refuses the
+    /// database (a new store says what holds for its files).
+    fn checkpoint_copy(&self, _f: &ValueFile) -> CheckpointCopy {
+        CheckpointCopy::Refuse("its files are not known to copy consistently")
     }
 
     // --- Its manifest records ---
@@ -185,4 +183,21 @@ pub(crate) fn features<'a>(
         }
     }
     out
+}
+
+/// How a checkpoint takes a value file (`ValueFormat::checkpoint_copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointCopy {
+    /// Its bytes never change once the manifest names it (blob files, group files): a
+    /// hard link is as good as a copy.
+    Link,
+    /// It takes appends after it is named, and bytes past what the pinned version's
+    /// pointers reach are garbage to its store (the value log's head: its GC asks the LSM
+    /// which records are live): a copy of whatever it holds when read is consistent. Never
+    /// linked: the two databases would append to one file.
+    Copy,
+    /// The checkpoint is refused, for this reason (the hash store: a record appended after
+    /// the checkpoint's instant would be live to its GC, which judges liveness from its
+    /// own records).
+    Refuse(&'static str),
 }

@@ -130,8 +130,8 @@ impl FileWriter for BlobWriter {
 pub(crate) struct BlobFiles;
 
 impl ValueFormat for BlobFiles {
-    fn never_changes(&self, _f: &ValueFile) -> bool {
-        true
+    fn checkpoint_copy(&self, _f: &ValueFile) -> crate::value::CheckpointCopy {
+        crate::value::CheckpointCopy::Link
     }
 
     fn id(&self) -> StoreId {

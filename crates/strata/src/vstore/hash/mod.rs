@@ -249,6 +249,14 @@ pub(crate) fn reserve(opts: &Options) -> u64 {
 pub(crate) struct HashStore;
 
 impl ValueFormat for HashStore {
+    fn checkpoint_copy(&self, _f: &ValueFile) -> crate::value::CheckpointCopy {
+        crate::value::CheckpointCopy::Refuse(
+            "its segments take appends after they are named, and a record appended after \
+             the checkpoint's instant would be live to its GC, which judges liveness from \
+             its own records",
+        )
+    }
+
     fn id(&self) -> StoreId {
         ID
     }
