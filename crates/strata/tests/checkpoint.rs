@@ -267,3 +267,63 @@ fn a_checkpoint_on_real_files_links_its_tables() {
     assert_db_matches(&c, &model(1_999));
     c.close().unwrap();
 }
+
+#[test]
+fn a_checkpoint_opened_with_the_originals_directories_is_refused_and_the_original_kept() {
+    for name in ["blob", "two-dirs", "rocksdb-l0-nvm", "ohdb-2dc"] {
+        let config = strata_testkit::configs::named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+        for i in 0..2_000 {
+            write(&db, i);
+        }
+        db.checkpoint("/ckpt").unwrap();
+        // The original's own options, directories and all, at the checkpoint's path: it
+        // would write its files into the original's directories and delete theirs.
+        let e = Db::open("/ckpt", (config.build)(Path::new("/db"), fs.clone())).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{name}: {e}");
+        assert_db_matches(&db, &model(1_999));
+        db.close().unwrap();
+        let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+        assert_db_matches(&db, &model(1_999));
+        db.close().unwrap();
+        // With directories of its own it opens.
+        check(&config, &fs, "/ckpt", 1_999, 1_999);
+    }
+}
+
+#[test]
+fn a_checkpoint_taken_under_writes_survives_a_power_cut_at_its_return() {
+    for name in ["default", "blob", "wisckey", "cleveldb"] {
+        let config = strata_testkit::configs::named(name);
+        let mem = MemFs::new();
+        let fs: Arc<dyn Fs> = Arc::new(mem.clone());
+        let db = Arc::new(Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap());
+        let acked = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (db, acked, stop) = (db.clone(), acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Acquire) {
+                    write(&db, i);
+                    i += 1;
+                    acked.store(i, Ordering::Release);
+                }
+            })
+        };
+        while acked.load(Ordering::Acquire) < 2_000 {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::Acquire);
+        db.checkpoint("/ckpt").unwrap();
+        let after = acked.load(Ordering::Acquire);
+        // The power goes as the call returns; the writer and the background jobs were
+        // running.
+        let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        stop.store(true, Ordering::Release);
+        writer.join().unwrap();
+        check(&config, &cut, "/ckpt", before - 1, after);
+        db.close().unwrap();
+    }
+}

@@ -11,6 +11,7 @@
 //! or a complete one (and a temporary directory the next checkpoint to that target clears).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::DbInner;
 use crate::error::{Error, ErrorKind, Result};
@@ -30,8 +31,13 @@ const COPY_CHUNK: usize = 1 << 20;
 /// `InvalidArgument` if `dir` exists or has no parent; `NotSupported` for a database whose
 /// files a checkpoint cannot copy yet (see the design page) or one opened read-only; the
 /// flush's and the copies' I/O errors (the target is then not created).
-pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
+pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
+    // One at a time in a process: two checkpoints to one target share its temporary
+    // directory, which each clears first.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     db.check_writable()?;
+    let dir = &crate::placement::absolute(dir);
     let fs = &*db.fs;
     if fs.exists(dir) || fs.list(dir).is_ok() {
         return Err(Error::invalid(format!(
@@ -55,10 +61,14 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
             )));
         }
     }
+    // Held until the version is pinned: a value store's GC step that moves values after
+    // the flush (into the next memtable, which the checkpoint leaves out) cannot remove the
+    // files the flushed tables point into before the pin, since its removals wait for every
+    // older snapshot.
+    let hold = db.snapshot();
     super::flush::flush_and_wait(db)?;
     // The version after the flush, pinned, with what a manifest of it says; and the file
-    // numbers the checkpoint's own manifest and WAL take (from the database's counter, so
-    // nothing it names later collides with them).
+    // numbers the checkpoint's own manifest and WAL take (from the database's counter).
     let (version, mut edit, manifest_number, wal_number) = {
         let versions = super::lock(&db.versions);
         let version = versions.current();
@@ -67,7 +77,14 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
         let w = versions.new_file_number();
         (version, edit, m, w)
     };
+    drop(hold);
     refuse_unsupported(&version)?;
+    // A flush's tables are synced with its manifest record, by the sync thread, after the
+    // version naming them is installed: every record up to the pinned version durable, its
+    // tables are (a linked table shares their bytes, synced or not).
+    let sync = super::lock(&db.versions).manifest_sync();
+    sync.wait_all()?;
+    let record = original_directories(db);
     let tmp = {
         let mut n = name.to_os_string();
         n.push(".checkpoint-tmp");
@@ -75,7 +92,6 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
     };
     clear_stale(fs, &tmp)?;
     fs.create_dir_all(&tmp)?;
-    let target = Placement::new(dir, None, None);
     let staging = Placement::new(&tmp, None, None);
     let made = (|| -> Result<()> {
         // Every file in the checkpoint's one directory.
@@ -98,14 +114,14 @@ pub(crate) fn checkpoint(db: &DbInner, dir: &Path) -> Result<()> {
         let mut wal = fs.create_log(&staging.wal_path(wal_number))?;
         wal.sync()?;
         drop(wal);
-        write_manifest(fs, &target, &staging, manifest_number, &edit)?;
+        write_manifest(fs, &record, &staging, manifest_number, &edit)?;
         let mut opts = db.opts.clone();
         (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
         opts.wal_in_pmem = false;
         crate::fs::write_file_atomic(
             fs,
             &tmp.join(filename::OPTIONS),
-            super::open::options_file_text(&opts, &checkpoint_directories(&target)).as_bytes(),
+            super::open::options_file_text(&opts, &record).as_bytes(),
         )?;
         fs.sync_dir(&tmp)
     })();
@@ -151,24 +167,38 @@ fn refuse_unsupported(v: &crate::version::Version) -> Result<()> {
     Ok(())
 }
 
-/// The directories record of a checkpoint at `target`: its one directory.
-fn checkpoint_directories(target: &Placement) -> crate::placement::Directories {
-    target.directories_where(|id, _| id == PathId::DB)
+/// The directories record a checkpoint's manifest starts with: the original's, every
+/// directory its options give named by its absolute path. The checkpoint is then, to an
+/// open, a copy of the database that wrote the record: it reads nothing from those
+/// directories (its files are all in its own), and an open that gives it one of them
+/// while the original is still there is refused (`open::refuse_borrowed_directories`),
+/// instead of writing its own files there under numbers the original uses, and deleting
+/// the original's as files its manifest does not name.
+fn original_directories(db: &DbInner) -> crate::placement::Directories {
+    let rec = db.placement.directories();
+    let base = crate::placement::absolute(db.placement.db_dir());
+    crate::placement::Directories(
+        rec.0
+            .into_iter()
+            .map(|(id, d)| {
+                let d = if d.is_relative() { base.join(d) } else { d };
+                (id, d)
+            })
+            .collect(),
+    )
 }
 
-/// Writes the checkpoint's manifest (its directories, then `edit`) and CURRENT, synced,
-/// into `staging`; the record names `target`, where the directory will be.
+/// Writes the checkpoint's manifest (its directories `record`, then `edit`) and CURRENT,
+/// synced, into `staging`.
 fn write_manifest(
     fs: &dyn Fs,
-    target: &Placement,
+    record: &crate::placement::Directories,
     staging: &Placement,
     number: FileNumber,
     edit: &VersionEdit,
 ) -> Result<()> {
     let mut w = LogWriter::new(fs.create(&staging.manifest_path(number))?);
-    w.add_record(&crate::version::directories_record(checkpoint_directories(
-        target,
-    )))?;
+    w.add_record(&crate::version::directories_record(record.clone()))?;
     w.add_record(&edit.encode())?;
     w.sync()?;
     let name = format!("{}\n", filename::manifest_name(number));
