@@ -3,8 +3,8 @@
 //! changes its value. docs/design/compaction-filters.md says what a filter sees and why.
 //!
 //! The rule of what is offered, in one place ([`Filtering::decide`]): only a key's newest
-//! version in the job, only a value (inline, or separated into a store whose GC judges
-//! liveness through the LSM), and only a version newer than every snapshot live when the
+//! version in the job, only a value (inline, or separated into a store that compactions
+//! collect: blob files, group files), and only a version newer than every snapshot live when the
 //! job began, so that no snapshot can see what the filter changes. A snapshot taken while
 //! a filtering job runs reads the memtables and tables it was taken on
 //! (`SnapshotList::begin_filtering`), so the job's result, installed later, never shows
@@ -72,8 +72,8 @@ pub enum FilterReason {
 /// What the engine gives a filter of its database: the value behind a pointer, the
 /// database's current state.
 pub(crate) trait FilterEnv {
-    /// Whether a pointer's value is offered (a store whose GC judges liveness from its own
-    /// records, not the LSM's, would bring a value the filter removed back: it is not).
+    /// Whether a pointer's value is offered (not into a store whose own GC offers its
+    /// values: `ValueFormat::filtered_by_own_gc`).
     fn offered(&self, pointer: &[u8]) -> bool;
     /// The value the pointer `pointer` of `user_key` leads to.
     fn value(&self, user_key: &[u8], pointer: &[u8]) -> Result<Vec<u8>>;

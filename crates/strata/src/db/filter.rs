@@ -32,7 +32,7 @@ impl FilterEnv for JobEnv<'_> {
         // A pointer into a file the version no longer holds is hidden by a newer entry
         // elsewhere (its store collected the file): nothing to offer.
         ValuePointer::decode(pointer).is_ok_and(|p| {
-            crate::registry::store(p.store).is_some_and(|s| !s.liveness_from_records())
+            crate::registry::store(p.store).is_some_and(|s| !s.filtered_by_own_gc())
                 && self.version.values.contains_key(&p.file)
         })
     }

@@ -67,11 +67,15 @@ pub trait ValueFormat: Sync {
     fn compaction_collects(&self, _f: &ValueFile, _opts: &Options) -> bool {
         false
     }
-    /// Whether the store's GC judges a value live from its own records rather than from
-    /// the LSM's entries (the hash store): a flush or compaction then does not offer its
-    /// pointers to the compaction filter, since a pointer the filter removed or changed
-    /// would still be live to the GC, which would write it back.
-    fn liveness_from_records(&self) -> bool {
+    /// Whether flushes and compactions leave the store's pointers to the compaction
+    /// filter of the store's own GC (which offers each live value it moves and writes what
+    /// the filter decides as a new write). Stores whose GC moves values with writes of its
+    /// own answer true: the hash store, whose GC judges a record live from its own records
+    /// (a pointer a compaction removed would still be live to it, and written back), and
+    /// the value log, whose GC writes a value it found live as a new put (one a flush or
+    /// compaction removed in place after that lookup would come back with it). Blob files
+    /// and group files are moved by compactions themselves: their pointers are offered.
+    fn filtered_by_own_gc(&self) -> bool {
         false
     }
     /// How a checkpoint takes file `f` ([`CheckpointCopy`]); by default it refuses the

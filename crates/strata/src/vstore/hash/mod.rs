@@ -261,7 +261,7 @@ impl ValueFormat for HashStore {
         ID
     }
 
-    fn liveness_from_records(&self) -> bool {
+    fn filtered_by_own_gc(&self) -> bool {
         true
     }
 

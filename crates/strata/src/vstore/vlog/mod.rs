@@ -83,6 +83,10 @@ impl VLog {
 pub(crate) struct ValueLog;
 
 impl ValueFormat for ValueLog {
+    fn filtered_by_own_gc(&self) -> bool {
+        true
+    }
+
     fn checkpoint_copy(&self, _f: &ValueFile) -> crate::value::CheckpointCopy {
         // The head takes appends; records past what the LSM points to are garbage to the
         // GC, which looks each record's key up.
