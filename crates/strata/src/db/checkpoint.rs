@@ -65,6 +65,8 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
     // the flush (into the next memtable, which the checkpoint leaves out) cannot remove the
     // files the flushed tables point into before the pin, since its removals wait for every
     // older snapshot.
+    // (Refused before the flush too: a refused checkpoint holds nothing.)
+    refuse_unsupported(&super::lock(&db.versions).current())?;
     let hold = db.snapshot();
     super::flush::flush_and_wait(db)?;
     // The version after the flush, pinned, with what a manifest of it says; and the file
