@@ -330,47 +330,12 @@ fn rewrite_level(db: &DbInner, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]
             .collect()
     };
     for number in tables {
-        let picked = loop {
-            let versions = lock(&db.versions);
-            let mut st = lock(&db.state);
-            if let Some(e) = &st.bg_error {
-                return Err(e.clone());
+        run_manual(db, |ctx| {
+            if !ctx.version.files(level).iter().any(|f| f.number == number) {
+                return Manual::Nothing; // rewritten or moved meanwhile
             }
-            if db.shutting_down.load(Ordering::Acquire) {
-                return Err(Error::new(ErrorKind::Closed, "database is closing"));
-            }
-            let v = versions.current();
-            if !v.files(level).iter().any(|f| f.number == number) {
-                break None; // rewritten or moved meanwhile
-            }
-            let ctx = PickContext {
-                version: &v,
-                opts: &db.opts,
-                busy: &st.busy,
-                compact_pointers: &[],
-                placement: &db.placement,
-                straight_reads: 0,
-                idle: false,
-            };
-            if let Some(c) = picker::pick_rewrite(&ctx, level, number) {
-                st.start_compaction(&c);
-                break Some(c);
-            }
-            // Busy in a background compaction: wait for progress.
-            drop(versions);
-            drop(
-                db.done_cv
-                    .wait(st)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
-        };
-        if let Some(c) = picked {
-            let r = db.run_compaction(c);
-            if let Err(e) = &r {
-                db.poison(e);
-            }
-            r?;
-        }
+            picker::pick_rewrite(ctx, level, number).map_or(Manual::Wait, Manual::Run)
+        })?;
     }
     Ok(())
 }
@@ -384,58 +349,76 @@ pub(crate) fn compact_level(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Result<()> {
-    loop {
-        let picked = {
-            let versions = lock(&db.versions);
-            let mut st = lock(&db.state);
-            if let Some(e) = &st.bg_error {
-                return Err(e.clone());
-            }
-            if db.shutting_down.load(Ordering::Acquire) {
-                return Err(Error::new(ErrorKind::Closed, "database is closing"));
-            }
-            let v = versions.current();
-            if v.manual_inputs(level, lo, hi).is_empty()
-                && (level > 0 || v.l0.manual_part(lo, hi, &Default::default()).is_none())
-            {
-                return Ok(());
-            }
-            let ctx = PickContext {
-                version: &v,
-                opts: &db.opts,
-                busy: &st.busy,
-                compact_pointers: &[],
-                placement: &db.placement,
-                straight_reads: 0,
-                idle: false,
-            };
-            match picker::pick_manual(&ctx, level, lo, hi) {
-                Some(c) => {
-                    st.start_compaction(&c);
-                    Some(c)
-                }
-                None => {
-                    // Inputs are busy in a background compaction: wait for progress.
-                    drop(versions);
-                    let _st = db
-                        .done_cv
-                        .wait(st)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    None
-                }
-            }
-        };
-        if let Some(c) = picked {
-            let r = db.run_compaction(c);
-            if let Err(e) = &r {
-                db.poison(e);
-            }
-            r?;
-            db.delete_obsolete_files();
-            // The range's files of this level were all pushed down (picked together).
-            return Ok(());
+    let ran = run_manual(db, |ctx| {
+        let v = ctx.version;
+        if v.manual_inputs(level, lo, hi).is_empty()
+            && (level > 0 || v.l0.manual_part(lo, hi, &Default::default()).is_none())
+        {
+            return Manual::Nothing;
         }
+        picker::pick_manual(ctx, level, lo, hi).map_or(Manual::Wait, Manual::Run)
+    })?;
+    if ran {
+        // The range's files of this level were all pushed down (picked together).
+        db.delete_obsolete_files();
     }
+    Ok(())
+}
+
+/// What a manual compaction's picker found ([`run_manual`]).
+enum Manual {
+    /// Nothing (left) to do.
+    Nothing,
+    /// This job.
+    Run(Compaction),
+    /// Its inputs are busy in a background compaction.
+    Wait,
+}
+
+/// Picks a manual compaction with `pick` (under the versions' and state locks), waiting
+/// for progress while its inputs are busy, and runs it. False if `pick` found nothing to
+/// do. Errors poison the database.
+fn run_manual(db: &DbInner, pick: impl Fn(&PickContext<'_>) -> Manual) -> Result<bool> {
+    let c = loop {
+        let versions = lock(&db.versions);
+        let mut st = lock(&db.state);
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "database is closing"));
+        }
+        let v = versions.current();
+        let ctx = PickContext {
+            version: &v,
+            opts: &db.opts,
+            busy: &st.busy,
+            compact_pointers: &[],
+            placement: &db.placement,
+            straight_reads: 0,
+            idle: false,
+        };
+        match pick(&ctx) {
+            Manual::Nothing => return Ok(false),
+            Manual::Run(c) => {
+                st.start_compaction(&c);
+                break c;
+            }
+            Manual::Wait => {
+                drop(versions);
+                drop(
+                    db.done_cv
+                        .wait(st)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                );
+            }
+        }
+    };
+    let r = db.run_compaction(c);
+    if let Err(e) = &r {
+        db.poison(e);
+    }
+    r.map(|()| true)
 }
 
 /// What a database's obsolete list (`crate::obsolete`) holds, and the deletions it must go on
