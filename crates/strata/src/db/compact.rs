@@ -227,6 +227,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
         Stats::add(&db.stats.filtered_entries, out.filtered);
+        let filtered = out.filtered > 0;
         let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
@@ -260,11 +261,25 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         let applied = versions.log_and_apply_unsynced(edit, DurableFirst::default(), |_| ());
         versions.release_outputs(&outputs);
         let (v, pending) = applied?;
+        // A filter's removals and changes are what no read returned before: readers see
+        // them only once their record is durable, or a power cut would bring back what a
+        // reader saw removed while a later synced write survives (docs/design/
+        // compaction-filters.md, "Durability of a filter's result"). Waited for with the
+        // versions' lock held, so that no later version (a flush's, built on this one)
+        // shows them first; the sync takes no lock of the set's.
+        let pending = if filtered {
+            pending.wait()?;
+            None
+        } else {
+            Some(pending)
+        };
         let mut st = lock(&db.state);
         db.install_super_version(&mut st, v);
         drop(st);
         drop(versions);
-        made_durable(db, c, pending)?;
+        if let Some(pending) = pending {
+            made_durable(db, c, pending)?;
+        }
         Stats::add(&db.stats.compactions[out_level], 1);
         Stats::add(&db.stats.merges_from[in_level], 1);
         db.warm_values(&written);

@@ -108,9 +108,8 @@ impl DbInner {
         if result.is_err() {
             job.discard_staged();
         }
-        if let Some(f) = &job.filter {
-            Stats::add(&self.stats.filtered_entries, f.removed + f.changed);
-        }
+        let filtered = job.filter.as_ref().map_or(0, |f| f.removed + f.changed);
+        Stats::add(&self.stats.filtered_entries, filtered);
         let mut first = job.durable_first.take().unwrap_or_default();
         // The edit names the next memtable's WAL as the oldest one needed (its log number),
         // and an open refuses a database whose named WAL is missing: the WAL directory's
@@ -184,7 +183,7 @@ impl DbInner {
         // next flush need not wait for it ("Manifest syncs outside the versions' lock");
         // nothing the edit drops (WALs below its log number) is deleted before it is
         // durable: the obsolete-file pass waits for the manifest to be.
-        let applied = versions.log_and_apply_unsynced(edit, first, |v| {
+        let hand_over = |v: &Arc<Version>| {
             let mut st = lock(&self.state);
             let popped = st.imms.pop_front();
             debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, &mem)));
@@ -192,10 +191,29 @@ impl DbInner {
             st.progress += 1;
             drop(st);
             self.done_cv.notify_all();
-        });
+        };
+        // A filter's removals and changes reach readers only once their record is durable:
+        // a replayed WAL is not filtered, so a power cut before it would bring back what a
+        // reader saw removed while a later synced write survives. The memtable is handed
+        // over after the sync then, with the versions' lock held meanwhile so that no later
+        // version shows the result first (docs/design/compaction-filters.md, "Durability of
+        // a filter's result").
+        let applied = if filtered > 0 {
+            versions
+                .log_and_apply_unsynced(edit, first, |_| ())
+                .and_then(|(v, pending)| {
+                    pending.wait()?;
+                    hand_over(&v);
+                    Ok(None)
+                })
+        } else {
+            versions
+                .log_and_apply_unsynced(edit, first, hand_over)
+                .map(|(_, pending)| Some(pending))
+        };
         versions.release_outputs(&outputs);
         let pending = match applied {
-            Ok((_, pending)) => pending,
+            Ok(pending) => pending,
             Err(e) => {
                 // Before the lock is let go: a poisoned database deletes nothing.
                 self.poison(&e.clone().context("flush"));
@@ -205,7 +223,9 @@ impl DbInner {
         drop(versions);
         // The sync thread syncs the tables and the record: this thread may take the next
         // memtable meanwhile, whose record a sync then covers too.
-        self.sync_later(pending)?;
+        if let Some(pending) = pending {
+            self.sync_later(pending)?;
+        }
         // WALs older than `next_wal` are obsolete, but stay among the WALs a synced write
         // syncs first until the obsolete list names them (`delete_obsolete_files`, which
         // drops them): a repair, which has no manifest, reads a WAL the list does not name,
