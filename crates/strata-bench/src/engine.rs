@@ -262,6 +262,7 @@ impl StrataEngine {
             wo: strata::WriteOptions {
                 sync: flags.sync,
                 disable_wal: flags.disable_wal,
+                ..Default::default()
             },
         })
     }

@@ -21,6 +21,10 @@ pub const MAX_VALUE_LEN: usize = 64 * 1024 * 1024;
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    /// Holds entries of kind `Expiring`. In a batch the user built, their expiry fields
+    /// hold a time to live (ms), made an expiry when the batch is written
+    /// ([`WriteBatch::resolve_expiry`]); in every batch the engine logs, an expiry.
+    expiring: bool,
 }
 
 impl Default for WriteBatch {
@@ -43,11 +47,13 @@ impl std::fmt::Debug for WriteBatch {
 /// One decoded entry of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
-    /// Put or Delete.
+    /// Put, Delete or Expiring.
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for Delete).
+    /// The value (empty for Delete). For Expiring, eight bytes (little endian) before the
+    /// value: the time to live in ms in a batch not yet written, the expiry (ms since the
+    /// Unix epoch) in one read from a WAL.
     pub value: &'a [u8],
 }
 
@@ -57,6 +63,7 @@ impl WriteBatch {
         WriteBatch {
             rep: vec![0; HEADER_LEN],
             count: 0,
+            expiring: false,
         }
     }
 
@@ -70,7 +77,11 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, count: 0 }
+        WriteBatch {
+            rep,
+            count: 0,
+            expiring: false,
+        }
     }
 
     /// Adds a put of `key` -> `value`.
@@ -80,6 +91,94 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, value.as_ref());
         self.count += 1;
         self
+    }
+
+    /// Adds a put of `key` -> `value` that expires `ttl` after the batch is written: no
+    /// read returns it after that, and compactions remove it (docs/design/ttl.md). A `ttl`
+    /// of zero writes a value that is never read.
+    pub fn put_with_ttl(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        ttl: std::time::Duration,
+    ) -> &mut Self {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.push_expiring(key.as_ref(), ms, value.as_ref());
+        self
+    }
+
+    fn push_expiring(&mut self, key: &[u8], field: u64, value: &[u8]) {
+        self.rep.push(ValueKind::Expiring as u8);
+        put_length_prefixed(&mut self.rep, key);
+        crate::coding::put_varint32(&mut self.rep, (8 + value.len()) as u32);
+        self.rep.extend_from_slice(&field.to_le_bytes());
+        self.rep.extend_from_slice(value);
+        self.count += 1;
+        self.expiring = true;
+    }
+
+    /// Appends an entry as stored: `value` is what an entry of `kind` holds (for Expiring,
+    /// its eight bytes of time first; ignored for Delete). For the write paths that rebuild
+    /// a batch.
+    pub(crate) fn push_entry(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
+        match kind {
+            ValueKind::Put => {
+                self.put(key, value);
+            }
+            ValueKind::Delete => {
+                self.delete(key);
+            }
+            ValueKind::Pointer => {
+                self.put_pointer(key, value);
+            }
+            ValueKind::Expiring => {
+                self.rep.push(ValueKind::Expiring as u8);
+                put_length_prefixed(&mut self.rep, key);
+                put_length_prefixed(&mut self.rep, value);
+                self.count += 1;
+                self.expiring = true;
+            }
+        }
+    }
+
+    /// Whether the batch holds expiring entries.
+    pub(crate) fn has_expiring(&self) -> bool {
+        self.expiring
+    }
+
+    /// The batch as the engine logs it: each expiring entry's time to live made an expiry
+    /// (`now` plus it, ms since the Unix epoch), and with `ttl` each put made an expiring
+    /// one (`WriteOptions::ttl`, `Options::default_ttl`). Unchanged when there is nothing
+    /// to do. REQUIRES: a batch the user built (its expiring entries hold times to live).
+    pub(crate) fn resolve_expiry(
+        self,
+        now: &crate::ttl::Now,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<WriteBatch> {
+        if !self.expiring && ttl.is_none() {
+            return Ok(self);
+        }
+        let t = now.now();
+        let ttl_ms = ttl.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut out = WriteBatch::with_capacity(self.rep.len() - HEADER_LEN + 9 * self.len());
+        for e in self.iter() {
+            let e = e?;
+            match e.kind {
+                ValueKind::Put => match ttl_ms {
+                    Some(ms) => out.push_expiring(e.key, t.saturating_add(ms), e.value),
+                    None => {
+                        out.put(e.key, e.value);
+                    }
+                },
+                ValueKind::Expiring => {
+                    let (ms, v) = crate::key::split_expiring(e.value)
+                        .ok_or_else(|| Error::corrupt("expiring batch entry without its time"))?;
+                    out.push_expiring(e.key, t.saturating_add(ms), v);
+                }
+                ValueKind::Delete | ValueKind::Pointer => out.push_entry(e.kind, e.key, e.value),
+            }
+        }
+        Ok(out)
     }
 
     /// Appends an entry of kind `Pointer` (the value log's write path).
@@ -104,6 +203,7 @@ impl WriteBatch {
         self.rep.truncate(HEADER_LEN);
         self.rep[..HEADER_LEN].fill(0);
         self.count = 0;
+        self.expiring = false;
     }
 
     /// Number of entries.
@@ -130,6 +230,7 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.count += other.count;
+        self.expiring |= other.expiring;
     }
 
     pub(crate) fn set_sequence(&mut self, seq: SeqNo) {
@@ -169,12 +270,18 @@ impl WriteBatch {
         let (Some(_), Some(count)) = (get_u64(&mut src), get_u32(&mut src)) else {
             return Err(Error::corrupt("write batch shorter than its header"));
         };
-        let b = WriteBatch { rep, count };
+        let mut b = WriteBatch {
+            rep,
+            count,
+            expiring: false,
+        };
         let mut n = 0u32;
+        let mut expiring = false;
         for e in b.iter() {
-            e?;
+            expiring |= e?.kind == ValueKind::Expiring;
             n += 1;
         }
+        b.expiring = expiring;
         if n != count {
             return Err(Error::corrupt(format!(
                 "write batch says {count} entries, holds {n}"
@@ -201,6 +308,9 @@ impl WriteBatch {
                 return Err(Error::invalid(
                     "a batch holds a value pointer (kind 2): only the engine writes those",
                 ));
+            }
+            if e.kind == ValueKind::Expiring && e.value.len() < 8 {
+                return Err(Error::corrupt("expiring batch entry without its time"));
             }
             if e.key.len() > MAX_KEY_LEN {
                 return Err(Error::invalid(format!(
@@ -234,7 +344,7 @@ impl<'a> Iterator for BatchIter<'a> {
             let kind = ValueKind::from_u8(tag)?;
             let key = get_length_prefixed(&mut self.src)?;
             let value = match kind {
-                ValueKind::Put => get_length_prefixed(&mut self.src)?,
+                ValueKind::Put | ValueKind::Expiring => get_length_prefixed(&mut self.src)?,
                 ValueKind::Delete => &[][..],
                 // Written by the engine only (the value log's write path); `validate`
                 // refuses them in the user's batches.

@@ -154,39 +154,60 @@ pub(crate) enum Outcome {
     /// Removed: a tombstone in its place (or nothing, where the caller knows nothing older
     /// can be below and no snapshot needs older versions).
     Remove,
-    /// A put of this value in its place.
-    Change(Vec<u8>),
+    /// An entry of this kind (a put, or an expiring put keeping its expiry) storing this
+    /// value in its place.
+    Change(ValueKind, Vec<u8>),
+    /// Removed because it expired (docs/design/ttl.md): as `Remove`, but every later
+    /// reader judges it expired too (the engine's clock does not go back), so it is no new
+    /// answer.
+    Expire,
 }
 
 /// One job's use of a filter.
 pub(crate) struct Filtering<'a> {
-    filter: &'a dyn CompactionFilter,
+    /// The user's filter, if any (without one, only expiry is judged).
+    filter: Option<&'a dyn CompactionFilter>,
     env: &'a dyn FilterEnv,
     reason: FilterReason,
     /// The newest snapshot live when the job began: versions at or below it are not
     /// offered.
     newest_snapshot: Option<SeqNo>,
-    /// Entries removed and changed.
+    /// The engine's time when the job began (read with its snapshots): expiring entries
+    /// whose expiry is at or before it are removed.
+    now: u64,
+    /// Entries the user's filter removed and changed.
     pub removed: u64,
     pub changed: u64,
+    /// Entries removed as expired.
+    pub expired: u64,
 }
 
 impl<'a> Filtering<'a> {
-    /// `filter` for a job that began with the live `snapshots`.
+    /// `filter` (and expiry, judged at `now`) for a job that began with the live
+    /// `snapshots`.
     pub fn new(
-        filter: &'a dyn CompactionFilter,
+        filter: Option<&'a dyn CompactionFilter>,
         env: &'a dyn FilterEnv,
         reason: FilterReason,
         snapshots: &[SeqNo],
+        now: u64,
     ) -> Self {
         Filtering {
             filter,
             env,
             reason,
             newest_snapshot: snapshots.iter().copied().max(),
+            now,
             removed: 0,
             changed: 0,
+            expired: 0,
         }
+    }
+
+    /// Entries whose result is a new answer to readers (the user's filter removed or
+    /// changed them): the job's result must be durable before readers see it.
+    pub fn decided(&self) -> u64 {
+        self.removed + self.changed
     }
 
     /// Whether some live snapshot was in the job's way (removals then leave a tombstone).
@@ -211,20 +232,31 @@ impl<'a> Filtering<'a> {
         if self.newest_snapshot.is_some_and(|s| seq <= s) {
             return Ok(Outcome::Keep);
         }
-        let separated = match kind {
-            ValueKind::Put => false,
-            ValueKind::Pointer if self.env.offered(value) => true,
+        let (separated, expiry, raw) = match kind {
+            ValueKind::Put => (false, None, value),
+            ValueKind::Pointer if self.env.offered(value) => (true, None, value),
+            ValueKind::Expiring => {
+                let (e, v) = crate::key::split_expiring(value)
+                    .ok_or_else(|| Error::corrupt("an expiring entry shorter than its expiry"))?;
+                if e <= self.now {
+                    self.expired += 1;
+                    return Ok(Outcome::Expire);
+                }
+                (false, Some(e), v)
+            }
             _ => return Ok(Outcome::Keep),
+        };
+        let Some(filter) = self.filter else {
+            return Ok(Outcome::Keep);
         };
         let entry = FilterEntry {
             key: user_key,
             reason: self.reason,
-            raw: value,
+            raw,
             separated,
             resolved: OnceCell::new(),
             env: self.env,
         };
-        let filter = self.filter;
         let decision =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| filter.filter(&entry)))
                 .map_err(|_| {
@@ -247,7 +279,13 @@ impl<'a> Filtering<'a> {
             }
             Decision::Change(v) => {
                 self.changed += 1;
-                Outcome::Change(v)
+                match expiry {
+                    // An expiring value changed keeps its expiry.
+                    Some(e) => {
+                        Outcome::Change(ValueKind::Expiring, crate::key::expiring_value(e, &v))
+                    }
+                    None => Outcome::Change(ValueKind::Put, v),
+                }
             }
         })
     }
@@ -298,13 +336,19 @@ mod tests {
         let env = Env {
             reads: Cell::new(0),
         };
-        let mut f = Filtering::new(&Rule, &env, FilterReason::Flush, &[SeqNo(5), SeqNo(9)]);
+        let mut f = Filtering::new(
+            Some(&Rule),
+            &env,
+            FilterReason::Flush,
+            &[SeqNo(5), SeqNo(9)],
+            0,
+        );
         let p = ValueKind::Put;
         assert_eq!(f.decide(b"a", SeqNo(9), p, b"x").unwrap(), Outcome::Keep);
         assert_eq!(f.decide(b"a", SeqNo(10), p, b"x").unwrap(), Outcome::Remove);
         assert_eq!(
             f.decide(b"a", SeqNo(11), p, b"c").unwrap(),
-            Outcome::Change(b"changed".to_vec())
+            Outcome::Change(ValueKind::Put, b"changed".to_vec())
         );
         assert_eq!(
             f.decide(b"a", SeqNo(12), ValueKind::Delete, b"").unwrap(),
@@ -323,7 +367,7 @@ mod tests {
         assert_eq!(env.reads.get(), 1);
         assert!(f.decide(b"a", SeqNo(12), ptr, b"bad").is_err());
         assert_eq!((f.removed, f.changed), (2, 1));
-        let mut none = Filtering::new(&Rule, &env, FilterReason::Flush, &[]);
+        let mut none = Filtering::new(Some(&Rule), &env, FilterReason::Flush, &[], 0);
         assert_eq!(
             none.decide(b"a", SeqNo(1), p, b"x").unwrap(),
             Outcome::Remove
@@ -346,8 +390,53 @@ mod tests {
         let env = Env {
             reads: Cell::new(0),
         };
-        let mut f = Filtering::new(&Panics, &env, FilterReason::Flush, &[]);
+        let mut f = Filtering::new(Some(&Panics), &env, FilterReason::Flush, &[], 0);
         let e = f.decide(b"a", SeqNo(1), ValueKind::Put, b"v").unwrap_err();
         assert!(e.to_string().contains("panicked"), "{e}");
+    }
+
+    #[test]
+    fn expired_entries_are_removed_and_the_rest_offered_without_their_expiry() {
+        let env = Env {
+            reads: Cell::new(0),
+        };
+        let e = ValueKind::Expiring;
+        let at = |t: u64, v: &[u8]| crate::key::expiring_value(t, v);
+        // Expiry alone (no filter of the user's): removed at or after the job's time.
+        let mut ttl = Filtering::new(None, &env, FilterReason::Flush, &[SeqNo(5)], 100);
+        assert_eq!(
+            ttl.decide(b"a", SeqNo(9), e, &at(100, b"k")).unwrap(),
+            Outcome::Expire
+        );
+        assert_eq!(
+            ttl.decide(b"a", SeqNo(9), e, &at(101, b"k")).unwrap(),
+            Outcome::Keep
+        );
+        assert_eq!(
+            ttl.decide(b"a", SeqNo(9), ValueKind::Put, b"x").unwrap(),
+            Outcome::Keep
+        );
+        assert_eq!(
+            ttl.decide(b"a", SeqNo(5), e, &at(1, b"k")).unwrap(),
+            Outcome::Keep,
+            "a snapshot sees it"
+        );
+        assert!(ttl.decide(b"a", SeqNo(9), e, b"short").is_err());
+        assert_eq!((ttl.expired, ttl.decided()), (1, 0));
+        // With the user's filter: it sees the value, a change keeps the expiry.
+        let mut f = Filtering::new(Some(&Rule), &env, FilterReason::Flush, &[], 100);
+        assert_eq!(
+            f.decide(b"a", SeqNo(1), e, &at(200, b"x")).unwrap(),
+            Outcome::Remove
+        );
+        assert_eq!(
+            f.decide(b"a", SeqNo(1), e, &at(200, b"c")).unwrap(),
+            Outcome::Change(e, at(200, b"changed"))
+        );
+        assert_eq!(
+            f.decide(b"a", SeqNo(1), e, &at(50, b"c")).unwrap(),
+            Outcome::Expire
+        );
+        assert_eq!((f.removed, f.changed, f.expired), (1, 1, 1));
     }
 }

@@ -272,6 +272,10 @@ pub(crate) struct DbInner {
     pub last_sequence: AtomicU64,
     /// The file-number counter, shared with the `VersionSet`.
     pub next_file: Arc<AtomicU64>,
+    /// The time expiring entries are judged by (never going back).
+    pub now: crate::ttl::Now,
+    /// The manifest names the `expiring-entries` feature (`DbInner::record_expiring`).
+    pub expiring: AtomicBool,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Stats,
     /// Paces slowed-down writes to `delayed_write_rate`; touched only by the write-queue
@@ -478,6 +482,7 @@ impl DbInner {
         self.snapshots.take_with(
             || self.visible_sequence(),
             || st.super_version.clone() as crate::snapshot::View,
+            || self.now.now(),
         )
     }
 
@@ -674,6 +679,26 @@ impl Db {
         let (key, value) = (key.as_ref(), value.as_ref());
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_capacity(key.len(), value.len()));
         b.put(key, value);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Sets `key` to `value` for `ttl`: from then on no read returns it (it reads as
+    /// deleted, hiding older versions of the key as a delete does), and compactions
+    /// remove it. A ttl of zero writes a value that is never read. docs/design/ttl.md
+    /// says how expiry meets snapshots, clocks and restarts.
+    ///
+    /// # Errors
+    /// As for [`Db::put`].
+    pub fn put_with_ttl(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        ttl: std::time::Duration,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b =
+            WriteBatch::with_capacity(WriteBatch::entry_capacity(key.len(), value.len() + 8));
+        b.put_with_ttl(key, value, ttl);
         self.write(&WriteOptions::default(), b)
     }
 

@@ -34,6 +34,10 @@ pub enum ValueKind {
     /// A value kept in the value store; the entry's value is an encoded
     /// `ValuePointer` (docs/format/value-pointer.md).
     Pointer = 2,
+    /// An inline value that expires: the entry's value is the expiry (milliseconds since
+    /// the Unix epoch, u64 little endian) followed by the user's value
+    /// (docs/design/ttl.md). Never separated into a value store nor coalesced.
+    Expiring = 3,
 }
 
 impl ValueKind {
@@ -43,9 +47,31 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Pointer),
+            3 => Some(ValueKind::Expiring),
             _ => None,
         }
     }
+}
+
+/// The bytes an expiring entry stores: `expiry` (ms since the Unix epoch) before `value`.
+pub fn expiring_value(expiry: u64, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(8 + value.len());
+    v.extend_from_slice(&expiry.to_le_bytes());
+    v.extend_from_slice(value);
+    v
+}
+
+/// The expiry and the user's value of an entry of kind `Expiring`; `None` when it is too
+/// short to hold an expiry (a damaged entry).
+pub fn split_expiring(stored: &[u8]) -> Option<(u64, &[u8])> {
+    let (e, v) = stored.split_first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*e), v))
+}
+
+/// Whether an entry of `kind` storing `stored` has expired at `now` (ms since the Unix
+/// epoch): an expiring entry whose expiry is at or before `now`, or too short to hold one.
+pub fn expired(kind: ValueKind, stored: &[u8], now: u64) -> bool {
+    kind == ValueKind::Expiring && split_expiring(stored).is_none_or(|(e, _)| e <= now)
 }
 
 /// Packs a sequence and kind into a trailer.

@@ -40,6 +40,7 @@ mod sst;
 mod stats;
 mod sync;
 mod table_cache;
+mod ttl;
 mod value;
 mod version;
 mod version_filter;
@@ -58,6 +59,7 @@ pub use options::{
 pub use repair::{destroy, repair, RepairReport};
 pub use sst::Compression;
 pub use stats::StatsSnapshot;
+pub use ttl::{Clock, SystemClock};
 pub use wal::WalRecoveryMode;
 
 /// Tells glibc's `malloc` to give freed memory back instead of keeping it: a fixed mmap

@@ -37,19 +37,32 @@ impl SnapshotList {
         self: &Arc<Self>,
         current: impl FnOnce() -> SeqNo,
         view: impl FnOnce() -> View,
+        now: impl FnOnce() -> u64,
     ) -> Snapshot {
         let mut live = crate::sync::lock(&self.live);
         let seq = current();
+        // Read under the list's lock, as jobs read their time with the snapshots: a
+        // snapshot a job does not see reads at a time no earlier than the job's.
+        let time = now();
         *live.pins.entry(seq.0).or_default() += 1;
         let view = (live.filtering > 0).then(view);
         drop(live);
         Snapshot {
             inner: Arc::new(Pin {
                 seq,
+                time,
                 list: self.clone(),
                 view,
             }),
         }
+    }
+
+    /// Every pinned sequence, ascending, and the engine's time read with them (`now`, under
+    /// the list's lock): what a job judges expiry by.
+    pub fn sequences_at(&self, now: impl FnOnce() -> u64) -> (Vec<SeqNo>, u64) {
+        let live = crate::sync::lock(&self.live);
+        let time = now();
+        (live.pins.keys().map(|&s| SeqNo(s)).collect(), time)
     }
 
     /// Every pinned sequence, ascending.
@@ -65,12 +78,17 @@ impl SnapshotList {
     /// offered what they see), and a guard, held until the job's result is installed (or
     /// dropped), while which every new snapshot pins its read view. Taken in one step, so a
     /// snapshot is either among those returned or pins a view from before the install.
-    pub fn begin_filtering(self: &Arc<Self>) -> (Vec<SeqNo>, FilteringJob) {
+    /// The engine's time is read with them (`now`), as in [`SnapshotList::sequences_at`].
+    pub fn begin_filtering(
+        self: &Arc<Self>,
+        now: impl FnOnce() -> u64,
+    ) -> (Vec<SeqNo>, u64, FilteringJob) {
         let mut live = crate::sync::lock(&self.live);
         live.filtering += 1;
+        let time = now();
         let seqs = live.pins.keys().map(|&s| SeqNo(s)).collect();
         drop(live);
-        (seqs, FilteringJob { list: self.clone() })
+        (seqs, time, FilteringJob { list: self.clone() })
     }
 }
 
@@ -89,6 +107,8 @@ impl Drop for FilteringJob {
 #[derive(Debug)]
 struct Pin {
     seq: SeqNo,
+    /// The engine's time when it was taken: what its reads judge expiry by.
+    time: u64,
     list: Arc<SnapshotList>,
     view: Option<View>,
 }
@@ -119,6 +139,12 @@ impl Snapshot {
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SeqNo {
         self.inner.seq
+    }
+
+    /// The engine's time when the snapshot was taken (ms since the Unix epoch): its reads
+    /// judge expiring entries by it, so they repeat (docs/design/ttl.md).
+    pub(crate) fn time(&self) -> u64 {
+        self.inner.time
     }
 
     /// The read view this snapshot pinned, if it was taken while a filtering job ran.

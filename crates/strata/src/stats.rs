@@ -36,6 +36,7 @@ pub struct Stats {
     pub(crate) value_bytes_relocated: AtomicU64,
     pub(crate) filtered_entries: AtomicU64,
     pub(crate) gc_filtered_entries: AtomicU64,
+    pub(crate) expired_entries: AtomicU64,
     pub(crate) value_gc_runs: AtomicU64,
     pub(crate) value_gc_bytes_read: AtomicU64,
     pub(crate) value_read_aheads: AtomicU64,
@@ -235,6 +236,8 @@ pub struct StatsSnapshot {
     /// Of those, the ones a value store's GC step met (and wrote the deletion or new value
     /// of instead of moving it).
     pub gc_filtered_entries: u64,
+    /// Expiring entries flushes and compactions removed once expired (docs/design/ttl.md).
+    pub expired_entries: u64,
     /// Value-log segments the value log's GC collected.
     pub value_gc_runs: u64,
     /// Bytes the value log's GC read.
@@ -448,6 +451,7 @@ impl Stats {
             value_bytes_relocated: l(&self.value_bytes_relocated),
             filtered_entries: l(&self.filtered_entries),
             gc_filtered_entries: l(&self.gc_filtered_entries),
+            expired_entries: l(&self.expired_entries),
             value_gc_runs: l(&self.value_gc_runs),
             value_gc_bytes_read: l(&self.value_gc_bytes_read),
             value_read_aheads: l(&self.value_read_aheads),

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::{FileBytes, Fs, RandomAccessFile, ReadAccess};
-use crate::key::{self, ValueKind};
+use crate::key;
 use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::sst::{BlockCache, Table};
@@ -276,11 +276,7 @@ impl TableCache {
         };
         let p = key::parse(&k)
             .ok_or_else(|| Error::corruption(t.path(), 0, "malformed internal key"))?;
-        Ok(Probe::Found(match p.kind {
-            ValueKind::Put => Lookup::Value(v),
-            ValueKind::Delete => Lookup::Deleted,
-            ValueKind::Pointer => Lookup::Pointer(v),
-        }))
+        Ok(Probe::Found(Lookup::of(p.kind, v)))
     }
 
     /// Forgets table `n` (its file is being deleted).

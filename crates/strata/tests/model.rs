@@ -1,4 +1,5 @@
-//! Randomized model test: random puts, deletes, batches, gets, scans (forward, reverse,
+//! Randomized model test: random puts (some expiring, as time moves on), deletes, batches,
+//! gets, scans (forward, reverse,
 //! bounded, mixed next/prev walks), snapshot reads, flushes, compactions and reopens, checked
 //! against a `BTreeMap`, under every named configuration, at sizes that reach several levels.
 //!
@@ -131,7 +132,18 @@ fn run(
     let ctx0 = format!("config {} seed {seed}", config.name);
     let mut rng = Rng::new(seed);
     let space = 1500;
-    let open = || Db::open(dir, (config.build)(dir, fs.clone())).unwrap();
+    // Expiring puts: the database's clock moves only when the test moves it; the model
+    // drops a key once its expiry is reached (a snapshot's model, frozen when it was taken,
+    // keeps what had not expired then: snapshots read as of their time).
+    let clock = Arc::new(TestClock(std::sync::atomic::AtomicU64::new(
+        1_800_000_000_000,
+    )));
+    let mut expiring: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+    let with_clock = |mut o: Options| {
+        o.clock = clock.clone();
+        o
+    };
+    let open = || Db::open(dir, with_clock((config.build)(dir, fs.clone()))).unwrap();
     let mut db = open();
     let mut model = Model::default();
     let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -143,27 +155,44 @@ fn run(
             dice = 0;
         }
         match dice {
-            0..=449 => {
+            0..=379 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng));
                 db.put(&k, &v).unwrap();
                 model.put(&k, &v);
+                expiring.remove(&k);
+            }
+            380..=449 => {
+                let (k, v) = (key(&mut rng, space), value(&mut rng));
+                let ttl = std::time::Duration::from_millis(rng.below(60_000));
+                db.put_with_ttl(&k, &v, ttl).unwrap();
+                model.put(&k, &v);
+                expiring.insert(k, clock.now() + ttl.as_millis() as u64);
             }
             450..=549 => {
                 let k = key(&mut rng, space);
                 db.delete(&k).unwrap();
                 model.delete(&k);
+                expiring.remove(&k);
             }
             550..=649 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.below(12) + 1 {
                     let k = key(&mut rng, space);
-                    if rng.chance(0.7) {
+                    if rng.chance(0.6) {
                         let v = value(&mut rng);
                         b.put(&k, &v);
                         model.put(&k, &v);
+                        expiring.remove(&k);
+                    } else if rng.chance(0.3) {
+                        let v = value(&mut rng);
+                        let ttl = std::time::Duration::from_millis(rng.below(60_000));
+                        b.put_with_ttl(&k, &v, ttl);
+                        model.put(&k, &v);
+                        expiring.insert(k, clock.now() + ttl.as_millis() as u64);
                     } else {
                         b.delete(&k);
                         model.delete(&k);
+                        expiring.remove(&k);
                     }
                 }
                 db.write(
@@ -175,7 +204,17 @@ fn run(
                 )
                 .unwrap();
             }
-            650..=849 => {
+            650..=669 => {
+                // Time passes: what expired is gone from the model.
+                let now = clock.advance(rng.below(5_000));
+                expiring.retain(|k, at| {
+                    if *at <= now {
+                        model.delete(k);
+                    }
+                    *at > now
+                });
+            }
+            670..=849 => {
                 let k = key(&mut rng, space);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k), "{ctx}: get {k:?}");
             }
@@ -261,7 +300,7 @@ fn run(
                     }
                 };
                 db = if rng.chance(0.5) {
-                    let mut o = build((config.build)(dir, fs.clone()));
+                    let mut o = build(with_clock((config.build)(dir, fs.clone())));
                     o.write_buffer_size *= 4;
                     match Db::open(dir, o) {
                         Ok(db) => db,
@@ -269,9 +308,12 @@ fn run(
                         Err(e) => panic!("{ctx}: reopen with larger memtables: {e}"),
                     }
                 } else if bare || extra {
-                    Db::open(dir, build((config.build)(dir, fs.clone()))).unwrap_or_else(|e| {
-                        panic!("{ctx}: reopen naming no directory ({bare}) or more ({extra}): {e}")
-                    })
+                    Db::open(dir, build(with_clock((config.build)(dir, fs.clone()))))
+                        .unwrap_or_else(|e| {
+                            panic!(
+                                "{ctx}: reopen naming no directory ({bare}) or more ({extra}): {e}"
+                            )
+                        })
                 } else {
                     open()
                 };
@@ -287,6 +329,26 @@ fn run(
     let levels = db.property("strata.levels").unwrap();
     eprintln!("{ctx0}: levels {levels}");
     levels
+}
+
+/// The database's clock in a model run: moved by the test only.
+struct TestClock(std::sync::atomic::AtomicU64);
+
+impl TestClock {
+    fn now(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Moves the clock `ms` on; returns the new time.
+    fn advance(&self, ms: u64) -> u64 {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst) + ms
+    }
+}
+
+impl strata::Clock for TestClock {
+    fn now_millis(&self) -> u64 {
+        self.now()
+    }
 }
 
 fn check_all(db: &Db, model: &Model, ctx: &str) {

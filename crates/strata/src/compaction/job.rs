@@ -48,6 +48,8 @@ pub struct CompactionOutput {
     pub relocated_bytes: u64,
     /// Entries the compaction filter removed or changed.
     pub filtered: u64,
+    /// Entries removed as expired (docs/design/ttl.md).
+    pub expired: u64,
 }
 
 /// Moves the live values a compaction meets in value files being collected into a new
@@ -242,14 +244,18 @@ impl CompactionJob<'_> {
                 None => Outcome::Keep,
             };
             if outcome != Outcome::Keep {
-                out.filtered += 1;
+                if outcome == Outcome::Expire {
+                    out.expired += 1;
+                } else {
+                    out.filtered += 1;
+                }
                 if p.kind == ValueKind::Pointer {
                     out.dropped_values.add(value);
                 }
                 (kind, value) = match outcome {
-                    Outcome::Change(v) => {
+                    Outcome::Change(k, v) => {
                         changed = v;
-                        (ValueKind::Put, changed.as_slice())
+                        (k, changed.as_slice())
                     }
                     _ => (ValueKind::Delete, &[][..]),
                 };

@@ -173,7 +173,8 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         let version = db.super_version().version.clone();
         let mut outputs: Vec<FileNumber> = Vec::new();
         // With a compaction filter, held until the result is installed.
-        let (snapshots, _filtering) = db.job_snapshots();
+        let mut snaps = db.job_snapshots();
+        let _filtering = snaps.hold.take();
         let env = super::filter::JobEnv {
             db,
             version: &version,
@@ -182,7 +183,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
             FilterReason::Compaction {
                 output_level: c.output_level,
             },
-            &snapshots,
+            &snaps,
         );
         let mut new_number = || {
             let n = lock(&db.versions).new_output_number();
@@ -193,7 +194,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         let mut job = CompactionJob {
             compaction: c,
             version: &version,
-            snapshots,
+            snapshots: snaps.seqs.clone(),
             tables: &db.tables,
             fs: &*db.fs,
             placement: &db.placement,
@@ -227,6 +228,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         }
         Stats::add(&db.stats.value_bytes_relocated, out.relocated_bytes);
         Stats::add(&db.stats.filtered_entries, out.filtered);
+        Stats::add(&db.stats.expired_entries, out.expired);
         let filtered = out.filtered > 0;
         let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
@@ -322,7 +324,9 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     for level in 0..deepest {
         compact_level(db, level, lo, hi)?;
     }
-    if db.opts.compaction_filter.is_some() {
+    // With a filter, or expiring entries in the database, what is already at the deepest
+    // level is offered too (RocksDB's kIfHaveCompactionFilter).
+    if db.opts.compaction_filter.is_some() || db.super_version().version.expiring {
         rewrite_level(db, deepest, lo, hi)?;
     }
     // A level a background compaction emptied while this one waited returns without a job

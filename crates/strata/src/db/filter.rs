@@ -19,11 +19,19 @@ pub(crate) struct JobEnv<'a> {
 }
 
 impl<'a> JobEnv<'a> {
-    /// The job's use of the configured filter, if any, for a job that began with the live
-    /// `snapshots`.
-    pub fn filtering(&'a self, reason: FilterReason, snapshots: &[SeqNo]) -> Option<Filtering<'a>> {
-        let f = self.db.opts.compaction_filter.as_deref()?;
-        Some(Filtering::new(f, self, reason, snapshots))
+    /// The job's use of the configured filter and of expiry, for a job that began with
+    /// `snaps`: `None` when there is neither a filter nor an expiring entry in the
+    /// database.
+    pub fn filtering(
+        &'a self,
+        reason: FilterReason,
+        snaps: &JobSnapshots,
+    ) -> Option<Filtering<'a>> {
+        let f = self.db.opts.compaction_filter.as_deref();
+        if f.is_none() && !self.version.expiring {
+            return None;
+        }
+        Some(Filtering::new(f, self, reason, &snaps.seqs, snaps.time))
     }
 }
 
@@ -46,15 +54,34 @@ impl FilterEnv for JobEnv<'_> {
     }
 }
 
+/// What a flush or compaction starts from: the live snapshots it keeps the versions of,
+/// the engine's time it judges expiry by (read with them), and, with a compaction filter,
+/// the hold that makes every snapshot taken before the job's result is installed read the
+/// view it was taken on (keep it until then). Expiry needs no hold: a snapshot the job
+/// does not see reads at a time no earlier than the job's, and so finds expired all that
+/// the job removes as expired.
+pub(crate) struct JobSnapshots {
+    pub seqs: Vec<SeqNo>,
+    pub time: u64,
+    pub hold: Option<FilteringJob>,
+}
+
 impl DbInner {
-    /// The live snapshots a flush or compaction keeps the versions of, and, with a
-    /// compaction filter, the hold that makes every snapshot taken before the job's result
-    /// is installed read the view it was taken on (keep it until then).
-    pub(crate) fn job_snapshots(&self) -> (Vec<SeqNo>, Option<FilteringJob>) {
+    /// See [`JobSnapshots`].
+    pub(crate) fn job_snapshots(&self) -> JobSnapshots {
         if self.opts.compaction_filter.is_none() {
-            return (self.snapshots.sequences(), None);
+            let (seqs, time) = self.snapshots.sequences_at(|| self.now.now());
+            return JobSnapshots {
+                seqs,
+                time,
+                hold: None,
+            };
         }
-        let (seqs, hold) = self.snapshots.begin_filtering();
-        (seqs, Some(hold))
+        let (seqs, time, hold) = self.snapshots.begin_filtering(|| self.now.now());
+        JobSnapshots {
+            seqs,
+            time,
+            hold: Some(hold),
+        }
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::{lock, DbInner};
-use crate::compaction_filter::FilterReason;
+use crate::compaction_filter::{FilterReason, Filtering};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
 use crate::fs::DurableFirst;
@@ -63,18 +63,19 @@ impl DbInner {
         };
         // With a compaction filter, held until the result is installed (every snapshot
         // taken meanwhile reads the view it was taken on).
-        let (snapshots, _filtering) = self.job_snapshots();
+        let mut snaps = self.job_snapshots();
+        let _filtering = snaps.hold.take();
         let env = super::filter::JobEnv {
             db: self,
             version: &base,
         };
-        let filter = env.filtering(FilterReason::Flush, &snapshots);
+        let filter = env.filtering(FilterReason::Flush, &snaps);
         let mut job = Ingest {
             fs: &*self.fs,
             placement: &self.placement,
             path_id,
             table_opts: TableOptions::from(&self.opts),
-            snapshots,
+            snapshots: snaps.seqs.clone(),
             new_file_number: &mut new_number,
             values: self.values.flush_separator(self.opts.min_blob_size, &base),
             dropped_values: Default::default(),
@@ -108,8 +109,12 @@ impl DbInner {
         if result.is_err() {
             job.discard_staged();
         }
-        let filtered = job.filter.as_ref().map_or(0, |f| f.removed + f.changed);
+        let filtered = job.filter.as_ref().map_or(0, Filtering::decided);
         Stats::add(&self.stats.filtered_entries, filtered);
+        Stats::add(
+            &self.stats.expired_entries,
+            job.filter.as_ref().map_or(0, |f| f.expired),
+        );
         let mut first = job.durable_first.take().unwrap_or_default();
         // The edit names the next memtable's WAL as the oldest one needed (its log number),
         // and an open refuses a database whose named WAL is missing: the WAL directory's

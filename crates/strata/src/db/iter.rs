@@ -33,6 +33,9 @@ pub struct DbIterator {
     /// For charging seeks to tables they searched in vain (read-triggered compaction).
     db: Arc<DbInner>,
     seq: SeqNo,
+    /// The engine's time the iterator judges expiring entries by (its snapshot's, or read
+    /// when it first meets one, no earlier than it was made): one answer for its whole life.
+    now: OnceCell<u64>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     direction: Direction,
@@ -113,7 +116,11 @@ struct ReadAhead {
 pub(crate) fn new(db: &Arc<DbInner>, opts: ReadOptions) -> DbIterator {
     let (seq, sv) = db.read_view(opts.snapshot.as_ref());
     db.count_read();
-    let mut it = over(db, sv, seq, opts.lower_bound, opts.upper_bound);
+    let now = OnceCell::new();
+    if let Some(s) = &opts.snapshot {
+        let _ = now.set(s.time());
+    }
+    let mut it = over(db, sv, seq, now, opts.lower_bound, opts.upper_bound);
     it._snapshot = opts.snapshot;
     it
 }
@@ -123,6 +130,7 @@ fn over(
     db: &Arc<DbInner>,
     sv: Arc<SuperVersion>,
     seq: SeqNo,
+    now: OnceCell<u64>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
 ) -> DbIterator {
@@ -136,6 +144,7 @@ fn over(
         sv,
         db: db.clone(),
         seq,
+        now,
         lower,
         upper,
         direction: Direction::Forward,
@@ -156,6 +165,11 @@ fn over(
 }
 
 impl DbIterator {
+    /// The time this iterator judges expiring entries by.
+    fn now(&self) -> u64 {
+        *self.now.get_or_init(|| self.db.now.now())
+    }
+
     /// Whether the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.valid
@@ -177,6 +191,10 @@ impl DbIterator {
             Direction::Forward => self.inner.value(),
             Direction::Reverse => self.saved_value.as_slice(),
         };
+        if self.saved_kind == ValueKind::Expiring {
+            // (Its length was checked when the cursor stopped on it.)
+            return key::split_expiring(stored).map_or(&[][..], |(_, v)| v);
+        }
         if self.saved_kind != ValueKind::Pointer {
             return stored;
         }
@@ -234,6 +252,7 @@ impl DbIterator {
                 &self.db,
                 self.sv.clone(),
                 self.seq,
+                OnceCell::from(self.now()),
                 self.lower.clone(),
                 self.upper.clone(),
             );
@@ -496,17 +515,18 @@ impl DbIterator {
                 if skipping && p.user_key <= self.saved_key.as_slice() {
                     // Hidden by the entry we already returned or skipped.
                 } else {
-                    match p.kind {
-                        ValueKind::Delete => {
-                            self.saved_key.clear();
-                            self.saved_key.extend_from_slice(p.user_key);
-                            skipping = true;
-                        }
-                        ValueKind::Put | ValueKind::Pointer => {
-                            self.saved_kind = p.kind;
-                            self.valid = true;
-                            return;
-                        }
+                    // An expired entry hides its key's older versions, as a tombstone.
+                    if p.kind == ValueKind::Delete
+                        || (p.kind == ValueKind::Expiring
+                            && key::expired(p.kind, self.inner.value(), self.now()))
+                    {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        skipping = true;
+                    } else {
+                        self.saved_kind = p.kind;
+                        self.valid = true;
+                        return;
                     }
                 }
             }
@@ -539,6 +559,10 @@ impl DbIterator {
                     break;
                 }
                 kind = p.kind;
+                if kind == ValueKind::Expiring && key::expired(kind, self.inner.value(), self.now())
+                {
+                    kind = ValueKind::Delete;
+                }
                 if kind == ValueKind::Delete {
                     self.saved_key.clear();
                     self.saved_value.clear();

@@ -542,6 +542,8 @@ struct Parts {
 
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     let next_file = p.versions.file_number_counter();
+    let now = crate::ttl::Now::new(opts.clock.clone(), p.versions.clock_high());
+    let expiring = AtomicBool::new(p.version.expiring);
     // Every store's reader, and the GC of each store whose files the version holds (or
     // that is configured), whatever `Options::value_store` names now; a read-only open
     // reads and never writes or collects.
@@ -599,6 +601,8 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         arena_pool: p.arena_pool,
         last_sequence: AtomicU64::new(p.last_seq.0),
         next_file,
+        now,
+        expiring,
         snapshots: Arc::new(SnapshotList::default()),
         stats: Stats::default(),
         pacer: Mutex::new(crate::db::Pacer::default()),

@@ -18,7 +18,9 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
     let (seq, sv) = db.read_view(opts.snapshot.as_ref());
     db.count_read();
     match lookup(db, &sv, user_key, seq)? {
-        Some(found) => db.resolve(&sv.version, user_key, found),
+        Some(found) => db.resolve(&sv.version, user_key, found, &|| {
+            db.read_time(opts.snapshot.as_ref())
+        }),
         None => Ok(None),
     }
 }
@@ -42,21 +44,40 @@ impl DbInner {
         lookup(self, &sv, user_key, seq)
     }
 
+    /// The time a read judges expiring entries by: its snapshot's (so that its reads
+    /// repeat), else the engine's now. Read after the read's view (and only once the read
+    /// meets an expiring entry): a job whose result the view shows judged by an earlier
+    /// time.
+    pub(crate) fn read_time(&self, snapshot: Option<&crate::db::Snapshot>) -> u64 {
+        snapshot.map_or_else(|| self.now.now(), crate::db::Snapshot::time)
+    }
+
     /// The user's value for what a lookup of `user_key` found: an inline value as is, a
-    /// tombstone as `None`, a pointer read from the value store (the value files of `v`,
-    /// which the reader holds, say where).
+    /// tombstone or an entry expired at `now()` (asked only then) as `None`, a pointer read from the value
+    /// store (the value files of `v`, which the reader holds, say where).
     ///
     /// # Errors
     /// `Corruption` for a pointer that does not decode, into a file `v` does not hold, or
-    /// to a damaged record; I/O errors.
+    /// to a damaged record, or an expiring entry too short to hold its expiry; I/O errors.
     pub(crate) fn resolve(
         &self,
         v: &Version,
         user_key: &[u8],
         found: Lookup,
+        now: &dyn Fn() -> u64,
     ) -> Result<Option<Vec<u8>>> {
         match found {
             Lookup::Value(value) => Ok(Some(value)),
+            Lookup::Expiring(mut stored) => match key::split_expiring(&stored) {
+                Some((at, _)) if at <= now() => Ok(None),
+                Some(_) => {
+                    stored.drain(..8);
+                    Ok(Some(stored))
+                }
+                None => Err(crate::error::Error::corrupt(
+                    "an expiring entry shorter than its expiry",
+                )),
+            },
             Lookup::Deleted => Ok(None),
             Lookup::Pointer(p) => self.read_value(v, user_key, &p, false).map(Some),
         }

@@ -80,7 +80,12 @@ impl GcContext for GcJob<'_> {
             version: &version,
         };
         // (No snapshot is in the way: what the step writes instead is a new write.)
-        let outcome = match env.filtering(FilterReason::ValueGc, &[]) {
+        let snaps = super::filter::JobSnapshots {
+            seqs: Vec::new(),
+            time: self.db.now.now(),
+            hold: None,
+        };
+        let outcome = match env.filtering(FilterReason::ValueGc, &snaps) {
             Some(mut f) => f.decide(key, SeqNo::MAX, ValueKind::Put, value)?,
             None => Outcome::Keep,
         };

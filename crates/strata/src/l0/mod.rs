@@ -853,9 +853,9 @@ impl Ingest<'_> {
                         self.dropped_values.add(it.value());
                     }
                     (kind, value) = match outcome {
-                        Outcome::Change(v) => {
+                        Outcome::Change(k, v) => {
                             changed = v;
-                            (ValueKind::Put, changed.as_slice())
+                            (k, changed.as_slice())
                         }
                         _ => (ValueKind::Delete, &[][..]),
                     };

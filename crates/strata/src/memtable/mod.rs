@@ -31,6 +31,21 @@ pub enum Lookup {
     /// The newest visible version is a value in the value store, at this encoded
     /// `ValuePointer` (docs/format/value-pointer.md).
     Pointer(Vec<u8>),
+    /// The newest visible version is an expiring value, as stored (its expiry, then the
+    /// value: `key::split_expiring`); the reader judges whether it has expired.
+    Expiring(Vec<u8>),
+}
+
+impl Lookup {
+    /// What an entry of `kind` storing `value` answers.
+    pub fn of(kind: ValueKind, value: Vec<u8>) -> Lookup {
+        match kind {
+            ValueKind::Put => Lookup::Value(value),
+            ValueKind::Delete => Lookup::Deleted,
+            ValueKind::Pointer => Lookup::Pointer(value),
+            ValueKind::Expiring => Lookup::Expiring(value),
+        }
+    }
 }
 
 /// Entries a memtable keeps outside its skiplist, in a structure of their own (the
@@ -167,14 +182,7 @@ impl MemTable {
         if p.user_key != user_key {
             return None;
         }
-        Some((
-            p.seq,
-            match p.kind {
-                ValueKind::Put => Lookup::Value(v.to_vec()),
-                ValueKind::Delete => Lookup::Deleted,
-                ValueKind::Pointer => Lookup::Pointer(v.to_vec()),
-            },
-        ))
+        Some((p.seq, Lookup::of(p.kind, v.to_vec())))
     }
 
     /// Bytes of memory used.

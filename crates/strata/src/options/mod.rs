@@ -641,6 +641,14 @@ pub struct Options {
     /// newest version of a key, above every live snapshot). Defaults to `None`. Not kept in
     /// the OPTIONS file: give it at every open.
     pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
+    /// How long a put lives when neither it nor its write says (`Db::put_with_ttl`,
+    /// `WriteOptions::ttl`): each put written while this is set expires that long after
+    /// its write, and is never read again after (docs/design/ttl.md). Defaults to `None`:
+    /// puts live until deleted. Not kept in the OPTIONS file: give it at every open.
+    pub default_ttl: Option<std::time::Duration>,
+    /// The clock expiring entries are judged by (milliseconds since the Unix epoch).
+    /// Defaults to the system's wall clock.
+    pub clock: Arc<dyn crate::ttl::Clock>,
 }
 
 /// A sink for the engine's informational lines ([`Options::info_log`]).
@@ -699,6 +707,7 @@ impl std::fmt::Debug for Options {
                     .as_ref()
                     .map(|f| f.name().to_string()),
             )
+            .field("default_ttl", &self.default_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -788,6 +797,8 @@ impl Default for Options {
             fs: Arc::new(RealFs::new()),
             info_log: None,
             compaction_filter: None,
+            default_ttl: None,
+            clock: Arc::new(crate::ttl::SystemClock),
         }
     }
 }
@@ -870,6 +881,10 @@ pub struct WriteOptions {
     /// Skip the WAL: the write is lost on any crash until its memtable is flushed.
     /// Defaults to `false`.
     pub disable_wal: bool,
+    /// How long the batch's puts live: each put the batch does not give a time of its own
+    /// (`WriteBatch::put_with_ttl`) expires this long after the write (docs/design/ttl.md).
+    /// Defaults to `None`: `Options::default_ttl`, if set, else no expiry.
+    pub ttl: Option<std::time::Duration>,
 }
 
 /// Options of one read.

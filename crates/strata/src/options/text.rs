@@ -461,6 +461,8 @@ impl Options {
             fs: _,
             info_log: _,
             compaction_filter: _,
+            default_ttl: _,
+            clock: _,
         } = self;
         use std::fmt::Write as _;
         let mut out = String::from(

@@ -28,6 +28,8 @@ pub(super) struct Rebuilt {
     pub next_number: u64,
     /// The highest sequence any source held.
     pub last_seq: SeqNo,
+    /// Whether a kept entry expires (the manifest then names `expiring-entries`).
+    pub expiring: bool,
 }
 
 /// A table being written: its builder, number and the oldest value file it points into.
@@ -52,6 +54,7 @@ impl Repairer<'_> {
             referenced: HashMap::new(),
             next_number: max_number + 1,
             last_seq: sources.last_seq,
+            expiring: false,
         };
         let mut out: Option<Output> = None;
         let mut merged = MergingIterator::new(sources.children);
@@ -74,6 +77,7 @@ impl Repairer<'_> {
                 merged.next(); // nothing below the last level for it to hide
                 continue;
             }
+            rebuilt.expiring |= k.kind == ValueKind::Expiring;
             let mut pointer_file = None;
             if k.kind == ValueKind::Pointer {
                 let Some((file, size)) = ValuePointer::decode(merged.value())
@@ -189,7 +193,10 @@ impl Repairer<'_> {
         let (opts, fs, placement, dir) = (self.opts, &self.fs, &self.placement, self.dir);
         let level = opts.num_levels - 1;
         let next_number = rebuilt.next_number;
-        let features = crate::value::features(crate::registry::formats(), &kept_values);
+        let mut features = crate::value::features(crate::registry::formats(), &kept_values);
+        if rebuilt.expiring {
+            features.push(crate::version::EXPIRING_FEATURE.to_string());
+        }
         let manifest_number = FileNumber(next_number);
         let log_number = FileNumber(next_number + 1);
         let edit = VersionEdit {

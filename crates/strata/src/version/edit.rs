@@ -47,12 +47,20 @@ const TAG_DIRECTORIES: u32 = 64;
 /// clean close leaves, or the closed WALs synced since they were closed): ignorable, a
 /// build that does not know it reads the WALs as before.
 const TAG_WAL_SIZES: u32 = 65;
+/// The largest time (ms since the Unix epoch) expiring entries have been judged by, so that
+/// an open after the clock went back does not bring back what had expired: ignorable.
+const TAG_CLOCK: u32 = 66;
 
 /// Format features the manifest itself adds beside the L0 layouts' and the value stores'
 /// (each registered one names its own). A manifest names every feature its database uses
 /// (in the first edit of each manifest, and in the edit that starts using one); a build
 /// that meets a feature it does not support refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[KEPT_FILES_FEATURE];
+pub const SUPPORTED_FEATURES: &[&str] = &[KEPT_FILES_FEATURE, EXPIRING_FEATURE];
+
+/// The format feature of a database that has written expiring entries (entry kind 3,
+/// docs/design/ttl.md): a build that read them as plain values would return expired data
+/// with eight bytes of expiry in front. Named from the first such write on, for good.
+pub const EXPIRING_FEATURE: &str = "expiring-entries";
 
 /// What a build registers, as the manifest's reader needs it: the L0 layouts and the value
 /// stores' formats (`registry::registered()`, handed down: the version names none).
@@ -121,6 +129,8 @@ pub struct VersionEdit {
     /// close; during a session the closed WALs synced since they were closed): the next
     /// open refuses one that holds fewer (docs/format/manifest.md, "WAL sizes").
     pub wal_sizes: Vec<(u64, u64)>,
+    /// The largest time expiring entries have been judged by (ms since the Unix epoch).
+    pub clock: Option<u64>,
     /// The layout `l0_layout` records, as the change that made it built it: applying the
     /// edit takes it instead of decoding the record again (a matrix's record names every
     /// row and its pages, and decoding it held them all anew at every flush). Never
@@ -224,6 +234,12 @@ impl VersionEdit {
         for &n in &self.deleted_value_files {
             put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
             put_varint64(&mut b, n);
+        }
+        if let Some(c) = self.clock {
+            put_varint32(&mut b, TAG_CLOCK);
+            let mut payload = Vec::new();
+            put_varint64(&mut payload, c);
+            put_length_prefixed(&mut b, &payload);
         }
         if !self.wal_sizes.is_empty() {
             put_varint32(&mut b, TAG_WAL_SIZES);
@@ -396,6 +412,10 @@ impl VersionEdit {
                     })?;
                     e.new_value_files.push(f);
                 }
+                TAG_CLOCK => {
+                    let mut payload = get_length_prefixed(&mut src).ok_or_else(|| bad("clock"))?;
+                    e.clock = Some(get_varint64(&mut payload).ok_or_else(|| bad("clock record"))?);
+                }
                 TAG_WAL_SIZES => {
                     let mut payload =
                         get_length_prefixed(&mut src).ok_or_else(|| bad("WAL sizes"))?;
@@ -548,6 +568,7 @@ mod tests {
                 (PathId::LEVELS, "deep".into()),
             ])),
             wal_sizes: vec![(7, 4096), (9, 123)],
+            clock: Some(1_780_000_000_000),
             l0_built: None,
         };
         let enc = e.encode();

@@ -54,6 +54,10 @@ pub struct VersionSet {
     versions: Vec<Weak<Version>>,
     /// Shared with the write path, which takes WAL numbers without this lock.
     next_file_number: Arc<AtomicU64>,
+    /// The largest time expiring entries have been judged by (ms since the Unix epoch):
+    /// recovered from the manifest, raised by the engine's clock, recorded in each edit once
+    /// the database has expiring entries.
+    clock_high: Arc<AtomicU64>,
     last_sequence: SeqNo,
     log_number: FileNumber,
     compact_pointers: Vec<Vec<u8>>,
@@ -375,6 +379,13 @@ fn apply(
     if let Some(k) = &edit.kept {
         v.kept = (!k.files.is_empty() || !k.reason.is_empty()).then(|| Arc::new(k.clone()));
     }
+    if edit
+        .features
+        .iter()
+        .any(|f| f == super::edit::EXPIRING_FEATURE)
+    {
+        v.expiring = true;
+    }
     // NB: the layout changes after the edit's deletions and before its additions: the tables
     // an edit adds to L0 (a manifest's snapshot, a flush that chose new bucket boundaries)
     // were cut for the layout it records.
@@ -460,6 +471,9 @@ pub(crate) fn features_of(v: &Version, formats: Formats) -> Vec<String> {
     if v.kept.is_some() {
         f.push(super::edit::KEPT_FILES_FEATURE.to_string());
     }
+    if v.expiring {
+        f.push(super::edit::EXPIRING_FEATURE.to_string());
+    }
     f
 }
 
@@ -521,6 +535,7 @@ impl VersionSet {
             current: Arc::new(Version::new(num_levels)),
             versions: Vec::new(),
             next_file_number: Arc::new(AtomicU64::new(2)),
+            clock_high: Arc::default(),
             last_sequence: SeqNo::ZERO,
             log_number: FileNumber(0),
             compact_pointers: vec![Vec::new(); num_levels],
@@ -665,6 +680,9 @@ impl VersionSet {
                     // (Only the last record's count: any record after a close's is an
                     // edit of a later session, whose WALs it does not describe.)
                     wal_sizes = edit.wal_sizes.clone();
+                    if let Some(c) = edit.clock {
+                        self.clock_high.fetch_max(c, Ordering::SeqCst);
+                    }
                     if let Some(dirs) = &edit.directories {
                         self.recorded = dirs.clone();
                     }
@@ -820,7 +838,21 @@ impl VersionSet {
         }
         snap.new_value_files = self.current.values.values().cloned().collect();
         snap.kept = self.current.kept.as_deref().cloned();
+        snap.clock = self.clock_mark();
         snap
+    }
+
+    /// The largest time expiring entries have been judged by, shared with the engine's
+    /// clock (`ttl::Now`), which raises it.
+    pub(crate) fn clock_high(&self) -> Arc<AtomicU64> {
+        self.clock_high.clone()
+    }
+
+    /// What an edit records of the clock: once the database has expiring entries, the
+    /// largest time they have been judged by.
+    fn clock_mark(&self) -> Option<u64> {
+        let c = self.clock_high.load(Ordering::SeqCst);
+        (self.current.expiring && c > 0).then_some(c)
     }
 
     /// Applies `edit` to the current version, logs it durably, and makes the result current.
@@ -872,6 +904,10 @@ impl VersionSet {
         }
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
+        }
+        if v.expiring {
+            let c = self.clock_high.load(Ordering::SeqCst);
+            edit.clock = (c > 0).then_some(c);
         }
         if edit.wal_sizes.is_empty() {
             // The closed WALs recovery still replays after this edit, synced whole: each

@@ -29,6 +29,9 @@ pub struct Version {
     pub values: Arc<BTreeMap<u64, ValueFile>>,
     /// Files kept for repair after an open dropped a damaged manifest record.
     pub kept: Option<Arc<crate::version::KeptFiles>>,
+    /// Whether the database has written expiring entries (format feature
+    /// `expiring-entries`: named from the first one on, for good).
+    pub expiring: bool,
 }
 
 impl Default for Version {
@@ -46,6 +49,7 @@ impl Version {
             l0: l0::flat(),
             values: Arc::default(),
             kept: None,
+            expiring: false,
         }
     }
 

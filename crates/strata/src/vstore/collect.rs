@@ -40,8 +40,9 @@ impl Relocated {
     pub fn filtered(key: &[u8], outcome: Outcome) -> Option<Relocated> {
         let (value, kind) = match outcome {
             Outcome::Keep => return None,
-            Outcome::Remove => (Vec::new(), Move::Delete),
-            Outcome::Change(v) => (v, Move::Value),
+            Outcome::Remove | Outcome::Expire => (Vec::new(), Move::Delete),
+            // (Only values a store keeps are offered here: never an expiring one.)
+            Outcome::Change(_, v) => (v, Move::Value),
         };
         Some(Relocated {
             key: key.to_vec(),

@@ -42,7 +42,7 @@ use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::PmemRegion;
 use crate::iter::{EmptyIterator, InternalIterator};
-use crate::key::{self, SeqNo, ValueKind};
+use crate::key::{self, SeqNo};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{L0Layout, Options};
 use crate::pmem::PAGE;
@@ -309,11 +309,7 @@ impl Matrix {
                 let p = r.lower_bound(region, target, lo, hi)?;
                 if p < n {
                     if let Some((kind, v)) = r.value_if(region, p, user_key)? {
-                        return Ok(Some(match kind {
-                            ValueKind::Put => Lookup::Value(v),
-                            ValueKind::Delete => Lookup::Deleted,
-                            ValueKind::Pointer => Lookup::Pointer(v),
-                        }));
+                        return Ok(Some(Lookup::of(kind, v)));
                     }
                 }
                 p

@@ -286,15 +286,7 @@ impl HashWriter {
                     p.encode_to(&mut pointer);
                     out.put_pointer(e.key, &pointer);
                 }
-                (None, ValueKind::Put) => {
-                    out.put(e.key, e.value);
-                }
-                (None, ValueKind::Delete) => {
-                    out.delete(e.key);
-                }
-                (None, ValueKind::Pointer) => {
-                    out.put_pointer(e.key, e.value);
-                }
+                (None, kind) => out.push_entry(kind, e.key, e.value),
             }
         }
         if let Some(open) = st.open.as_mut() {

@@ -234,11 +234,7 @@ impl WriteSeparator for VLog {
         for e in batch.iter() {
             let e = e?;
             if !self.separates(e.kind, e.value) {
-                match e.kind {
-                    ValueKind::Put => out.put(e.key, e.value),
-                    ValueKind::Delete => out.delete(e.key),
-                    ValueKind::Pointer => out.put_pointer(e.key, e.value),
-                };
+                out.push_entry(e.kind, e.key, e.value);
                 continue;
             }
             if head.as_ref().is_none_or(|h| h.offset >= self.segment_size) {
