@@ -83,6 +83,16 @@ fn err(e: strata::Error) -> PyErr {
     }
 }
 
+/// A time to live given in seconds (`None`: none); negative or not finite is refused.
+fn ttl_of(ttl: Option<f64>) -> PyResult<Option<std::time::Duration>> {
+    ttl.map(|s| {
+        std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+            PyValueError::new_err(format!("ttl is a number of seconds, 0 or more (got {s})"))
+        })
+    })
+    .transpose()
+}
+
 /// `obj` as bytes: `bytes`, `bytearray` or `memoryview` are taken; `str` is refused. A
 /// `bytes` object is borrowed, not copied: it is immutable, and the caller's reference keeps
 /// it alive while the GIL is released.
@@ -393,19 +403,26 @@ impl DB {
         }
     }
 
-    /// Sets `key` to `value` (`sync=True`: durable before it returns).
-    #[pyo3(signature = (key, value, sync=false))]
+    /// Sets `key` to `value` (`sync=True`: durable before it returns; `ttl`: seconds after
+    /// which no read returns it).
+    #[pyo3(signature = (key, value, sync=false, ttl=None))]
     fn put(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         sync: bool,
+        ttl: Option<f64>,
     ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        let mut b =
-            strata::WriteBatch::with_capacity(strata::WriteBatch::entry_capacity(k.len(), v.len()));
-        b.put(k, v);
+        let mut b = strata::WriteBatch::with_capacity(strata::WriteBatch::entry_capacity(
+            k.len(),
+            v.len() + 8,
+        ));
+        match ttl_of(ttl)? {
+            Some(t) => b.put_with_ttl(k, v, t),
+            None => b.put(k, v),
+        };
         self.write_batch_now(py, b, sync)
     }
 
@@ -430,7 +447,7 @@ impl DB {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        self.put(py, key, value, false)
+        self.put(py, key, value, false, None)
     }
 
     fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -669,10 +686,19 @@ struct WriteBatch {
 
 #[pymethods]
 impl WriteBatch {
-    /// Adds a put.
-    fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds a put (`ttl`: seconds after the batch is written when no read returns it).
+    #[pyo3(signature = (key, value, ttl=None))]
+    fn put(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<f64>,
+    ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        self.batch.put(k, v);
+        match ttl_of(ttl)? {
+            Some(t) => self.batch.put_with_ttl(k, v, t),
+            None => self.batch.put(k, v),
+        };
         Ok(())
     }
 

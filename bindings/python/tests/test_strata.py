@@ -2,6 +2,7 @@
 reopening, the lock, threads, and bad input."""
 
 import os
+import time
 import random
 import subprocess
 import sys
@@ -173,6 +174,25 @@ def test_checkpoint_is_an_openable_copy_of_one_instant(path, tmp_path):
         with pytest.raises(strata.NotSupportedError):
             db.checkpoint(str(tmp_path / "refused"))
     assert not os.path.exists(str(tmp_path / "refused"))
+
+
+def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
+    with strata.DB(path, create_if_missing=True) as db:
+        db.put(b"k", b"old")
+        db.put(b"k", b"brief", ttl=0.3)
+        db.put(b"long", b"1", ttl=3600)
+        wb = db.write_batch()
+        wb.put(b"b", b"2", ttl=0.3)
+        wb.write()
+        assert db.get(b"k") == b"brief" and db.get(b"b") == b"2"
+        with pytest.raises(ValueError):
+            db.put(b"k", b"v", ttl=-1)
+        time.sleep(0.5)
+        # Gone, and the older value does not come back.
+        assert db.get(b"k") is None and db.get(b"b") is None
+        assert [k for k, _ in db.iterator()] == [b"long"]
+    with strata.DB(path) as db:
+        assert db.get(b"k") is None and db.get(b"long") == b"1"
 
 
 def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp_path):

@@ -387,6 +387,7 @@ impl Runner {
                 })?])
             }
             "hashkv_phases" => self.hashkv_phases(),
+            "expiryfill" => self.expiry_fill(),
             n if n.starts_with("ycsb_") => self.ycsb(n),
             n => Err(format!("benchmark {n} is not implemented")),
         }
@@ -954,6 +955,137 @@ impl Runner {
     }
 
     /// HashKV's Experiment 1: load N keys, then `phases` rounds of N updates with Zipf 0.99.
+    /// expiryfill: `num` unique keys in a random order, every other one gone
+    /// `--ttl_seconds` after its write: written with that time to live (`--reclaim=ttl`),
+    /// or deleted then (`--reclaim=delete`, the deletes issued in the same stream of
+    /// writes). The space used is sampled every `--report_interval_seconds` (default 1)
+    /// while writing and until the last of them is gone, then once more after a full
+    /// compaction; a line `expiryfill space` prints the samples.
+    fn expiry_fill(&mut self) -> Result<Vec<BenchResult>, String> {
+        let e = self.open(true)?;
+        let f = &self.flags;
+        let ttl = Duration::from_secs_f64(f.ttl_seconds);
+        let by_ttl = f.reclaim == "ttl";
+        let every = Duration::from_secs_f64(if f.report_interval_seconds > 0.0 {
+            f.report_interval_seconds
+        } else {
+            1.0
+        });
+        let origin = Instant::now();
+        let samples: Mutex<Vec<(f64, u64)>> = Mutex::new(Vec::new());
+        let sample = || {
+            let mut s = samples
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.push((origin.elapsed().as_secs_f64(), self.space()));
+        };
+        let max_value = match &self.sizes {
+            ValueSizes::Fixed(n) => *n,
+            ValueSizes::Uniform(_, b) => *b,
+            ValueSizes::Zipf(min, _) => min + 1_000_000,
+            ValueSizes::Mix { small, large, .. } => *small.max(large),
+        };
+        let n = f.num;
+        type Due = std::collections::VecDeque<(Instant, Vec<u8>)>;
+        // The deletes due by `until` (waiting for each one's time).
+        let delete_due = |due: &mut Due, ts: &mut ThreadStats, until: Instant| {
+            while due.front().is_some_and(|(at, _)| *at <= until) {
+                let (at, k) = due.pop_front().expect("a front");
+                if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let t0 = Instant::now();
+                e.write(&[(&k, None)])?;
+                ts.bytes += k.len() as u64;
+                ts.user_bytes += k.len() as u64;
+                ts.record("delete", t0, 1);
+            }
+            Ok::<(), String>(())
+        };
+        let pending: Mutex<Due> = Mutex::new(Due::new());
+        let next_sample = Mutex::new(Instant::now());
+        let fill = self.measure("expiryfill", &e, 1, n, |_, ts| {
+            let mut rng = Rng::new(self.seed(0));
+            let mut values = ValueSource::new(self.seed(0), max_value.min(64 << 20));
+            let mut kb = Vec::new();
+            let mut due = Due::new();
+            let mut next = Instant::now();
+            for i in 0..n {
+                // Unique keys in a random order (an odd multiplier is a bijection).
+                make_key(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), f.key_size, &mut kb);
+                let len = self.sizes.for_key(&kb, &mut rng);
+                let r = values.next_range(len);
+                let v = &values.data()[r];
+                let t0 = Instant::now();
+                if i % 2 == 0 && by_ttl {
+                    e.put_with_ttl(&kb, v, ttl)?;
+                } else {
+                    e.write(&[(&kb, Some(v))])?;
+                }
+                ts.bytes += (kb.len() + v.len()) as u64;
+                ts.user_bytes += (kb.len() + v.len()) as u64;
+                ts.record("write", t0, 1);
+                if i % 2 == 0 && !by_ttl {
+                    due.push_back((t0 + ttl, kb.clone()));
+                }
+                delete_due(&mut due, ts, Instant::now())?;
+                if Instant::now() >= next {
+                    sample();
+                    next += every;
+                }
+            }
+            *pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = due;
+            *next_sample
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+            Ok(())
+        })?;
+        // The deletes still to come, at their times (not in the fill's rate), then until
+        // the last one written is gone, and one interval more.
+        let mut due = pending
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = next_sample
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tail_deletes = due.len();
+        let mut ts = ThreadStats::new(0.0, origin, Arc::new(AtomicU64::new(0)));
+        while let Some(&(at, _)) = due.front() {
+            delete_due(&mut due, &mut ts, at.min(next))?;
+            if Instant::now() >= next {
+                sample();
+                next += every;
+            }
+        }
+        let end = origin + Duration::from_secs_f64(fill.elapsed) + ttl + every;
+        while Instant::now() < end {
+            std::thread::sleep(every.min(end.saturating_duration_since(Instant::now())));
+            sample();
+        }
+        let t0 = Instant::now();
+        e.compact_all()?;
+        let compacted = t0.elapsed();
+        sample();
+        let s = samples
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let line: Vec<String> = s
+            .iter()
+            .map(|(t, b)| format!("{t:.1}s {:.1}", *b as f64 / 1e6))
+            .collect();
+        println!(
+            "expiryfill space (MB; reclaim by {}, {} s, {tail_deletes} deletes after the fill; \
+             the last sample after a full compaction of {:.1} s): {}",
+            f.reclaim,
+            f.ttl_seconds,
+            compacted.as_secs_f64(),
+            line.join(", ")
+        );
+        Ok(vec![fill])
+    }
+
     fn hashkv_phases(&mut self) -> Result<Vec<BenchResult>, String> {
         let records = self.flags.num;
         let updates = self.flags.ycsb_ops.unwrap_or(records);

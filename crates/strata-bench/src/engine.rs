@@ -61,6 +61,22 @@ pub trait Engine: Send + Sync {
     fn metrics(&self) -> Metrics;
     /// The engine's own statistics text.
     fn stats_text(&self) -> String;
+    /// Writes a put that expires `ttl` after it is written.
+    fn put_with_ttl(
+        &self,
+        _key: &[u8],
+        _value: &[u8],
+        _ttl: std::time::Duration,
+    ) -> Result<(), String> {
+        Err(format!(
+            "{} has no per-entry time to live here",
+            self.name()
+        ))
+    }
+    /// Compacts the whole key range.
+    fn compact_all(&self) -> Result<(), String> {
+        Err(format!("{}: no full compaction here", self.name()))
+    }
     /// Waits until the engine's background work is idle (db_bench's `waitforcompaction`).
     /// Default, for engines without such a call: until the level compactions and the
     /// tables counted by `metrics` have not changed for three seconds.
@@ -290,6 +306,24 @@ impl Engine for StrataEngine {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         self.db.get(key).map_err(|e| e.to_string())
+    }
+
+    fn put_with_ttl(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: std::time::Duration,
+    ) -> Result<(), String> {
+        let mut b = strata::WriteBatch::with_capacity(strata::WriteBatch::entry_capacity(
+            key.len(),
+            value.len() + 8,
+        ));
+        b.put_with_ttl(key, value, ttl);
+        self.db.write(&self.wo, b).map_err(|e| e.to_string())
+    }
+
+    fn compact_all(&self) -> Result<(), String> {
+        self.db.compact_range(None, None).map_err(|e| e.to_string())
     }
 
     fn scan(&self, start: &[u8], n: usize) -> Result<(usize, usize), String> {

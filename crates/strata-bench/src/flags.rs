@@ -111,6 +111,10 @@ pub struct Flags {
     pub ycsb_rate: f64,
     /// Update phases of hashkv_phases.
     pub phases: usize,
+    /// expiryfill: how long half the entries live (seconds), and how they go: `ttl`
+    /// (written with a time to live) or `delete` (deleted that long after their write).
+    pub ttl_seconds: f64,
+    pub reclaim: String,
     /// CSV timeline file (with --report_interval_seconds).
     pub report_file: Option<String>,
     /// PNG chart of the timeline.
@@ -174,6 +178,8 @@ impl Default for Flags {
             ycsb_ops: None,
             ycsb_rate: 0.0,
             phases: 3,
+            ttl_seconds: 2.0,
+            reclaim: "ttl".into(),
             report_file: None,
             plot: None,
             json: None,
@@ -206,6 +212,7 @@ pub const BENCHMARKS: &[&str] = &[
     "ycsb_e",
     "ycsb_f",
     "hashkv_phases",
+    "expiryfill",
 ];
 
 fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
@@ -401,6 +408,18 @@ impl Flags {
                     }
                 }
                 "phases" => f.phases = num(&name, v)?,
+                "ttl_seconds" => {
+                    f.ttl_seconds = num(&name, v)?;
+                    if !(f.ttl_seconds.is_finite() && f.ttl_seconds >= 0.0) {
+                        return Err(format!(
+                            "--ttl_seconds: expected seconds, 0 or more, got {v:?}"
+                        ));
+                    }
+                }
+                "reclaim" => match v {
+                    "ttl" | "delete" => f.reclaim = v.to_string(),
+                    _ => return Err(format!("--reclaim: ttl or delete, got {v:?}")),
+                },
                 "report_file" => f.report_file = Some(v.to_string()),
                 "plot" => f.plot = Some(v.to_string()),
                 "json" => f.json = Some(v.to_string()),
@@ -551,6 +570,10 @@ strata-only flags:
   --ycsb_rate=N  requests/s of each ycsb_* workload, all threads (default 0: unpaced; else >= 0.01); a
       request's latency runs from its scheduled time (a stall's queue counts)
   --phases=N (hashkv_phases update rounds, default 3)
+  --ttl_seconds=S --reclaim=ttl|delete  expiryfill: num unique keys, every other one gone S
+      seconds after its write (default 2), by a time to live (strata only) or by a delete;
+      samples the space used every --report_interval_seconds (default 1) until S after the
+      last write, then compacts everything
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
 
 benchmarks: {}",

@@ -126,6 +126,15 @@ fn flag(m: &ArgMatches, flag: &str) -> bool {
     matches!(m.try_get_one::<bool>(flag), Ok(Some(true)))
 }
 
+/// A time to live in seconds, a non-negative decimal.
+fn parse_ttl(s: &str) -> std::result::Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("{s:?}: a time to live is a number of seconds, 0 or more"))
+}
+
 fn hex_arg() -> Arg {
     Arg::new("hex")
         .long("hex")
@@ -169,7 +178,14 @@ fn cli() -> Command {
             Command::new("put")
                 .about("Set KEY to VALUE")
                 .arg(Arg::new("key").required(true).value_name("KEY"))
-                .arg(Arg::new("value").required(true).value_name("VALUE")),
+                .arg(Arg::new("value").required(true).value_name("VALUE"))
+                .arg(
+                    Arg::new("ttl")
+                        .long("ttl")
+                        .value_name("SECONDS")
+                        .value_parser(parse_ttl)
+                        .help("Expire the value SECONDS (a decimal) after the write: no read returns it after that"),
+                ),
         ))
         .subcommand(db_args(
             Command::new("delete")
@@ -533,7 +549,10 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         "put" => {
             let key = arg_bytes(m, "key")?.expect("required");
             let value = arg_bytes(m, "value")?.expect("required");
-            db.put(key, value)?;
+            match m.get_one::<std::time::Duration>("ttl") {
+                Some(&ttl) => db.put_with_ttl(key, value, ttl)?,
+                None => db.put(key, value)?,
+            }
         }
         "delete" => {
             let key = arg_bytes(m, "key")?.expect("required");

@@ -281,6 +281,25 @@ fn dump_and_load_round_trip_every_byte() {
 }
 
 #[test]
+fn put_with_a_ttl_expires_and_a_bad_ttl_is_refused() {
+    let dir = temp_dir("ttl");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k", "old"]);
+    ok(&["put", "--db", db, "k", "brief", "--ttl", "0.4"]);
+    ok(&["put", "--db", db, "long", "1", "--ttl", "3600"]);
+    for bad in ["-1", "soon", "inf"] {
+        let o = strata(&["put", "--db", db, "k", "v", "--ttl", bad]);
+        assert_eq!(o.status.code(), Some(2), "--ttl {bad}: {o:?}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    // Gone, and the older value does not come back.
+    let o = strata(&["get", "--db", db, "k"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(ok(&["scan", "--db", db]), "long\t1\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn checkpoint_writes_an_openable_copy_and_refuses_a_target_that_exists() {
     let dir = temp_dir("checkpoint");
     let db = dir.join("db");
