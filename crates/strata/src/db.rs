@@ -8,7 +8,7 @@
 //! `Db` is `Send + Sync`: share it by `&` or `Arc`. Dropping it closes it.
 
 mod bg;
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod compact;
 mod filter;
 mod flush;

@@ -12,6 +12,7 @@
 //!
 //! Start at [`Db`]; ARCHITECTURE.md maps the write and read paths to the modules below.
 
+mod backup;
 mod batch;
 mod cache;
 mod coalesce;
@@ -47,6 +48,7 @@ mod version_filter;
 mod vstore;
 mod wal;
 
+pub use backup::{BackupEngine, BackupInfo};
 pub use batch::WriteBatch;
 pub use compaction_filter::{CompactionFilter, Decision, FilterEntry, FilterReason};
 pub use db::{Db, DbIterator, Snapshot};

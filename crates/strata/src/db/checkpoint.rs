@@ -25,52 +25,48 @@ use crate::wal::LogWriter;
 /// Bytes copied per read where a file is copied.
 const COPY_CHUNK: usize = 1 << 20;
 
-/// Writes a checkpoint of `db` to `dir`, which must not exist (its parent must).
+/// A database's files as of one instant, pinned while they are copied (a checkpoint's, a
+/// backup's): the data files to link or copy, and what a copy of them needs of its own to
+/// open (an empty WAL, a manifest naming exactly those files in the copy's one directory,
+/// CURRENT, OPTIONS), written by [`Frozen::write_own_files`].
+pub(crate) struct Frozen {
+    /// Holds every file `files` names until the copy is made.
+    _version: Arc<crate::version::Version>,
+    /// The data files: where each is now, its name in the copy, and whether it may be
+    /// linked (a file that takes no more appends) or must be copied as it is now.
+    pub files: Vec<FrozenFile>,
+    edit: VersionEdit,
+    record: crate::placement::Directories,
+    manifest_number: FileNumber,
+    wal_number: FileNumber,
+    options: String,
+}
+
+/// One data file of a [`Frozen`] set.
+pub(crate) struct FrozenFile {
+    pub from: PathBuf,
+    pub name: String,
+    pub link: bool,
+}
+
+/// Freezes `db`'s files as of now: flushes, pins the version after the flush, and waits
+/// until its manifest records (and so its tables) are durable.
 ///
 /// # Errors
-/// `InvalidArgument` if `dir` exists or has no parent; `NotSupported` for a database whose
-/// files a checkpoint cannot copy yet (see the design page) or one opened read-only; the
-/// flush's and the copies' I/O errors (the target is then not created).
-pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
-    // One at a time in a process: two checkpoints to one target share its temporary
-    // directory, which each clears first.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _one = crate::sync::lock(&ONE_AT_A_TIME);
+/// `NotSupported` for a database whose files cannot be copied yet (see the design page)
+/// or one opened read-only; the flush's errors.
+pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     db.check_writable()?;
-    let dir = &crate::placement::absolute(dir);
-    let fs = &*db.fs;
-    if fs.exists(dir) || fs.list(dir).is_ok() {
-        return Err(Error::invalid(format!(
-            "checkpoint {}: it exists (a checkpoint goes to a new directory)",
-            dir.display()
-        )));
-    }
-    let Some(name) = dir.file_name() else {
-        return Err(Error::invalid(format!(
-            "checkpoint {}: not a directory name",
-            dir.display()
-        )));
-    };
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(p) = parent {
-        if fs.list(p).is_err() {
-            return Err(Error::invalid(format!(
-                "checkpoint {}: its parent directory {} does not exist",
-                dir.display(),
-                p.display()
-            )));
-        }
-    }
     // Held until the version is pinned: a value store's GC step that moves values after
-    // the flush (into the next memtable, which the checkpoint leaves out) cannot remove the
+    // the flush (into the next memtable, which the copy leaves out) cannot remove the
     // files the flushed tables point into before the pin, since its removals wait for every
     // older snapshot.
-    // (Refused before the flush too: a refused checkpoint holds nothing.)
+    // (Refused before the flush too: a refused copy holds nothing.)
     refuse_unsupported(&super::lock(&db.versions).current())?;
     let hold = db.snapshot();
     super::flush::flush_and_wait(db)?;
     // The version after the flush, pinned, with what a manifest of it says; and the file
-    // numbers the checkpoint's own manifest and WAL take (from the database's counter).
+    // numbers the copy's own manifest and WAL take (from the database's counter).
     let (version, mut edit, manifest_number, wal_number) = {
         let versions = super::lock(&db.versions);
         let version = versions.current();
@@ -86,58 +82,148 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
     // tables are (a linked table shares their bytes, synced or not).
     let sync = super::lock(&db.versions).manifest_sync();
     sync.wait_all()?;
+    let name_of = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut files = Vec::new();
+    // Every file in the copy's one directory.
+    for (_, f) in &mut edit.new_files {
+        let from = db.placement.table_path(f.number, f.path_id);
+        f.path_id = PathId::DB;
+        files.push(FrozenFile {
+            name: name_of(&from),
+            from,
+            link: true,
+        });
+    }
+    for f in &mut edit.new_value_files {
+        let from = f.path(&db.placement);
+        f.path_id = PathId::DB;
+        files.push(FrozenFile {
+            name: name_of(&from),
+            from,
+            link: matches!(f.format.checkpoint_copy(f), CheckpointCopy::Link),
+        });
+    }
+    edit.kept = None;
+    edit.log_number = Some(wal_number);
+    edit.next_file_number = Some(FileNumber(wal_number.0 + 1));
     let record = original_directories(db);
+    let mut opts = db.opts.clone();
+    (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
+    opts.wal_in_pmem = false;
+    let options = super::open::options_file_text(&opts, &record);
+    Ok(Frozen {
+        _version: version,
+        files,
+        edit,
+        record,
+        manifest_number,
+        wal_number,
+        options,
+    })
+}
+
+impl Frozen {
+    /// Writes the copy's own files into `dir`: an empty WAL, the manifest and CURRENT, and
+    /// OPTIONS, each synced (not the directory).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn write_own_files(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        let staging = Placement::new(dir, None, None);
+        let mut wal = fs.create_log(&staging.wal_path(self.wal_number))?;
+        wal.sync()?;
+        drop(wal);
+        write_manifest(fs, &self.record, &staging, self.manifest_number, &self.edit)?;
+        crate::fs::write_file_atomic(fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
+    }
+
+    /// The last sequence the copy holds.
+    pub fn last_sequence(&self) -> u64 {
+        self.edit.last_sequence.map_or(0, |s| s.0)
+    }
+}
+
+/// Writes a checkpoint of `db` to `dir`, which must not exist (its parent must).
+///
+/// # Errors
+/// `InvalidArgument` if `dir` exists or has no parent; `NotSupported` for a database whose
+/// files a checkpoint cannot copy yet (see the design page) or one opened read-only; the
+/// flush's and the copies' I/O errors (the target is then not created).
+pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
+    // One at a time in a process: two checkpoints to one target share its temporary
+    // directory, which each clears first.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
+    db.check_writable()?;
+    let dir = &crate::placement::absolute(dir);
+    let fs = &*db.fs;
+    let parent = new_directory(fs, dir, "checkpoint")?;
+    let frozen = freeze(db)?;
     let tmp = {
-        let mut n = name.to_os_string();
+        let mut n = dir.file_name().unwrap_or_default().to_os_string();
         n.push(".checkpoint-tmp");
         dir.with_file_name(n)
     };
     clear_stale(fs, &tmp)?;
     fs.create_dir_all(&tmp)?;
-    let staging = Placement::new(&tmp, None, None);
     let made = (|| -> Result<()> {
-        // Every file in the checkpoint's one directory.
-        for (_, f) in &mut edit.new_files {
-            let from = db.placement.table_path(f.number, f.path_id);
-            f.path_id = PathId::DB;
-            link_or_copy(fs, &from, &staging.table_path(f.number, PathId::DB))?;
-        }
-        for f in &mut edit.new_value_files {
-            let from = f.path(&db.placement);
-            f.path_id = PathId::DB;
-            match f.format.checkpoint_copy(f) {
-                CheckpointCopy::Link => link_or_copy(fs, &from, &f.path(&staging))?,
-                _ => copy(fs, &from, &f.path(&staging))?,
+        for f in &frozen.files {
+            let to = tmp.join(&f.name);
+            if f.link {
+                link_or_copy(fs, &f.from, &to)?;
+            } else {
+                copy(fs, &f.from, &to)?;
             }
         }
-        edit.kept = None;
-        edit.log_number = Some(wal_number);
-        edit.next_file_number = Some(FileNumber(wal_number.0 + 1));
-        let mut wal = fs.create_log(&staging.wal_path(wal_number))?;
-        wal.sync()?;
-        drop(wal);
-        write_manifest(fs, &record, &staging, manifest_number, &edit)?;
-        let mut opts = db.opts.clone();
-        (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
-        opts.wal_in_pmem = false;
-        crate::fs::write_file_atomic(
-            fs,
-            &tmp.join(filename::OPTIONS),
-            super::open::options_file_text(&opts, &record).as_bytes(),
-        )?;
+        frozen.write_own_files(fs, &tmp)?;
         fs.sync_dir(&tmp)
     })();
     if let Err(e) = made {
         clear_stale(fs, &tmp).ok();
         return Err(e.context(format!("checkpoint {}", dir.display())));
     }
-    drop(version);
+    drop(frozen);
     fs.rename(&tmp, dir)
         .map_err(|e| e.context(format!("checkpoint {}", dir.display())))?;
     match parent {
-        Some(p) => fs.sync_dir(p),
+        Some(p) => fs.sync_dir(&p),
         None => Ok(()),
     }
+}
+
+/// Checks that `dir` (absolute) is a new directory whose parent exists, for a `what`
+/// (a checkpoint, a restore); returns the parent.
+///
+/// # Errors
+/// `InvalidArgument` naming what is wrong.
+pub(crate) fn new_directory(fs: &dyn Fs, dir: &Path, what: &str) -> Result<Option<PathBuf>> {
+    if fs.exists(dir) || fs.list(dir).is_ok() {
+        return Err(Error::invalid(format!(
+            "{what} {}: it exists ({what} goes to a new directory)",
+            dir.display()
+        )));
+    }
+    if dir.file_name().is_none() {
+        return Err(Error::invalid(format!(
+            "{what} {}: not a directory name",
+            dir.display()
+        )));
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent {
+        if fs.list(p).is_err() {
+            return Err(Error::invalid(format!(
+                "{what} {}: its parent directory {} does not exist",
+                dir.display(),
+                p.display()
+            )));
+        }
+    }
+    Ok(parent.map(Path::to_path_buf))
 }
 
 /// What a checkpoint cannot copy yet, refused before anything is written: an L0 kept
@@ -208,7 +294,7 @@ fn write_manifest(
 }
 
 /// Links `from` as `to`, or copies it (synced) where the file system makes no link.
-fn link_or_copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_or_copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
     if fs.link(from, to).is_ok() {
         return Ok(());
     }
@@ -216,7 +302,7 @@ fn link_or_copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Copies `from` to `to` as it is now, synced.
-fn copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
     let src = fs.open(from)?;
     let size = src.size();
     let mut out = fs.create(to)?;
@@ -233,7 +319,7 @@ fn copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
 
 /// Removes what an earlier checkpoint to the same target left in its temporary
 /// directory `tmp` (a crash, or a failed copy); the directory itself stays, empty.
-fn clear_stale(fs: &dyn Fs, tmp: &Path) -> Result<()> {
+pub(crate) fn clear_stale(fs: &dyn Fs, tmp: &Path) -> Result<()> {
     let Ok(names) = fs.list(tmp) else {
         return Ok(());
     };

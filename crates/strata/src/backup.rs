@@ -1,0 +1,652 @@
+//! [`BackupEngine`]: incremental backups of live databases in a directory of their own
+//! (docs/design/backups.md; the directory's format: docs/format/backup.md).
+//!
+//! A backup is the files of a checkpoint (`db/checkpoint.rs`, [`freeze`]): the data files
+//! (tables, value files) go to `shared/`, each under its name, size and CRC-32C, so that a
+//! file already there from an earlier backup is not copied again; the files a copy needs of
+//! its own (manifest, CURRENT, OPTIONS, an empty WAL) go to `private/`, named after the
+//! backup. The backup exists once its description, `meta/ID`, is in place: written last,
+//! under a temporary name, synced, renamed. A crash before that leaves files no
+//! description names, which the next open of the directory removes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::db::checkpoint::{self, Frozen};
+use crate::error::{Error, ErrorKind, Result};
+use crate::fs::{FileLock, Fs};
+
+const SHARED: &str = "shared";
+const PRIVATE: &str = "private";
+const META: &str = "meta";
+/// A file being written; removed at open.
+const TMP: &str = ".tmp";
+/// Bytes read or copied at a time.
+const CHUNK: usize = 1 << 20;
+
+/// One backup, as its description says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupInfo {
+    /// Its number: 1 for a directory's first backup, then one more than the largest.
+    pub id: u64,
+    /// When it was taken, seconds since the Unix epoch.
+    pub created: u64,
+    /// The last sequence number it holds.
+    pub sequence: u64,
+    /// The files a restore writes.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Of those, what this backup added to the directory (the rest it shares with
+    /// earlier backups).
+    pub copied_files: usize,
+    pub copied_bytes: u64,
+}
+
+/// One file of a backup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    shared: bool,
+    /// Its name under `shared/` or `private/`.
+    stored: String,
+    /// Its name in a restored database.
+    name: String,
+    size: u64,
+    crc: u32,
+}
+
+/// A backup's description (`meta/ID`).
+#[derive(Debug, Clone)]
+struct Meta {
+    info: BackupInfo,
+    /// The database's directory when it was taken (a restore there is refused).
+    source: PathBuf,
+    entries: Vec<Entry>,
+}
+
+/// A directory of backups (RocksDB's `BackupEngine`). One engine at a time uses a
+/// directory (it holds the directory's `LOCK`).
+pub struct BackupEngine {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    _lock: Box<dyn FileLock>,
+}
+
+impl std::fmt::Debug for BackupEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BackupEngine({})", self.dir.display())
+    }
+}
+
+impl BackupEngine {
+    /// Opens (creating it if needed) the backup directory `dir` on the real file system.
+    ///
+    /// # Errors
+    /// As [`BackupEngine::open_in`].
+    pub fn open(dir: impl AsRef<Path>) -> Result<BackupEngine> {
+        BackupEngine::open_in(dir, Arc::new(crate::fs::RealFs))
+    }
+
+    /// Opens (creating it if needed) the backup directory `dir` on `fs`, and removes what
+    /// an interrupted backup, restore or purge left there: files being written, and files
+    /// no backup's description names.
+    ///
+    /// # Errors
+    /// `Busy` if another engine holds the directory; I/O errors. (While a description is
+    /// damaged, only files being written are removed.)
+    pub fn open_in(dir: impl AsRef<Path>, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
+        let dir = crate::placement::absolute(dir.as_ref());
+        let new = fs.list(&dir.join(META)).is_err();
+        for d in [SHARED, PRIVATE, META] {
+            fs.create_dir_all(&dir.join(d))?;
+        }
+        if new {
+            // The directories durable before any backup is written in them.
+            fs.sync_dir(&dir)?;
+            if let Some(p) = dir.parent() {
+                fs.sync_dir(p)?;
+            }
+        }
+        let lock = fs.lock(&dir.join("LOCK")).map_err(|e| {
+            Error::new(
+                ErrorKind::Busy,
+                format!("backup directory {}: {}", dir.display(), e.message()),
+            )
+        })?;
+        let engine = BackupEngine {
+            fs,
+            dir,
+            _lock: lock,
+        };
+        engine.collect_garbage()?;
+        Ok(engine)
+    }
+
+    /// Backs `db` up: its state as of one instant during the call (every write
+    /// acknowledged before the call is in it), sharing the files earlier backups hold.
+    ///
+    /// # Errors
+    /// `NotSupported` where a checkpoint is (the matrix L0, the hash store) or for a
+    /// database opened read-only; I/O errors (the backup is then not made; what it wrote
+    /// goes at the next open).
+    pub fn create_backup(&self, db: &crate::Db) -> Result<BackupInfo> {
+        let fs = &*self.fs;
+        let id = self.ids()?.last().map_or(1, |l| l + 1);
+        let frozen: Frozen = checkpoint::freeze(&db.inner)?;
+        let src_fs = &*db.inner.fs;
+        let mut entries = Vec::new();
+        let (mut copied_files, mut copied_bytes) = (0, 0);
+        let shared = self.dir.join(SHARED);
+        let have: BTreeSet<String> = fs.list(&shared)?.into_iter().collect();
+        for f in &frozen.files {
+            let src = src_fs.open(&f.from)?;
+            let size = src.size();
+            let crc = crc_of(&*src, size)?;
+            let stored = format!("{}.{size}.{crc:08x}", f.name);
+            if !have.contains(&stored) {
+                let to = shared.join(&stored);
+                copy_checked(&*src, size, crc, fs, &to, &f.from)?;
+                copied_files += 1;
+                copied_bytes += size;
+            }
+            entries.push(Entry {
+                shared: true,
+                stored,
+                name: f.name.clone(),
+                size,
+                crc,
+            });
+        }
+        // The copy's own files, written in a directory of their own first (they are made
+        // by name), then moved under the backup's names.
+        let own = self.dir.join(format!("staging{TMP}"));
+        checkpoint::clear_stale(fs, &own)?;
+        fs.create_dir_all(&own)?;
+        frozen.write_own_files(fs, &own)?;
+        let mut names = fs.list(&own)?;
+        names.sort();
+        for name in names {
+            let from = own.join(&name);
+            let file = fs.open(&from)?;
+            let size = file.size();
+            let crc = crc_of(&*file, size)?;
+            drop(file);
+            let stored = format!("{id}-{name}");
+            fs.rename(&from, &self.dir.join(PRIVATE).join(&stored))?;
+            copied_files += 1;
+            copied_bytes += size;
+            entries.push(Entry {
+                shared: false,
+                stored,
+                name,
+                size,
+                crc,
+            });
+        }
+        fs.sync_dir(&shared)?;
+        fs.sync_dir(&self.dir.join(PRIVATE))?;
+        let info = BackupInfo {
+            id,
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            sequence: frozen.last_sequence(),
+            files: entries.len(),
+            bytes: entries.iter().map(|e| e.size).sum(),
+            copied_files,
+            copied_bytes,
+        };
+        let meta = Meta {
+            info: info.clone(),
+            source: crate::placement::absolute(db.inner.placement.db_dir()),
+            entries,
+        };
+        let path = self.meta_path(id);
+        let tmp = path.with_file_name(format!("{id}{TMP}"));
+        let mut w = fs.create(&tmp)?;
+        w.append(meta.encode().as_bytes())?;
+        w.sync()?;
+        drop(w);
+        fs.rename(&tmp, &path)?;
+        fs.sync_dir(&self.dir.join(META))?;
+        drop(frozen);
+        Ok(info)
+    }
+
+    /// Every backup, oldest first.
+    ///
+    /// # Errors
+    /// `Corruption` naming a damaged description; I/O errors.
+    pub fn list(&self) -> Result<Vec<BackupInfo>> {
+        self.ids()?
+            .into_iter()
+            .map(|id| self.meta(id).map(|m| m.info))
+            .collect()
+    }
+
+    /// Checks backup `id`: every file it names is there, of its size and CRC-32C (each is
+    /// read whole).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown backup; `Corruption` naming the first file missing,
+    /// short, long or damaged; I/O errors.
+    pub fn verify(&self, id: u64) -> Result<()> {
+        let meta = self.meta(id)?;
+        for e in &meta.entries {
+            let path = self.stored_path(e);
+            let f = self.fs.open(&path).map_err(|err| {
+                Error::corruption(
+                    &path,
+                    0,
+                    format!("backup {id}: {} is missing ({})", e.name, err.message()),
+                )
+            })?;
+            if f.size() != e.size {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "backup {id}: {} holds {} bytes, not {}",
+                        e.name,
+                        f.size(),
+                        e.size
+                    ),
+                ));
+            }
+            if crc_of(&*f, e.size)? != e.crc {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!("backup {id}: {} is damaged (checksum mismatch)", e.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores backup `id` into `target`, a new directory (its parent must exist): a
+    /// database that opens as the backed-up one was at the backup's instant, all its files
+    /// in `target` (open it without directory options). Each file is checked against its
+    /// size and CRC-32C as it is copied; a crash leaves either no `target` or a whole one.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown backup, a `target` that exists, or the directory
+    /// the backed-up database was in (its other directories may hold newer files that an
+    /// open there would read: restore elsewhere); `Corruption` for a damaged file; I/O
+    /// errors.
+    pub fn restore(&self, id: u64, target: impl AsRef<Path>) -> Result<()> {
+        let fs = &*self.fs;
+        let meta = self.meta(id)?;
+        let target = crate::placement::absolute(target.as_ref());
+        if target == meta.source {
+            return Err(Error::invalid(format!(
+                "restore {}: backup {id} was taken of the database there, whose other \
+                 directories (WALs, levels, values) may hold files newer than the backup \
+                 that an open there would read: restore to a new directory",
+                target.display()
+            )));
+        }
+        let parent = checkpoint::new_directory(fs, &target, "restore")?;
+        let tmp = {
+            let mut n = target.file_name().unwrap_or_default().to_os_string();
+            n.push(".restore-tmp");
+            target.with_file_name(n)
+        };
+        checkpoint::clear_stale(fs, &tmp)?;
+        fs.create_dir_all(&tmp)?;
+        let made = (|| -> Result<()> {
+            for e in &meta.entries {
+                let from = self.stored_path(e);
+                let src = fs.open(&from)?;
+                if src.size() != e.size {
+                    return Err(Error::corruption(
+                        &from,
+                        0,
+                        format!(
+                            "backup {id}: {} holds {} bytes, not {}",
+                            e.name,
+                            src.size(),
+                            e.size
+                        ),
+                    ));
+                }
+                copy_checked(&*src, e.size, e.crc, fs, &tmp.join(&e.name), &from)?;
+            }
+            fs.sync_dir(&tmp)
+        })();
+        if let Err(e) = made {
+            checkpoint::clear_stale(fs, &tmp).ok();
+            return Err(e.context(format!("restore of backup {id} to {}", target.display())));
+        }
+        fs.rename(&tmp, &target)?;
+        match parent {
+            Some(p) => fs.sync_dir(&p),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes backup `id`, and the files no other backup shares.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown backup; I/O errors.
+    pub fn delete(&self, id: u64) -> Result<()> {
+        if !self.ids()?.contains(&id) {
+            return Err(Error::invalid(format!(
+                "no backup {id} in {}",
+                self.dir.display()
+            )));
+        }
+        // The description first: from then on the backup is gone, and what it alone held
+        // is garbage (removed now, or by the next open should this stop halfway).
+        self.fs.remove(&self.meta_path(id))?;
+        self.fs.sync_dir(&self.dir.join(META))?;
+        self.collect_garbage()
+    }
+
+    /// Deletes every backup but the newest `keep`; returns how many it deleted.
+    ///
+    /// # Errors
+    /// As [`BackupEngine::delete`].
+    pub fn purge(&self, keep: usize) -> Result<usize> {
+        let ids = self.ids()?;
+        let old = ids.len().saturating_sub(keep);
+        for &id in &ids[..old] {
+            self.fs.remove(&self.meta_path(id))?;
+        }
+        if old > 0 {
+            self.fs.sync_dir(&self.dir.join(META))?;
+            self.collect_garbage()?;
+        }
+        Ok(old)
+    }
+
+    /// The backups' ids, ascending.
+    fn ids(&self) -> Result<Vec<u64>> {
+        let mut ids: Vec<u64> = self
+            .fs
+            .list(&self.dir.join(META))?
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn meta_path(&self, id: u64) -> PathBuf {
+        self.dir.join(META).join(id.to_string())
+    }
+
+    fn stored_path(&self, e: &Entry) -> PathBuf {
+        self.dir
+            .join(if e.shared { SHARED } else { PRIVATE })
+            .join(&e.stored)
+    }
+
+    fn meta(&self, id: u64) -> Result<Meta> {
+        let path = self.meta_path(id);
+        if !self.fs.exists(&path) {
+            return Err(Error::invalid(format!(
+                "no backup {id} in {}",
+                self.dir.display()
+            )));
+        }
+        let text = crate::fs::read_all(&*self.fs, &path)?;
+        Meta::decode(&text)
+            .filter(|m| m.info.id == id)
+            .ok_or_else(|| Error::corruption(&path, 0, "damaged backup description"))
+    }
+
+    /// Removes files being written, and files no description names (none of the latter
+    /// while a description cannot be read: it might name them).
+    fn collect_garbage(&self) -> Result<()> {
+        let fs = &*self.fs;
+        let mut shared = BTreeSet::new();
+        let mut private = BTreeSet::new();
+        let mut damaged = None;
+        for id in self.ids()? {
+            match self.meta(id) {
+                Ok(m) => {
+                    for e in m.entries {
+                        if e.shared {
+                            shared.insert(e.stored);
+                        } else {
+                            private.insert(e.stored);
+                        }
+                    }
+                }
+                Err(e) => damaged = Some(e),
+            }
+        }
+        checkpoint::clear_stale(fs, &self.dir.join(format!("staging{TMP}")))?;
+        for (d, names) in [
+            (META, None),
+            (SHARED, Some(&shared)),
+            (PRIVATE, Some(&private)),
+        ] {
+            let dir = self.dir.join(d);
+            for n in fs.list(&dir)? {
+                let p = dir.join(&n);
+                if n.ends_with(TMP) {
+                    if fs.list(&p).is_ok() {
+                        checkpoint::clear_stale(fs, &p)?;
+                    } else {
+                        fs.remove(&p)?;
+                    }
+                } else if damaged.is_none() && names.is_some_and(|s| !s.contains(&n)) {
+                    fs.remove(&p)?;
+                }
+            }
+        }
+        // (A damaged description is reported by `list` and `verify`; `delete` removes it.)
+        let _ = damaged;
+        Ok(())
+    }
+}
+
+impl Meta {
+    fn encode(&self) -> String {
+        use std::fmt::Write as _;
+        let i = &self.info;
+        let mut s = String::from("strata backup\nformat 1\n");
+        let _ = writeln!(s, "id {}", i.id);
+        let _ = writeln!(s, "created {}", i.created);
+        let _ = writeln!(s, "sequence {}", i.sequence);
+        let _ = writeln!(s, "copied {} {}", i.copied_files, i.copied_bytes);
+        let _ = writeln!(
+            s,
+            "source {}",
+            hex(self.source.to_string_lossy().as_bytes())
+        );
+        for e in &self.entries {
+            let _ = writeln!(
+                s,
+                "file {} {} {} {} {:08x}",
+                if e.shared { "shared" } else { "private" },
+                e.stored,
+                e.name,
+                e.size,
+                e.crc
+            );
+        }
+        let crc = crc32c::crc32c(s.as_bytes());
+        let _ = writeln!(s, "crc32c {crc:08x}");
+        s
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Meta> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let body_end = text.trim_end_matches('\n').rfind('\n')? + 1;
+        let (body, last) = text.split_at(body_end);
+        let crc = u32::from_str_radix(last.trim_end().strip_prefix("crc32c ")?, 16).ok()?;
+        if crc32c::crc32c(body.as_bytes()) != crc {
+            return None;
+        }
+        let mut lines = body.lines();
+        if lines.next()? != "strata backup" || lines.next()? != "format 1" {
+            return None;
+        }
+        let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut entries = Vec::new();
+        for l in lines {
+            let (k, v) = l.split_once(' ')?;
+            if k == "file" {
+                let p: Vec<&str> = v.split(' ').collect();
+                let [kind, stored, name, size, crc] = p[..] else {
+                    return None;
+                };
+                entries.push(Entry {
+                    shared: match kind {
+                        "shared" => true,
+                        "private" => false,
+                        _ => return None,
+                    },
+                    stored: plain_name(stored)?.to_string(),
+                    name: plain_name(name)?.to_string(),
+                    size: size.parse().ok()?,
+                    crc: u32::from_str_radix(crc, 16).ok()?,
+                });
+            } else {
+                fields.insert(k, v);
+            }
+        }
+        let num = |k: &str| fields.get(k)?.parse::<u64>().ok();
+        let (cf, cb) = fields.get("copied")?.split_once(' ')?;
+        let source = String::from_utf8(unhex(fields.get("source")?)?).ok()?;
+        Some(Meta {
+            info: BackupInfo {
+                id: num("id")?,
+                created: num("created")?,
+                sequence: num("sequence")?,
+                files: entries.len(),
+                bytes: entries.iter().map(|e| e.size).sum(),
+                copied_files: cf.parse().ok()?,
+                copied_bytes: cb.parse().ok()?,
+            },
+            source: PathBuf::from(source),
+            entries,
+        })
+    }
+}
+
+/// `n` if it names a file in one directory (no separator, not `.` or `..`): a damaged or
+/// crafted description must not make a restore write or read outside its directories.
+fn plain_name(n: &str) -> Option<&str> {
+    (!n.is_empty() && n != "." && n != ".." && !n.contains(['/', '\\', '\0'])).then_some(n)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The CRC-32C of the first `size` bytes of `f`.
+fn crc_of(f: &dyn crate::fs::RandomAccessFile, size: u64) -> Result<u32> {
+    let mut crc = 0u32;
+    let mut at = 0u64;
+    while at < size {
+        let n = usize::try_from(size - at).unwrap_or(CHUNK).min(CHUNK);
+        f.read_with(at, n, &mut |b| crc = crc32c::crc32c_append(crc, b))?;
+        at += n as u64;
+    }
+    Ok(crc)
+}
+
+/// Copies the first `size` bytes of `src` (read from `from`) to `to` on `fs`, synced,
+/// under a temporary name until whole; `Corruption` if they do not have the CRC-32C
+/// `crc` (nothing is left at `to` then).
+fn copy_checked(
+    src: &dyn crate::fs::RandomAccessFile,
+    size: u64,
+    crc: u32,
+    fs: &dyn Fs,
+    to: &Path,
+    from: &Path,
+) -> Result<()> {
+    let mut tmp = to.as_os_str().to_os_string();
+    tmp.push(TMP);
+    let tmp = PathBuf::from(tmp);
+    let mut out = fs.create(&tmp)?;
+    let mut got = 0u32;
+    let mut at = 0u64;
+    while at < size {
+        let n = usize::try_from(size - at).unwrap_or(CHUNK).min(CHUNK);
+        let b = src.read_at(at, n)?;
+        got = crc32c::crc32c_append(got, &b);
+        out.append(&b)?;
+        at += n as u64;
+    }
+    out.sync()?;
+    drop(out);
+    if got != crc {
+        fs.remove(&tmp).ok();
+        return Err(Error::corruption(
+            from,
+            0,
+            "changed or damaged while it was copied (checksum mismatch)",
+        ));
+    }
+    fs.rename(&tmp, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_description_round_trips_and_damage_is_refused() {
+        let m = Meta {
+            info: BackupInfo {
+                id: 7,
+                created: 1_780_000_000,
+                sequence: 42,
+                files: 2,
+                bytes: 150,
+                copied_files: 1,
+                copied_bytes: 50,
+            },
+            source: PathBuf::from("/data/db one"),
+            entries: vec![
+                Entry {
+                    shared: true,
+                    stored: "000012.sst.100.0000abcd".into(),
+                    name: "000012.sst".into(),
+                    size: 100,
+                    crc: 0xabcd,
+                },
+                Entry {
+                    shared: false,
+                    stored: "7-CURRENT".into(),
+                    name: "CURRENT".into(),
+                    size: 50,
+                    crc: 0x1234_5678,
+                },
+            ],
+        };
+        let text = m.encode();
+        let back = Meta::decode(text.as_bytes()).unwrap();
+        assert_eq!(back.info, m.info);
+        assert_eq!(back.entries, m.entries);
+        assert_eq!(back.source, m.source);
+        for cut in 0..text.len() {
+            assert!(
+                Meta::decode(&text.as_bytes()[..cut]).is_none(),
+                "cut at {cut}"
+            );
+        }
+        let evil = text.replace("7-CURRENT", "../CURRENT");
+        assert!(Meta::decode(evil.as_bytes()).is_none());
+        let mut flipped = text.into_bytes();
+        flipped[30] ^= 1;
+        assert!(Meta::decode(&flipped).is_none());
+    }
+}

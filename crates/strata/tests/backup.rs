@@ -1,0 +1,308 @@
+//! Backups (`BackupEngine`, docs/design/backups.md) under every named configuration: a
+//! backup taken while a writer and the background jobs run restores to a database holding
+//! exactly the writes up to one instant during the call; backups share unchanged files; a
+//! damaged file is found by `verify` and refused by `restore`; a backup cut short by a
+//! failure or a power cut leaves the directory usable, the backup absent, its files gone at
+//! the next open; `purge` keeps the newest and what they need.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use strata::fs::{CrashMode, FaultFs, FaultRule, Fs, FsOp, MemFs};
+use strata::{BackupEngine, Db, ErrorKind, WriteBatch, WriteOptions};
+use strata_testkit::configs::{configs, named, Config};
+use strata_testkit::model::assert_db_matches;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:04}", (i * 7919) % 700).into_bytes()
+}
+
+/// Write `i`'s value: sizes straddle the stores' 100-byte threshold.
+fn value(i: u64) -> Vec<u8> {
+    format!("v{i}-{}", "z".repeat((i % 7) as usize * 40)).into_bytes()
+}
+
+/// Write `i`: its key and, atomically with it, `last` = i.
+fn write(db: &Db, i: u64) {
+    let mut b = WriteBatch::new();
+    b.put(key(i), value(i)).put(b"last", i.to_string());
+    db.write(&WriteOptions::default(), b).unwrap();
+}
+
+/// The database after writes 0..=n.
+fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for i in 0..=n {
+        m.insert(key(i), value(i));
+    }
+    m.insert(b"last".to_vec(), n.to_string().into_bytes());
+    m
+}
+
+/// Whether `config` keeps files a backup does not copy yet (as a checkpoint).
+fn refused(config: &Config) -> bool {
+    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
+    o.l0_layout == strata::L0Layout::Matrix || o.value_store == strata::ValueStoreKind::Hash
+}
+
+/// Opens the restored database at `dir` and checks it is the database after some write n
+/// in `lo..=hi`; returns n.
+fn check(config: &Config, fs: &Arc<dyn Fs>, dir: &str, lo: u64, hi: u64) -> u64 {
+    let db = Db::open(dir, (config.build)(Path::new(dir), fs.clone()))
+        .unwrap_or_else(|e| panic!("{}: open the restored {dir}: {e}", config.name));
+    let last = db.get(b"last").unwrap().expect("the backup holds writes");
+    let n: u64 = String::from_utf8(last).unwrap().parse().unwrap();
+    assert!(
+        (lo..=hi).contains(&n),
+        "{}: {dir} ends at write {n}, not in {lo}..={hi}",
+        config.name
+    );
+    assert_db_matches(&db, &model(n));
+    db.close().unwrap();
+    n
+}
+
+fn shared_files(fs: &Arc<dyn Fs>) -> usize {
+    fs.list(Path::new("/backups/shared")).unwrap().len()
+}
+
+#[test]
+fn backups_under_writes_hold_one_instant_share_files_and_restore_under_every_config() {
+    let mut checked = Vec::new();
+    for config in configs() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = Arc::new(Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap());
+        let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+        if refused(&config) {
+            for i in 0..50 {
+                write(&db, i);
+            }
+            let e = engine.create_backup(&db).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported, "{}: {e}", config.name);
+            assert!(engine.list().unwrap().is_empty());
+            db.close().unwrap();
+            continue;
+        }
+        let acked = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (db, acked, stop) = (db.clone(), acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Acquire) || i < 3_000 {
+                    write(&db, i);
+                    i += 1;
+                    acked.store(i, Ordering::Release);
+                }
+            })
+        };
+        let mut instants = Vec::new();
+        for want in [1_000, 2_000] {
+            while acked.load(Ordering::Acquire) < want {
+                std::thread::yield_now();
+            }
+            let before = acked.load(Ordering::Acquire);
+            let info = engine.create_backup(&db).unwrap();
+            let after = acked.load(Ordering::Acquire);
+            instants.push((info.id, before, after));
+        }
+        stop.store(true, Ordering::Release);
+        writer.join().unwrap();
+        // At rest: a backup after one copies no data file (its own four files only).
+        let before = acked.load(Ordering::Acquire);
+        db.compact_range(None, None).unwrap();
+        let rest = engine.create_backup(&db).unwrap();
+        instants.push((rest.id, before, before));
+        let quiet = engine.create_backup(&db).unwrap();
+        assert_eq!(quiet.copied_files, 4, "{}: {quiet:?}", config.name);
+        instants.push((quiet.id, before, before));
+        let infos = engine.list().unwrap();
+        assert_eq!(
+            infos.iter().map(|i| i.id).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4],
+            "{}",
+            config.name
+        );
+        for &(id, lo, hi) in &instants {
+            engine.verify(id).unwrap();
+            let dir = format!("/restored-{id}");
+            engine.restore(id, &dir).unwrap();
+            check(&config, &fs, &dir, lo - 1, hi);
+        }
+        // The newest kept, and what it needs; the others and their files gone.
+        let shared = shared_files(&fs);
+        assert_eq!(engine.purge(1).unwrap(), 3);
+        assert!(shared_files(&fs) < shared, "{}", config.name);
+        assert_eq!(engine.list().unwrap().len(), 1);
+        engine.verify(4).unwrap();
+        engine.restore(4, "/again").unwrap();
+        check(&config, &fs, "/again", before - 1, before);
+        assert_eq!(
+            engine.verify(1).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        checked.push(config.name);
+        drop(engine);
+        db.close().unwrap();
+    }
+    assert!(checked.len() >= 20, "checked only {checked:?}");
+}
+
+#[test]
+fn a_damaged_backup_is_found_by_verify_and_refused_by_restore() {
+    let config = named("blob");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+    for i in 0..2_000 {
+        write(&db, i);
+    }
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    engine.create_backup(&db).unwrap();
+    // Flip a byte of the largest shared file.
+    let dir = Path::new("/backups/shared");
+    let victim = fs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .max_by_key(|n| fs.file_size(&dir.join(n)).unwrap())
+        .unwrap();
+    let path = dir.join(&victim);
+    let mut bytes = strata::fs::read_all(&*fs, &path).unwrap();
+    bytes[100] ^= 0x40;
+    fs.remove(&path).unwrap();
+    let mut w = fs.create(&path).unwrap();
+    w.append(&bytes).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let e = engine.verify(1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let e = engine.restore(1, "/restored").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(
+        fs.list(Path::new("/restored")).is_err(),
+        "no target after a refused restore"
+    );
+    // Refused targets: the database's own directory, one that exists, an unknown backup.
+    assert_eq!(
+        engine.restore(1, "/db").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    fs.create_dir_all(Path::new("/taken")).unwrap();
+    assert_eq!(
+        engine.restore(1, "/taken").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        engine.restore(9, "/new").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // A second engine on the same directory is refused while this one holds it.
+    assert_eq!(
+        BackupEngine::open_in("/backups", fs.clone())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Busy
+    );
+    db.close().unwrap();
+}
+
+#[test]
+fn a_backup_cut_short_leaves_the_directory_usable_and_is_not_listed() {
+    let config = named("blob");
+    let mem = MemFs::new();
+    let faults = Arc::new(FaultFs::new(mem.clone()));
+    let fs: Arc<dyn Fs> = faults.clone();
+    let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+    for i in 0..1_000 {
+        write(&db, i);
+    }
+    {
+        let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+        engine.create_backup(&db).unwrap();
+    }
+    let mut failed = 0;
+    for i in 1_000..1_040u64 {
+        write(&db, i);
+        db.flush().unwrap();
+        // Fail one step of the backup's writing (each turn a later one), then cut the
+        // power: the directory as a crash there leaves it.
+        let n = (i - 1_000) / 2;
+        let op = if i % 2 == 0 { FsOp::Create } else { FsOp::Sync };
+        faults.inject(FaultRule::nth(op, n, std::io::ErrorKind::Other).on_paths("/backups"));
+        let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+        let made = engine.create_backup(&db);
+        faults.clear();
+        drop(engine);
+        let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        let after = BackupEngine::open_in("/backups", cut.clone()).unwrap();
+        let listed = after.list().unwrap();
+        match &made {
+            Ok(info) => assert_eq!(listed.last().map(|l| l.id), Some(info.id)),
+            Err(_) => {
+                failed += 1;
+            }
+        }
+        for b in &listed {
+            after
+                .verify(b.id)
+                .unwrap_or_else(|e| panic!("turn {i}: backup {}: {e}", b.id));
+        }
+        // Only files some backup names are left once the directory is opened again.
+        let named: usize = listed.iter().map(|b| b.files).sum();
+        let held = cut.list(Path::new("/backups/shared")).unwrap().len()
+            + cut.list(Path::new("/backups/private")).unwrap().len();
+        assert!(held <= named, "turn {i}: {held} files for {named} named");
+        let last = listed.last().unwrap();
+        let target = format!("/r{i}");
+        after.restore(last.id, &target).unwrap();
+        let r = Db::open(&target, (config.build)(Path::new(&target), cut.clone())).unwrap();
+        assert!(r.get(b"last").unwrap().is_some());
+        r.close().unwrap();
+    }
+    assert!(failed > 10, "only {failed} injected failures hit a backup");
+    // And the live directory goes on.
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    let info = engine.create_backup(&db).unwrap();
+    engine.verify(info.id).unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn a_second_backup_copies_only_what_changed() {
+    let config = named("default");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut opts = (config.build)(Path::new("/db"), fs.clone());
+    opts.write_buffer_size = 64 << 10;
+    opts.target_file_size_base = 64 << 10;
+    let db = Db::open("/db", opts).unwrap();
+    for i in 0..20_000u64 {
+        db.put(format!("k{i:06}"), format!("{i}").repeat(10))
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    let first = engine.create_backup(&db).unwrap();
+    assert!(first.files > 20, "{first:?}");
+    for i in 0..50u64 {
+        db.put(format!("k{i:06}"), "changed").unwrap();
+    }
+    let second = engine.create_backup(&db).unwrap();
+    // The new L0 table and the copy's own four files; every other table shared.
+    assert_eq!(second.copied_files, 5, "{second:?}");
+    assert!(second.copied_bytes * 10 < second.bytes, "{second:?}");
+    engine.restore(2, "/restored").unwrap();
+    let r = Db::open(
+        "/restored",
+        (config.build)(Path::new("/restored"), fs.clone()),
+    )
+    .unwrap();
+    assert_eq!(r.get("k000007").unwrap().as_deref(), Some(&b"changed"[..]));
+    assert_eq!(
+        r.get("k019999").unwrap().as_deref(),
+        Some("19999".repeat(10).as_bytes())
+    );
+    r.close().unwrap();
+    db.close().unwrap();
+}
