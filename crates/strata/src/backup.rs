@@ -476,9 +476,10 @@ impl Meta {
 
     fn decode(bytes: &[u8]) -> Option<Meta> {
         let text = std::str::from_utf8(bytes).ok()?;
-        let body_end = text.trim_end_matches('\n').rfind('\n')? + 1;
+        let text = text.strip_suffix('\n')?;
+        let body_end = text.rfind('\n')? + 1;
         let (body, last) = text.split_at(body_end);
-        let crc = u32::from_str_radix(last.trim_end().strip_prefix("crc32c ")?, 16).ok()?;
+        let crc = u32::from_str_radix(last.strip_prefix("crc32c ")?, 16).ok()?;
         if crc32c::crc32c(body.as_bytes()) != crc {
             return None;
         }
