@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 pyo3::create_exception!(
     strata,
@@ -1248,11 +1248,126 @@ fn repair_db(
         .map_err(err)
 }
 
+/// A directory of incremental backups (`strata::BackupEngine`): `create_backup(db)`,
+/// `list()`, `verify(id=None)`, `restore(id, path)`, `delete(id)`, `purge(keep)`.
+/// One engine at a time holds a directory; `close()` (or leaving a `with` block) lets it go.
+#[pyclass(module = "strata")]
+struct BackupEngine {
+    engine: RwLock<Option<Arc<strata::BackupEngine>>>,
+}
+
+/// A backup's description as a dict.
+fn info_dict<'py>(py: Python<'py>, i: &strata::BackupInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", i.id)?;
+    d.set_item("created", i.created)?;
+    d.set_item("sequence", i.sequence)?;
+    d.set_item("files", i.files)?;
+    d.set_item("bytes", i.bytes)?;
+    d.set_item("copied_files", i.copied_files)?;
+    d.set_item("copied_bytes", i.copied_bytes)?;
+    Ok(d)
+}
+
+impl BackupEngine {
+    fn get(&self) -> PyResult<Arc<strata::BackupEngine>> {
+        self.engine
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| ClosedError::new_err("the backup engine is closed"))
+    }
+}
+
+#[pymethods]
+impl BackupEngine {
+    /// Opens (creating it if needed) the backup directory `path`.
+    #[new]
+    fn new(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let path = path_of(path)?;
+        let engine = py
+            .allow_threads(|| strata::BackupEngine::open(&path))
+            .map_err(err)?;
+        Ok(BackupEngine {
+            engine: RwLock::new(Some(Arc::new(engine))),
+        })
+    }
+
+    /// Backs `db` up (as of one instant during the call); returns the backup's dict.
+    fn create_backup<'py>(&self, py: Python<'py>, db: PyRef<'_, DB>) -> PyResult<Bound<'py, PyDict>> {
+        let (engine, db) = (self.get()?, db.get_db()?);
+        let info = py
+            .allow_threads(|| engine.create_backup(&db))
+            .map_err(err)?;
+        info_dict(py, &info)
+    }
+
+    /// Every backup, oldest first, as dicts (id, created, sequence, files, bytes,
+    /// copied_files, copied_bytes).
+    fn list<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let engine = self.get()?;
+        let infos = py.allow_threads(|| engine.list()).map_err(err)?;
+        infos.iter().map(|i| info_dict(py, i)).collect()
+    }
+
+    /// Checks backup `id` (every backup by default): each file there, of its size and
+    /// checksum. Raises `CorruptionError` for the first that is not.
+    #[pyo3(signature = (id=None))]
+    fn verify(&self, py: Python<'_>, id: Option<u64>) -> PyResult<()> {
+        let engine = self.get()?;
+        py.allow_threads(|| {
+            let ids = match id {
+                Some(id) => vec![id],
+                None => engine.list()?.iter().map(|i| i.id).collect(),
+            };
+            ids.into_iter().try_for_each(|id| engine.verify(id))
+        })
+        .map_err(err)
+    }
+
+    /// Restores backup `id` into the new directory `path`.
+    fn restore(&self, py: Python<'_>, id: u64, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (engine, path) = (self.get()?, path_of(path)?);
+        py.allow_threads(|| engine.restore(id, &path)).map_err(err)
+    }
+
+    /// Deletes backup `id` and the files no other backup shares.
+    fn delete(&self, py: Python<'_>, id: u64) -> PyResult<()> {
+        let engine = self.get()?;
+        py.allow_threads(|| engine.delete(id)).map_err(err)
+    }
+
+    /// Deletes every backup but the newest `keep`; returns how many it deleted.
+    fn purge(&self, py: Python<'_>, keep: usize) -> PyResult<usize> {
+        let engine = self.get()?;
+        py.allow_threads(|| engine.purge(keep)).map_err(err)
+    }
+
+    /// Lets the directory go (another engine may open it then).
+    fn close(&self) {
+        self.engine
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
 /// strata, an embeddable LSM key-value store.
 #[pymodule]
 fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<DB>()?;
+    m.add_class::<BackupEngine>()?;
     m.add_class::<WriteBatch>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<Iter>()?;

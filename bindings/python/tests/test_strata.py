@@ -176,6 +176,35 @@ def test_checkpoint_is_an_openable_copy_of_one_instant(path, tmp_path):
     assert not os.path.exists(str(tmp_path / "refused"))
 
 
+def test_backups_are_incremental_verified_restored_and_purged(path, tmp_path):
+    backups = str(tmp_path / "backups")
+    with strata.DB(path, create_if_missing=True) as db:
+        for i in range(3000):
+            db.put(b"k%05d" % i, b"%d" % i * 20)
+        with strata.BackupEngine(backups) as be:
+            first = be.create_backup(db)
+            assert first["id"] == 1 and first["copied_files"] == first["files"]
+            db.put(b"after", b"1")
+            second = be.create_backup(db)
+            assert second["copied_files"] < second["files"]
+            with pytest.raises(strata.BusyError):
+                strata.BackupEngine(backups)
+            assert [b["id"] for b in be.list()] == [1, 2]
+            be.verify()
+            be.restore(1, str(tmp_path / "r1"))
+            with pytest.raises(strata.InvalidArgumentError):
+                be.restore(1, str(tmp_path / "r1"))
+            assert be.purge(1) == 1
+            assert [b["id"] for b in be.list()] == [2]
+            be.restore(2, str(tmp_path / "r2"))
+        with pytest.raises(strata.ClosedError):
+            be.list()
+    with strata.DB(str(tmp_path / "r1")) as r:
+        assert r.get(b"k00042") == b"42" * 20 and r.get(b"after") is None
+    with strata.DB(str(tmp_path / "r2")) as r:
+        assert r.get(b"after") == b"1"
+
+
 def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
     with strata.DB(path, create_if_missing=True) as db:
         db.put(b"k", b"old")

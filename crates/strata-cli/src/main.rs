@@ -135,6 +135,91 @@ fn parse_ttl(s: &str) -> std::result::Result<std::time::Duration, String> {
         .map_err(|_| format!("{s:?}: a time to live is a number of seconds, 0 or more"))
 }
 
+fn backup_dir_arg() -> Arg {
+    Arg::new("dir")
+        .required(true)
+        .value_name("BACKUP_DIR")
+        .help("The backup directory (created by the first backup)")
+}
+
+/// `strata backup ...`.
+fn backup(m: &ArgMatches) -> Result<(), Failure> {
+    let (sub, m) = m.subcommand().expect("subcommand_required");
+    let dir = m.get_one::<String>("dir").expect("required");
+    if sub != "create" && !Path::new(dir).join("meta").is_dir() {
+        return Err(Failure(format!("{dir}: no backup directory there"), 2));
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    match sub {
+        "create" => {
+            if let Some(path) = m.get_one::<String>("db") {
+                if Path::new(path).is_file() {
+                    return Err(Failure(
+                        format!("{path} is a file: --db names the database's directory"),
+                        2,
+                    ));
+                }
+            }
+            let db = open(m)?;
+            let engine = strata::BackupEngine::open(dir)?;
+            let i = engine.create_backup(&db)?;
+            writeln!(
+                out,
+                "backup {}: {} files, {} bytes ({} files, {} bytes new)",
+                i.id, i.files, i.bytes, i.copied_files, i.copied_bytes
+            )?;
+            drop(engine);
+            db.close()?;
+        }
+        "list" => {
+            let engine = strata::BackupEngine::open(dir)?;
+            for i in engine.list()? {
+                if flag(m, "json") {
+                    writeln!(
+                        out,
+                        "{{\"id\":{},\"created\":{},\"sequence\":{},\"files\":{},\"bytes\":{},\"copied_files\":{},\"copied_bytes\":{}}}",
+                        i.id, i.created, i.sequence, i.files, i.bytes, i.copied_files, i.copied_bytes
+                    )?;
+                } else {
+                    writeln!(
+                        out,
+                        "{}\t{}\t{}\t{}\t{}\t{}",
+                        i.id, i.created, i.sequence, i.files, i.bytes, i.copied_bytes
+                    )?;
+                }
+            }
+        }
+        "verify" => {
+            let engine = strata::BackupEngine::open(dir)?;
+            let ids = match m.get_one::<u64>("id") {
+                Some(&id) => vec![id],
+                None => engine.list()?.iter().map(|i| i.id).collect(),
+            };
+            for id in ids {
+                engine.verify(id)?;
+                writeln!(out, "backup {id}: ok")?;
+            }
+        }
+        "restore" => {
+            let engine = strata::BackupEngine::open(dir)?;
+            let id = *m.get_one::<u64>("id").expect("required");
+            engine.restore(id, m.get_one::<String>("target").expect("required"))?;
+        }
+        "delete" => {
+            let engine = strata::BackupEngine::open(dir)?;
+            engine.delete(*m.get_one::<u64>("id").expect("required"))?;
+        }
+        "purge" => {
+            let engine = strata::BackupEngine::open(dir)?;
+            let n = engine.purge(*m.get_one::<usize>("keep").expect("required"))?;
+            writeln!(out, "deleted {n} backups")?;
+        }
+        _ => unreachable!("every backup subcommand is handled"),
+    }
+    out.flush()?;
+    Ok(())
+}
+
 fn hex_arg() -> Arg {
     Arg::new("hex")
         .long("hex")
@@ -243,6 +328,61 @@ fn cli() -> Command {
                         .help("The new directory (must not exist; its parent must)"),
                 ),
         ))
+        .subcommand(
+            Command::new("backup")
+                .about(
+                    "Incremental backups in a directory of their own: create, list, verify, \
+                     restore, delete, purge",
+                )
+                .subcommand_required(true)
+                .subcommand(db_args(
+                    Command::new("create")
+                        .about("Back the database up (sharing unchanged files with earlier backups)")
+                        .arg(backup_dir_arg()),
+                ))
+                .subcommand(
+                    Command::new("list")
+                        .about("One line per backup: id, created (Unix seconds), sequence, files, bytes, bytes it added")
+                        .arg(backup_dir_arg())
+                        .arg(
+                            Arg::new("json")
+                                .long("json")
+                                .action(ArgAction::SetTrue)
+                                .help("One JSON object per line"),
+                        ),
+                )
+                .subcommand(
+                    Command::new("verify")
+                        .about("Check every file of a backup (all backups by default): there, of its size and checksum")
+                        .arg(backup_dir_arg())
+                        .arg(Arg::new("id").value_name("ID").value_parser(value_parser!(u64))),
+                )
+                .subcommand(
+                    Command::new("restore")
+                        .about("Restore backup ID into NEW_DIR (must not exist), an openable database")
+                        .arg(backup_dir_arg())
+                        .arg(Arg::new("id").required(true).value_name("ID").value_parser(value_parser!(u64)))
+                        .arg(Arg::new("target").required(true).value_name("NEW_DIR")),
+                )
+                .subcommand(
+                    Command::new("delete")
+                        .about("Delete backup ID and the files no other backup shares")
+                        .arg(backup_dir_arg())
+                        .arg(Arg::new("id").required(true).value_name("ID").value_parser(value_parser!(u64))),
+                )
+                .subcommand(
+                    Command::new("purge")
+                        .about("Delete every backup but the newest N")
+                        .arg(backup_dir_arg())
+                        .arg(
+                            Arg::new("keep")
+                                .long("keep")
+                                .required(true)
+                                .value_name("N")
+                                .value_parser(value_parser!(usize)),
+                        ),
+                ),
+        )
         .subcommand(db_args(
             Command::new("compact")
                 .about("Compact the key range (all keys by default) down the levels, and wait")
@@ -504,6 +644,9 @@ fn inspect(name: &str, m: &ArgMatches) -> Result<(), Failure> {
 
 fn run(m: &ArgMatches) -> Result<(), Failure> {
     let (name, m) = m.subcommand().expect("subcommand_required");
+    if name == "backup" {
+        return backup(m);
+    }
     if matches!(
         name,
         "sst-dump" | "wal-dump" | "value-dump" | "manifest-dump"

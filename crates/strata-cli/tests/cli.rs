@@ -300,6 +300,61 @@ fn put_with_a_ttl_expires_and_a_bad_ttl_is_refused() {
 }
 
 #[test]
+fn backup_create_list_verify_restore_purge() {
+    let dir = temp_dir("backup");
+    let db = dir.join("db");
+    let (db, backups) = (db.to_str().unwrap(), dir.join("backups"));
+    let backups = backups.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "k1", "v1"]);
+    let made = ok(&["backup", "create", "--db", db, backups]);
+    assert!(made.starts_with("backup 1: "), "{made}");
+    ok(&["put", "--db", db, "k2", "v2"]);
+    ok(&["backup", "create", "--db", db, backups]);
+    let list = ok(&["backup", "list", backups]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.starts_with("1\t"), "{list}");
+    let json = ok(&["backup", "list", backups, "--json"]);
+    assert!(json.lines().all(|l| l.starts_with("{\"id\":")), "{json}");
+    assert_eq!(
+        ok(&["backup", "verify", backups]),
+        "backup 1: ok\nbackup 2: ok\n"
+    );
+    let r1 = dir.join("r1");
+    ok(&["backup", "restore", backups, "1", r1.to_str().unwrap()]);
+    assert_eq!(ok(&["get", "--db", r1.to_str().unwrap(), "k1"]), "v1\n");
+    let o = strata(&["get", "--db", r1.to_str().unwrap(), "k2"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    // A target that exists, an unknown backup, a directory with no backups: refused.
+    for args in [
+        vec!["backup", "restore", backups, "1", r1.to_str().unwrap()],
+        vec![
+            "backup",
+            "restore",
+            backups,
+            "7",
+            "/tmp/strata-cli-nowhere-restore",
+        ],
+        vec!["backup", "list", db],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+    }
+    assert_eq!(
+        ok(&["backup", "purge", backups, "--keep", "1"]),
+        "deleted 1 backups\n"
+    );
+    let list = ok(&["backup", "list", backups]);
+    assert!(
+        list.starts_with("2\t") && list.lines().count() == 1,
+        "{list}"
+    );
+    let r2 = dir.join("r2");
+    ok(&["backup", "restore", backups, "2", r2.to_str().unwrap()]);
+    assert_eq!(ok(&["get", "--db", r2.to_str().unwrap(), "k2"]), "v2\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn checkpoint_writes_an_openable_copy_and_refuses_a_target_that_exists() {
     let dir = temp_dir("checkpoint");
     let db = dir.join("db");

@@ -9,6 +9,7 @@ b'value'
 
 from ._strata import (  # noqa: F401
     DB,
+    BackupEngine,
     BusyError,
     ClosedError,
     CorruptionError,
@@ -29,6 +30,7 @@ from ._strata import (  # noqa: F401
 # shadow the builtin name. Use `strata.IOError`.
 __all__ = [
     "DB",
+    "BackupEngine",
     "WriteBatch",
     "Snapshot",
     "Iter",
