@@ -67,6 +67,9 @@ fn crash_loop_loses_nothing() {
             "--max_delay_ms=1200",
             // Every fifth killed database is rebuilt by `repair`, its manifests removed.
             "--repair_every=5",
+            // Every third run also backs up while it works: after its kill every backup
+            // verifies and the newest restores and opens.
+            "--backup_every=3",
         ])
         .output()
         .unwrap();
@@ -80,6 +83,10 @@ fn crash_loop_loses_nothing() {
     assert_eq!(stdout.matches("(repaired, manifests removed)").count(), 4);
     let summary = stdout.lines().last().unwrap();
     assert!(summary.starts_with("crash-loop: kills 24,"), "{summary}");
+    assert!(
+        stdout.contains("backups verified, the newest restored with"),
+        "{summary}"
+    );
     assert!(
         summary.contains("lost synced writes 0") && summary.contains("wrong values 0"),
         "{summary}"

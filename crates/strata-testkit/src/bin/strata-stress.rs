@@ -20,6 +20,8 @@
 //! strata-stress crash-loop --dir=DIR [--kills=20] [--min_delay_ms=300] [--max_delay_ms=1500]
 //!               [--presets=every preset in Options::PRESETS] [--threads=4] [--keys=20000]
 //!               [--repair_every=0]   (every Nth kill: manifests removed, `strata::repair`)
+//!               [--backup_every=0]   (every Nth run also backs up into DIR/backups while it
+//!               works; after the kill every backup verifies and the newest restores)
 //!               [--delay_from=spawn|open]   (the kill delay counts from the child's start,
 //!               or from the moment its database is open)
 //!               (a preset named twice in --presets runs twice as often)
@@ -563,13 +565,18 @@ fn run(a: &Args) -> Result<(), String> {
         failures: AtomicU64::new(0),
     };
     let start = Instant::now();
+    let backups = a.0.get("backups").map(PathBuf::from);
     let outcome: Result<(), String> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
+        let mut hs: Vec<_> = (0..threads)
             .map(|t| {
                 let (db, oracle, stop, c) = (&db, &oracle, &stop, &c);
                 s.spawn(move || worker(db, oracle, t, threads, a, stop, c))
             })
             .collect();
+        if let Some(dir) = &backups {
+            let (db, stop) = (&db, &stop);
+            hs.push(s.spawn(move || backup_worker(db, dir, stop)));
+        }
         // A worker ends early only on an error (a failed write, a stalled one): stop the
         // run then, so the crash loop sees the exit instead of killing a stuck process.
         while start.elapsed().as_secs_f64() < seconds
@@ -595,6 +602,94 @@ fn run(a: &Args) -> Result<(), String> {
         return Err("verification failures".into());
     }
     Ok(())
+}
+
+/// `run --backups=DIR`: backs the database up into DIR every 100-300 ms while the workers
+/// run (keeping the newest three), so that kills land in the middle of backups.
+fn backup_worker(db: &Db, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
+    let engine = strata::BackupEngine::open(dir).map_err(|e| format!("backup engine: {e}"))?;
+    let mut rng = Rng::new(7);
+    let mut made = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        match engine.create_backup(db) {
+            Ok(_) => {}
+            // The kill loop rotates presets over one database: it may still hold files an
+            // earlier preset wrote that a backup does not copy (the hash store's).
+            Err(e) if e.kind() == strata::ErrorKind::NotSupported => {
+                println!("strata-stress run: no backups: {e}");
+                // (Ending early would end the run: the workers stop when any thread does.)
+                while !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(format!("backup {}: {e}", made + 1)),
+        }
+        made += 1;
+        if made % 4 == 0 {
+            engine.purge(3).map_err(|e| format!("purge: {e}"))?;
+        }
+        std::thread::sleep(Duration::from_millis(100 + rng.below(200)));
+    }
+    Ok(())
+}
+
+/// After a kill: the backup directory `dir` opens, lists only whole backups, each verifies,
+/// and the newest restores to a database that opens (with `preset`, no directory options)
+/// and holds only values the stress run writes, each under its own key. Returns the
+/// backups listed and the keys the restored one holds.
+fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), String> {
+    let engine = strata::BackupEngine::open(dir).map_err(|e| format!("open backups: {e}"))?;
+    let list = engine.list().map_err(|e| format!("list backups: {e}"))?;
+    for b in &list {
+        engine
+            .verify(b.id)
+            .map_err(|e| format!("backup {} does not verify: {e}", b.id))?;
+    }
+    let Some(newest) = list.last() else {
+        return Ok((0, 0));
+    };
+    let target = work.join("restored");
+    let _ = std::fs::remove_dir_all(&target);
+    engine
+        .restore(newest.id, &target)
+        .map_err(|e| format!("restore backup {}: {e}", newest.id))?;
+    // (Its own directories, new, where the preset needs a second one: the original's
+    // are refused for a copy.)
+    let mut ra = a.clone();
+    for k in ["wal_dir", "level_dir", "pmem_dir"] {
+        ra.0.remove(k);
+    }
+    ra.0.insert("db".into(), target.display().to_string());
+    let db = Db::open(&target, options(&ra)?)
+        .map_err(|e| format!("open the restored backup {}: {e}", newest.id))?;
+    let mut keys = 0;
+    for r in db.iter(ReadOptions::default()).map_err(|e| e.to_string())? {
+        let (k, v) = r.map_err(|e| format!("read the restored backup: {e}"))?;
+        let ok = key_index(&k).is_some_and(|ki| {
+            std::str::from_utf8(&v[..v.len().min(40)])
+                .ok()
+                .and_then(|t| t.strip_prefix(&format!("v{ki}:")))
+                .and_then(|t| t.split(':').next())
+                .and_then(|id| id.parse::<u64>().ok())
+                .is_some_and(|id| v == value_for(ki, id))
+        });
+        if !ok {
+            return Err(format!(
+                "the restored backup {} holds {:?} = {:?}: not a value written under that key",
+                newest.id,
+                String::from_utf8_lossy(&k),
+                String::from_utf8_lossy(&v[..v.len().min(40)])
+            ));
+        }
+        keys += 1;
+    }
+    db.close().map_err(|e| e.to_string())?;
+    std::fs::remove_dir_all(&target).map_err(|e| e.to_string())?;
+    for suffix in ["levels", "pmem"] {
+        let _ = std::fs::remove_dir_all(format!("{}-{suffix}", target.display()));
+    }
+    Ok((list.len(), keys))
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -798,6 +893,11 @@ fn crash_loop(a: &Args) -> Result<(), String> {
     // Every this many kills, the manifests and CURRENT are removed and the database is
     // rebuilt by `strata::repair` before it is verified (0: never).
     let repair_every: u32 = a.get("repair_every", 0)?;
+    // Every this many runs the child also backs the database up while it works (presets
+    // whose files a backup copies), and after the kill the backups are checked (0: never).
+    let backup_every: u32 = a.get("backup_every", 0)?;
+    let backups = dir.join("backups");
+    let mut backups_checked = (0u64, 0u64);
     let (min_ms, max_ms): (u64, u64) = (a.get("min_delay_ms", 300)?, a.get("max_delay_ms", 1500)?);
     let from_open = match a.str("delay_from", "spawn").as_str() {
         "spawn" => false,
@@ -866,6 +966,10 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             &[]
         };
         let delay = min_ms + rng.below(max_ms.saturating_sub(min_ms) + 1);
+        let backing_up = backup_every > 0 && i % backup_every == 0 && {
+            let o = Options::preset(preset).map_err(|e| e.to_string())?;
+            o.l0_layout != strata::L0Layout::Matrix && o.value_store != strata::ValueStoreKind::Hash
+        };
         let mut child = Command::new(&exe)
             .arg("run")
             .arg(format!("--db={}", db.display()))
@@ -876,6 +980,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             .arg(format!("--seed={}", rng.next_u64()))
             .args(&passthrough)
             .args(reads)
+            .args(backing_up.then(|| format!("--backups={}", backups.display())))
             .stdout(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("spawn: {e}"))?;
@@ -999,6 +1104,16 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         if repaired {
             repair_without_manifest(&va, &db)?;
         }
+        if backing_up {
+            let (n, keys) =
+                check_backups(&va, &backups, &dir).map_err(|e| format!("kill {i}: {e}"))?;
+            backups_checked.0 += n as u64;
+            backups_checked.1 += 1;
+            println!(
+                "kill {:>4}: {n} backups verified, the newest restored with {keys} keys",
+                i + 1
+            );
+        }
         let v = verify(&va)?;
         verified_keys += v.keys;
         total.lost_synced += v.lost_synced;
@@ -1020,8 +1135,8 @@ fn crash_loop(a: &Args) -> Result<(), String> {
         );
     }
     println!(
-        "crash-loop: kills {kills}, refused opens {refused_opens} + {refused_for_damage} under AbsoluteConsistency (each changed nothing), read-only opens beside the writer {read_only_opens} ({stale_views} stale), verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
-        total.lost_synced, total.lost_unsynced, total.holes, total.wrong
+        "crash-loop: kills {kills}, refused opens {refused_opens} + {refused_for_damage} under AbsoluteConsistency (each changed nothing), read-only opens beside the writer {read_only_opens} ({stale_views} stale), backups verified {} after {} kills, verified keys {verified_keys}, lost synced writes {}, lost unsynced writes {} (holes {}), wrong values {}",
+        backups_checked.0, backups_checked.1, total.lost_synced, total.lost_unsynced, total.holes, total.wrong
     );
     if total.lost_synced > 0 || total.wrong > 0 || total.holes > 0 {
         return Err(
