@@ -187,6 +187,18 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
             o.idle_compaction_delay = if none { None } else { Some(secs()?) }
         }
         "write_stall_limit" => o.write_stall_limit = if none { None } else { Some(secs()?) },
+        // Seconds every put lives unless its write says otherwise (`Options::default_ttl`).
+        "default_ttl" => o.default_ttl = if none { None } else { Some(secs()?) },
+        // A callable asked about each entry flushes and compactions write (docs: `DB`).
+        "compaction_filter" => {
+            o.compaction_filter = if none {
+                None
+            } else if value.is_callable() {
+                Some(Arc::new(PyFilter(value.clone().unbind())))
+            } else {
+                return Err(bad("expects a callable (key, value, reason) or None"));
+            }
+        }
         // The preset's name for the blob-file store.
         "value_store" if value.extract::<String>().is_ok_and(|v| v == "blob") => {
             o.value_store = strata::ValueStoreKind::BlobFiles
@@ -199,6 +211,56 @@ fn set_option(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) -> 
         _ => set_by_text(o, name, value)?,
     }
     Ok(())
+}
+
+/// A compaction filter written in Python: `callable(key, value, reason)` with `reason` one
+/// of `"flush"`, `"compaction"`, `"value_gc"`; it returns `False` to remove the entry,
+/// `bytes` to change its value, anything else (`None`, `True`) to keep it. Called from the
+/// engine's background threads, holding the GIL while it runs. An exception it raises fails
+/// the job, as a panicking filter does in Rust (the database then refuses writes until it
+/// is reopened), with the exception in the error.
+struct PyFilter(PyObject);
+
+impl strata::CompactionFilter for PyFilter {
+    fn name(&self) -> &str {
+        "python"
+    }
+
+    fn filter(&self, e: &strata::FilterEntry<'_>) -> strata::Decision {
+        // (A value that cannot be read fails the job whatever is answered.)
+        let Ok(value) = e.value() else {
+            return strata::Decision::Keep;
+        };
+        let reason = match e.reason() {
+            strata::FilterReason::Flush => "flush",
+            strata::FilterReason::Compaction { .. } => "compaction",
+            strata::FilterReason::ValueGc => "value_gc",
+        };
+        Python::with_gil(|py| {
+            let got = self.0.call1(
+                py,
+                (PyBytes::new(py, e.key()), PyBytes::new(py, value), reason),
+            );
+            match got {
+                Ok(r) => {
+                    let r = r.bind(py);
+                    if let Ok(b) = r.downcast::<PyBytes>() {
+                        strata::Decision::Change(b.as_bytes().to_vec())
+                    } else if r.extract::<bool>().is_ok_and(|b| !b) && !r.is_none() {
+                        strata::Decision::Remove
+                    } else {
+                        strata::Decision::Keep
+                    }
+                }
+                Err(err) => {
+                    let text = err.to_string();
+                    err.print(py);
+                    // Caught by the engine: the job fails with the filter's name.
+                    std::panic::panic_any(format!("the compaction filter raised {text}"))
+                }
+            }
+        })
+    }
 }
 
 /// Sets option `name` through the engine's parser (`Options::set`): the value written as
@@ -243,7 +305,12 @@ fn set_by_text(o: &mut strata::Options, name: &str, value: &Bound<'_, PyAny>) ->
 /// (`"default"`, `"leveldb"`, `"blob"`, `"wisckey"`, ...), and options set `strata::Options`
 /// fields by name (`write_buffer_size`, `block_cache_size`, `compression="lz4"`,
 /// `value_store="blob"`, `min_blob_size`, `value_dir`, `pmem_dir`, ...: every field of the
-/// options text, docs/format/options.md). Use as a context manager, or call `close()`.
+/// options text, docs/format/options.md), and two that are not text: `default_ttl`
+/// (seconds every put lives unless its write says otherwise) and `compaction_filter`, a
+/// callable `(key, value, reason) -> False | bytes | None` asked about each entry a flush
+/// or compaction writes (`False` removes it, `bytes` changes its value, anything else keeps
+/// it; an exception fails the job and the database refuses writes until reopened).
+/// Use as a context manager, or call `close()`.
 #[pyclass(module = "strata")]
 struct DB {
     db: RwLock<Option<Arc<strata::Db>>>,

@@ -205,6 +205,41 @@ def test_backups_are_incremental_verified_restored_and_purged(path, tmp_path):
         assert r.get(b"after") == b"1"
 
 
+def test_a_compaction_filter_removes_and_changes_and_its_exception_fails_the_job(path):
+    seen = set()
+
+    def rule(key, value, reason):
+        seen.add(reason)
+        if value.startswith(b"x"):
+            return False
+        if value.startswith(b"c"):
+            return b"C" + value[1:]
+        return None
+
+    with strata.DB(path, create_if_missing=True, compaction_filter=rule) as db:
+        for i in range(300):
+            db.put(b"k%03d" % i, [b"x", b"c", b"k"][i % 3] + b"%d" % i)
+        db.compact_range()
+        assert db.get(b"k000") is None
+        assert db.get(b"k001") == b"C1"
+        assert db.get(b"k002") == b"k2"
+        assert sum(1 for _ in db.iterator()) == 200
+        assert seen & {"flush", "compaction"}
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.DB(path, compaction_filter=42)
+
+    def broken(key, value, reason):
+        raise ValueError("no")
+
+    with strata.DB(path, compaction_filter=broken) as db:
+        db.put(b"k999", b"v")
+        with pytest.raises(strata.Error) as e:
+            db.compact_range()
+        assert "compaction filter" in str(e.value)
+        with pytest.raises(strata.Error):
+            db.put(b"after", b"v")
+
+
 def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
     with strata.DB(path, create_if_missing=True) as db:
         db.put(b"k", b"old")
@@ -222,6 +257,10 @@ def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
         assert [k for k, _ in db.iterator()] == [b"long"]
     with strata.DB(path) as db:
         assert db.get(b"k") is None and db.get(b"long") == b"1"
+    with strata.DB(path, default_ttl=0.2) as db:
+        db.put(b"d", b"1")
+        time.sleep(0.4)
+        assert db.get(b"d") is None
 
 
 def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp_path):

@@ -259,10 +259,15 @@ impl<'a> Filtering<'a> {
         };
         let decision =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| filter.filter(&entry)))
-                .map_err(|_| {
+                .map_err(|p| {
+                    let why = p
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| p.downcast_ref::<&str>().copied())
+                        .unwrap_or("no message");
                     Error::new(
                         ErrorKind::InvalidArgument,
-                        format!("compaction filter {:?} panicked", filter.name()),
+                        format!("compaction filter {:?} panicked: {why}", filter.name()),
                     )
                 })?;
         if let Some(Err(e)) = entry.resolved.get() {
