@@ -626,7 +626,7 @@ fn backup_worker(db: &Db, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
             Err(e) => return Err(format!("backup {}: {e}", made + 1)),
         }
         made += 1;
-        if made % 4 == 0 {
+        if made.is_multiple_of(4) {
             engine.purge(3).map_err(|e| format!("purge: {e}"))?;
         }
         std::thread::sleep(Duration::from_millis(100 + rng.below(200)));

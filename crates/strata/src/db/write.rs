@@ -767,6 +767,35 @@ fn switch_wal(db: &DbInner, number: FileNumber) -> Result<()> {
     Ok(())
 }
 
+impl DbInner {
+    /// Before the first expiring entry reaches the WAL: the manifest names the format
+    /// feature `expiring-entries`, durably, so that no build that would read such entries
+    /// as plain values opens the database from then on.
+    ///
+    /// # Errors
+    /// I/O errors writing the manifest (the database is then poisoned).
+    pub(crate) fn record_expiring(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.expiring.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut versions = super::lock(&self.versions);
+        if !versions.current().expiring {
+            let edit = crate::version::VersionEdit {
+                features: vec![crate::version::EXPIRING_FEATURE.to_string()],
+                ..Default::default()
+            };
+            let v = versions.log_and_apply(edit).inspect_err(|e| {
+                self.poison(&e.clone().context("recording the expiring-entries feature"));
+            })?;
+            let mut st = super::lock(&self.state);
+            self.install_super_version(&mut st, v);
+        }
+        self.expiring.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -863,34 +892,5 @@ mod tests {
             1,
             "only the current WAL is synced"
         );
-    }
-}
-
-impl DbInner {
-    /// Before the first expiring entry reaches the WAL: the manifest names the format
-    /// feature `expiring-entries`, durably, so that no build that would read such entries
-    /// as plain values opens the database from then on.
-    ///
-    /// # Errors
-    /// I/O errors writing the manifest (the database is then poisoned).
-    pub(crate) fn record_expiring(&self) -> Result<()> {
-        use std::sync::atomic::Ordering;
-        if self.expiring.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut versions = super::lock(&self.versions);
-        if !versions.current().expiring {
-            let edit = crate::version::VersionEdit {
-                features: vec![crate::version::EXPIRING_FEATURE.to_string()],
-                ..Default::default()
-            };
-            let v = versions.log_and_apply(edit).inspect_err(|e| {
-                self.poison(&e.clone().context("recording the expiring-entries feature"));
-            })?;
-            let mut st = super::lock(&self.state);
-            self.install_super_version(&mut st, v);
-        }
-        self.expiring.store(true, Ordering::Release);
-        Ok(())
     }
 }
