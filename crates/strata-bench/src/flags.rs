@@ -410,7 +410,7 @@ impl Flags {
                 "phases" => f.phases = num(&name, v)?,
                 "ttl_seconds" => {
                     f.ttl_seconds = num(&name, v)?;
-                    if !(f.ttl_seconds.is_finite() && f.ttl_seconds >= 0.0) {
+                    if std::time::Duration::try_from_secs_f64(f.ttl_seconds).is_err() {
                         return Err(format!(
                             "--ttl_seconds: expected seconds, 0 or more, got {v:?}"
                         ));

@@ -305,7 +305,7 @@ fn cli() -> Command {
         )))
         .subcommand(range_args(db_args(
             Command::new("dump")
-                .about("Write every key and value, one `KEY<TAB>VALUE` line each (escaped text, or hex), between a first and a last line that `load` checks (a dump cut short is refused)")
+                .about("Write every key and value, one `KEY<TAB>VALUE` line each (escaped text, or hex; an expiring entry adds `<TAB>expires=MS`, its expiry in ms since the Unix epoch), between a first and a last line that `load` checks (a dump cut short is refused)")
                 .arg(
                     Arg::new("output")
                         .long("output")
@@ -916,7 +916,16 @@ fn dump(db: &Db, m: &ArgMatches, out: &mut dyn Write, cx: Cx) -> Result<(), Fail
         let _ = it.value();
         it.status()
             .map_err(|e| stopped_listing(e, last.as_deref(), enc, false))?;
-        writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?;
+        match it.expires_at() {
+            // (A third field: the expiry, so that `load` writes the entry as it was.)
+            Some(at) => writeln!(
+                w,
+                "{}\t{}\texpires={at}",
+                enc.show(it.key()),
+                enc.show(it.value())
+            )?,
+            None => writeln!(w, "{}\t{}", enc.show(it.key()), enc.show(it.value()))?,
+        }
         n += 1;
         last = Some(it.key().to_vec());
         it.next();
@@ -1085,7 +1094,22 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         let (k, v) = line
             .split_once('\t')
             .ok_or_else(|| bad("no tab between key and value".into()))?;
-        batch.put(enc.parse(k).map_err(bad)?, enc.parse(v).map_err(bad)?);
+        // An expiring entry's third field: its expiry (ms since the Unix epoch).
+        let (v, expiry) = match v.split_once('\t') {
+            Some((v, e)) => {
+                let at = e
+                    .strip_prefix("expires=")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .ok_or_else(|| bad(format!("a third field {e:?}: expected expires=MS")))?;
+                (v, Some(at))
+            }
+            None => (v, None),
+        };
+        let (k, v) = (enc.parse(k).map_err(bad)?, enc.parse(v).map_err(bad)?);
+        match expiry {
+            Some(at) => batch.put_expiring_at(k, v, at),
+            None => batch.put(k, v),
+        };
         n += 1;
         if batch.encoded_len() >= 1 << 20 {
             db.write(&strata::WriteOptions::default(), std::mem::take(&mut batch))?;

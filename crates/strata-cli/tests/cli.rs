@@ -296,6 +296,23 @@ fn put_with_a_ttl_expires_and_a_bad_ttl_is_refused() {
     let o = strata(&["get", "--db", db, "k"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert_eq!(ok(&["scan", "--db", db]), "long\t1\n");
+    // A dump keeps the expiry, and a load writes it back as it was.
+    let dump = ok(&["dump", "--db", db]);
+    assert!(dump.contains("long\t1\texpires="), "{dump}");
+    let copy = dir.join("copy");
+    let copy = copy.to_str().unwrap();
+    let loaded = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["load", "--db", copy, "--create"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin.take().unwrap().write_all(dump.as_bytes())?;
+            c.wait()
+        })
+        .unwrap();
+    assert!(loaded.success());
+    assert_eq!(ok(&["dump", "--db", copy]), dump);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

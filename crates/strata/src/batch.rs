@@ -25,6 +25,18 @@ pub struct WriteBatch {
     /// hold a time to live (ms), made an expiry when the batch is written
     /// ([`WriteBatch::resolve_expiry`]); in every batch the engine logs, an expiry.
     expiring: bool,
+    /// Holds entries whose time to live is not yet an expiry ([`TTL_TAG`]).
+    relative: bool,
+}
+
+/// The in-memory tag of an expiring put whose eight bytes are a time to live (ms), until
+/// the batch is written ([`WriteBatch::resolve_expiry`] makes it kind `Expiring`, with an
+/// expiry): never logged, and refused in a batch read from a WAL.
+const TTL_TAG: u8 = 0x80 | ValueKind::Expiring as u8;
+
+/// A time to live in whole milliseconds, rounded up (a positive ttl never becomes zero).
+fn ttl_millis(ttl: std::time::Duration) -> u64 {
+    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 impl Default for WriteBatch {
@@ -52,9 +64,11 @@ pub struct BatchEntry<'a> {
     /// The user key.
     pub key: &'a [u8],
     /// The value (empty for Delete). For Expiring, eight bytes (little endian) before the
-    /// value: the time to live in ms in a batch not yet written, the expiry (ms since the
-    /// Unix epoch) in one read from a WAL.
+    /// value: the expiry (ms since the Unix epoch), or a time to live (see `ttl`).
     pub value: &'a [u8],
+    /// For Expiring: the eight bytes are a time to live in ms, not an expiry (a batch built
+    /// with `put_with_ttl`, not yet written).
+    pub ttl: bool,
 }
 
 impl WriteBatch {
@@ -64,6 +78,7 @@ impl WriteBatch {
             rep: vec![0; HEADER_LEN],
             count: 0,
             expiring: false,
+            relative: false,
         }
     }
 
@@ -81,6 +96,7 @@ impl WriteBatch {
             rep,
             count: 0,
             expiring: false,
+            relative: false,
         }
     }
 
@@ -102,19 +118,39 @@ impl WriteBatch {
         value: impl AsRef<[u8]>,
         ttl: std::time::Duration,
     ) -> &mut Self {
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self.push_expiring(key.as_ref(), ms, value.as_ref());
+        self.push_expiring(TTL_TAG, key.as_ref(), ttl_millis(ttl), value.as_ref());
         self
     }
 
-    fn push_expiring(&mut self, key: &[u8], field: u64, value: &[u8]) {
-        self.rep.push(ValueKind::Expiring as u8);
+    /// Adds a put of `key` -> `value` that expires at `expiry` (milliseconds since the Unix
+    /// epoch, as the database's clock counts them, `Options::clock`): what
+    /// `DbIterator::expires_at` reports, for copying an expiring entry as it is.
+    pub fn put_expiring_at(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        expiry: u64,
+    ) -> &mut Self {
+        self.push_expiring(
+            ValueKind::Expiring as u8,
+            key.as_ref(),
+            expiry,
+            value.as_ref(),
+        );
+        self
+    }
+
+    /// Appends an expiring entry: `field` is an expiry (`tag` the kind's) or, with
+    /// [`TTL_TAG`], a time to live (ms).
+    fn push_expiring(&mut self, tag: u8, key: &[u8], field: u64, value: &[u8]) {
+        self.rep.push(tag);
         put_length_prefixed(&mut self.rep, key);
-        crate::coding::put_varint32(&mut self.rep, (8 + value.len()) as u32);
+        crate::coding::put_varint64(&mut self.rep, 8 + value.len() as u64);
         self.rep.extend_from_slice(&field.to_le_bytes());
         self.rep.extend_from_slice(value);
         self.count += 1;
         self.expiring = true;
+        self.relative |= tag == TTL_TAG;
     }
 
     /// Appends an entry as stored: `value` is what an entry of `kind` holds (for Expiring,
@@ -141,7 +177,7 @@ impl WriteBatch {
         }
     }
 
-    /// Whether the batch holds expiring entries.
+    /// Whether the batch holds expiring entries (with expiries, or times to live).
     pub(crate) fn has_expiring(&self) -> bool {
         self.expiring
     }
@@ -155,26 +191,33 @@ impl WriteBatch {
         now: &crate::ttl::Now,
         ttl: Option<std::time::Duration>,
     ) -> Result<WriteBatch> {
-        if !self.expiring && ttl.is_none() {
+        if !self.relative && ttl.is_none() {
             return Ok(self);
         }
         let t = now.now();
-        let ttl_ms = ttl.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let ttl_ms = ttl.map(ttl_millis);
         let mut out = WriteBatch::with_capacity(self.rep.len() - HEADER_LEN + 9 * self.len());
         for e in self.iter() {
             let e = e?;
             match e.kind {
                 ValueKind::Put => match ttl_ms {
-                    Some(ms) => out.push_expiring(e.key, t.saturating_add(ms), e.value),
+                    Some(ms) => out.push_expiring(
+                        ValueKind::Expiring as u8,
+                        e.key,
+                        t.saturating_add(ms),
+                        e.value,
+                    ),
                     None => {
                         out.put(e.key, e.value);
                     }
                 },
-                ValueKind::Expiring => {
+                ValueKind::Expiring if e.ttl => {
                     let (ms, v) = crate::key::split_expiring(e.value)
                         .ok_or_else(|| Error::corrupt("expiring batch entry without its time"))?;
-                    out.push_expiring(e.key, t.saturating_add(ms), v);
+                    out.push_expiring(ValueKind::Expiring as u8, e.key, t.saturating_add(ms), v);
                 }
+                // (An expiry already: a batch read from a WAL.)
+                ValueKind::Expiring => out.push_entry(e.kind, e.key, e.value),
                 ValueKind::Delete | ValueKind::Pointer => out.push_entry(e.kind, e.key, e.value),
             }
         }
@@ -204,6 +247,7 @@ impl WriteBatch {
         self.rep[..HEADER_LEN].fill(0);
         self.count = 0;
         self.expiring = false;
+        self.relative = false;
     }
 
     /// Number of entries.
@@ -231,6 +275,7 @@ impl WriteBatch {
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.count += other.count;
         self.expiring |= other.expiring;
+        self.relative |= other.relative;
     }
 
     pub(crate) fn set_sequence(&mut self, seq: SeqNo) {
@@ -274,11 +319,18 @@ impl WriteBatch {
             rep,
             count,
             expiring: false,
+            relative: false,
         };
         let mut n = 0u32;
         let mut expiring = false;
         for e in b.iter() {
-            expiring |= e?.kind == ValueKind::Expiring;
+            let e = e?;
+            if e.ttl {
+                return Err(Error::corrupt(
+                    "write batch holds a time to live (only a batch not yet written does)",
+                ));
+            }
+            expiring |= e.kind == ValueKind::Expiring;
             n += 1;
         }
         b.expiring = expiring;
@@ -309,9 +361,6 @@ impl WriteBatch {
                     "a batch holds a value pointer (kind 2): only the engine writes those",
                 ));
             }
-            if e.kind == ValueKind::Expiring && e.value.len() < 8 {
-                return Err(Error::corrupt("expiring batch entry without its time"));
-            }
             if e.key.len() > MAX_KEY_LEN {
                 return Err(Error::invalid(format!(
                     "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
@@ -341,16 +390,30 @@ impl<'a> Iterator for BatchIter<'a> {
         let (&tag, rest) = self.src.split_first()?;
         self.src = rest;
         let entry = (|| {
-            let kind = ValueKind::from_u8(tag)?;
+            let ttl = tag == TTL_TAG;
+            let kind = if ttl {
+                ValueKind::Expiring
+            } else {
+                ValueKind::from_u8(tag)?
+            };
             let key = get_length_prefixed(&mut self.src)?;
             let value = match kind {
-                ValueKind::Put | ValueKind::Expiring => get_length_prefixed(&mut self.src)?,
+                ValueKind::Put => get_length_prefixed(&mut self.src)?,
+                // (Its eight bytes of time first.)
+                ValueKind::Expiring => {
+                    Some(get_length_prefixed(&mut self.src)?).filter(|v| v.len() >= 8)?
+                }
                 ValueKind::Delete => &[][..],
                 // Written by the engine only (the value log's write path); `validate`
                 // refuses them in the user's batches.
                 ValueKind::Pointer => get_length_prefixed(&mut self.src)?,
             };
-            Some(BatchEntry { kind, key, value })
+            Some(BatchEntry {
+                kind,
+                key,
+                value,
+                ttl,
+            })
         })();
         match entry {
             Some(e) => Some(Ok(e)),
@@ -382,8 +445,64 @@ mod tests {
             BatchEntry {
                 kind: ValueKind::Delete,
                 key: b"b",
-                value: b""
+                value: b"",
+                ttl: false,
             }
+        );
+    }
+
+    #[test]
+    fn times_to_live_become_expiries_once_and_never_reach_a_wal() {
+        struct At(u64);
+        impl crate::ttl::Clock for At {
+            fn now_millis(&self) -> u64 {
+                self.0
+            }
+        }
+        let now = crate::ttl::Now::new(std::sync::Arc::new(At(1_000)), Default::default());
+        let mut b = WriteBatch::new();
+        b.put(b"p", b"1")
+            .put_with_ttl(b"t", b"2", std::time::Duration::from_micros(1))
+            .delete(b"d");
+        b.set_sequence(SeqNo(1));
+        assert!(
+            WriteBatch::decode(b.encoded().to_vec()).is_err(),
+            "a time to live logged"
+        );
+        let r = b.resolve_expiry(&now, None).unwrap();
+        let e: Vec<_> = r.iter().map(|e| e.unwrap()).collect();
+        assert_eq!((e[1].kind, e[1].ttl), (ValueKind::Expiring, false));
+        // (Rounded up: a ttl under a millisecond is one, not zero.)
+        assert_eq!(
+            crate::key::split_expiring(e[1].value),
+            Some((1_001, &b"2"[..]))
+        );
+        assert_eq!(e[0].kind, ValueKind::Put);
+        // As read from a WAL, written again: the expiry stays an expiry.
+        let mut r = r;
+        r.set_sequence(SeqNo(1));
+        let d = WriteBatch::decode(r.encoded().to_vec()).unwrap();
+        let again = d.resolve_expiry(&now, None).unwrap();
+        let e: Vec<_> = again.iter().map(|e| e.unwrap()).collect();
+        assert_eq!(
+            crate::key::split_expiring(e[1].value),
+            Some((1_001, &b"2"[..]))
+        );
+        // With a batch ttl every put expires, an own ttl wins.
+        let mut b = WriteBatch::new();
+        b.put(b"p", b"1")
+            .put_with_ttl(b"t", b"2", std::time::Duration::from_millis(5));
+        let r = b
+            .resolve_expiry(&now, Some(std::time::Duration::from_millis(100)))
+            .unwrap();
+        let e: Vec<_> = r.iter().map(|e| e.unwrap()).collect();
+        assert_eq!(
+            crate::key::split_expiring(e[0].value),
+            Some((1_100, &b"1"[..]))
+        );
+        assert_eq!(
+            crate::key::split_expiring(e[1].value),
+            Some((1_005, &b"2"[..]))
         );
     }
 

@@ -234,7 +234,9 @@ impl<'a> Filtering<'a> {
         }
         let (separated, expiry, raw) = match kind {
             ValueKind::Put => (false, None, value),
-            ValueKind::Pointer if self.env.offered(value) => (true, None, value),
+            ValueKind::Pointer if self.filter.is_some() && self.env.offered(value) => {
+                (true, None, value)
+            }
             ValueKind::Expiring => {
                 let (e, v) = crate::key::split_expiring(value)
                     .ok_or_else(|| Error::corrupt("an expiring entry shorter than its expiry"))?;

@@ -68,12 +68,6 @@ pub fn split_expiring(stored: &[u8]) -> Option<(u64, &[u8])> {
     Some((u64::from_le_bytes(*e), v))
 }
 
-/// Whether an entry of `kind` storing `stored` has expired at `now` (ms since the Unix
-/// epoch): an expiring entry whose expiry is at or before `now`, or too short to hold one.
-pub fn expired(kind: ValueKind, stored: &[u8], now: u64) -> bool {
-    kind == ValueKind::Expiring && split_expiring(stored).is_none_or(|(e, _)| e <= now)
-}
-
 /// Packs a sequence and kind into a trailer.
 pub fn pack_trailer(seq: SeqNo, kind: ValueKind) -> u64 {
     (seq.0 << 8) | kind as u64

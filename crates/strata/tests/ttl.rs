@@ -257,6 +257,35 @@ fn a_clock_set_back_brings_nothing_back_not_even_after_a_reopen() {
 }
 
 #[test]
+fn a_repair_after_the_clock_went_back_brings_nothing_back() {
+    let config = named("default");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let clock = clock();
+    let db = open(&config, &fs, &clock);
+    db.put(b"k", b"plain").unwrap();
+    db.put_with_ttl(b"k", b"soon", Duration::from_secs(10))
+        .unwrap();
+    db.flush().unwrap();
+    clock.0.store(START + 20_000, Ordering::SeqCst);
+    assert_eq!(db.get(b"k").unwrap(), None);
+    db.close().unwrap();
+    clock.0.store(START, Ordering::SeqCst);
+    let mut opts = (config.build)(Path::new("/db"), fs.clone());
+    opts.clock = clock.clone();
+    strata::repair("/db", &opts).unwrap();
+    let db = Db::open("/db", opts).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), None, "repaired, clock set back");
+    db.close().unwrap();
+    // A database-wide ttl of zero is refused (every put would be unreadable).
+    let mut opts = (config.build)(Path::new("/db"), fs.clone());
+    opts.default_ttl = Some(Duration::ZERO);
+    assert_eq!(
+        Db::open("/db", opts).unwrap_err().kind(),
+        strata::ErrorKind::InvalidArgument
+    );
+}
+
+#[test]
 fn the_ttl_of_a_write_and_of_the_database() {
     let config = named("default");
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());

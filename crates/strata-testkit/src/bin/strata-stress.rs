@@ -629,9 +629,65 @@ fn backup_worker(db: &Db, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
         if made.is_multiple_of(4) {
             engine.purge(3).map_err(|e| format!("purge: {e}"))?;
         }
+        if made.is_multiple_of(3) {
+            // And a checkpoint beside them (the last one kept), so that kills land in
+            // checkpoints too.
+            let dir = checkpoints_of(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            let target = dir.join(format!("c{made}"));
+            db.checkpoint(&target)
+                .map_err(|e| format!("checkpoint {}: {e}", target.display()))?;
+            let before = dir.join(format!("c{}", made - 3));
+            let _ = std::fs::remove_dir_all(before);
+        }
         std::thread::sleep(Duration::from_millis(100 + rng.below(200)));
     }
     Ok(())
+}
+
+/// Where `run --backups=DIR` puts its checkpoints: beside DIR.
+fn checkpoints_of(backups: &Path) -> PathBuf {
+    backups.with_file_name("checkpoints")
+}
+
+/// Opens the database (a checkpoint, a restored backup) at `target` with `a`'s preset and
+/// its own directories, and checks that it holds only values written under their keys;
+/// returns how many keys it holds. The database is removed after.
+fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
+    // (Its own directories, new, where the preset needs a second one: the original's
+    // are refused for a copy.)
+    let mut ra = a.clone();
+    for k in ["wal_dir", "level_dir", "pmem_dir"] {
+        ra.0.remove(k);
+    }
+    ra.0.insert("db".into(), target.display().to_string());
+    let db = Db::open(target, options(&ra)?).map_err(|e| format!("open {what}: {e}"))?;
+    let mut keys = 0;
+    for r in db.iter(ReadOptions::default()).map_err(|e| e.to_string())? {
+        let (k, v) = r.map_err(|e| format!("read {what}: {e}"))?;
+        let ok = key_index(&k).is_some_and(|ki| {
+            std::str::from_utf8(&v[..v.len().min(40)])
+                .ok()
+                .and_then(|t| t.strip_prefix(&format!("v{ki}:")))
+                .and_then(|t| t.split(':').next())
+                .and_then(|id| id.parse::<u64>().ok())
+                .is_some_and(|id| v == value_for(ki, id))
+        });
+        if !ok {
+            return Err(format!(
+                "{what} holds {:?} = {:?}: not a value written under that key",
+                String::from_utf8_lossy(&k),
+                String::from_utf8_lossy(&v[..v.len().min(40)])
+            ));
+        }
+        keys += 1;
+    }
+    db.close().map_err(|e| e.to_string())?;
+    std::fs::remove_dir_all(target).map_err(|e| e.to_string())?;
+    for suffix in ["levels", "pmem"] {
+        let _ = std::fs::remove_dir_all(format!("{}-{suffix}", target.display()));
+    }
+    Ok(keys)
 }
 
 /// After a kill: the backup directory `dir` opens, lists only whole backups, each verifies,
@@ -654,40 +710,20 @@ fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), St
     engine
         .restore(newest.id, &target)
         .map_err(|e| format!("restore backup {}: {e}", newest.id))?;
-    // (Its own directories, new, where the preset needs a second one: the original's
-    // are refused for a copy.)
-    let mut ra = a.clone();
-    for k in ["wal_dir", "level_dir", "pmem_dir"] {
-        ra.0.remove(k);
-    }
-    ra.0.insert("db".into(), target.display().to_string());
-    let db = Db::open(&target, options(&ra)?)
-        .map_err(|e| format!("open the restored backup {}: {e}", newest.id))?;
-    let mut keys = 0;
-    for r in db.iter(ReadOptions::default()).map_err(|e| e.to_string())? {
-        let (k, v) = r.map_err(|e| format!("read the restored backup: {e}"))?;
-        let ok = key_index(&k).is_some_and(|ki| {
-            std::str::from_utf8(&v[..v.len().min(40)])
-                .ok()
-                .and_then(|t| t.strip_prefix(&format!("v{ki}:")))
-                .and_then(|t| t.split(':').next())
-                .and_then(|id| id.parse::<u64>().ok())
-                .is_some_and(|id| v == value_for(ki, id))
-        });
-        if !ok {
-            return Err(format!(
-                "the restored backup {} holds {:?} = {:?}: not a value written under that key",
-                newest.id,
-                String::from_utf8_lossy(&k),
-                String::from_utf8_lossy(&v[..v.len().min(40)])
-            ));
+    let keys = check_copy(a, &target, &format!("the restored backup {}", newest.id))?;
+    // The checkpoints the run made: each whole one opens (one cut short is a
+    // `.checkpoint-tmp` directory, which the next checkpoint to its name clears).
+    let ckpts = checkpoints_of(dir);
+    for e in std::fs::read_dir(&ckpts).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.to_string_lossy().ends_with(".checkpoint-tmp")
+            || p.to_string_lossy().ends_with("-levels")
+            || p.to_string_lossy().ends_with("-pmem")
+        {
+            let _ = std::fs::remove_dir_all(&p);
+            continue;
         }
-        keys += 1;
-    }
-    db.close().map_err(|e| e.to_string())?;
-    std::fs::remove_dir_all(&target).map_err(|e| e.to_string())?;
-    for suffix in ["levels", "pmem"] {
-        let _ = std::fs::remove_dir_all(format!("{}-{suffix}", target.display()));
+        check_copy(a, &p, &format!("checkpoint {}", p.display()))?;
     }
     Ok((list.len(), keys))
 }

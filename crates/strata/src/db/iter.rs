@@ -170,6 +170,20 @@ impl DbIterator {
         *self.now.get_or_init(|| self.db.now.now())
     }
 
+    /// Whether the expiring entry storing `stored` has expired; one too short to hold its
+    /// expiry is damage: skipped, and reported by `status()` (as `get` reports it).
+    fn expired(&self, stored: &[u8]) -> bool {
+        match key::split_expiring(stored) {
+            Some((at, _)) => at <= self.now(),
+            None => {
+                self.value_error.borrow_mut().get_or_insert_with(|| {
+                    Error::corrupt("an expiring entry shorter than its expiry")
+                });
+                true
+            }
+        }
+    }
+
     /// Whether the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.valid
@@ -181,6 +195,19 @@ impl DbIterator {
             Direction::Forward => key::user_key(self.inner.key()),
             Direction::Reverse => &self.saved_key,
         }
+    }
+
+    /// When the current entry expires (milliseconds since the Unix epoch), if it was written
+    /// with a time to live. REQUIRES: `valid()`.
+    pub fn expires_at(&self) -> Option<u64> {
+        if self.saved_kind != ValueKind::Expiring {
+            return None;
+        }
+        let stored = match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => self.saved_value.as_slice(),
+        };
+        key::split_expiring(stored).map(|(at, _)| at)
     }
 
     /// The current value. REQUIRES: `valid()`. A value kept in the value store is read on
@@ -517,8 +544,7 @@ impl DbIterator {
                 } else {
                     // An expired entry hides its key's older versions, as a tombstone.
                     if p.kind == ValueKind::Delete
-                        || (p.kind == ValueKind::Expiring
-                            && key::expired(p.kind, self.inner.value(), self.now()))
+                        || (p.kind == ValueKind::Expiring && self.expired(self.inner.value()))
                     {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
@@ -559,8 +585,7 @@ impl DbIterator {
                     break;
                 }
                 kind = p.kind;
-                if kind == ValueKind::Expiring && key::expired(kind, self.inner.value(), self.now())
-                {
+                if kind == ValueKind::Expiring && self.expired(self.inner.value()) {
                     kind = ValueKind::Delete;
                 }
                 if kind == ValueKind::Delete {

@@ -104,6 +104,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Flush(&mut edit))?;
         last_seq = replayed.last_seq;
+        if replayed.expiring && !versions.current().expiring {
+            // Expiring entries the manifest does not name (a dropped last record was the
+            // one that named them): named now, so that jobs go on removing them.
+            edit.features
+                .push(crate::version::EXPIRING_FEATURE.to_string());
+        }
         // Files a write-time store left open: cut after the last replayed write and named
         // with their extent, in the edit that names the replayed writes' tables. Not
         // after `last_seq`: a flush records the newest visible sequence, which may be a
@@ -543,6 +549,17 @@ struct Parts {
 fn build(p: Parts, opts: Options) -> Arc<DbInner> {
     let next_file = p.versions.file_number_counter();
     let now = crate::ttl::Now::new(opts.clock.clone(), p.versions.clock_high());
+    let (recorded, clock) = (now.recorded(), opts.clock.now_millis());
+    if recorded > clock.saturating_add(60_000) {
+        if let Some(log) = &opts.info_log {
+            log(&format!(
+                "expiring entries are judged by the time the manifest recorded, {} s ahead \
+                 of the clock: a clock that ran ahead once; entries written now expire that \
+                 much later by the clock (docs/design/ttl.md)",
+                (recorded - clock) / 1000
+            ));
+        }
+    }
     let expiring = AtomicBool::new(p.version.expiring);
     // Every store's reader, and the GC of each store whose files the version holds (or
     // that is configured), whatever `Options::value_store` names now; a read-only open
@@ -984,6 +1001,8 @@ struct Replayed {
     /// WALs, a value its file lost, damage before a later WAL with writes): those are left
     /// out, as the recovery mode says.
     stopped: bool,
+    /// Whether a replayed write holds expiring entries.
+    expiring: bool,
 }
 
 /// The WALs numbered >= `log_number`, oldest first, in whichever of the placement's
@@ -1080,6 +1099,7 @@ fn replay_wals(
     // link record): a later WAL whose link names a higher one follows a hole.
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
+    let mut expiring = false;
     // The newest WAL that holds writes: it, and only it, can end in a write cut short. (The
     // WALs after it hold only link records: an open or a repair killed after it created
     // its WAL, before its manifest edit moved the log number past the older ones, leaves
@@ -1242,6 +1262,7 @@ fn replay_wals(
                 continue;
             }
             let mut seq = batch.sequence();
+            expiring |= batch.has_expiring();
             for e in batch.iter() {
                 let e = e?;
                 if !check {
@@ -1277,6 +1298,7 @@ fn replay_wals(
         last_seq: last_seq.max(last_replayed),
         last_replayed,
         stopped: early,
+        expiring,
     };
     let edit = match sink {
         Sink::Keep(kept) => {

@@ -780,6 +780,11 @@ impl DbInner {
             return Ok(());
         }
         let mut versions = super::lock(&self.versions);
+        // (Under the versions' lock: a close records its last edit under it, after which
+        // nothing may be logged.)
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "database is closing"));
+        }
         if !versions.current().expiring {
             let edit = crate::version::VersionEdit {
                 features: vec![crate::version::EXPIRING_FEATURE.to_string()],

@@ -128,6 +128,12 @@ impl Options {
                 "must be more than zero (None waits as long as it takes)",
             );
         }
+        if self.default_ttl.is_some_and(|d| d.is_zero()) {
+            return bad(
+                "default_ttl",
+                "must be more than zero (zero would make every put unreadable; None: no expiry)",
+            );
+        }
         if !(1..=1024).contains(&self.l0_buckets) {
             return bad("l0_buckets", "must be between 1 and 1024");
         }

@@ -77,6 +77,18 @@ impl Repairer<'_> {
                 merged.next(); // nothing below the last level for it to hide
                 continue;
             }
+            if k.kind == ValueKind::Expiring && crate::key::split_expiring(merged.value()).is_none()
+            {
+                let what = format!(
+                    "key {:02x?}: its expiring entry at sequence {} is shorter than its expiry \
+                     (damaged); the key's next entry takes its place",
+                    k.user_key, k.seq.0
+                );
+                self.report.damaged(self.dir, 0, what);
+                last_user_key = None;
+                merged.next();
+                continue;
+            }
             rebuilt.expiring |= k.kind == ValueKind::Expiring;
             let mut pointer_file = None;
             if k.kind == ValueKind::Pointer {
@@ -194,6 +206,11 @@ impl Repairer<'_> {
         let level = opts.num_levels - 1;
         let next_number = rebuilt.next_number;
         let mut features = crate::value::features(crate::registry::formats(), &kept_values);
+        // The time expiring entries were judged by, kept: a repair after the clock went back
+        // must not bring back what had expired (docs/design/ttl.md).
+        let clock = rebuilt
+            .expiring
+            .then(|| recorded_clock(&**fs, placement.db_dir()).max(opts.clock.now_millis()));
         if rebuilt.expiring {
             features.push(crate::version::EXPIRING_FEATURE.to_string());
         }
@@ -214,6 +231,7 @@ impl Repairer<'_> {
             last_sequence: Some(rebuilt.last_seq),
             new_files: rebuilt.new_files.into_iter().map(|m| (level, m)).collect(),
             new_value_files: kept_values,
+            clock,
             ..VersionEdit::default()
         };
         // The WAL the manifest names, empty, before the manifest: a manifest this build
@@ -280,4 +298,28 @@ fn finish(
         oldest_value_file: oldest.0,
         ..FileMeta::from_properties(number, path_id, &props, smallest, largest)
     })
+}
+
+/// The largest time any manifest in `dir` records expiring entries were judged by (its
+/// readable records; 0 if none).
+fn recorded_clock(fs: &dyn crate::fs::Fs, dir: &Path) -> u64 {
+    let mut clock = 0;
+    for name in fs.list(dir).unwrap_or_default() {
+        if !matches!(
+            filename::parse(&name),
+            Some(filename::FileType::Manifest(_))
+        ) {
+            continue;
+        }
+        let Ok(data) = crate::fs::read_all(fs, &dir.join(&name)) else {
+            continue;
+        };
+        let mut reader = crate::wal::LogReader::new(data);
+        while let crate::wal::LogEvent::Record { data, .. } = reader.next_event() {
+            if let Ok(e) = VersionEdit::decode(&data, crate::registry::registered()) {
+                clock = clock.max(e.clock.unwrap_or(0));
+            }
+        }
+    }
+    clock
 }
