@@ -169,7 +169,13 @@ def test_checkpoint_is_an_openable_copy_of_one_instant(path, tmp_path):
         assert sum(1 for _ in c.iterator()) == 2000
         assert c.get(b"k00042") == b"42" * 30
         assert c.get(b"after") is None
-    with strata.DB(path + "m", create_if_missing=True, preset="hashkv", min_blob_size=64) as db:
+    with strata.DB(path + "h", create_if_missing=True, preset="hashkv", min_blob_size=64) as db:
+        db.put(b"big", b"x" * 1000)
+        db.checkpoint(str(tmp_path / "hash-ckpt"))
+    with strata.DB(str(tmp_path / "hash-ckpt")) as c:
+        assert c.get(b"big") == b"x" * 1000
+    with strata.DB(path + "m", create_if_missing=True, preset="matrixkv",
+                   pmem_dir=str(tmp_path / "pmem")) as db:
         db.put(b"big", b"x" * 1000)
         with pytest.raises(strata.NotSupportedError):
             db.checkpoint(str(tmp_path / "refused"))

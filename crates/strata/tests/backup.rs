@@ -44,7 +44,14 @@ fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// Whether `config` keeps files a backup does not copy yet (as a checkpoint).
 fn refused(config: &Config) -> bool {
     let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.l0_layout == strata::L0Layout::Matrix || o.value_store == strata::ValueStoreKind::Hash
+    o.l0_layout == strata::L0Layout::Matrix
+}
+
+/// Whether `config` may hold a hash-store write-time file still open, which is refused
+/// (whether one is open at the instant depends on the writes racing it).
+fn may_refuse(config: &Config) -> bool {
+    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
+    o.value_store == strata::ValueStoreKind::Hash && o.hash_write_time
 }
 
 /// Opens the restored database at `dir` and checks it is the database after some write n
@@ -104,12 +111,25 @@ fn backups_under_writes_hold_one_instant_share_files_and_restore_under_every_con
                 std::thread::yield_now();
             }
             let before = acked.load(Ordering::Acquire);
-            let info = engine.create_backup(&db).unwrap();
+            let info = match engine.create_backup(&db) {
+                Err(e) if may_refuse(&config) && e.kind() == ErrorKind::NotSupported => break,
+                made => made.unwrap(),
+            };
             let after = acked.load(Ordering::Acquire);
             instants.push((info.id, before, after));
         }
         stop.store(true, Ordering::Release);
         writer.join().unwrap();
+        if instants.len() < 2 {
+            // (Refused: an open write-time file at the instant.)
+            assert!(
+                engine.list().unwrap().len() == instants.len(),
+                "{}",
+                config.name
+            );
+            db.close().unwrap();
+            continue;
+        }
         // At rest: a backup after one copies no data file (its own four files only).
         let before = acked.load(Ordering::Acquire);
         db.compact_range(None, None).unwrap();

@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "snapshot",
             "stats",
             "sync",
+            "ttl",
         ],
     ),
     ("I/O", &["fs", "pmem"]),
@@ -56,7 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("techniques", &["coalesce", "compaction", "vstore"]),
     ("registry", &["registry"]),
     ("engine", &["db"]),
-    ("tools", &["inspect", "repair"]),
+    ("tools", &["backup", "inspect", "repair"]),
 ];
 
 /// Every source file of the crate, by path relative to `src/`.

@@ -249,12 +249,20 @@ pub(crate) fn reserve(opts: &Options) -> u64 {
 pub(crate) struct HashStore;
 
 impl ValueFormat for HashStore {
-    fn checkpoint_copy(&self, _f: &ValueFile) -> crate::value::CheckpointCopy {
-        crate::value::CheckpointCopy::Refuse(
-            "its segments take appends after they are named, and a record appended after \
-             the checkpoint's instant would be live to its GC, which judges liveness from \
-             its own records",
-        )
+    fn checkpoint_copy(&self, f: &ValueFile) -> crate::value::CheckpointCopy {
+        match kind_of(f) {
+            // A write-time file still open takes the records of writes after the instant,
+            // and they would be live to the copy's GC, which judges liveness from its own
+            // records.
+            SegmentKind::Open => crate::value::CheckpointCopy::Refuse(
+                "a write-time file is still open (hash_write_time): it takes the records of \
+                 writes after the checkpoint's instant, which the copy's GC would take for \
+                 live",
+            ),
+            // Written whole, or sealed: never appended to again (bytes past a sealed
+            // file's extent are never read).
+            _ => crate::value::CheckpointCopy::Link,
+        }
     }
 
     fn id(&self) -> StoreId {
