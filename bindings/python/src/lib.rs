@@ -83,6 +83,26 @@ fn err(e: strata::Error) -> PyErr {
     }
 }
 
+/// Lets go of a handle on the database with the GIL released: the last one closes the
+/// database, which waits for its background threads, and a compaction filter written in
+/// Python running on one of them waits for the GIL.
+fn release(db: Option<Arc<strata::Db>>) {
+    if let Some(db) = db {
+        Python::with_gil(|py| py.allow_threads(move || drop(db)));
+    }
+}
+
+impl Drop for DB {
+    fn drop(&mut self) {
+        let db = self
+            .db
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        release(db);
+    }
+}
+
 /// A time to live given in seconds (`None`: none); negative or not finite is refused.
 fn ttl_of(ttl: Option<f64>) -> PyResult<Option<std::time::Duration>> {
     ttl.map(|s| {
@@ -830,6 +850,12 @@ struct Snapshot {
     snap: strata::Snapshot,
 }
 
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        release(self.db.take());
+    }
+}
+
 #[pymethods]
 impl Snapshot {
     /// The value of `key` as of the snapshot, or `default` (plyvel's keywords taken).
@@ -962,7 +988,7 @@ fn make_iter(
     Ok(Iter {
         it: Some(it),
         args: a,
-        _db: db,
+        _db: Some(db),
     })
 }
 
@@ -975,7 +1001,14 @@ struct Iter {
     /// once closed or failed.
     it: Option<strata::DbIterator>,
     args: IterArgs,
-    _db: Arc<strata::Db>,
+    _db: Option<Arc<strata::Db>>,
+}
+
+impl Drop for Iter {
+    fn drop(&mut self) {
+        self.it.take();
+        release(self._db.take());
+    }
 }
 
 /// One entry copied out of a cursor: key, value (as asked).
@@ -1145,7 +1178,14 @@ impl Iter {
 struct RawIterator {
     /// `None` once closed.
     it: Option<strata::DbIterator>,
-    _db: Arc<strata::Db>,
+    _db: Option<Arc<strata::Db>>,
+}
+
+impl Drop for RawIterator {
+    fn drop(&mut self) {
+        self.it.take();
+        release(self._db.take());
+    }
 }
 
 impl RawIterator {
@@ -1153,7 +1193,7 @@ impl RawIterator {
         let it = db.iter(read_options(snapshot, None, None)).map_err(err)?;
         Ok(RawIterator {
             it: Some(it),
-            _db: db,
+            _db: Some(db),
         })
     }
 

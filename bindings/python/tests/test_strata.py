@@ -246,6 +246,26 @@ def test_a_compaction_filter_removes_and_changes_and_its_exception_fails_the_job
             db.put(b"after", b"v")
 
 
+def test_a_db_with_a_python_filter_dropped_without_close_does_not_hang(path):
+    # The last handle closes the database, which waits for a background job that may be
+    # inside the filter, waiting for the GIL: it must be let go with the GIL released.
+    code = (
+        "import strata\n"
+        "def f(k, v, r):\n"
+        "    return None\n"
+        f"db = strata.DB({path!r}, create_if_missing=True, compaction_filter=f,"
+        " write_buffer_size=64 * 1024)\n"
+        "for i in range(60000):\n"
+        "    db.put(b'k%08d' % i, b'v' * 50)\n"
+        "it = db.iterator()\n"
+        "del db\n"
+        "del it\n"
+        "print('done')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert out.stdout.strip() == b"done", out.stderr
+
+
 def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
     with strata.DB(path, create_if_missing=True) as db:
         db.put(b"k", b"old")

@@ -70,6 +70,9 @@ struct Meta {
 pub struct BackupEngine {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
+    /// Held by every operation: one at a time (a purge's garbage collection must not meet
+    /// a backup being written, nor two backups take one id).
+    busy: std::sync::Mutex<()>,
     _lock: Box<dyn FileLock>,
 }
 
@@ -97,16 +100,15 @@ impl BackupEngine {
     /// damaged, only files being written are removed.)
     pub fn open_in(dir: impl AsRef<Path>, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
         let dir = crate::placement::absolute(dir.as_ref());
-        let new = fs.list(&dir.join(META)).is_err();
+        // The directories durable before any backup is written in them (every open: an
+        // earlier one may have stopped between making and syncing them).
+        crate::fs::create_dir_durable(&*fs, &dir)?;
         for d in [SHARED, PRIVATE, META] {
             fs.create_dir_all(&dir.join(d))?;
         }
-        if new {
-            // The directories durable before any backup is written in them.
-            fs.sync_dir(&dir)?;
-            if let Some(p) = dir.parent() {
-                fs.sync_dir(p)?;
-            }
+        fs.sync_dir(&dir)?;
+        if let Some(p) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(p)?;
         }
         let lock = fs.lock(&dir.join("LOCK")).map_err(|e| {
             Error::new(
@@ -117,6 +119,7 @@ impl BackupEngine {
         let engine = BackupEngine {
             fs,
             dir,
+            busy: std::sync::Mutex::new(()),
             _lock: lock,
         };
         engine.collect_garbage()?;
@@ -131,8 +134,17 @@ impl BackupEngine {
     /// database opened read-only; I/O errors (the backup is then not made; what it wrote
     /// goes at the next open).
     pub fn create_backup(&self, db: &crate::Db) -> Result<BackupInfo> {
+        let _one = crate::sync::lock(&self.busy);
         let fs = &*self.fs;
-        let id = self.ids()?.last().map_or(1, |l| l + 1);
+        let id = match self.ids()?.last() {
+            None => 1,
+            Some(l) => l.checked_add(1).ok_or_else(|| {
+                Error::invalid(format!(
+                    "backup directory {}: no backup id is left after {l}",
+                    self.dir.display()
+                ))
+            })?,
+        };
         let frozen: Frozen = checkpoint::freeze(&db.inner)?;
         let src_fs = &*db.inner.fs;
         let mut entries = Vec::new();
@@ -142,8 +154,10 @@ impl BackupEngine {
         for f in &frozen.files {
             let src = src_fs.open(&f.from)?;
             let size = src.size();
-            let crc = crc_of(&*src, size)?;
-            let stored = format!("{}.{size}.{crc:08x}", f.name);
+            let (crc, digest) = digests_of(&*src, size)?;
+            // (Shared by name, size and two checksums: files of another database in the
+            // same directory may have the same name and size.)
+            let stored = format!("{}.{size}.{crc:08x}.{digest:016x}", f.name);
             if !have.contains(&stored) {
                 let to = shared.join(&stored);
                 copy_checked(&*src, size, crc, fs, &to, &f.from)?;
@@ -193,7 +207,7 @@ impl BackupEngine {
                 .map_or(0, |d| d.as_secs()),
             sequence: frozen.last_sequence(),
             files: entries.len(),
-            bytes: entries.iter().map(|e| e.size).sum(),
+            bytes: entries.iter().fold(0u64, |a, e| a.saturating_add(e.size)),
             copied_files,
             copied_bytes,
         };
@@ -219,6 +233,7 @@ impl BackupEngine {
     /// # Errors
     /// `Corruption` naming a damaged description; I/O errors.
     pub fn list(&self) -> Result<Vec<BackupInfo>> {
+        let _one = crate::sync::lock(&self.busy);
         self.ids()?
             .into_iter()
             .map(|id| self.meta(id).map(|m| m.info))
@@ -232,6 +247,7 @@ impl BackupEngine {
     /// `InvalidArgument` for an unknown backup; `Corruption` naming the first file missing,
     /// short, long or damaged; I/O errors.
     pub fn verify(&self, id: u64) -> Result<()> {
+        let _one = crate::sync::lock(&self.busy);
         let meta = self.meta(id)?;
         for e in &meta.entries {
             let path = self.stored_path(e);
@@ -276,6 +292,7 @@ impl BackupEngine {
     /// open there would read: restore elsewhere); `Corruption` for a damaged file; I/O
     /// errors.
     pub fn restore(&self, id: u64, target: impl AsRef<Path>) -> Result<()> {
+        let _one = crate::sync::lock(&self.busy);
         let fs = &*self.fs;
         let meta = self.meta(id)?;
         let target = crate::placement::absolute(target.as_ref());
@@ -285,6 +302,13 @@ impl BackupEngine {
                  directories (WALs, levels, values) may hold files newer than the backup \
                  that an open there would read: restore to a new directory",
                 target.display()
+            )));
+        }
+        if target.starts_with(&self.dir) {
+            return Err(Error::invalid(format!(
+                "restore {}: inside the backup directory {}",
+                target.display(),
+                self.dir.display()
             )));
         }
         let parent = checkpoint::new_directory(fs, &target, "restore")?;
@@ -331,6 +355,7 @@ impl BackupEngine {
     /// # Errors
     /// `InvalidArgument` for an unknown backup; I/O errors.
     pub fn delete(&self, id: u64) -> Result<()> {
+        let _one = crate::sync::lock(&self.busy);
         if !self.ids()?.contains(&id) {
             return Err(Error::invalid(format!(
                 "no backup {id} in {}",
@@ -349,7 +374,14 @@ impl BackupEngine {
     /// # Errors
     /// As [`BackupEngine::delete`].
     pub fn purge(&self, keep: usize) -> Result<usize> {
-        let ids = self.ids()?;
+        let _one = crate::sync::lock(&self.busy);
+        // (Counting the backups whose description reads: a damaged one is no backup to
+        // keep in place of a good one.)
+        let ids: Vec<u64> = self
+            .ids()?
+            .into_iter()
+            .filter(|&id| self.meta(id).is_ok())
+            .collect();
         let old = ids.len().saturating_sub(keep);
         for &id in &ids[..old] {
             self.fs.remove(&self.meta_path(id))?;
@@ -418,7 +450,7 @@ impl BackupEngine {
                 Err(e) => damaged = Some(e),
             }
         }
-        checkpoint::clear_stale(fs, &self.dir.join(format!("staging{TMP}")))?;
+        checkpoint::clear_stale(fs, &self.dir.join(format!("staging{TMP}"))).ok();
         for (d, names) in [
             (META, None),
             (SHARED, Some(&shared)),
@@ -429,11 +461,16 @@ impl BackupEngine {
                 let p = dir.join(&n);
                 if n.ends_with(TMP) {
                     if fs.list(&p).is_ok() {
-                        checkpoint::clear_stale(fs, &p)?;
+                        // (One holding a directory is not ours: left as it is.)
+                        checkpoint::clear_stale(fs, &p).ok();
                     } else {
                         fs.remove(&p)?;
                     }
-                } else if damaged.is_none() && names.is_some_and(|s| !s.contains(&n)) {
+                } else if damaged.is_none()
+                    && names.is_some_and(|s| !s.contains(&n))
+                    && fs.list(&p).is_err()
+                {
+                    // (A directory here is not ours: left as it is.)
                     fs.remove(&p)?;
                 }
             }
@@ -520,7 +557,9 @@ impl Meta {
                 created: num("created")?,
                 sequence: num("sequence")?,
                 files: entries.len(),
-                bytes: entries.iter().map(|e| e.size).sum(),
+                bytes: entries
+                    .iter()
+                    .try_fold(0u64, |a, e| a.checked_add(e.size))?,
                 copied_files: cf.parse().ok()?,
                 copied_bytes: cb.parse().ok()?,
             },
@@ -552,14 +591,23 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// The CRC-32C of the first `size` bytes of `f`.
 fn crc_of(f: &dyn crate::fs::RandomAccessFile, size: u64) -> Result<u32> {
+    digests_of(f, size).map(|(crc, _)| crc)
+}
+
+/// The CRC-32C and the XXH3-64 of the first `size` bytes of `f`.
+fn digests_of(f: &dyn crate::fs::RandomAccessFile, size: u64) -> Result<(u32, u64)> {
     let mut crc = 0u32;
+    let mut xxh = xxhash_rust::xxh3::Xxh3::new();
     let mut at = 0u64;
     while at < size {
         let n = usize::try_from(size - at).unwrap_or(CHUNK).min(CHUNK);
-        f.read_with(at, n, &mut |b| crc = crc32c::crc32c_append(crc, b))?;
+        f.read_with(at, n, &mut |b| {
+            crc = crc32c::crc32c_append(crc, b);
+            xxh.update(b);
+        })?;
         at += n as u64;
     }
-    Ok(crc)
+    Ok((crc, xxh.digest()))
 }
 
 /// Copies the first `size` bytes of `src` (read from `from`) to `to` on `fs`, synced,

@@ -335,3 +335,75 @@ fn a_second_backup_copies_only_what_changed() {
     r.close().unwrap();
     db.close().unwrap();
 }
+
+/// The edges a review found: a backup directory made in new parent directories survives a
+/// power cut right after its first backup; backups and purges from two threads of one
+/// engine leave every listed backup whole; a purge keeps the newest readable backups
+/// whatever a damaged description says; a directory that is not the engine's in `shared/`
+/// does not keep it from opening; a restore into the backup directory is refused.
+#[test]
+fn a_backup_directory_survives_power_cuts_threads_damage_and_strangers() {
+    let config = named("default");
+    let mem = MemFs::new();
+    let fs: Arc<dyn Fs> = Arc::new(mem.clone());
+    let db = Arc::new(Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap());
+    for i in 0..500 {
+        write(&db, i);
+    }
+    let engine = Arc::new(BackupEngine::open_in("/mnt/new/backups", fs.clone()).unwrap());
+    engine.create_backup(&db).unwrap();
+    let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+    let after = BackupEngine::open_in("/mnt/new/backups", cut).unwrap();
+    assert_eq!(
+        after.list().unwrap().len(),
+        1,
+        "the first backup survives the cut"
+    );
+    drop(after);
+    // Two threads: one backs up, one purges.
+    let backer = {
+        let (engine, db) = (engine.clone(), db.clone());
+        std::thread::spawn(move || {
+            for i in 500..530 {
+                write(&db, i);
+                engine.create_backup(&db).unwrap();
+            }
+        })
+    };
+    for _ in 0..30 {
+        engine.purge(2).unwrap();
+    }
+    backer.join().unwrap();
+    for b in engine.list().unwrap() {
+        engine.verify(b.id).unwrap();
+    }
+    // A damaged description: a purge keeps the newest readable backups.
+    engine.purge(0).unwrap();
+    let a = engine.create_backup(&db).unwrap();
+    let b = engine.create_backup(&db).unwrap();
+    let meta = format!("/mnt/new/backups/meta/{}", b.id);
+    let mut bytes = strata::fs::read_all(&*fs, Path::new(&meta)).unwrap();
+    bytes[20] ^= 1;
+    fs.remove(Path::new(&meta)).unwrap();
+    let mut w = fs.create(Path::new(&meta)).unwrap();
+    w.append(&bytes).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    assert_eq!(engine.purge(1).unwrap(), 0);
+    engine.verify(a.id).unwrap();
+    engine.delete(b.id).unwrap();
+    // A stranger's directory in shared/, and a restore into the backup directory.
+    fs.create_dir_all(Path::new("/mnt/new/backups/shared/lost+found"))
+        .unwrap();
+    drop(engine);
+    let engine = BackupEngine::open_in("/mnt/new/backups", fs.clone()).unwrap();
+    engine.verify(a.id).unwrap();
+    assert_eq!(
+        engine
+            .restore(a.id, "/mnt/new/backups/shared/x")
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    db.close().unwrap();
+}

@@ -657,7 +657,7 @@ fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
     // (Its own directories, new, where the preset needs a second one: the original's
     // are refused for a copy.)
     let mut ra = a.clone();
-    for k in ["wal_dir", "level_dir", "pmem_dir"] {
+    for k in ["wal_dir", "level_dir", "pmem_dir", "value_dir"] {
         ra.0.remove(k);
     }
     ra.0.insert("db".into(), target.display().to_string());

@@ -134,7 +134,9 @@ impl Frozen {
     /// I/O errors.
     pub fn write_own_files(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
         let staging = Placement::new(dir, None, None);
-        let mut wal = fs.create_log(&staging.wal_path(self.wal_number))?;
+        // (A plain empty file, synced: a log file made for appends takes room ahead that
+        // its close gives back without a sync, and a copy must be of the size it records.)
+        let mut wal = fs.create(&staging.wal_path(self.wal_number))?;
         wal.sync()?;
         drop(wal);
         write_manifest(fs, &self.record, &staging, self.manifest_number, &self.edit)?;
