@@ -3,6 +3,7 @@
 //! metamorphic test runs under.
 
 pub mod configs;
+pub mod copies;
 pub mod fs;
 pub mod model;
 pub mod oracle;

@@ -250,26 +250,7 @@ impl BackupEngine {
         let _one = crate::sync::lock(&self.busy);
         let meta = self.meta(id)?;
         for e in &meta.entries {
-            let path = self.stored_path(e);
-            let f = self.fs.open(&path).map_err(|err| {
-                Error::corruption(
-                    &path,
-                    0,
-                    format!("backup {id}: {} is missing ({})", e.name, err.message()),
-                )
-            })?;
-            if f.size() != e.size {
-                return Err(Error::corruption(
-                    &path,
-                    0,
-                    format!(
-                        "backup {id}: {} holds {} bytes, not {}",
-                        e.name,
-                        f.size(),
-                        e.size
-                    ),
-                ));
-            }
+            let (path, f) = self.open_stored(id, e)?;
             if crc_of(&*f, e.size)? != e.crc {
                 return Err(Error::corruption(
                     &path,
@@ -312,29 +293,12 @@ impl BackupEngine {
             )));
         }
         let parent = checkpoint::new_directory(fs, &target, "restore")?;
-        let tmp = {
-            let mut n = target.file_name().unwrap_or_default().to_os_string();
-            n.push(".restore-tmp");
-            target.with_file_name(n)
-        };
+        let tmp = checkpoint::beside(&target, ".restore-tmp");
         checkpoint::clear_stale(fs, &tmp)?;
         fs.create_dir_all(&tmp)?;
         let made = (|| -> Result<()> {
             for e in &meta.entries {
-                let from = self.stored_path(e);
-                let src = fs.open(&from)?;
-                if src.size() != e.size {
-                    return Err(Error::corruption(
-                        &from,
-                        0,
-                        format!(
-                            "backup {id}: {} holds {} bytes, not {}",
-                            e.name,
-                            src.size(),
-                            e.size
-                        ),
-                    ));
-                }
+                let (from, src) = self.open_stored(id, e)?;
                 copy_checked(&*src, e.size, e.crc, fs, &tmp.join(&e.name), &from)?;
             }
             fs.sync_dir(&tmp)
@@ -407,6 +371,35 @@ impl BackupEngine {
 
     fn meta_path(&self, id: u64) -> PathBuf {
         self.dir.join(META).join(id.to_string())
+    }
+
+    /// Backup `id`'s file `e`, opened: `Corruption` if it is missing or not of its size.
+    fn open_stored(
+        &self,
+        id: u64,
+        e: &Entry,
+    ) -> Result<(PathBuf, Arc<dyn crate::fs::RandomAccessFile>)> {
+        let path = self.stored_path(e);
+        let f = self.fs.open(&path).map_err(|err| {
+            Error::corruption(
+                &path,
+                0,
+                format!("backup {id}: {} is missing ({})", e.name, err.message()),
+            )
+        })?;
+        if f.size() != e.size {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "backup {id}: {} holds {} bytes, not {}",
+                    e.name,
+                    f.size(),
+                    e.size
+                ),
+            ));
+        }
+        Ok((path, f))
     }
 
     fn stored_path(&self, e: &Entry) -> PathBuf {

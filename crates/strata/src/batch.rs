@@ -167,13 +167,11 @@ impl WriteBatch {
             ValueKind::Pointer => {
                 self.put_pointer(key, value);
             }
-            ValueKind::Expiring => {
-                self.rep.push(ValueKind::Expiring as u8);
-                put_length_prefixed(&mut self.rep, key);
-                put_length_prefixed(&mut self.rep, value);
-                self.count += 1;
-                self.expiring = true;
-            }
+            ValueKind::Expiring => match crate::key::split_expiring(value) {
+                Some((at, v)) => self.push_expiring(ValueKind::Expiring as u8, key, at, v),
+                // (Never short: the batches rebuilt were read whole.)
+                None => debug_assert!(false, "an expiring entry shorter than its expiry"),
+            },
         }
     }
 
@@ -216,9 +214,10 @@ impl WriteBatch {
                         .ok_or_else(|| Error::corrupt("expiring batch entry without its time"))?;
                     out.push_expiring(ValueKind::Expiring as u8, e.key, t.saturating_add(ms), v);
                 }
-                // (An expiry already: a batch read from a WAL.)
-                ValueKind::Expiring => out.push_entry(e.kind, e.key, e.value),
-                ValueKind::Delete | ValueKind::Pointer => out.push_entry(e.kind, e.key, e.value),
+                // (An expiry already, as in a batch read from a WAL.)
+                ValueKind::Expiring | ValueKind::Delete | ValueKind::Pointer => {
+                    out.push_entry(e.kind, e.key, e.value)
+                }
             }
         }
         Ok(out)

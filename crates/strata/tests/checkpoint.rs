@@ -4,75 +4,15 @@
 //! return; it survives a power cut once returned, is independent of the database it came
 //! from, and a failure part way leaves no target.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata::fs::{CrashMode, FaultFs, FaultRule, Fs, FsOp, MemFs};
-use strata::{Db, ErrorKind, WriteBatch, WriteOptions};
-use strata_testkit::configs::{configs, Config};
+use strata::{Db, ErrorKind};
+use strata_testkit::configs::configs;
+use strata_testkit::copies::{check, may_refuse, model, refused, write};
 use strata_testkit::model::assert_db_matches;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{:04}", (i * 7919) % 700).into_bytes()
-}
-
-/// Write `i`'s value: sizes straddle the stores' 100-byte threshold.
-fn value(i: u64) -> Vec<u8> {
-    format!("v{i}-{}", "z".repeat((i % 7) as usize * 40)).into_bytes()
-}
-
-/// Write `i`: its key and, atomically with it, `last` = i.
-fn write(db: &Db, i: u64) {
-    let mut b = WriteBatch::new();
-    b.put(key(i), value(i)).put(b"last", i.to_string());
-    db.write(&WriteOptions::default(), b).unwrap();
-}
-
-/// The database after writes 0..=n.
-fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for i in 0..=n {
-        m.insert(key(i), value(i));
-    }
-    m.insert(b"last".to_vec(), n.to_string().into_bytes());
-    m
-}
-
-/// Whether `config` keeps files a checkpoint does not copy yet (a matrix L0 in persistent
-/// memory).
-fn refused(config: &Config) -> bool {
-    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.l0_layout == strata::L0Layout::Matrix
-}
-
-/// Whether `config` may hold a hash-store write-time file still open, which is refused
-/// (whether one is open at the instant depends on the writes racing it).
-fn may_refuse(config: &Config) -> bool {
-    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.value_store == strata::ValueStoreKind::Hash && o.hash_write_time
-}
-
-/// Opens the checkpoint at `dir` with `config`'s options for that directory and checks it
-/// is the database after some write n in `lo..=hi`; returns n.
-fn check(config: &Config, fs: &Arc<dyn Fs>, dir: &str, lo: u64, hi: u64) -> u64 {
-    let db = Db::open(dir, (config.build)(Path::new(dir), fs.clone()))
-        .unwrap_or_else(|e| panic!("{}: open the checkpoint: {e}", config.name));
-    let last = db
-        .get(b"last")
-        .unwrap()
-        .expect("the checkpoint holds writes");
-    let n: u64 = String::from_utf8(last).unwrap().parse().unwrap();
-    assert!(
-        (lo..=hi).contains(&n),
-        "{}: the checkpoint ends at write {n}, not in {lo}..={hi}",
-        config.name
-    );
-    assert_db_matches(&db, &model(n));
-    db.close().unwrap();
-    n
-}
 
 #[test]
 fn a_checkpoint_under_writes_and_compactions_holds_one_instant_under_every_config() {

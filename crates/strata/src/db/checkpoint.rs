@@ -165,11 +165,7 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
     let fs = &*db.fs;
     let parent = new_directory(fs, dir, "checkpoint")?;
     let frozen = freeze(db)?;
-    let tmp = {
-        let mut n = dir.file_name().unwrap_or_default().to_os_string();
-        n.push(".checkpoint-tmp");
-        dir.with_file_name(n)
-    };
+    let tmp = beside(dir, ".checkpoint-tmp");
     clear_stale(fs, &tmp)?;
     fs.create_dir_all(&tmp)?;
     let made = (|| -> Result<()> {
@@ -195,6 +191,13 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
         Some(p) => fs.sync_dir(&p),
         None => Ok(()),
     }
+}
+
+/// Where a copy into `dir` is made until it is whole: `dir`'s name and `suffix`, beside it.
+pub(crate) fn beside(dir: &Path, suffix: &str) -> PathBuf {
+    let mut n = dir.file_name().unwrap_or_default().to_os_string();
+    n.push(suffix);
+    dir.with_file_name(n)
 }
 
 /// Checks that `dir` (absolute) is a new directory whose parent exists, for a `what`
