@@ -917,7 +917,7 @@ impl Snapshot {
 
     /// Releases the snapshot (also done on leaving a `with` block, or when collected).
     fn close(&mut self) {
-        self.db = None;
+        release(self.db.take());
     }
 
     /// `close()`, by plyvel's name.

@@ -160,8 +160,10 @@ fn backup(m: &ArgMatches) -> Result<(), Failure> {
                     ));
                 }
             }
-            let db = open(m)?;
+            // (The engine first: a busy directory is refused before the database is
+            // opened, which writes.)
             let engine = strata::BackupEngine::open(dir)?;
+            let db = open(m)?;
             let i = engine.create_backup(&db)?;
             writeln!(
                 out,

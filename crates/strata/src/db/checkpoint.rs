@@ -40,6 +40,7 @@ pub(crate) struct Frozen {
     manifest_number: FileNumber,
     wal_number: FileNumber,
     options: String,
+    sequence: u64,
 }
 
 /// One data file of a [`Frozen`] set.
@@ -75,6 +76,14 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
         let w = versions.new_file_number();
         (version, edit, m, w)
     };
+    // The newest write the copy holds: one in its tables (the flushed memtables'), or at
+    // least every write acknowledged before the call (a deletion a compaction dropped
+    // leaves no entry).
+    let sequence = (0..version.num_levels())
+        .flat_map(|l| version.files(l).iter().map(|f| f.largest_seq.0))
+        .max()
+        .unwrap_or(0)
+        .max(hold.sequence().0);
     drop(hold);
     refuse_unsupported(&version)?;
     // A flush's tables are synced with its manifest record, by the sync thread, after the
@@ -123,6 +132,7 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
         manifest_number,
         wal_number,
         options,
+        sequence,
     })
 }
 
@@ -143,9 +153,11 @@ impl Frozen {
         crate::fs::write_file_atomic(fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
     }
 
-    /// The last sequence the copy holds.
+    /// The last sequence the copy holds: every write up to it is in the copy, none after
+    /// it. (Not the manifest's last sequence: a flush records the newest visible one,
+    /// which may be a write of the next memtable, left out.)
     pub fn last_sequence(&self) -> u64 {
-        self.edit.last_sequence.map_or(0, |s| s.0)
+        self.sequence
     }
 }
 

@@ -785,6 +785,10 @@ impl DbInner {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(Error::new(ErrorKind::Closed, "database is closing"));
         }
+        // (A poisoned database changes nothing, its manifest included.)
+        if let Some(e) = &super::lock(&self.state).bg_error {
+            return Err(e.clone());
+        }
         if !versions.current().expiring {
             let edit = crate::version::VersionEdit {
                 features: vec![crate::version::EXPIRING_FEATURE.to_string()],
