@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::fs::{FileBytes, Fs, RandomAccessFile, ReadAccess};
-use crate::key;
+use crate::key::{self, SeqNo};
 use crate::memtable::Lookup;
 use crate::placement::Placement;
 use crate::sst::{BlockCache, Table};
@@ -22,8 +22,8 @@ pub enum Probe {
     Excluded,
     /// The table was searched and holds no version of the key.
     Absent,
-    /// The newest version at or below the lookup's sequence.
-    Found(Lookup),
+    /// The newest version at or below the lookup's sequence, with its sequence.
+    Found(SeqNo, Lookup),
 }
 
 /// Whether files of `bytes` in all are beyond what the page cache can be expected to hold
@@ -254,9 +254,14 @@ impl TableCache {
     ///
     /// # Errors
     /// I/O errors and `Corruption` naming the table.
-    pub fn get(&self, f: &FileMeta, target: &[u8], user_key: &[u8]) -> Result<Option<Lookup>> {
+    pub fn get(
+        &self,
+        f: &FileMeta,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         Ok(match self.probe(f, target, user_key)? {
-            Probe::Found(l) => Some(l),
+            Probe::Found(seq, l) => Some((seq, l)),
             Probe::Excluded | Probe::Absent => None,
         })
     }
@@ -276,7 +281,7 @@ impl TableCache {
         };
         let p = key::parse(&k)
             .ok_or_else(|| Error::corruption(t.path(), 0, "malformed internal key"))?;
-        Ok(Probe::Found(Lookup::of(p.kind, v)))
+        Ok(Probe::Found(p.seq, Lookup::of(p.kind, v)))
     }
 
     /// Forgets table `n` (its file is being deleted).

@@ -580,7 +580,7 @@ mod tests {
         // What the side declines, the skiplist takes.
         m.add(SeqNo(5000), ValueKind::Put, b"late", b"v");
         assert_eq!(
-            m.get(b"late", SeqNo::MAX),
+            m.get(b"late", SeqNo::MAX).map(|f| f.1),
             Some(Lookup::Value(b"v".to_vec()))
         );
         assert_eq!(m.len(), 715);
@@ -594,12 +594,15 @@ mod tests {
         m.add(SeqNo(3), ValueKind::Put, b"a", b"3");
         m.add(SeqNo(4), ValueKind::Delete, b"a", b"");
         m.add(SeqNo(5), ValueKind::Put, b"b", b"5");
-        let got = |s| m.get(b"a", SeqNo(s));
+        let got = |s| m.get(b"a", SeqNo(s)).map(|f| f.1);
         assert_eq!(got(1), Some(Lookup::Value(b"1".to_vec())));
         assert_eq!(got(2), Some(Lookup::Value(b"a large value".to_vec())));
         assert_eq!(got(3), Some(Lookup::Value(b"3".to_vec())));
         assert_eq!(got(4), Some(Lookup::Deleted));
-        assert_eq!(m.get(b"b", SeqNo(9)), Some(Lookup::Value(b"5".to_vec())));
+        assert_eq!(
+            m.get(b"b", SeqNo(9)).map(|f| f.1),
+            Some(Lookup::Value(b"5".to_vec()))
+        );
         let seen: Vec<_> = entries(&mut m.iter())
             .into_iter()
             .map(|(k, s, _)| (k, s))

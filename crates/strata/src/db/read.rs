@@ -18,7 +18,7 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
     let (seq, sv) = db.read_view(opts.snapshot.as_ref());
     db.count_read();
     match lookup(db, &sv, user_key, seq)? {
-        Some(found) => db.resolve(&sv.version, user_key, found, &|| {
+        Some((_, found)) => db.resolve(&sv.version, user_key, found, &|| {
             db.read_time(opts.snapshot.as_ref())
         }),
         None => Ok(None),
@@ -27,7 +27,12 @@ pub(crate) fn get(db: &DbInner, opts: &ReadOptions, user_key: &[u8]) -> Result<O
 
 /// The newest entry of `user_key` at or below `seq` in `sv`, as stored: memtable,
 /// immutable memtables (newest first), then the tables.
-fn lookup(db: &DbInner, sv: &SuperVersion, user_key: &[u8], seq: SeqNo) -> Result<Option<Lookup>> {
+fn lookup(
+    db: &DbInner,
+    sv: &SuperVersion,
+    user_key: &[u8],
+    seq: SeqNo,
+) -> Result<Option<(SeqNo, Lookup)>> {
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         if let Some(found) = mem.get(user_key, seq) {
             return Ok(Some(found));
@@ -41,7 +46,7 @@ impl DbInner {
     /// sequence: what the value log's GC asks to know whether a record is still live.
     pub(crate) fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
         let (seq, sv) = self.read_view(None);
-        lookup(self, &sv, user_key, seq)
+        Ok(lookup(self, &sv, user_key, seq)?.map(|(_, found)| found))
     }
 
     /// The time a read judges expiring entries by: its snapshot's (so that its reads
@@ -162,7 +167,7 @@ fn lookup_in_version(
     v: &Version,
     user_key: &[u8],
     seq: SeqNo,
-) -> Result<Option<Lookup>> {
+) -> Result<Option<(SeqNo, Lookup)>> {
     let target = key::seek_key(user_key, seq);
     let mut charges = Charges::new(db.opts.read_charging);
     let found =
@@ -181,7 +186,7 @@ fn lookup_in_version(
         }
         charges.searched(db, f, false);
         match db.tables.probe(f, &target, user_key)? {
-            Probe::Found(found) => return Ok(Some(found)),
+            Probe::Found(seq, found) => return Ok(Some((seq, found))),
             Probe::Absent => charges.missed(db, f),
             Probe::Excluded => {}
         }

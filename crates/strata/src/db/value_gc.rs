@@ -129,7 +129,7 @@ impl GcView for Arc<super::SuperVersion> {
     fn memtable_entry(&self, user_key: &[u8]) -> Option<Lookup> {
         std::iter::once(&self.mem)
             .chain(self.imms.iter())
-            .find_map(|m| m.get(user_key, SeqNo::MAX))
+            .find_map(|m| m.get(user_key, SeqNo::MAX).map(|(_, found)| found))
     }
 }
 

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
 use crate::iter::InternalIterator;
-use crate::key;
+use crate::key::{self, SeqNo};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{BucketBoundaries, L0Layout, Options};
 use crate::table_cache::TableCache;
@@ -293,7 +293,7 @@ impl Level0 for Buckets {
         target: &[u8],
         user_key: &[u8],
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
-    ) -> Result<Option<Lookup>> {
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         let bucket = self.tables_of(files, self.bucket_of(user_key));
         super::search_newest_first(bucket, tables, target, user_key, searched)
     }

@@ -8,6 +8,7 @@ use super::{Ingest, Ingested, Level0, Pressure};
 use crate::error::Result;
 use crate::file_meta::FileMeta;
 use crate::filename::FileNumber;
+use crate::key::SeqNo;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{L0Layout, Options};
 use crate::table_cache::TableCache;
@@ -85,7 +86,7 @@ impl Level0 for Flat {
         target: &[u8],
         user_key: &[u8],
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
-    ) -> Result<Option<Lookup>> {
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         super::search_newest_first(files, tables, target, user_key, searched)
     }
 

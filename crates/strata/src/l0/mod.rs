@@ -101,7 +101,7 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         target: &[u8],
         user_key: &[u8],
         searched: &mut dyn FnMut(&'a Arc<FileMeta>),
-    ) -> Result<Option<Lookup>>;
+    ) -> Result<Option<(SeqNo, Lookup)>>;
 
     /// Appends iterators that together cover every L0 entry (a user read's sources); by
     /// default one per table (a table that fails to open yields its error).
@@ -642,7 +642,7 @@ pub(crate) fn search_newest_first<'a>(
     target: &[u8],
     user_key: &[u8],
     searched: &mut dyn FnMut(&'a Arc<FileMeta>),
-) -> Result<Option<Lookup>> {
+) -> Result<Option<(SeqNo, Lookup)>> {
     for f in files {
         if user_key < f.smallest_user_key() || user_key > f.largest_user_key() {
             continue;

@@ -150,14 +150,14 @@ impl MemTable {
         }
     }
 
-    /// The newest version of `user_key` visible at `seq`, if any.
-    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Lookup> {
+    /// The newest version of `user_key` visible at `seq`, if any, with its sequence.
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(SeqNo, Lookup)> {
         let Some(side) = &self.side else {
-            return self.list_get(user_key, seq).map(|(_, found)| found);
+            return self.list_get(user_key, seq);
         };
         match (side.get(user_key, seq), self.list_get(user_key, seq)) {
-            (Some((a, found)), Some((b, _))) if a > b => Some(found),
-            (_, Some((_, found))) | (Some((_, found)), None) => Some(found),
+            (Some((a, found)), Some((b, _))) if a > b => Some((a, found)),
+            (_, Some(found)) | (Some(found), None) => Some(found),
             (None, None) => None,
         }
     }
@@ -392,12 +392,21 @@ mod tests {
         m.add(SeqNo(2), ValueKind::Put, b"a", b"v2");
         m.add(SeqNo(3), ValueKind::Delete, b"a", b"");
         m.add(SeqNo(4), ValueKind::Put, b"b", b"");
-        assert_eq!(m.get(b"a", SeqNo(1)), Some(Lookup::Value(b"v1".to_vec())));
-        assert_eq!(m.get(b"a", SeqNo(2)), Some(Lookup::Value(b"v2".to_vec())));
-        assert_eq!(m.get(b"a", SeqNo(9)), Some(Lookup::Deleted));
-        assert_eq!(m.get(b"b", SeqNo(3)), None);
-        assert_eq!(m.get(b"b", SeqNo(4)), Some(Lookup::Value(vec![])));
-        assert_eq!(m.get(b"", SeqNo(9)), None);
+        assert_eq!(
+            m.get(b"a", SeqNo(1)).map(|f| f.1),
+            Some(Lookup::Value(b"v1".to_vec()))
+        );
+        assert_eq!(
+            m.get(b"a", SeqNo(2)).map(|f| f.1),
+            Some(Lookup::Value(b"v2".to_vec()))
+        );
+        assert_eq!(m.get(b"a", SeqNo(9)).map(|f| f.1), Some(Lookup::Deleted));
+        assert_eq!(m.get(b"b", SeqNo(3)).map(|f| f.1), None);
+        assert_eq!(
+            m.get(b"b", SeqNo(4)).map(|f| f.1),
+            Some(Lookup::Value(vec![]))
+        );
+        assert_eq!(m.get(b"", SeqNo(9)).map(|f| f.1), None);
     }
 
     #[test]
@@ -448,6 +457,9 @@ mod tests {
         let m = MemTable::new(1);
         let big = vec![3u8; 5 << 20];
         m.add(SeqNo(1), ValueKind::Put, b"big", &big);
-        assert_eq!(m.get(b"big", SeqNo(1)), Some(Lookup::Value(big)));
+        assert_eq!(
+            m.get(b"big", SeqNo(1)).map(|f| f.1),
+            Some(Lookup::Value(big))
+        );
     }
 }

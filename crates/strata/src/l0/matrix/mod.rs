@@ -271,7 +271,12 @@ impl Matrix {
     /// The newest entry of `user_key` visible at `target` (an internal seek key), searching
     /// rows newest first; with `hints`, each row's search is narrowed by the forward
     /// pointers of the row searched before it.
-    fn search(&self, target: &[u8], user_key: &[u8], hints: bool) -> Result<Option<Lookup>> {
+    fn search(
+        &self,
+        target: &[u8],
+        user_key: &[u8],
+        hints: bool,
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         let st = &self.0;
         if st.rows.is_empty() {
             return Ok(None);
@@ -308,8 +313,8 @@ impl Matrix {
                 }
                 let p = r.lower_bound(region, target, lo, hi)?;
                 if p < n {
-                    if let Some((kind, v)) = r.value_if(region, p, user_key)? {
-                        return Ok(Some(Lookup::of(kind, v)));
+                    if let Some((seq, kind, v)) = r.value_if(region, p, user_key)? {
+                        return Ok(Some((seq, Lookup::of(kind, v))));
                     }
                 }
                 p
@@ -617,7 +622,7 @@ impl Level0 for Matrix {
         target: &[u8],
         user_key: &[u8],
         _searched: &mut dyn FnMut(&'a Arc<FileMeta>),
-    ) -> Result<Option<Lookup>> {
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         self.search(target, user_key, self.0.cfg.matrix_hints)
     }
 

@@ -14,7 +14,7 @@ use crate::coding::{get_varint32, put_varint32};
 use crate::error::{Error, Result};
 use crate::fs::PmemRegion;
 use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
+use crate::key::{self, SeqNo, ValueKind};
 use crate::l0::EntrySink;
 use crate::pmem::{Held, Pages, Run, PAGE};
 use crate::sst::filter;
@@ -338,15 +338,15 @@ impl Row {
         region: &dyn PmemRegion,
         i: u32,
         user_key: &[u8],
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         let (mut head, mut long) = ([0u8; HEAD], Vec::new());
         let (k, value_at, vlen) = self.key_in(region, i, &mut head, &mut long)?;
         let parsed = key::parse(k).ok_or_else(|| self.bad(format!("entry {i} has a bad key")))?;
         if parsed.user_key != user_key {
             return Ok(None);
         }
-        let kind = parsed.kind;
-        Ok(Some((kind, self.read(region, value_at, vlen)?)))
+        let (seq, kind) = (parsed.seq, parsed.kind);
+        Ok(Some((seq, kind, self.read(region, value_at, vlen)?)))
     }
 
     /// Filter hashes of the row's user keys from entry `from` on, read from the region (a
