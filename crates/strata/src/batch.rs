@@ -27,6 +27,8 @@ pub struct WriteBatch {
     expiring: bool,
     /// Holds entries whose time to live is not yet an expiry ([`TTL_TAG`]).
     relative: bool,
+    /// Holds a range deletion.
+    ranges: bool,
 }
 
 /// The in-memory tag of an expiring put whose eight bytes are a time to live (ms), until
@@ -59,11 +61,11 @@ impl std::fmt::Debug for WriteBatch {
 /// One decoded entry of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
-    /// Put, Delete or Expiring.
+    /// Put, Delete, Expiring or RangeDelete.
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for Delete). For Expiring, eight bytes (little endian) before the
+    /// The value (empty for Delete; the range's end for RangeDelete). For Expiring, eight bytes (little endian) before the
     /// value: the expiry (ms since the Unix epoch), or a time to live (see `ttl`).
     pub value: &'a [u8],
     /// For Expiring: the eight bytes are a time to live in ms, not an expiry (a batch built
@@ -79,6 +81,7 @@ impl WriteBatch {
             count: 0,
             expiring: false,
             relative: false,
+            ranges: false,
         }
     }
 
@@ -97,6 +100,7 @@ impl WriteBatch {
             count: 0,
             expiring: false,
             relative: false,
+            ranges: false,
         }
     }
 
@@ -167,6 +171,9 @@ impl WriteBatch {
             ValueKind::Pointer => {
                 self.put_pointer(key, value);
             }
+            ValueKind::RangeDelete => {
+                self.delete_range(key, value);
+            }
             ValueKind::Expiring => match crate::key::split_expiring(value) {
                 Some((at, v)) => self.push_expiring(ValueKind::Expiring as u8, key, at, v),
                 // (Never short: the batches rebuilt were read whole.)
@@ -215,9 +222,10 @@ impl WriteBatch {
                     out.push_expiring(ValueKind::Expiring as u8, e.key, t.saturating_add(ms), v);
                 }
                 // (An expiry already, as in a batch read from a WAL.)
-                ValueKind::Expiring | ValueKind::Delete | ValueKind::Pointer => {
-                    out.push_entry(e.kind, e.key, e.value)
-                }
+                ValueKind::Expiring
+                | ValueKind::Delete
+                | ValueKind::Pointer
+                | ValueKind::RangeDelete => out.push_entry(e.kind, e.key, e.value),
             }
         }
         Ok(out)
@@ -240,6 +248,23 @@ impl WriteBatch {
         self
     }
 
+    /// Adds a deletion of every key in `[start, end)`: one entry, whatever the number of
+    /// keys (docs/design/range-deletes.md). Writing a batch whose `start` is above its
+    /// `end` fails with `InvalidArgument`; an empty range deletes nothing.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push(ValueKind::RangeDelete as u8);
+        put_length_prefixed(&mut self.rep, start.as_ref());
+        put_length_prefixed(&mut self.rep, end.as_ref());
+        self.count += 1;
+        self.ranges = true;
+        self
+    }
+
+    /// Whether the batch holds a range deletion.
+    pub(crate) fn has_range_delete(&self) -> bool {
+        self.ranges
+    }
+
     /// Removes every entry.
     pub fn clear(&mut self) {
         self.rep.truncate(HEADER_LEN);
@@ -247,6 +272,7 @@ impl WriteBatch {
         self.count = 0;
         self.expiring = false;
         self.relative = false;
+        self.ranges = false;
     }
 
     /// Number of entries.
@@ -275,6 +301,7 @@ impl WriteBatch {
         self.count += other.count;
         self.expiring |= other.expiring;
         self.relative |= other.relative;
+        self.ranges |= other.ranges;
     }
 
     pub(crate) fn set_sequence(&mut self, seq: SeqNo) {
@@ -319,9 +346,10 @@ impl WriteBatch {
             count,
             expiring: false,
             relative: false,
+            ranges: false,
         };
         let mut n = 0u32;
-        let mut expiring = false;
+        let (mut expiring, mut ranges) = (false, false);
         for e in b.iter() {
             let e = e?;
             if e.ttl {
@@ -330,9 +358,11 @@ impl WriteBatch {
                 ));
             }
             expiring |= e.kind == ValueKind::Expiring;
+            ranges |= e.kind == ValueKind::RangeDelete;
             n += 1;
         }
         b.expiring = expiring;
+        b.ranges = ranges;
         if n != count {
             return Err(Error::corrupt(format!(
                 "write batch says {count} entries, holds {n}"
@@ -365,6 +395,17 @@ impl WriteBatch {
                     "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
                     e.key.len()
                 )));
+            }
+            if e.kind == ValueKind::RangeDelete {
+                if e.key > e.value {
+                    return Err(Error::invalid("a range deletion's start is above its end"));
+                }
+                if e.value.len() > MAX_KEY_LEN {
+                    return Err(Error::invalid(format!(
+                        "range end of {} bytes exceeds the {MAX_KEY_LEN}-byte key limit",
+                        e.value.len()
+                    )));
+                }
             }
             if e.value.len() > MAX_VALUE_LEN {
                 return Err(Error::invalid(format!(
@@ -406,6 +447,8 @@ impl<'a> Iterator for BatchIter<'a> {
                 // Written by the engine only (the value log's write path); `validate`
                 // refuses them in the user's batches.
                 ValueKind::Pointer => get_length_prefixed(&mut self.src)?,
+                // The range's end.
+                ValueKind::RangeDelete => get_length_prefixed(&mut self.src)?,
             };
             Some(BatchEntry {
                 kind,

@@ -52,6 +52,20 @@ pub(crate) struct SuperVersion {
     pub pending_compaction_bytes: u64,
 }
 
+impl SuperVersion {
+    /// The range tombstones a read of this view meets: the memtables' (their newest as of
+    /// now: a read ignores those above its sequence) and the version's.
+    pub(crate) fn ranges(&self) -> crate::range_del::Covering {
+        let mut c = crate::range_del::Covering::default();
+        c.add(&self.mem.range_pieces());
+        for m in &self.imms {
+            c.add(&m.range_pieces());
+        }
+        c.add(self.version.ranges.pieces());
+        c
+    }
+}
+
 /// State guarded by `DbInner::state`.
 pub(crate) struct State {
     pub mem: Arc<MemTable>,
@@ -276,6 +290,8 @@ pub(crate) struct DbInner {
     pub now: crate::ttl::Now,
     /// The manifest names the `expiring-entries` feature (`DbInner::record_expiring`).
     pub expiring: AtomicBool,
+    /// The manifest names the `range-deletes` feature (`DbInner::record_range_deletes`).
+    pub range_deletes: AtomicBool,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Stats,
     /// Paces slowed-down writes to `delayed_write_rate`; touched only by the write-queue
@@ -709,6 +725,20 @@ impl Db {
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Deletes every key in `[start, end)`: one write, whatever the number of keys it
+    /// covers. Reads stop seeing them at once; their space comes back as compactions
+    /// rewrite the tables holding them (`compact_range` over the range does it now).
+    /// Snapshots taken before it still see the keys. An empty range (`start == end`)
+    /// deletes nothing (docs/design/range-deletes.md).
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `start` is above `end`; otherwise as for [`Db::put`].
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
         self.write(&WriteOptions::default(), b)
     }
 

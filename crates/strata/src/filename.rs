@@ -1,6 +1,6 @@
 //! File names inside the database directories (docs/format/filenames.md).
 //!
-//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`, `OPTIONS`, `OBSOLETE`,
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `NNNNNN.rdel` (range tombstones), `NNNNNN.blob` (blob file), `NNNNNN.vlog` (value-log segment), `MANIFEST-NNNNNN`, `CURRENT`, `LOCK`, `OPTIONS`, `OBSOLETE`,
 //! `*.dbtmp` (temporary, deleted at open). Numbers come from one counter, so a number names
 //! exactly one file whatever its kind.
 
@@ -30,6 +30,8 @@ pub enum FileType {
     Wal(FileNumber),
     /// A table.
     Table(FileNumber),
+    /// A range-tombstone file (`crate::range_del`).
+    Ranges(FileNumber),
     /// A value store's file (`NNNNNN.<extension>`, the extension naming the store: `.blob`,
     /// `.vlog`).
     Value(FileNumber, StoreId),
@@ -56,6 +58,11 @@ pub fn wal_name(n: FileNumber) -> String {
 /// The table file name for `n`.
 pub fn table_name(n: FileNumber) -> String {
     format!("{n}.sst")
+}
+
+/// The range-tombstone file name for `n`.
+pub fn ranges_name(n: FileNumber) -> String {
+    format!("{n}.rdel")
 }
 
 /// The name of a value store's file `n` whose store's files end in `.ext`.
@@ -110,6 +117,9 @@ pub fn parse_with(name: &str, store_of: &dyn Fn(&str) -> Option<StoreId>) -> Opt
     }
     if let Some(n) = name.strip_suffix(".sst") {
         return num(n).map(FileType::Table);
+    }
+    if let Some(n) = name.strip_suffix(".rdel") {
+        return num(n).map(FileType::Ranges);
     }
     let (n, ext) = name.rsplit_once('.')?;
     let store = store_of(ext)?;

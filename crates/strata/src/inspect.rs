@@ -59,6 +59,7 @@ fn show_value(kind: ValueKind, value: &[u8], show: &dyn Fn(&[u8]) -> String) -> 
     match kind {
         ValueKind::Delete => String::new(),
         ValueKind::Put => show(value),
+        ValueKind::RangeDelete => format!("(deletes up to {})", show(value)),
         ValueKind::Expiring => match crate::key::split_expiring(value) {
             Some((at, v)) => format!("{} (expires at {at} ms)", show(v)),
             None => "(bad expiring entry: shorter than its expiry)".to_string(),

@@ -38,6 +38,10 @@ pub enum ValueKind {
     /// the Unix epoch, u64 little endian) followed by the user's value
     /// (docs/design/ttl.md). Never separated into a value store nor coalesced.
     Expiring = 3,
+    /// A range tombstone (`delete_range`): the key is the range's first key, the value its
+    /// end (exclusive). Only in write batches, WALs and range-tombstone files, never among
+    /// the point entries of a memtable, table or L0 row (docs/design/range-deletes.md).
+    RangeDelete = 4,
 }
 
 impl ValueKind {
@@ -48,6 +52,7 @@ impl ValueKind {
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Pointer),
             3 => Some(ValueKind::Expiring),
+            4 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }

@@ -34,6 +34,7 @@ mod obsolete;
 mod options;
 mod placement;
 mod pmem;
+mod range_del;
 mod registry;
 mod repair;
 mod snapshot;

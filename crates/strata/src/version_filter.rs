@@ -4,7 +4,10 @@
 //! visible to every snapshot is dropped when no deeper level can hold the key. Used by L0
 //! ingest (flush, recovery) and by compaction jobs; it decides, it does no I/O.
 
+use std::sync::Arc;
+
 use crate::key::{SeqNo, ValueKind};
+use crate::range_del::Fragments;
 
 /// Decides which versions of each key survive a flush or compaction.
 pub struct VersionFilter {
@@ -13,6 +16,8 @@ pub struct VersionFilter {
     current_key: Vec<u8>,
     has_key: bool,
     last_stripe: Option<usize>,
+    /// Range tombstones that may cover the entries judged (empty: none).
+    ranges: Arc<Fragments>,
 }
 
 /// The filter's verdict on one entry.
@@ -36,7 +41,16 @@ impl VersionFilter {
             current_key: Vec::new(),
             has_key: false,
             last_stripe: None,
+            ranges: Arc::default(),
         }
+    }
+
+    /// This filter, also dropping entries that range tombstones in `ranges` hide from
+    /// every reader that could see them (the deletion in the entry's own snapshot stripe).
+    #[must_use]
+    pub fn with_ranges(mut self, ranges: Arc<Fragments>) -> Self {
+        self.ranges = ranges;
+        self
     }
 
     /// Judges the next entry, in internal-key order. `bottom(user_key)` says whether no deeper
@@ -61,6 +75,16 @@ impl VersionFilter {
             return Verdict::Hidden;
         }
         self.last_stripe = Some(stripe);
+        if !self.ranges.is_empty() {
+            // The oldest deletion newer than the entry: if no snapshot lies between them,
+            // every reader that sees the entry sees it deleted (older versions in the
+            // stripe are hidden behind it as before).
+            if let Some(t) = self.ranges.oldest_newer(user_key, seq) {
+                if self.snapshots.partition_point(|&s| s < t) == stripe {
+                    return Verdict::Hidden;
+                }
+            }
+        }
         if kind == ValueKind::Delete && stripe == 0 && bottom() {
             // Every reader sees this tombstone, and all older versions are in stripe 0 too,
             // so they are dropped as hidden: the key simply disappears.
@@ -90,6 +114,50 @@ mod tests {
     }
 
     use ValueKind::{Delete as D, Put as P};
+
+    #[test]
+    fn range_tombstones_hide_what_every_reader_sees_deleted() {
+        use crate::range_del::Tombstone;
+        let ranges = Arc::new(Fragments::build(&[Tombstone {
+            start: b"b".to_vec(),
+            end: b"d".to_vec(),
+            seq: SeqNo(10),
+        }]));
+        let e = [
+            ("a", 5, P),
+            ("b", 12, P),
+            ("b", 8, P),
+            ("b", 3, P),
+            ("c", 7, D),
+            ("d", 2, P),
+        ];
+        let run = |snaps: Vec<u64>| -> Vec<(String, u64)> {
+            let mut f = VersionFilter::new(snaps.into_iter().map(SeqNo).collect())
+                .with_ranges(ranges.clone());
+            e.iter()
+                .filter(|(k, s, kind)| {
+                    f.judge(k.as_bytes(), SeqNo(*s), *kind, || true) == Verdict::Keep
+                })
+                .map(|(k, s, _)| (k.to_string(), *s))
+                .collect()
+        };
+        let want = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|(k, s)| (k.to_string(), *s)).collect()
+        };
+        // b@12 is newer than the deletion; b@8, b@3 and c@7 are covered.
+        assert_eq!(run(vec![]), want(&[("a", 5), ("b", 12), ("d", 2)]));
+        // A snapshot at 9 still sees b@8 (the tombstone c@7, with nothing below it, goes
+        // as any tombstone at the bottom does).
+        assert_eq!(
+            run(vec![9]),
+            want(&[("a", 5), ("b", 12), ("b", 8), ("d", 2)])
+        );
+        // A snapshot at 4 sees b@3 only.
+        assert_eq!(
+            run(vec![4]),
+            want(&[("a", 5), ("b", 12), ("b", 3), ("d", 2)])
+        );
+    }
 
     #[test]
     fn keeps_newest_per_stripe() {

@@ -32,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "hint",
             "iter",
             "key",
+            "range_del",
             "snapshot",
             "stats",
             "sync",

@@ -181,7 +181,11 @@ impl CompactionJob<'_> {
             bytes_read: c.input_bytes(),
             ..Default::default()
         };
-        let mut filter = VersionFilter::new(self.snapshots.clone());
+        // The range tombstones flushed by the time the compaction was picked (those
+        // flushed later hide these inputs from readers all the same; a later compaction
+        // drops what they cover).
+        let mut filter = VersionFilter::new(self.snapshots.clone())
+            .with_ranges(self.version.ranges.pieces().clone());
         let path_id = self.placement.path_id(FileKind::table(c.output_level));
         let mut current: Option<Output> = None;
         let upper = c.upper_range();

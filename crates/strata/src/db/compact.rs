@@ -663,7 +663,11 @@ impl DbInner {
                         obsolete.wals.insert(n.0);
                         true
                     }
-                    FileType::Value(n, _) if n < next && !live.contains(&n) => false,
+                    FileType::Value(n, _) | FileType::Ranges(n)
+                        if n < next && !live.contains(&n) =>
+                    {
+                        false
+                    }
                     FileType::Manifest(n) if n < manifest => false,
                     _ => continue,
                 };

@@ -29,6 +29,8 @@ enum Direction {
 /// (forward, from the lower bound or the current position), yielding `Result<(key, value)>`.
 pub struct DbIterator {
     inner: MergingIterator,
+    /// The range tombstones of its view (crate::range_del).
+    ranges: crate::range_del::Covering,
     sv: Arc<SuperVersion>,
     /// For charging seeks to tables they searched in vain (read-triggered compaction).
     db: Arc<DbInner>,
@@ -141,6 +143,7 @@ fn over(
     children.extend(sv.version.iterators(&db.tables));
     DbIterator {
         inner: MergingIterator::new(children),
+        ranges: sv.ranges(),
         sv,
         db: db.clone(),
         seq,
@@ -182,6 +185,11 @@ impl DbIterator {
                 true
             }
         }
+    }
+
+    /// Whether a range deletion this iterator sees deletes the entry of `user_key` at `seq`.
+    fn range_deleted(&self, user_key: &[u8], seq: SeqNo) -> bool {
+        !self.ranges.is_empty() && self.ranges.covers(user_key, seq, self.seq)
     }
 
     /// Whether the cursor is at an entry.
@@ -542,9 +550,11 @@ impl DbIterator {
                 if skipping && p.user_key <= self.saved_key.as_slice() {
                     // Hidden by the entry we already returned or skipped.
                 } else {
-                    // An expired entry hides its key's older versions, as a tombstone.
+                    // An expired entry hides its key's older versions, as a tombstone; so
+                    // does one a range deletion covers (the deletion hides them too).
                     if p.kind == ValueKind::Delete
                         || (p.kind == ValueKind::Expiring && self.expired(self.inner.value()))
+                        || self.range_deleted(p.user_key, p.seq)
                     {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
@@ -585,7 +595,9 @@ impl DbIterator {
                     break;
                 }
                 kind = p.kind;
-                if kind == ValueKind::Expiring && self.expired(self.inner.value()) {
+                if (kind == ValueKind::Expiring && self.expired(self.inner.value()))
+                    || self.range_deleted(p.user_key, p.seq)
+                {
                     kind = ValueKind::Delete;
                 }
                 if kind == ValueKind::Delete {

@@ -110,6 +110,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             edit.features
                 .push(crate::version::EXPIRING_FEATURE.to_string());
         }
+        if replayed.range_deletes && !versions.current().range_deletes {
+            edit.features
+                .push(crate::version::RANGE_DELETES_FEATURE.to_string());
+        }
         // Files a write-time store left open: cut after the last replayed write and named
         // with their extent, in the edit that names the replayed writes' tables. Not
         // after `last_seq`: a flush records the newest visible sequence, which may be a
@@ -561,6 +565,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         }
     }
     let expiring = AtomicBool::new(p.version.expiring);
+    let range_deletes = AtomicBool::new(p.version.range_deletes);
     // Every store's reader, and the GC of each store whose files the version holds (or
     // that is configured), whatever `Options::value_store` names now; a read-only open
     // reads and never writes or collects.
@@ -620,6 +625,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         next_file,
         now,
         expiring,
+        range_deletes,
         snapshots: Arc::new(SnapshotList::default()),
         stats: Stats::default(),
         pacer: Mutex::new(crate::db::Pacer::default()),
@@ -844,7 +850,7 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
         // An absent directory holds nothing.
         for name in fs.list(dir).unwrap_or_default() {
             let counter = match crate::registry::parse_file_name(&name) {
-                Some(FileType::Table(_)) => &mut tables,
+                Some(FileType::Table(_) | FileType::Ranges(_)) => &mut tables,
                 Some(FileType::Wal(_)) if wal_holds_writes(fs, &dir.join(&name)) => &mut wals,
                 Some(FileType::Value(..)) => &mut values,
                 _ => continue,
@@ -879,6 +885,7 @@ fn kept_after_drop(
     dropped: &str,
 ) -> crate::version::KeptFiles {
     let mut named: HashSet<u64> = v.values.keys().copied().collect();
+    named.extend(v.ranges.files().map(|f| f.number));
     for level in 0..v.num_levels() {
         named.extend(v.files(level).iter().map(|f| f.number.0));
     }
@@ -889,7 +896,7 @@ fn kept_after_drop(
     reason.push_str(dropped);
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
-            if let Some(FileType::Table(n) | FileType::Value(n, _)) =
+            if let Some(FileType::Table(n) | FileType::Value(n, _) | FileType::Ranges(n)) =
                 crate::registry::parse_file_name(&name)
             {
                 if !named.contains(&n.0) {
@@ -966,6 +973,7 @@ fn mark_numbers_on_disk(fs: &Arc<dyn fs::Fs>, placement: &Placement, versions: &
             if let Some(
                 FileType::Wal(n)
                 | FileType::Table(n)
+                | FileType::Ranges(n)
                 | FileType::Value(n, _)
                 | FileType::Manifest(n),
             ) = crate::registry::parse_file_name(&name)
@@ -1003,6 +1011,8 @@ struct Replayed {
     stopped: bool,
     /// Whether a replayed write holds expiring entries.
     expiring: bool,
+    /// Whether a replayed write holds a range deletion.
+    range_deletes: bool,
 }
 
 /// The WALs numbered >= `log_number`, oldest first, in whichever of the placement's
@@ -1100,6 +1110,7 @@ fn replay_wals(
     let mut last_logged: Option<SeqNo> = None;
     let mut last_replayed = SeqNo::ZERO;
     let mut expiring = false;
+    let mut range_deletes = false;
     // The newest WAL that holds writes: it, and only it, can end in a write cut short. (The
     // WALs after it hold only link records: an open or a repair killed after it created
     // its WAL, before its manifest edit moved the log number past the older ones, leaves
@@ -1263,6 +1274,7 @@ fn replay_wals(
             }
             let mut seq = batch.sequence();
             expiring |= batch.has_expiring();
+            range_deletes |= batch.has_range_delete();
             for e in batch.iter() {
                 let e = e?;
                 if !check {
@@ -1299,6 +1311,7 @@ fn replay_wals(
         last_replayed,
         stopped: early,
         expiring,
+        range_deletes,
     };
     let edit = match sink {
         Sink::Keep(kept) => {
@@ -1380,6 +1393,13 @@ fn flush_recovered(
         filter: None,
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
+    edit.new_range_files.extend(super::flush::write_ranges(
+        &*opts.fs,
+        placement,
+        mem,
+        &mut *job.new_file_number,
+        None,
+    )?);
     edit.new_value_files.extend(job.finish_values()?);
     // Older versions the replayed memtable held are garbage of the files their pointers
     // lead to, as a live flush counts them (entries add up when the edit is applied).

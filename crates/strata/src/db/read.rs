@@ -33,12 +33,24 @@ fn lookup(
     user_key: &[u8],
     seq: SeqNo,
 ) -> Result<Option<(SeqNo, Lookup)>> {
+    let mut found = None;
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        if let Some(found) = mem.get(user_key, seq) {
-            return Ok(Some(found));
+        if let Some(f) = mem.get(user_key, seq) {
+            found = Some(f);
+            break;
         }
     }
-    lookup_in_version(db, &sv.version, user_key, seq)
+    if found.is_none() {
+        found = lookup_in_version(db, &sv.version, user_key, seq)?;
+    }
+    let Some((at, _)) = found else {
+        return Ok(None);
+    };
+    // A range deletion newer than the version found deletes it.
+    match sv.ranges().newest_visible(user_key, seq) {
+        Some(t) if t > at => Ok(Some((t, Lookup::Deleted))),
+        _ => Ok(found),
+    }
 }
 
 impl DbInner {

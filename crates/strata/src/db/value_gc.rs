@@ -131,6 +131,13 @@ impl GcView for Arc<super::SuperVersion> {
             .chain(self.imms.iter())
             .find_map(|m| m.get(user_key, SeqNo::MAX).map(|(_, found)| found))
     }
+
+    fn ranges_touch(&self, user_key: &[u8]) -> bool {
+        std::iter::once(&self.mem)
+            .chain(self.imms.iter())
+            .any(|m| m.range_pieces().touches(user_key))
+            || self.version.ranges.pieces().touches(user_key)
+    }
 }
 
 /// Paces writes to the value stores' GC: while a store's GC asks for it (the value log
@@ -183,6 +190,9 @@ pub(crate) struct KeyWatch {
     first: std::collections::HashMap<u64, (usize, usize), crate::cache::IntBuild>,
     /// Keys whose hash an earlier, different key holds in `first`.
     others: std::collections::HashSet<Vec<u8>>,
+    /// Ranges deleted since the watch began (`[start, end)`): every key in them counts as
+    /// written.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
     /// Tests: every key hashes alike.
     #[cfg(test)]
     all_collide: bool,
@@ -196,6 +206,7 @@ impl Default for KeyWatch {
             bytes: Vec::new(),
             first: Default::default(),
             others: Default::default(),
+            ranges: Vec::new(),
             #[cfg(test)]
             all_collide: false,
         }
@@ -229,8 +240,22 @@ impl KeyWatch {
         }
     }
 
-    /// Whether `key` was written since the watch began.
+    /// Notes that every key in `[start, end)` was deleted.
+    pub(crate) fn insert_range(&mut self, start: &[u8], end: &[u8]) {
+        if start < end {
+            self.ranges.push((start.to_vec(), end.to_vec()));
+        }
+    }
+
+    /// Whether `key` was written (or deleted by a range) since the watch began.
     pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        if self
+            .ranges
+            .iter()
+            .any(|(s, e)| s.as_slice() <= key && key < e.as_slice())
+        {
+            return true;
+        }
         match self.first.get(&self.hash(key)) {
             None => false,
             Some(&(at, len)) => &self.bytes[at..at + len] == key || self.others.contains(key),
@@ -253,6 +278,10 @@ mod tests {
         assert!(!w.contains(b"key2000"));
         assert!(!w.contains(b"key"));
         assert!(!w.contains(b""));
+        w.insert_range(b"x", b"y");
+        w.insert_range(b"b", b"b");
+        assert!(w.contains(b"x") && w.contains(b"xz"));
+        assert!(!w.contains(b"y") && !w.contains(b"b"));
     }
 
     #[test]

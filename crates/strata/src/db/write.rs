@@ -18,7 +18,7 @@ use crate::compaction::picker;
 use crate::error::{Error, ErrorKind, Result};
 use crate::filename::FileNumber;
 use crate::fs::WritableFile;
-use crate::key::SeqNo;
+use crate::key::{SeqNo, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{WriteOptions, WriteSlowdown};
 use crate::stats::{Stats, WaitCause};
@@ -81,6 +81,9 @@ pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Res
     let batch = batch.resolve_expiry(&db.now, opts.ttl.or(db.opts.default_ttl))?;
     if batch.has_expiring() {
         db.record_expiring()?;
+    }
+    if batch.has_range_delete() {
+        db.record_range_deletes()?;
     }
     if batch.is_empty() && !opts.sync {
         return Ok(());
@@ -516,7 +519,11 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
             let mut watches = lock(&db.gc_watch);
             for watch in watches.values_mut() {
                 for e in batch.iter().flatten() {
-                    watch.insert(e.key);
+                    if e.kind == ValueKind::RangeDelete {
+                        watch.insert_range(e.key, e.value);
+                    } else {
+                        watch.insert(e.key);
+                    }
                 }
             }
         }
@@ -775,8 +782,35 @@ impl DbInner {
     /// # Errors
     /// I/O errors writing the manifest (the database is then poisoned).
     pub(crate) fn record_expiring(&self) -> Result<()> {
+        self.record_feature(&self.expiring, crate::version::EXPIRING_FEATURE, |v| {
+            v.expiring
+        })
+    }
+
+    /// Names the `range-deletes` format feature in the manifest before the first range
+    /// deletion is written (a build that does not know them must refuse the database
+    /// rather than replay a WAL or read a version without them). Once per database.
+    ///
+    /// # Errors
+    /// As for [`DbInner::record_expiring`].
+    pub(crate) fn record_range_deletes(&self) -> Result<()> {
+        self.record_feature(
+            &self.range_deletes,
+            crate::version::RANGE_DELETES_FEATURE,
+            |v| v.range_deletes,
+        )
+    }
+
+    /// Names format feature `feature` in the manifest unless `named` (cached in `done`)
+    /// says the current version names it already.
+    fn record_feature(
+        &self,
+        done: &std::sync::atomic::AtomicBool,
+        feature: &str,
+        named: fn(&crate::version::Version) -> bool,
+    ) -> Result<()> {
         use std::sync::atomic::Ordering;
-        if self.expiring.load(Ordering::Acquire) {
+        if done.load(Ordering::Acquire) {
             return Ok(());
         }
         let mut versions = super::lock(&self.versions);
@@ -789,18 +823,21 @@ impl DbInner {
         if let Some(e) = &super::lock(&self.state).bg_error {
             return Err(e.clone());
         }
-        if !versions.current().expiring {
+        if !named(&versions.current()) {
             let edit = crate::version::VersionEdit {
-                features: vec![crate::version::EXPIRING_FEATURE.to_string()],
+                features: vec![feature.to_string()],
                 ..Default::default()
             };
             let v = versions.log_and_apply(edit).inspect_err(|e| {
-                self.poison(&e.clone().context("recording the expiring-entries feature"));
+                self.poison(
+                    &e.clone()
+                        .context(format!("recording the {feature} feature")),
+                );
             })?;
             let mut st = super::lock(&self.state);
             self.install_super_version(&mut st, v);
         }
-        self.expiring.store(true, Ordering::Release);
+        done.store(true, Ordering::Release);
         Ok(())
     }
 }

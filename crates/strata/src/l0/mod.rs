@@ -819,7 +819,9 @@ impl Ingest<'_> {
         sink: &mut dyn EntrySink,
     ) -> Result<OldestValueFile> {
         let mut begun = false;
-        let mut filter = VersionFilter::new(self.snapshots.clone());
+        // A memtable's entries are older than its own range tombstones only: the flush
+        // drops what they hide (the tombstones go to a file named in the same edit).
+        let mut filter = VersionFilter::new(self.snapshots.clone()).with_ranges(mem.range_pieces());
         let mut it = mem.iter();
         match from {
             Some(k) => it.seek(&key::seek_key(k, SeqNo::MAX)),

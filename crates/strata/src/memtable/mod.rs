@@ -10,7 +10,8 @@ mod arena;
 mod filter;
 mod skiplist;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub(crate) use arena::Arena;
 pub use arena::ChunkPool;
@@ -20,6 +21,7 @@ pub use skiplist::SkipList;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
+use crate::range_del::{Fragments, Tombstone};
 
 /// What a point lookup found in one source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +43,8 @@ impl Lookup {
     pub fn of(kind: ValueKind, value: Vec<u8>) -> Lookup {
         match kind {
             ValueKind::Put => Lookup::Value(value),
-            ValueKind::Delete => Lookup::Deleted,
+            // (Never among point entries; taken as what it is, a deletion.)
+            ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
             ValueKind::Pointer => Lookup::Pointer(value),
             ValueKind::Expiring => Lookup::Expiring(value),
         }
@@ -84,6 +87,18 @@ pub struct MemTable {
     filter: Option<filter::KeyFilter>,
     /// Number of the WAL holding this memtable's writes (0 if the WAL is disabled).
     wal_number: u64,
+    /// Its range tombstones, kept beside the skiplist (crate::range_del).
+    ranges: Ranges,
+}
+
+/// A memtable's range tombstones: the list a flush writes out, and its pieces for readers,
+/// rebuilt on each addition (a range deletion is rare next to the puts it deletes).
+#[derive(Default)]
+struct Ranges {
+    /// Set once the first is added: reads of a memtable without any skip the lock.
+    any: AtomicBool,
+    held: Mutex<(Vec<Tombstone>, Arc<Fragments>)>,
+    bytes: AtomicUsize,
 }
 
 impl MemTable {
@@ -94,6 +109,7 @@ impl MemTable {
             side: None,
             filter: None,
             wal_number,
+            ranges: Ranges::default(),
         }
     }
 
@@ -105,6 +121,7 @@ impl MemTable {
             side: None,
             filter: (filter_bytes > 0).then(|| filter::KeyFilter::new(filter_bytes)),
             wal_number,
+            ranges: Ranges::default(),
         }
     }
 
@@ -123,6 +140,14 @@ impl MemTable {
     /// Adds an entry; returns whether the side took it. REQUIRES: a single writer at a time
     /// (the skiplist serializes anyway), and `seq` unique.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
+        if kind == ValueKind::RangeDelete {
+            self.add_range(Tombstone {
+                start: user_key.to_vec(),
+                end: value.to_vec(),
+                seq,
+            });
+            return false;
+        }
         if self
             .side
             .as_ref()
@@ -185,14 +210,50 @@ impl MemTable {
         Some((p.seq, Lookup::of(p.kind, v.to_vec())))
     }
 
-    /// Bytes of memory used.
-    pub fn memory_usage(&self) -> usize {
-        self.list.memory_usage() + self.side.as_ref().map_or(0, |s| s.memory_usage())
+    /// Adds a range tombstone (an empty range is kept too: it is a write the flush
+    /// accounts for, and covers nothing).
+    fn add_range(&self, t: Tombstone) {
+        let mut held = crate::sync::lock(&self.ranges.held);
+        self.ranges
+            .bytes
+            .fetch_add(t.footprint(), Ordering::Relaxed);
+        held.0.push(t);
+        held.1 = Arc::new(Fragments::build(&held.0));
+        self.ranges.any.store(true, Ordering::Release);
     }
 
-    /// Number of entries.
+    /// Its range tombstones' pieces (empty if it has none).
+    pub fn range_pieces(&self) -> Arc<Fragments> {
+        if !self.ranges.any.load(Ordering::Acquire) {
+            return Arc::default();
+        }
+        crate::sync::lock(&self.ranges.held).1.clone()
+    }
+
+    /// Its range tombstones, in the order they were added.
+    pub fn range_tombstones(&self) -> Vec<Tombstone> {
+        if !self.ranges.any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        crate::sync::lock(&self.ranges.held).0.clone()
+    }
+
+    /// Bytes of memory used.
+    pub fn memory_usage(&self) -> usize {
+        self.list.memory_usage()
+            + self.side.as_ref().map_or(0, |s| s.memory_usage())
+            + self.ranges.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of entries (range tombstones included).
     pub fn len(&self) -> usize {
-        self.list.len() + self.side.as_ref().map_or(0, |s| s.len())
+        self.list.len()
+            + self.side.as_ref().map_or(0, |s| s.len())
+            + if self.ranges.any.load(Ordering::Acquire) {
+                crate::sync::lock(&self.ranges.held).0.len()
+            } else {
+                0
+            }
     }
 
     /// Whether no entry was added.

@@ -57,6 +57,9 @@ impl Repairer<'_> {
             expiring: false,
         };
         let mut out: Option<Output> = None;
+        // Only each key's newest version is written: one a range deletion covers is
+        // dropped with every older one, and the new manifest needs no tombstone.
+        let ranges = crate::range_del::Fragments::build(&sources.ranges);
         let mut merged = MergingIterator::new(sources.children);
         merged.seek_to_first();
         let mut last_user_key: Option<Vec<u8>> = None;
@@ -73,8 +76,15 @@ impl Repairer<'_> {
                 continue;
             }
             last_user_key = Some(k.user_key.to_vec());
-            if k.kind == ValueKind::Delete {
+            if k.kind == ValueKind::Delete || k.kind == ValueKind::RangeDelete {
                 merged.next(); // nothing below the last level for it to hide
+                continue;
+            }
+            if ranges
+                .newest_visible(k.user_key, SeqNo::MAX)
+                .is_some_and(|t| t > k.seq)
+            {
+                merged.next(); // deleted by a range deletion, with its older versions
                 continue;
             }
             if k.kind == ValueKind::Expiring && crate::key::split_expiring(merged.value()).is_none()

@@ -20,6 +20,8 @@ pub(super) struct Found {
     pub wals: Vec<(PathBuf, FileNumber)>,
     /// Manifests.
     pub manifests: Vec<PathBuf>,
+    /// Range-tombstone files.
+    pub range_files: Vec<PathBuf>,
     /// Value files by number: path, store, the directory's path id.
     pub value_files: BTreeMap<u64, (PathBuf, crate::vstore::StoreId, crate::placement::PathId)>,
     /// The highest file number seen.
@@ -70,6 +72,7 @@ impl Repairer<'_> {
             tables: Vec::new(),
             wals: Vec::new(),
             manifests: Vec::new(),
+            range_files: Vec::new(),
             value_files: BTreeMap::new(),
             max_number: 1,
             recorded_entries: HashMap::new(),
@@ -106,6 +109,10 @@ impl Repairer<'_> {
                     }
                     Some(FileType::Manifest(n)) => {
                         found.manifests.push(p);
+                        n
+                    }
+                    Some(FileType::Ranges(n)) => {
+                        found.range_files.push(p);
                         n
                     }
                     Some(FileType::Value(n, store)) => {

@@ -25,6 +25,9 @@ pub(super) struct Sources {
     pub children: Vec<Box<dyn InternalIterator>>,
     /// The highest sequence any source (or a table left out) holds: never reused.
     pub last_seq: SeqNo,
+    /// The range deletions of the range-tombstone files and the WALs: the rewrite drops
+    /// what they cover.
+    pub ranges: Vec<crate::range_del::Tombstone>,
 }
 
 /// Each value file's length as the file system holds it, to tell a pointer whose value
@@ -66,7 +69,27 @@ impl Repairer<'_> {
         let mut sources = Sources {
             children: Vec::new(),
             last_seq: SeqNo::ZERO,
+            ranges: Vec::new(),
         };
+        // (Never named by the obsolete list: one the database dropped covers only
+        // versions older than it that were gone from every table by then.)
+        for p in &found.range_files {
+            match crate::sst::range_file::read(&**fs, p) {
+                Ok(list) => {
+                    for t in &list {
+                        sources.last_seq = sources.last_seq.max(t.seq);
+                    }
+                    sources.ranges.extend(list);
+                }
+                Err(e) => {
+                    report.dropped.push(format!(
+                        "{}: the range-tombstone file would not read ({e}): the keys its                          range deletions deleted may be back",
+                        p.display()
+                    ));
+                    report.damaged(p, 0, e.to_string());
+                }
+            }
+        }
         for (p, n) in &found.tables {
             let opened = fs
                 .open_with(p, ReadAccess::Positional)
@@ -265,6 +288,7 @@ impl Repairer<'_> {
                 stopped = Some("a WAL that lost every record");
             }
         }
+        sources.ranges.extend(wal_mem.range_tombstones());
         sources.children.push(Box::new(wal_mem.iter()));
         Ok(())
     }

@@ -7,6 +7,7 @@ pub mod builder;
 pub mod filter;
 pub mod format;
 pub mod properties;
+pub mod range_file;
 pub mod table;
 
 pub use builder::{TableBuilder, TableOptions, UnsyncedTable};

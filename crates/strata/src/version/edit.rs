@@ -38,6 +38,10 @@ const TAG_NEW_FILE_WITH_VALUES: u32 = 12;
 const TAG_DELETED_VALUE_FILE: u32 = 14;
 /// The files kept after an open dropped a damaged manifest record (`KeptFiles`).
 const TAG_KEPT_FILES: u32 = 15;
+/// A range-tombstone file added, with its tombstones (`RangeFile`).
+const TAG_RANGE_FILE: u32 = 20;
+/// A range-tombstone file removed (every key it covers gone from the tables).
+const TAG_DELETED_RANGE_FILE: u32 = 21;
 /// Tags at or above this carry a length-prefixed payload and may be ignored.
 const TAG_SAFE_TO_IGNORE: u32 = 64;
 /// Where the database keeps its files (`Directories`): ignorable, so a build that does
@@ -55,7 +59,14 @@ const TAG_CLOCK: u32 = 66;
 /// (each registered one names its own). A manifest names every feature its database uses
 /// (in the first edit of each manifest, and in the edit that starts using one); a build
 /// that meets a feature it does not support refuses the database, naming the feature.
-pub const SUPPORTED_FEATURES: &[&str] = &[KEPT_FILES_FEATURE, EXPIRING_FEATURE];
+pub const SUPPORTED_FEATURES: &[&str] =
+    &[KEPT_FILES_FEATURE, EXPIRING_FEATURE, RANGE_DELETES_FEATURE];
+
+/// The format feature of a database that has written range deletions (entry kind 4 in its
+/// WALs, range-tombstone files: docs/design/range-deletes.md): a build that did not read
+/// them would bring back every key they delete. Named before the first one is written, for
+/// good.
+pub const RANGE_DELETES_FEATURE: &str = "range-deletes";
 
 /// The format feature of a database that has written expiring entries (entry kind 3,
 /// docs/design/ttl.md): a build that read them as plain values would return expired data
@@ -120,6 +131,10 @@ pub struct VersionEdit {
     pub value_garbage: Vec<(u64, u64, u64)>,
     /// Value files removed (value-log segments the value log's GC emptied).
     pub deleted_value_files: Vec<u64>,
+    /// Range-tombstone files added (a flush of a memtable holding range deletions).
+    pub new_range_files: Vec<crate::range_del::RangeFile>,
+    /// Range-tombstone files removed.
+    pub deleted_range_files: Vec<u64>,
     /// From this edit on, the kept files (replacing any earlier record).
     pub kept: Option<KeptFiles>,
     /// From this edit on, the directories the database keeps its files in (the first
@@ -233,6 +248,21 @@ impl VersionEdit {
         }
         for &n in &self.deleted_value_files {
             put_varint32(&mut b, TAG_DELETED_VALUE_FILE);
+            put_varint64(&mut b, n);
+        }
+        for f in &self.new_range_files {
+            put_varint32(&mut b, TAG_RANGE_FILE);
+            put_varint64(&mut b, f.number);
+            put_varint64(&mut b, f.size);
+            put_varint64(&mut b, f.tombstones.len() as u64);
+            for t in f.tombstones.iter() {
+                put_length_prefixed(&mut b, &t.start);
+                put_length_prefixed(&mut b, &t.end);
+                put_varint64(&mut b, t.seq.0);
+            }
+        }
+        for &n in &self.deleted_range_files {
+            put_varint32(&mut b, TAG_DELETED_RANGE_FILE);
             put_varint64(&mut b, n);
         }
         if let Some(c) = self.clock {
@@ -412,6 +442,36 @@ impl VersionEdit {
                     })?;
                     e.new_value_files.push(f);
                 }
+                TAG_RANGE_FILE => {
+                    let f = (|| {
+                        let number = get_varint64(&mut src)?;
+                        let size = get_varint64(&mut src)?;
+                        let n = get_varint64(&mut src)?;
+                        if n > 1 << 24 {
+                            return None;
+                        }
+                        let tombstones = (0..n)
+                            .map(|_| {
+                                Some(crate::range_del::Tombstone {
+                                    start: get_length_prefixed(&mut src)?.to_vec(),
+                                    end: get_length_prefixed(&mut src)?.to_vec(),
+                                    seq: SeqNo(get_varint64(&mut src)?),
+                                })
+                            })
+                            .collect::<Option<Vec<_>>>()?;
+                        Some(crate::range_del::RangeFile {
+                            number,
+                            size,
+                            tombstones: tombstones.into(),
+                        })
+                    })()
+                    .ok_or_else(|| bad("range-tombstone file record"))?;
+                    e.new_range_files.push(f);
+                }
+                TAG_DELETED_RANGE_FILE => {
+                    let n = get_varint64(&mut src).ok_or_else(|| bad("deleted range file"))?;
+                    e.deleted_range_files.push(n);
+                }
                 TAG_CLOCK => {
                     let mut payload = get_length_prefixed(&mut src).ok_or_else(|| bad("clock"))?;
                     e.clock = Some(get_varint64(&mut payload).ok_or_else(|| bad("clock record"))?);
@@ -473,6 +533,8 @@ mod tests {
             TAG_NEW_FILE_WITH_VALUES,
             TAG_DELETED_VALUE_FILE,
             TAG_KEPT_FILES,
+            TAG_RANGE_FILE,
+            TAG_DELETED_RANGE_FILE,
         ];
         let mut tags = std::collections::HashSet::new();
         let mut names = std::collections::HashSet::new();
@@ -559,6 +621,17 @@ mod tests {
             }],
             value_garbage: vec![(13, 2, 250)],
             deleted_value_files: vec![9],
+            new_range_files: vec![crate::range_del::RangeFile {
+                number: 14,
+                size: 300,
+                tombstones: vec![crate::range_del::Tombstone {
+                    start: b"b".to_vec(),
+                    end: b"d".to_vec(),
+                    seq: SeqNo(77),
+                }]
+                .into(),
+            }],
+            deleted_range_files: vec![8],
             kept: Some(KeptFiles {
                 reason: "MANIFEST-000004 at offset 812: checksum mismatch".into(),
                 files: vec![21, 22],

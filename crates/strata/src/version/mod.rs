@@ -12,7 +12,7 @@ mod version;
 
 pub use crate::file_meta::FileMeta;
 pub use edit::{KeptFiles, L0Record, VersionEdit};
-pub(crate) use edit::{Registered, EXPIRING_FEATURE};
+pub(crate) use edit::{Registered, EXPIRING_FEATURE, RANGE_DELETES_FEATURE};
 pub use level_iter::level_iterator;
 pub(crate) use set::{directories_record, recorded_directories, SyncedWals};
 pub use set::{Recovered, VersionSet, MANIFEST_FORMAT_VERSION};

@@ -386,6 +386,13 @@ fn apply(
     {
         v.expiring = true;
     }
+    if edit
+        .features
+        .iter()
+        .any(|f| f == super::edit::RANGE_DELETES_FEATURE)
+    {
+        v.range_deletes = true;
+    }
     // NB: the layout changes after the edit's deletions and before its additions: the tables
     // an edit adds to L0 (a manifest's snapshot, a flush that chose new bucket boundaries)
     // were cut for the layout it records.
@@ -446,6 +453,13 @@ fn apply(
         // A file no live pointer reaches leaves the version; its file is then obsolete.
         values.retain(|_, f| !f.all_garbage());
     }
+    if !edit.new_range_files.is_empty() || !edit.deleted_range_files.is_empty() {
+        v.ranges = Arc::new(
+            v.ranges
+                .apply(&edit.new_range_files, &edit.deleted_range_files)
+                .map_err(Error::corrupt)?,
+        );
+    }
     let layout = v.l0.clone();
     layout.arrange(Arc::make_mut(&mut v.levels[0]))?;
     for level in 1..num_levels {
@@ -473,6 +487,9 @@ pub(crate) fn features_of(v: &Version, formats: Formats) -> Vec<String> {
     }
     if v.expiring {
         f.push(super::edit::EXPIRING_FEATURE.to_string());
+    }
+    if v.range_deletes || !v.ranges.is_empty() {
+        f.push(super::edit::RANGE_DELETES_FEATURE.to_string());
     }
     f
 }
@@ -837,6 +854,7 @@ impl VersionSet {
             }
         }
         snap.new_value_files = self.current.values.values().cloned().collect();
+        snap.new_range_files = self.current.ranges.files().cloned().collect();
         snap.kept = self.current.kept.as_deref().cloned();
         snap.clock = self.clock_mark();
         snap
@@ -898,7 +916,11 @@ impl VersionSet {
             v.l0.write_locator()
                 .map_err(|e| e.context("recording where L0 is"))?;
         }
-        if edit.l0_layout.is_some() || !edit.new_value_files.is_empty() || edit.kept.is_some() {
+        if edit.l0_layout.is_some()
+            || !edit.new_value_files.is_empty()
+            || edit.kept.is_some()
+            || !edit.new_range_files.is_empty()
+        {
             // Named with the record that starts using them, before it (encoded first).
             edit.features = features_of(&v, self.formats);
         }
@@ -1145,6 +1167,7 @@ impl VersionSet {
                 live.extend(level.iter().map(|f| f.number));
             }
             live.extend(v.values.keys().map(|&n| FileNumber(n)));
+            live.extend(v.ranges.files().map(|f| FileNumber(f.number)));
             // Not live, but never deleted: they wait for a repair (`KeptFiles`).
             if let Some(k) = &v.kept {
                 live.extend(k.files.iter().map(|&n| FileNumber(n)));

@@ -32,6 +32,11 @@ pub struct Version {
     /// Whether the database has written expiring entries (format feature
     /// `expiring-entries`: named from the first one on, for good).
     pub expiring: bool,
+    /// Whether the database has written range deletions (format feature
+    /// `range-deletes`: named from the first one on, for good).
+    pub range_deletes: bool,
+    /// The range tombstones flushed so far and still needed (crate::range_del).
+    pub ranges: Arc<crate::range_del::RangeSet>,
 }
 
 impl Default for Version {
@@ -50,6 +55,8 @@ impl Version {
             values: Arc::default(),
             kept: None,
             expiring: false,
+            range_deletes: false,
+            ranges: Arc::default(),
         }
     }
 

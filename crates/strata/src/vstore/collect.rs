@@ -115,6 +115,11 @@ pub(crate) trait GcView {
     /// The newest entry of `user_key` in the memtables (none: the version holds it, if
     /// anything does).
     fn memtable_entry(&self, user_key: &[u8]) -> Option<Lookup>;
+    /// Whether a range deletion of the view (memtables or version) covers `user_key`:
+    /// what a store that judges records by its own files must then ask the LSM about
+    /// (`GcContext::newest_entry` honours range deletions), since none of its records
+    /// says so.
+    fn ranges_touch(&self, user_key: &[u8]) -> bool;
 }
 
 /// A store's GC job, run on a thread of its own (`bg`): one per database and store.

@@ -753,6 +753,15 @@ impl HashGc {
                 if !still_newest(view, &key, &here, tag) {
                     continue;
                 }
+                // A range deletion leaves no record here: the LSM says whether it covers
+                // the key's newest entry, which is then no pointer. (Only whether: the
+                // same record may be in two files here after a reopen, a GC's replaced
+                // file and its new main, and the LSM points to one of them.)
+                if view.ranges_touch(&key)
+                    && !matches!(ctx.newest_entry(&key)?, Some(Lookup::Pointer(_)))
+                {
+                    continue;
+                }
                 let (bytes, walked) = &turn[&n.file];
                 let r = read_back(bytes, &key, &n, *walked, repaired).ok_or_else(|| {
                     Error::corruption(

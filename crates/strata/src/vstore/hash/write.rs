@@ -238,7 +238,10 @@ impl HashWriter {
             let ours = e.kind == ValueKind::Pointer
                 && ValuePointer::decode(e.value).is_ok_and(|p| p.store == ID);
             let mut moved = None;
-            if take || (!ours && st.active.get(g).copied().unwrap_or(true)) {
+            // (A range deletion is no key's record: the GC judges the keys it covers
+            // against the LSM, which holds it.)
+            let point = e.kind != ValueKind::RangeDelete;
+            if take || (point && !ours && st.active.get(g).copied().unwrap_or(true)) {
                 if st.open.is_none() {
                     st.open = Some(self.generation(files)?);
                 }

@@ -1,0 +1,304 @@
+//! Range deletions (`Db::delete_range`, `WriteBatch::delete_range`;
+//! docs/design/range-deletes.md) under every named configuration: a deleted key is never
+//! read again (by `get`, by iterators either way, from memtables, flushed tables, every L0
+//! layout and every value store), keys written after the deletion survive it, snapshots
+//! taken before it still read the keys, and flushes, compactions, reopens, value-store GC,
+//! repairs and power cuts bring nothing back.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::fs::{CrashMode, Fs, MemFs};
+use strata::{Db, ErrorKind, ReadOptions, WriteBatch};
+use strata_testkit::configs::{configs, named, Config};
+use strata_testkit::rng::Rng;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn open(config: &Config, fs: &Arc<dyn Fs>) -> Db {
+    let opts = (config.build)(Path::new("/db"), fs.clone());
+    Db::open("/db", opts).unwrap_or_else(|e| panic!("{}: open: {e}", config.name))
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:04}", i).into_bytes()
+}
+
+fn value(i: u64) -> Vec<u8> {
+    // Small and large: the stores separate values from 100 bytes in the named
+    // configurations.
+    let pad = if i.is_multiple_of(4) {
+        300
+    } else {
+        (i % 30) as usize
+    };
+    format!("v{i}-{}", "p".repeat(pad)).into_bytes()
+}
+
+/// Checks every key of `m` (and a few more) by `get`, and the whole by a forward and a
+/// reverse scan and by seeks, through `ro`.
+fn check(db: &Db, m: &Model, ro: &ReadOptions, what: &str) {
+    for i in (0..1_000).step_by(3) {
+        let k = key(i);
+        assert_eq!(
+            db.get_opt(ro, &k)
+                .unwrap_or_else(|e| panic!("{what}: get: {e}")),
+            m.get(&k).cloned(),
+            "{what}: get {}",
+            String::from_utf8_lossy(&k)
+        );
+    }
+    let fwd: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter(ro.clone())
+        .unwrap()
+        .map(|r| r.unwrap_or_else(|e| panic!("{what}: forward scan: {e}")))
+        .collect();
+    let expect: Vec<(Vec<u8>, Vec<u8>)> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(fwd.len(), expect.len(), "{what}: forward scan length");
+    assert!(fwd == expect, "{what}: forward scan");
+    let mut it = db.iter(ro.clone()).unwrap();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    it.status().unwrap();
+    back.reverse();
+    assert!(back == expect, "{what}: reverse scan");
+    for i in (0..1_000).step_by(97) {
+        let k = key(i);
+        let mut it = db.iter(ro.clone()).unwrap();
+        it.seek(&k);
+        let want = m.range(k.clone()..).next();
+        assert_eq!(
+            it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+            want.map(|(k, v)| (k.clone(), v.clone())),
+            "{what}: seek {}",
+            String::from_utf8_lossy(&k)
+        );
+        it.seek_for_prev(&k);
+        let want = m.range(..=k.clone()).next_back();
+        assert_eq!(
+            it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+            want.map(|(k, v)| (k.clone(), v.clone())),
+            "{what}: seek_for_prev {}",
+            String::from_utf8_lossy(&k)
+        );
+    }
+}
+
+/// `n` random writes: puts, deletes and range deletions (some empty, some wide), some of
+/// them in one batch with puts before and after, applied to `m` too.
+fn workload(db: &Db, m: &mut Model, rng: &mut Rng, from: u64, n: u64) {
+    for i in from..from + n {
+        let k = key(rng.below(1_000));
+        match rng.below(40) {
+            0..=2 => {
+                db.delete(&k).unwrap();
+                m.remove(&k);
+            }
+            3 => {
+                let a = rng.below(1_000);
+                let span = if rng.below(4) == 0 { 400 } else { 30 };
+                let b = (a + rng.below(span)).min(1_000);
+                db.delete_range(key(a), key(b)).unwrap();
+                let doomed: Vec<Vec<u8>> =
+                    m.range(key(a)..key(b)).map(|(k, _)| k.clone()).collect();
+                for d in doomed {
+                    m.remove(&d);
+                }
+            }
+            4 => {
+                // A batch: a put the deletion covers, the deletion, a put it would cover
+                // had it come first.
+                let a = rng.below(990);
+                let mut b = WriteBatch::new();
+                b.put(key(a + 1), value(i));
+                b.delete_range(key(a), key(a + 8));
+                b.put(key(a + 2), value(i + 1));
+                db.write(&Default::default(), b).unwrap();
+                let doomed: Vec<Vec<u8>> = m
+                    .range(key(a)..key(a + 8))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for d in doomed {
+                    m.remove(&d);
+                }
+                m.insert(key(a + 2), value(i + 1));
+            }
+            _ => {
+                db.put(&k, value(i)).unwrap();
+                m.insert(k, value(i));
+            }
+        }
+    }
+}
+
+#[test]
+fn deleted_ranges_are_never_read_again_under_every_config() {
+    for config in configs() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut db = open(&config, &fs);
+        let mut m = Model::new();
+        let mut rng = Rng::new(11);
+        let ro = ReadOptions::default();
+        let mut snaps = Vec::new();
+        for step in 0..8u64 {
+            workload(&db, &mut m, &mut rng, step * 1_500, 1_500);
+            let what = format!("{} step {step}", config.name);
+            check(&db, &m, &ro, &what);
+            if step % 3 == 1 {
+                snaps.push((db.snapshot(), m.clone()));
+            }
+            match step % 4 {
+                0 => db.flush().unwrap(),
+                1 => db.compact_range(None, None).unwrap(),
+                2 => {
+                    snaps.clear();
+                    db.close().unwrap();
+                    db = open(&config, &fs);
+                }
+                _ => db.compact_range(Some(&key(200)), Some(&key(700))).unwrap(),
+            }
+            check(&db, &m, &ro, &format!("{what}, after"));
+            for (j, (s, sm)) in snaps.iter().enumerate() {
+                let at = ReadOptions {
+                    snapshot: Some(s.clone()),
+                    ..Default::default()
+                };
+                check(&db, sm, &at, &format!("{what}, snapshot {j}"));
+            }
+        }
+        // With no snapshot left, a full compaction drops every covered entry, and the
+        // tombstones with them.
+        snaps.clear();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        check(&db, &m, &ro, &format!("{}: compacted", config.name));
+        db.close().unwrap();
+        let db = open(&config, &fs);
+        check(&db, &m, &ro, &format!("{}: reopened", config.name));
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_range_deletion_is_checked_and_an_empty_one_deletes_nothing() {
+    let config = named("default");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let db = open(&config, &fs);
+    db.put(b"b", b"1").unwrap();
+    let e = db.delete_range(b"c", b"a").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    db.delete_range(b"b", b"b").unwrap();
+    assert_eq!(db.get(b"b").unwrap(), Some(b"1".to_vec()));
+    // The end is exclusive, the start inclusive.
+    db.put(b"c", b"2").unwrap();
+    db.delete_range(b"b", b"c").unwrap();
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert_eq!(db.get(b"c").unwrap(), Some(b"2".to_vec()));
+    // Empty keys and a range reaching past every key.
+    db.put(b"", b"e").unwrap();
+    db.delete_range(b"", b"\xff\xff").unwrap();
+    assert_eq!(db.get(b"").unwrap(), None);
+    assert_eq!(db.get(b"c").unwrap(), None);
+    let e = db.delete_range(b"a", vec![b'z'; 70_000]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    db.close().unwrap();
+}
+
+#[test]
+fn a_power_cut_keeps_every_synced_range_deletion() {
+    for name in [
+        "default", "wisckey", "hashkv", "matrixkv", "ohdb-2dc", "cleveldb",
+    ] {
+        let config = named(name);
+        let mem = Arc::new(MemFs::new());
+        let fs: Arc<dyn Fs> = mem.clone();
+        let db = open(&config, &fs);
+        let mut m = Model::new();
+        let mut rng = Rng::new(3);
+        workload(&db, &mut m, &mut rng, 0, 2_000);
+        db.flush().unwrap();
+        workload(&db, &mut m, &mut rng, 2_000, 2_000);
+        // Synced: a deletion of a wide range over flushed and unflushed keys.
+        db.write(
+            &strata::WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+            {
+                let mut b = WriteBatch::new();
+                b.delete_range(key(100), key(600));
+                b
+            },
+        )
+        .unwrap();
+        let doomed: Vec<Vec<u8>> = m
+            .range(key(100)..key(600))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for d in doomed {
+            m.remove(&d);
+        }
+        let cut = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        drop(db);
+        let (mem, fs): (Arc<MemFs>, Arc<dyn Fs>) = (cut.clone(), cut);
+        let db = open(&config, &fs);
+        for i in 100..600 {
+            assert_eq!(db.get(key(i)).unwrap(), None, "{name}: {i} came back");
+        }
+        // Flushed, compacted, reopened: still gone.
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        db.close().unwrap();
+        let fs: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        let db = open(&config, &fs);
+        for i in 100..600 {
+            assert_eq!(db.get(key(i)).unwrap(), None, "{name}: {i} came back");
+        }
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_repair_keeps_flushed_range_deletions() {
+    for name in ["default", "wisckey", "hashkv", "ohdb-2dc"] {
+        let config = named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = open(&config, &fs);
+        for i in 0..500 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.delete_range(key(50), key(450)).unwrap();
+        db.put(key(60), b"after").unwrap();
+        db.flush().unwrap();
+        // One in the WAL only.
+        db.put(key(470), b"late").unwrap();
+        db.delete_range(key(460), key(480)).unwrap();
+        db.put(key(475), b"later").unwrap();
+        db.close().unwrap();
+        // Lose the manifest: a repair rebuilds it from the files.
+        for f in fs.list(Path::new("/db")).unwrap() {
+            if f.starts_with("MANIFEST-") || f == "CURRENT" {
+                fs.remove(&Path::new("/db").join(f)).unwrap();
+            }
+        }
+        let opts = (config.build)(Path::new("/db"), fs.clone());
+        strata::repair("/db", &opts).unwrap_or_else(|e| panic!("{name}: repair: {e}"));
+        let db = open(&config, &fs);
+        for i in 0..500 {
+            let want = match i {
+                60 => Some(b"after".to_vec()),
+                475 => Some(b"later".to_vec()),
+                50..450 | 460..480 => None,
+                _ => Some(value(i)),
+            };
+            assert_eq!(db.get(key(i)).unwrap(), want, "{name}: {i}");
+        }
+        db.close().unwrap();
+    }
+}
