@@ -849,7 +849,8 @@ impl Db {
     /// stops for the memtables, L0 or pending compaction bytes, slowdowns, memtable switches,
     /// value space, contended locks; with the count, total and longest wait of each, and the
     /// latest waits of 20 ms or more with when they ended, in seconds since the open; empty
-    /// if no write waited), and `strata.options` (the options this open was given, as
+    /// if no write waited), `strata.range-tombstones` (the flushed range deletions still
+    /// held, and the files holding them: `N in F files`), and `strata.options` (the options this open was given, as
     /// written to the `OPTIONS` file: docs/format/options.md).
     pub fn property(&self, name: &str) -> Option<String> {
         self.property_value(name)
@@ -878,6 +879,7 @@ impl Db {
         "strata.value-garbage-bytes",
         "strata.value-stores",
         "strata.write-stalls",
+        "strata.range-tombstones",
         "strata.options",
     ];
 
@@ -888,6 +890,12 @@ impl Db {
                 lock(&self.inner.versions).recorded(),
             )),
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
+            "strata.range-tombstones" => {
+                let v = self.inner.super_version().version.clone();
+                let files = v.ranges.files().count();
+                let tombstones: usize = v.ranges.files().map(|f| f.tombstones.len()).sum();
+                Some(format!("{tombstones} in {files} files"))
+            }
             // What the manifest records that reading depends on (tuning options are only
             // recorded for people, in OPTIONS: a database opens with whatever it is given).
             "strata.features" => Some(

@@ -36,6 +36,11 @@ pub struct FileMeta {
     /// The lowest-numbered value file a value pointer inside leads to (0: no pointer). Blob
     /// garbage collection compacts the tables that still reach an old file.
     pub oldest_value_file: u64,
+    /// Range tombstones up to this sequence hide no version inside: the flush or compaction
+    /// that wrote the table dropped every version they covered (it applied them all, and
+    /// no snapshot kept one). 0: none known. A tombstone leaves the version once no table
+    /// may hold a version it covers (`Version::obsolete_range_files`).
+    pub range_clean: SeqNo,
     /// Reads that consulted this file in vain (not persisted; see [`ReadCharges`]).
     pub read_charges: ReadCharges,
 }
@@ -101,6 +106,7 @@ impl FileMeta {
             num_entries: props.num_entries,
             num_deletions: props.num_deletions,
             oldest_value_file: 0,
+            range_clean: SeqNo::ZERO,
             read_charges: ReadCharges::default(),
         }
     }
@@ -149,6 +155,7 @@ pub(crate) fn test_table_bytes(n: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64
         num_entries: 1,
         num_deletions: 0,
         oldest_value_file: 0,
+        range_clean: SeqNo::ZERO,
         read_charges: ReadCharges::default(),
     })
 }

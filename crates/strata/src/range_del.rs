@@ -63,6 +63,8 @@ pub struct Fragments {
     bounds: Vec<Vec<u8>>,
     seqs: Vec<Vec<SeqNo>>,
     count: usize,
+    /// The newest deletion's sequence (0 if none).
+    newest: SeqNo,
 }
 
 impl Fragments {
@@ -90,10 +92,12 @@ impl Fragments {
             s.sort_by(|a, b| b.cmp(a));
             s.dedup();
         }
+        let newest = list.iter().map(|t| t.seq).max().unwrap_or(SeqNo::ZERO);
         Fragments {
             bounds,
             seqs,
             count: list.len(),
+            newest,
         }
     }
 
@@ -105,6 +109,15 @@ impl Fragments {
     /// How many tombstones it was built from.
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// Up to which sequence a flush or compaction that applied these tombstones, with
+    /// `snapshots` live, left no version they cover: every deletion up to the oldest
+    /// snapshot (a snapshot below a deletion keeps the versions it sees).
+    /// `FileMeta::range_clean` of its outputs.
+    pub fn clean_upto(&self, snapshots: &[SeqNo]) -> SeqNo {
+        let oldest = snapshots.iter().copied().min().unwrap_or(SeqNo::MAX);
+        self.newest.min(oldest)
     }
 
     /// The sequences of the deletions covering `user_key`, newest first.

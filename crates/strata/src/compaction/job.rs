@@ -398,6 +398,7 @@ impl CompactionJob<'_> {
         out.bytes_written += props.file_size;
         let mut meta = FileMeta::from_properties(o.number, path_id, &props, smallest, largest);
         meta.oldest_value_file = o.oldest.0;
+        meta.range_clean = self.version.ranges.pieces().clean_upto(&self.snapshots);
         out.files.push(meta);
         Ok(())
     }

@@ -83,6 +83,14 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
         .flat_map(|l| version.files(l).iter().map(|f| f.largest_seq.0))
         .max()
         .unwrap_or(0)
+        .max(
+            version
+                .ranges
+                .files()
+                .flat_map(|f| f.tombstones.iter().map(|t| t.seq.0))
+                .max()
+                .unwrap_or(0),
+        )
         .max(hold.sequence().0);
     drop(hold);
     refuse_unsupported(&version)?;
@@ -101,6 +109,18 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     for (_, f) in &mut edit.new_files {
         let from = db.placement.table_path(f.number, f.path_id);
         f.path_id = PathId::DB;
+        files.push(FrozenFile {
+            name: name_of(&from),
+            from,
+            link: true,
+        });
+    }
+    // Range-tombstone files are written whole and never change: linked.
+    for f in &edit.new_range_files {
+        let from = db
+            .placement
+            .db_dir()
+            .join(crate::filename::ranges_name(FileNumber(f.number)));
         files.push(FrozenFile {
             name: name_of(&from),
             from,

@@ -327,7 +327,11 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     // With a filter, or expiring entries in the database, what is already at the deepest
     // level is offered too (RocksDB's kIfHaveCompactionFilter).
     if db.opts.compaction_filter.is_some() || db.super_version().version.expiring {
-        rewrite_level(db, deepest, lo, hi)?;
+        rewrite_level(db, deepest, lo, hi, false)?;
+    } else if !db.super_version().version.ranges.is_empty() {
+        // So are its tables that may hold versions a range deletion covers: the range's
+        // space comes back, and the tombstone can leave.
+        rewrite_level(db, deepest, lo, hi, true)?;
     }
     // A level a background compaction emptied while this one waited returns without a job
     // of its own; that job's thread deletes its inputs only after waking us. The caller
@@ -338,13 +342,21 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
 
 /// Rewrites, one at a time and in place, every table of `level` overlapping [`lo`, `hi`]
 /// when the range's manual compaction began (those that a job has rewritten since are
-/// left), so that the compaction filter is offered what is already at the deepest level.
+/// left), so that the compaction filter is offered what is already at the deepest level
+/// (with `only_covered`, only those that may hold versions a range deletion covers).
 /// Errors poison the database.
-fn rewrite_level(db: &DbInner, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+fn rewrite_level(
+    db: &DbInner,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    only_covered: bool,
+) -> Result<()> {
     let tables: Vec<FileNumber> = {
         let v = db.super_version().version.clone();
         v.manual_inputs(level, lo, hi)
             .iter()
+            .filter(|f| !only_covered || v.may_hold_covered(f))
             .map(|f| f.number)
             .collect()
     };

@@ -181,6 +181,25 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Compaction urgency of L0; >= 1 means compact now.
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
 
+    /// Whether L0 may hold a version of a key in `[start, end)` older than `seq` (a range
+    /// tombstone leaves only once no table or part can). By default: a table overlapping
+    /// the range whose smallest sequence is below `seq`. A layout that keeps data outside
+    /// tables answers for it too.
+    fn may_hold_older(
+        &self,
+        files: &[Arc<FileMeta>],
+        start: &[u8],
+        end: &[u8],
+        seq: SeqNo,
+    ) -> bool {
+        files.iter().any(|f| {
+            f.smallest_seq < seq
+                && f.range_clean < seq
+                && f.smallest_user_key() < end
+                && f.largest_user_key() >= start
+        })
+    }
+
     /// Whether L0 holds no data (migration and layout changes wait for it). By default:
     /// no tables. A layout that keeps data outside tables answers for it too.
     fn is_empty(&self, files: &[Arc<FileMeta>]) -> bool {
@@ -796,6 +815,8 @@ impl Ingest<'_> {
         };
         let mut meta = FileMeta::from_properties(number, path_id, &props, smallest, largest);
         meta.oldest_value_file = oldest.0;
+        // (Older tombstones than the memtable's own cover none of its entries.)
+        meta.range_clean = mem.range_pieces().clean_upto(&self.snapshots);
         Ok(Some(meta))
     }
 

@@ -78,6 +78,13 @@ pub trait ValueFormat: Sync {
     fn filtered_by_own_gc(&self) -> bool {
         false
     }
+    /// Whether the store's GC judges a record live from the store's own records (the hash
+    /// store). A range deletion leaves no record there, only its tombstone in the LSM,
+    /// which the GC asks about the keys it covers: so a version holding such a file keeps
+    /// every range tombstone (docs/design/range-deletes.md, "When a tombstone leaves").
+    fn judges_by_own_records(&self) -> bool {
+        false
+    }
     /// How a checkpoint takes file `f` ([`CheckpointCopy`]); by default it refuses the
     /// database (a new store says what holds for its files).
     fn checkpoint_copy(&self, _f: &ValueFile) -> CheckpointCopy {

@@ -51,6 +51,9 @@ const TAG_DIRECTORIES: u32 = 64;
 /// clean close leaves, or the closed WALs synced since they were closed): ignorable, a
 /// build that does not know it reads the WALs as before.
 const TAG_WAL_SIZES: u32 = 65;
+/// A table's `range_clean` (the range tombstones it holds nothing of), after the record
+/// adding it: ignorable, a build that does not know it keeps those tombstones longer.
+const TAG_RANGE_CLEAN: u32 = 67;
 /// The largest time (ms since the Unix epoch) expiring entries have been judged by, so that
 /// an open after the clock went back does not bring back what had expired: ignorable.
 const TAG_CLOCK: u32 = 66;
@@ -241,6 +244,13 @@ impl VersionEdit {
             if f.oldest_value_file != 0 {
                 put_varint64(&mut b, f.oldest_value_file);
             }
+            if f.range_clean > SeqNo::ZERO {
+                put_varint32(&mut b, TAG_RANGE_CLEAN);
+                let mut payload = Vec::new();
+                put_varint64(&mut payload, f.number.0);
+                put_varint64(&mut payload, f.range_clean.0);
+                put_length_prefixed(&mut b, &payload);
+            }
         }
         for f in &self.new_value_files {
             // Each store encodes its files' records (tag and fields).
@@ -397,6 +407,7 @@ impl VersionEdit {
                                 num_entries,
                                 num_deletions,
                                 oldest_value_file,
+                                range_clean: SeqNo::ZERO,
                                 read_charges: Default::default(),
                             },
                         ))
@@ -471,6 +482,19 @@ impl VersionEdit {
                 TAG_DELETED_RANGE_FILE => {
                     let n = get_varint64(&mut src).ok_or_else(|| bad("deleted range file"))?;
                     e.deleted_range_files.push(n);
+                }
+                TAG_RANGE_CLEAN => {
+                    let mut payload =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("range clean"))?;
+                    let (n, seq) =
+                        (|| Some((get_varint64(&mut payload)?, get_varint64(&mut payload)?)))()
+                            .ok_or_else(|| bad("range clean record"))?;
+                    // (It follows the record of its table.)
+                    if let Some((_, f)) =
+                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == n)
+                    {
+                        f.range_clean = SeqNo(seq);
+                    }
                 }
                 TAG_CLOCK => {
                     let mut payload = get_length_prefixed(&mut src).ok_or_else(|| bad("clock"))?;
@@ -605,6 +629,7 @@ mod tests {
                     num_entries: 10,
                     num_deletions: 1,
                     oldest_value_file: 13,
+                    range_clean: SeqNo(4),
                     read_charges: Default::default(),
                 },
             )],

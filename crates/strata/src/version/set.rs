@@ -909,7 +909,18 @@ impl VersionSet {
         if let Some(e) = &self.sync.state().failed {
             return Err(e.clone());
         }
-        let v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
+        let mut v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
+        if !edit.deleted_files.is_empty() || edit.l0_layout.is_some() {
+            // Range tombstones whose covered versions the edit's compaction dropped leave
+            // with it.
+            let mut obsolete = v.obsolete_range_files();
+            // (One the edit adds waits for the next: an edit removes before it adds.)
+            obsolete.retain(|&n| edit.new_range_files.iter().all(|f| f.number != n));
+            if !obsolete.is_empty() {
+                edit.deleted_range_files.extend(obsolete);
+                v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
+            }
+        }
         if !Arc::ptr_eq(&v.l0, &self.current.l0) {
             // What lets a repair find the layout's data without a manifest, before the edit
             // that records the layout (the matrix's row directory).
@@ -1214,6 +1225,19 @@ impl VersionSet {
             let p = f.path(&self.placement);
             if !self.fs.exists(&p) {
                 unsound.push((p, None));
+            }
+        }
+        // (Read from the manifest, not the file; but a repair reads only the file.)
+        for f in self.current.ranges.files() {
+            let p = self
+                .placement
+                .db_dir()
+                .join(filename::ranges_name(FileNumber(f.number)));
+            match self.fs.file_size(&p) {
+                Ok(size) if size == f.size => {}
+                Ok(size) => unsound.push((p, Some((size, f.size)))),
+                Err(_) if !self.fs.exists(&p) => unsound.push((p, None)),
+                Err(e) => return Err(e),
             }
         }
         Ok(unsound)

@@ -164,6 +164,62 @@ impl Version {
         format!("[{}]", counts.join(" "))
     }
 
+    /// The range-tombstone files whose every tombstone is no longer needed: no table or L0
+    /// part can hold a version older than it of a key it covers (flushes and compactions
+    /// dropped them all). None while a value store that judges records by its own files
+    /// holds one, or files wait for a repair (it would merge them back).
+    pub fn obsolete_range_files(&self) -> Vec<u64> {
+        if self.ranges.is_empty()
+            || self.kept.is_some()
+            || self
+                .values
+                .values()
+                .any(|f| f.format.judges_by_own_records())
+        {
+            return Vec::new();
+        }
+        self.ranges
+            .files()
+            .filter(|f| f.tombstones.iter().all(|t| !self.may_hold_older(t)))
+            .map(|f| f.number)
+            .collect()
+    }
+
+    /// Whether table `f` may hold a version a range tombstone of this version covers.
+    pub fn may_hold_covered(&self, f: &FileMeta) -> bool {
+        self.ranges
+            .files()
+            .flat_map(|r| r.tombstones.iter())
+            .any(|t| {
+                t.start < t.end
+                    && f.smallest_seq < t.seq
+                    && f.range_clean < t.seq
+                    && f.smallest_user_key() < t.end.as_slice()
+                    && f.largest_user_key() >= t.start.as_slice()
+            })
+    }
+
+    /// Whether a table or L0 part may hold a version older than `t` of a key it covers.
+    fn may_hold_older(&self, t: &crate::range_del::Tombstone) -> bool {
+        if t.start >= t.end {
+            return false;
+        }
+        if self
+            .l0
+            .may_hold_older(self.files(0), &t.start, &t.end, t.seq)
+        {
+            return true;
+        }
+        (1..self.num_levels()).any(|level| {
+            self.files(level).iter().any(|f| {
+                f.smallest_seq < t.seq
+                    && f.range_clean < t.seq
+                    && f.smallest_user_key() < t.end.as_slice()
+                    && f.largest_user_key() >= t.start.as_slice()
+            })
+        })
+    }
+
     /// Iterators over every table: L0's as its layout gives them, then one lazy iterator
     /// per deeper level.
     pub fn iterators(&self, tables: &Arc<TableCache>) -> Vec<Box<dyn InternalIterator>> {

@@ -817,6 +817,20 @@ impl Level0 for Matrix {
         self.0.rows.is_empty()
     }
 
+    fn may_hold_older(
+        &self,
+        _files: &[Arc<FileMeta>],
+        start: &[u8],
+        end: &[u8],
+        _seq: SeqNo,
+    ) -> bool {
+        // Rows keep no sequence range: any row overlapping the range may.
+        self.0.rows.iter().any(|lr| {
+            let r = lr.r();
+            r.smallest.as_slice() < end && r.largest.as_slice() >= start
+        })
+    }
+
     fn bytes(&self, _files: &[Arc<FileMeta>]) -> u64 {
         self.0.rows.iter().map(Self::live_bytes).sum()
     }

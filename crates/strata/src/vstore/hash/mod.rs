@@ -273,6 +273,10 @@ impl ValueFormat for HashStore {
         true
     }
 
+    fn judges_by_own_records(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "hash store"
     }
