@@ -521,6 +521,21 @@ impl DB {
         self.write_batch_now(py, b, sync)
     }
 
+    /// Deletes every key from `start` (inclusive) to `end` (exclusive) as one write; a
+    /// `start` above `end` raises `InvalidArgumentError`.
+    #[pyo3(signature = (start, end, sync=false))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let mut b = strata::WriteBatch::new();
+        b.delete_range(bytes_of(start, "start")?, bytes_of(end, "end")?);
+        self.write_batch_now(py, b, sync)
+    }
+
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         match self.lookup(py, key)? {
             (_, Some(v)) => Ok(PyBytes::new(py, &v).into_any().unbind()),
@@ -793,6 +808,13 @@ impl WriteBatch {
     fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_of(key, "key")?;
         self.batch.delete(k);
+        Ok(())
+    }
+
+    /// Adds a deletion of every key from `start` (inclusive) to `end` (exclusive).
+    fn delete_range(&mut self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (s, e) = (bytes_of(start, "start")?, bytes_of(end, "end")?);
+        self.batch.delete_range(s, e);
         Ok(())
     }
 

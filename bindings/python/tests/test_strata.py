@@ -289,6 +289,31 @@ def test_a_put_with_a_ttl_is_gone_once_its_time_is_up(path):
         assert db.get(b"d") is None
 
 
+def test_delete_range_deletes_from_start_to_before_end(path):
+    with strata.DB(path, create_if_missing=True) as db:
+        for k in [b"a", b"b", b"c", b"d"]:
+            db.put(k, b"1")
+        snap = db.snapshot()
+        db.delete_range(b"b", b"d")
+        assert [k for k, _ in db.iterator()] == [b"a", b"d"]
+        assert snap.get(b"c") == b"1"
+        wb = db.write_batch()
+        wb.put(b"x", b"2")
+        wb.delete_range(b"a", b"z")
+        wb.put(b"y", b"3")
+        wb.write()
+        assert [k for k, _ in db.iterator()] == [b"y"]
+        with pytest.raises(strata.InvalidArgumentError):
+            db.delete_range(b"z", b"a")
+        p = db.prefixed_db(b"p/")
+        p.put(b"1", b"v")
+        p.put(b"2", b"v")
+        db.put(b"p0", b"outside")
+        p.delete_range(b"0", b"2")
+        assert [k for k, _ in p.iterator()] == [b"2"] and db.get(b"p0") == b"outside"
+        snap.close()
+
+
 def test_repair_and_destroy_find_the_directories_the_database_recorded(path, tmp_path):
     values, levels = str(tmp_path / "values"), str(tmp_path / "levels")
     big = lambda i: (b"%d:" % i) * 60

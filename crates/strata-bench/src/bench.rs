@@ -388,6 +388,19 @@ impl Runner {
             }
             "hashkv_phases" => self.hashkv_phases(),
             "expiryfill" => self.expiry_fill(),
+            "deleterange" => self.delete_range(),
+            "compact" => {
+                // db_bench's: the whole key range, once; then the space it left.
+                let e = self.open(false)?;
+                let r = self.measure(name, &e, 1, 1, |_, ts| {
+                    let t0 = Instant::now();
+                    e.compact_all()?;
+                    ts.record("compact", t0, 1);
+                    Ok(())
+                })?;
+                println!("compact space (MB): {:.1}", self.space() as f64 / 1e6);
+                Ok(vec![r])
+            }
             n if n.starts_with("ycsb_") => self.ycsb(n),
             n => Err(format!("benchmark {n} is not implemented")),
         }
@@ -1084,6 +1097,62 @@ impl Runner {
             line.join(", ")
         );
         Ok(vec![fill])
+    }
+
+    /// deleterange: over the `num` keys `fillseq` wrote (in key order), every other run of
+    /// `--range_keys` keys deleted: one range deletion per run (`--reclaim=range`, the
+    /// default) or one delete per key (`--reclaim=delete`). Its ops are the keys deleted.
+    /// A line `deleterange space` prints the space before and after; benchmarks after it
+    /// read what is left (`compact` then compacts it all).
+    fn delete_range(&mut self) -> Result<Vec<BenchResult>, String> {
+        let e = self.open(false)?;
+        let f = &self.flags;
+        let by_range = f.reclaim != "delete";
+        let k = f.range_keys;
+        let runs = f.num.div_ceil(k);
+        let deleted = (0..runs)
+            .step_by(2)
+            .map(|r| (k * (r + 1)).min(f.num) - k * r)
+            .sum::<u64>();
+        let before = self.space();
+        let r = self.measure("deleterange", &e, 1, deleted, |_, ts| {
+            let (mut lo, mut hi) = (Vec::new(), Vec::new());
+            for run in (0..runs).step_by(2) {
+                let (a, b) = (k * run, (k * (run + 1)).min(f.num));
+                if by_range {
+                    make_key(a, f.key_size, &mut lo);
+                    make_key(b, f.key_size, &mut hi);
+                    let t0 = Instant::now();
+                    e.delete_range(&lo, &hi)?;
+                    ts.bytes += (lo.len() + hi.len()) as u64;
+                    ts.user_bytes += (lo.len() + hi.len()) as u64;
+                    ts.record("delete", t0, b - a);
+                } else {
+                    for i in a..b {
+                        make_key(i, f.key_size, &mut lo);
+                        let t0 = Instant::now();
+                        e.write(&[(&lo, None)])?;
+                        ts.bytes += lo.len() as u64;
+                        ts.user_bytes += lo.len() as u64;
+                        ts.record("delete", t0, 1);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        println!(
+            "deleterange space (MB; {deleted} of {} keys by {}, runs of {k}): before {:.1}, \
+             after {:.1}",
+            f.num,
+            if by_range {
+                "range deletions"
+            } else {
+                "deletes"
+            },
+            before as f64 / 1e6,
+            self.space() as f64 / 1e6,
+        );
+        Ok(vec![r])
     }
 
     fn hashkv_phases(&mut self) -> Result<Vec<BenchResult>, String> {

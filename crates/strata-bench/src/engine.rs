@@ -77,6 +77,10 @@ pub trait Engine: Send + Sync {
     fn compact_all(&self) -> Result<(), String> {
         Err(format!("{}: no full compaction here", self.name()))
     }
+    /// Deletes every key in `[start, end)` with one range deletion.
+    fn delete_range(&self, _start: &[u8], _end: &[u8]) -> Result<(), String> {
+        Err(format!("{} has no range deletion here", self.name()))
+    }
     /// Waits until the engine's background work is idle (db_bench's `waitforcompaction`).
     /// Default, for engines without such a call: until the level compactions and the
     /// tables counted by `metrics` have not changed for three seconds.
@@ -324,6 +328,12 @@ impl Engine for StrataEngine {
 
     fn compact_all(&self) -> Result<(), String> {
         self.db.compact_range(None, None).map_err(|e| e.to_string())
+    }
+
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<(), String> {
+        let mut b = strata::WriteBatch::new();
+        b.delete_range(start, end);
+        self.db.write(&self.wo, b).map_err(|e| e.to_string())
     }
 
     fn scan(&self, start: &[u8], n: usize) -> Result<(usize, usize), String> {

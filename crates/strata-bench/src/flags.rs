@@ -114,7 +114,11 @@ pub struct Flags {
     /// expiryfill: how long half the entries live (seconds), and how they go: `ttl`
     /// (written with a time to live) or `delete` (deleted that long after their write).
     pub ttl_seconds: f64,
+    /// (deleterange: `range`, one range deletion per run of keys, the default, or
+    /// `delete`, one delete per key.)
     pub reclaim: String,
+    /// deleterange: keys per run deleted.
+    pub range_keys: u64,
     /// CSV timeline file (with --report_interval_seconds).
     pub report_file: Option<String>,
     /// PNG chart of the timeline.
@@ -180,6 +184,7 @@ impl Default for Flags {
             phases: 3,
             ttl_seconds: 2.0,
             reclaim: "ttl".into(),
+            range_keys: 1000,
             report_file: None,
             plot: None,
             json: None,
@@ -213,6 +218,8 @@ pub const BENCHMARKS: &[&str] = &[
     "ycsb_f",
     "hashkv_phases",
     "expiryfill",
+    "deleterange",
+    "compact",
 ];
 
 fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
@@ -417,9 +424,15 @@ impl Flags {
                     }
                 }
                 "reclaim" => match v {
-                    "ttl" | "delete" => f.reclaim = v.to_string(),
-                    _ => return Err(format!("--reclaim: ttl or delete, got {v:?}")),
+                    "ttl" | "delete" | "range" => f.reclaim = v.to_string(),
+                    _ => return Err(format!("--reclaim: ttl, range or delete, got {v:?}")),
                 },
+                "range_keys" => {
+                    f.range_keys = num(&name, v)?;
+                    if f.range_keys == 0 {
+                        return Err("--range_keys: at least 1".into());
+                    }
+                }
                 "report_file" => f.report_file = Some(v.to_string()),
                 "plot" => f.plot = Some(v.to_string()),
                 "json" => f.json = Some(v.to_string()),
@@ -574,6 +587,10 @@ strata-only flags:
       seconds after its write (default 2), by a time to live (strata only) or by a delete;
       samples the space used every --report_interval_seconds (default 1) until S after the
       last write, then compacts everything
+  --range_keys=K --reclaim=range|delete  deleterange: over the num keys fillseq wrote, deletes
+      every other run of K keys (default 1000): one range deletion per run (range, the
+      default) or one delete per key (delete); prints the space before and after.
+      compact: compacts the whole key range once (db_bench's), then prints the space
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
 
 benchmarks: {}",

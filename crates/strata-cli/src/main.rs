@@ -104,7 +104,15 @@ const OUTPUT_FLAGS: [(&str, &[&str], &str); 3] = [
     (
         "hex",
         &[
-            "get", "put", "delete", "scan", "count", "dump", "load", "compact",
+            "get",
+            "put",
+            "delete",
+            "delete-range",
+            "scan",
+            "count",
+            "dump",
+            "load",
+            "compact",
         ],
         "Keys and values as hex, in arguments and output",
     ),
@@ -278,6 +286,12 @@ fn cli() -> Command {
             Command::new("delete")
                 .about("Delete KEY")
                 .arg(Arg::new("key").required(true).value_name("KEY")),
+        ))
+        .subcommand(db_args(
+            Command::new("delete-range")
+                .about("Delete every key from START (inclusive) to END (exclusive), as one write")
+                .arg(Arg::new("start").required(true).value_name("START"))
+                .arg(Arg::new("end").required(true).value_name("END")),
         ))
         .subcommand(range_args(db_args(
             Command::new("scan")
@@ -702,6 +716,11 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         "delete" => {
             let key = arg_bytes(m, "key")?.expect("required");
             db.delete(key)?;
+        }
+        "delete-range" => {
+            let start = arg_bytes(m, "start")?.expect("required");
+            let end = arg_bytes(m, "end")?.expect("required");
+            db.delete_range(start, end)?;
         }
         "scan" => scan(&db, m, &mut out, cx)?,
         "count" => count(&db, m, &mut out, cx)?,

@@ -1193,3 +1193,25 @@ fn listings_stop_at_a_damaged_value_under_every_value_store() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn delete_range_deletes_from_start_to_before_end() {
+    let dir = temp_dir("delete-range");
+    let db = dir.to_str().unwrap();
+    ok(&["put", "--db", db, "--create", "a", "1"]);
+    for k in ["b", "c", "d"] {
+        ok(&["put", "--db", db, k, "2"]);
+    }
+    ok(&["delete-range", "--db", db, "b", "d"]);
+    assert_eq!(ok(&["scan", "--db", db]), "a\t1\nd\t2\n");
+    // Hex bounds; a start above the end is refused with a usage-like error.
+    ok(&["delete-range", "--db", db, "--hex", "00", "62"]);
+    assert_eq!(ok(&["scan", "--db", db]), "d\t2\n");
+    let o = strata(&["delete-range", "--db", db, "z", "a"]);
+    assert!(!o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("above its end"),
+        "{o:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

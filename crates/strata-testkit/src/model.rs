@@ -21,6 +21,20 @@ impl Model {
         self.map.remove(k);
     }
 
+    /// Applies a range deletion of `[lo, hi)`.
+    pub fn delete_range(&mut self, lo: &[u8], hi: &[u8]) {
+        if lo < hi {
+            let doomed: Vec<Vec<u8>> = self
+                .map
+                .range(lo.to_vec()..hi.to_vec())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in doomed {
+                self.map.remove(&k);
+            }
+        }
+    }
+
     /// The value of `k`.
     pub fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
         self.map.get(k).cloned()

@@ -55,7 +55,14 @@ fn transcript(config: &Config, seed: u64, ops: usize, dir: &Path, fs: Arc<dyn Fs
                     .0
                     .fetch_add(rng.below(3_000), std::sync::atomic::Ordering::SeqCst);
             }
-            40..=49 => db.delete(key(&mut rng)).unwrap(),
+            40..=47 => db.delete(key(&mut rng)).unwrap(),
+            48..=49 => {
+                // A range deletion of up to 60 keys.
+                let a = rng.below(2000);
+                let b = a + rng.below(60);
+                let k = |n: u64| format!("k{n:05}").into_bytes();
+                db.delete_range(k(a), k(b)).unwrap();
+            }
             50..=57 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.below(10) + 1 {

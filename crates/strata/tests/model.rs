@@ -1,4 +1,5 @@
-//! Randomized model test: random puts (some expiring, as time moves on), deletes, batches,
+//! Randomized model test: random puts (some expiring, as time moves on), deletes, range
+//! deletions, batches,
 //! gets, scans (forward, reverse,
 //! bounded, mixed next/prev walks), snapshot reads, flushes, compactions and reopens, checked
 //! against a `BTreeMap`, under every named configuration, at sizes that reach several levels.
@@ -155,11 +156,18 @@ fn run(
             dice = 0;
         }
         match dice {
-            0..=379 => {
+            0..=364 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng));
                 db.put(&k, &v).unwrap();
                 model.put(&k, &v);
                 expiring.remove(&k);
+            }
+            365..=379 => {
+                let (a, b) = (key(&mut rng, space), key(&mut rng, space));
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                db.delete_range(&lo, &hi).unwrap();
+                model.delete_range(&lo, &hi);
+                expiring.retain(|k, _| !(lo <= *k && *k < hi));
             }
             380..=449 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng));
@@ -189,6 +197,12 @@ fn run(
                         b.put_with_ttl(&k, &v, ttl);
                         model.put(&k, &v);
                         expiring.insert(k, clock.now() + ttl.as_millis() as u64);
+                    } else if rng.chance(0.1) {
+                        let k2 = key(&mut rng, space);
+                        let (lo, hi) = if k <= k2 { (k, k2) } else { (k2, k) };
+                        b.delete_range(&lo, &hi);
+                        model.delete_range(&lo, &hi);
+                        expiring.retain(|k, _| !(lo <= *k && *k < hi));
                     } else {
                         b.delete(&k);
                         model.delete(&k);

@@ -106,6 +106,9 @@ class _PrefixedBatch:
     def delete(self, key):
         self._batch.delete(self._prefix + _key(key))
 
+    def delete_range(self, start, end):
+        self._batch.delete_range(self._prefix + _key(start), self._prefix + _key(end))
+
     def clear(self):
         self._batch.clear()
 
@@ -201,6 +204,9 @@ class PrefixedDB:
 
     def delete(self, key, sync=False):
         self.db.delete(self.prefix + _key(key), sync=sync)
+
+    def delete_range(self, start, end, sync=False):
+        self.db.delete_range(self.prefix + _key(start), self.prefix + _key(end), sync=sync)
 
     def write_batch(self, sync=False, transaction=False):
         return _PrefixedBatch(self.db.write_batch(sync=sync, transaction=transaction),

@@ -34,6 +34,13 @@ extern "C" {
     fn leveldb_cache_destroy(c: *mut Opaque);
     fn leveldb_open(o: *const Opaque, name: *const c_char, err: *mut *mut c_char) -> *mut Opaque;
     fn leveldb_close(db: *mut Opaque);
+    fn leveldb_compact_range(
+        db: *mut Opaque,
+        start: *const c_char,
+        start_len: usize,
+        limit: *const c_char,
+        limit_len: usize,
+    );
     fn leveldb_write(db: *mut Opaque, wo: *const Opaque, b: *mut Opaque, err: *mut *mut c_char);
     fn leveldb_get(
         db: *mut Opaque,
@@ -318,5 +325,11 @@ impl Engine for LevelEngine {
 
     fn stats_text(&self) -> String {
         self.property("leveldb.stats")
+    }
+
+    fn compact_all(&self) -> Result<(), String> {
+        // SAFETY: `db` is open for the engine's life; null bounds mean the whole range.
+        unsafe { leveldb_compact_range(self.db, std::ptr::null(), 0, std::ptr::null(), 0) };
+        Ok(())
     }
 }

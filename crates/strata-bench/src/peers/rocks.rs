@@ -107,6 +107,17 @@ impl Engine for RocksEngine {
         "rocksdb".into()
     }
 
+    fn compact_all(&self) -> Result<(), String> {
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        Ok(())
+    }
+
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<(), String> {
+        let mut b = WriteBatch::default();
+        b.delete_range(start, end);
+        self.db.write_opt(b, &self.wo).map_err(|e| e.to_string())
+    }
+
     fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String> {
         if let [(k, Some(v))] = batch {
             return self.db.put_opt(k, v, &self.wo).map_err(|e| e.to_string());

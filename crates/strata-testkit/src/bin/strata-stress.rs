@@ -27,7 +27,8 @@
 //!               (a preset named twice in --presets runs twice as often)
 //! ```
 //!
-//! Thread t owns the keys k with k % threads == t and is their only writer, so the oracle's
+//! Deletes are point deletes or (three in ten) range deletions of the one key. Thread t
+//! owns the keys k with k % threads == t and is their only writer, so the oracle's
 //! begin/commit protocol is exact; every thread reads every key. Reads are verified as they
 //! go (own keys exactly; others when no commit raced the read), bounded scans check own keys,
 //! snapshot reads check own keys against the state at the snapshot (thread 0 holds one
@@ -356,7 +357,11 @@ fn worker(
                         Slot::put(id, sync)
                     };
                     oracle.begin(k, s);
-                    if s.is_absent() {
+                    if s.is_absent() && rng.chance(0.3) {
+                        // A range deletion of exactly this key (no stress key lies between
+                        // two neighbours): the range-tombstone path under the kills too.
+                        b.delete_range(key_for(k), key_for(k + 1));
+                    } else if s.is_absent() {
                         b.delete(key_for(k));
                     } else {
                         b.put(key_for(k), value_for(k, id));
