@@ -57,9 +57,11 @@ impl SuperVersion {
     /// now: a read ignores those above its sequence) and the version's.
     pub(crate) fn ranges(&self) -> crate::range_del::Covering {
         let mut c = crate::range_del::Covering::default();
-        c.add(&self.mem.range_pieces());
-        for m in &self.imms {
-            c.add(&m.range_pieces());
+        // (Asked first: the pieces of a memtable without any are a new empty `Arc`.)
+        for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
+            if m.has_ranges() {
+                c.add(&m.range_pieces());
+            }
         }
         c.add(self.version.ranges.pieces());
         c

@@ -135,7 +135,7 @@ impl GcView for Arc<super::SuperVersion> {
     fn ranges_touch(&self, user_key: &[u8]) -> bool {
         std::iter::once(&self.mem)
             .chain(self.imms.iter())
-            .any(|m| m.range_pieces().touches(user_key))
+            .any(|m| m.has_ranges() && m.range_pieces().touches(user_key))
             || self.version.ranges.pieces().touches(user_key)
     }
 }

@@ -222,6 +222,11 @@ impl MemTable {
         self.ranges.any.store(true, Ordering::Release);
     }
 
+    /// Whether it holds a range tombstone.
+    pub fn has_ranges(&self) -> bool {
+        self.ranges.any.load(Ordering::Acquire)
+    }
+
     /// Its range tombstones' pieces (empty if it has none).
     pub fn range_pieces(&self) -> Arc<Fragments> {
         if !self.ranges.any.load(Ordering::Acquire) {
