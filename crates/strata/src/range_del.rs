@@ -190,6 +190,19 @@ impl Covering {
             .max()
     }
 
+    /// The newest deletion covering `user_key` that a reader at `read` sees, with the first
+    /// key past `user_key` at which what covers keys may change (the nearest piece end of
+    /// every source): the same deletion covers every key in between.
+    pub fn newest_with_end(&self, user_key: &[u8], read: SeqNo) -> Option<(SeqNo, &[u8])> {
+        let t = self.newest_visible(user_key, read)?;
+        let end = self
+            .parts
+            .iter()
+            .filter_map(|p| p.piece_end(user_key))
+            .min()?;
+        Some((t, end))
+    }
+
     /// Whether an entry of `user_key` at `seq` is deleted for a reader at `read`.
     pub fn covers(&self, user_key: &[u8], seq: SeqNo, read: SeqNo) -> bool {
         self.newest_visible(user_key, read).is_some_and(|t| t > seq)
@@ -200,7 +213,9 @@ impl Covering {
 #[derive(Debug, Default)]
 pub struct RangeSet {
     files: std::collections::BTreeMap<u64, RangeFile>,
-    pieces: Arc<Fragments>,
+    /// Built when first asked for (recovery applies every manifest record in turn, and a
+    /// version rebuilt at each would build them once per record).
+    pieces: std::sync::OnceLock<Arc<Fragments>>,
 }
 
 impl RangeSet {
@@ -223,10 +238,10 @@ impl RangeSet {
                 return Err(format!("edit adds range-tombstone file {} twice", f.number));
             }
         }
-        let pieces = Arc::new(Fragments::build(
-            files.values().flat_map(|f| f.tombstones.iter()),
-        ));
-        Ok(RangeSet { files, pieces })
+        Ok(RangeSet {
+            files,
+            pieces: std::sync::OnceLock::new(),
+        })
     }
 
     /// The files, by number.
@@ -241,7 +256,11 @@ impl RangeSet {
 
     /// The pieces of every tombstone held.
     pub fn pieces(&self) -> &Arc<Fragments> {
-        &self.pieces
+        self.pieces.get_or_init(|| {
+            Arc::new(Fragments::build(
+                self.files.values().flat_map(|f| f.tombstones.iter()),
+            ))
+        })
     }
 }
 

@@ -675,10 +675,12 @@ impl DbInner {
                         obsolete.wals.insert(n.0);
                         true
                     }
-                    FileType::Value(n, _) | FileType::Ranges(n)
-                        if n < next && !live.contains(&n) =>
-                    {
-                        false
+                    FileType::Value(n, _) if n < next && !live.contains(&n) => false,
+                    // Listed with the tables (numbers are unique across kinds): `repair`
+                    // must not take one back whose flush never reached the manifest.
+                    FileType::Ranges(n) if n < next && !live.contains(&n) => {
+                        obsolete.tables.insert(n.0);
+                        true
                     }
                     FileType::Manifest(n) if n < manifest => false,
                     _ => continue,

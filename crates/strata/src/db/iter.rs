@@ -31,6 +31,10 @@ pub struct DbIterator {
     inner: MergingIterator,
     /// The range tombstones of its view (crate::range_del).
     ranges: crate::range_del::Covering,
+    /// Keys a range deletion covered in a row, forward (`skip_covered`).
+    covered_run: u32,
+    /// Below this key, `skip_covered` found it could not skip.
+    no_skip_before: Vec<u8>,
     sv: Arc<SuperVersion>,
     /// For charging seeks to tables they searched in vain (read-triggered compaction).
     db: Arc<DbInner>,
@@ -144,6 +148,8 @@ fn over(
     DbIterator {
         inner: MergingIterator::new(children),
         ranges: sv.ranges(),
+        covered_run: 0,
+        no_skip_before: Vec::new(),
         sv,
         db: db.clone(),
         seq,
@@ -185,6 +191,49 @@ impl DbIterator {
                 true
             }
         }
+    }
+
+    /// Forward, at a key (`saved_key`) whose version a range deletion covers, after a run
+    /// of such keys: if nothing in the view can hold a version newer than the deletion up
+    /// to where what covers keys changes, every version there is covered, and the cursor
+    /// seeks past them instead of walking them (a seek into a deleted run of 1,000 keys
+    /// walked about 500). Returns whether it did. Not in reverse, which walks.
+    fn skip_covered(&mut self) -> bool {
+        self.covered_run += 1;
+        if self.covered_run < 16 || self.saved_key.as_slice() < self.no_skip_before.as_slice() {
+            return false;
+        }
+        let Some((t, end)) = self.ranges.newest_with_end(&self.saved_key, self.seq) else {
+            return false;
+        };
+        let end = end.to_vec();
+        let lo = self.saved_key.as_slice();
+        let sv = &self.sv;
+        let in_memory = std::iter::once(&sv.mem).chain(sv.imms.iter()).any(|m| {
+            // (Every memtable entry is newer than a flushed deletion: any there blocks.)
+            let mut it = m.iter();
+            it.seek(&key::seek_key(lo, SeqNo::MAX));
+            it.valid() && key::user_key(it.key()) < end.as_slice()
+        });
+        if in_memory || sv.version.may_hold_newer(lo, &end, t) {
+            // Not before the run's end: it would be asked again at every key.
+            self.no_skip_before = end;
+            return false;
+        }
+        self.inner.seek(&key::seek_key(&end, self.seq));
+        true
+    }
+
+    /// Whether an entry of `kind` is a range tombstone among point entries: damage, skipped
+    /// and reported by `status()`.
+    fn misplaced(&self, kind: ValueKind) -> bool {
+        if kind != ValueKind::RangeDelete {
+            return false;
+        }
+        self.value_error.borrow_mut().get_or_insert_with(|| {
+            Error::corrupt("a range tombstone among a table's point entries")
+        });
+        true
     }
 
     /// Whether a range deletion this iterator sees deletes the entry of `user_key` at `seq`.
@@ -552,14 +601,19 @@ impl DbIterator {
                 } else {
                     // An expired entry hides its key's older versions, as a tombstone; so
                     // does one a range deletion covers (the deletion hides them too).
+                    let covered = self.range_deleted(p.user_key, p.seq) || self.misplaced(p.kind);
                     if p.kind == ValueKind::Delete
                         || (p.kind == ValueKind::Expiring && self.expired(self.inner.value()))
-                        || self.range_deleted(p.user_key, p.seq)
+                        || covered
                     {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
+                        if covered && self.skip_covered() {
+                            continue;
+                        }
                     } else {
+                        self.covered_run = 0;
                         self.saved_kind = p.kind;
                         self.valid = true;
                         return;
@@ -597,6 +651,7 @@ impl DbIterator {
                 kind = p.kind;
                 if (kind == ValueKind::Expiring && self.expired(self.inner.value()))
                     || self.range_deleted(p.user_key, p.seq)
+                    || self.misplaced(kind)
                 {
                     kind = ValueKind::Delete;
                 }

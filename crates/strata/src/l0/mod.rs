@@ -200,6 +200,21 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         })
     }
 
+    /// Whether L0 may hold a version of a key in `[start, end)` newer than `seq` (an
+    /// iterator skips a run of versions a range deletion covers only if none can be
+    /// there). By default: a table overlapping the range whose largest sequence is above.
+    fn may_hold_newer(
+        &self,
+        files: &[Arc<FileMeta>],
+        start: &[u8],
+        end: &[u8],
+        seq: SeqNo,
+    ) -> bool {
+        files.iter().any(|f| {
+            f.largest_seq > seq && f.smallest_user_key() < end && f.largest_user_key() >= start
+        })
+    }
+
     /// Whether L0 holds no data (migration and layout changes wait for it). By default:
     /// no tables. A layout that keeps data outside tables answers for it too.
     fn is_empty(&self, files: &[Arc<FileMeta>]) -> bool {

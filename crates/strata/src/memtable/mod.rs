@@ -92,12 +92,14 @@ pub struct MemTable {
 }
 
 /// A memtable's range tombstones: the list a flush writes out, and its pieces for readers,
-/// rebuilt on each addition (a range deletion is rare next to the puts it deletes).
+/// rebuilt by the first read after an addition (rebuilt at each one, 500 deletions of
+/// 1,000-key runs took 72 us each at the median; the pieces are `O(n·p)` to build).
 #[derive(Default)]
 struct Ranges {
     /// Set once the first is added: reads of a memtable without any skip the lock.
     any: AtomicBool,
-    held: Mutex<(Vec<Tombstone>, Arc<Fragments>)>,
+    /// The list, and its pieces (`None`: not built since the last addition).
+    held: Mutex<(Vec<Tombstone>, Option<Arc<Fragments>>)>,
     bytes: AtomicUsize,
 }
 
@@ -210,15 +212,18 @@ impl MemTable {
         Some((p.seq, Lookup::of(p.kind, v.to_vec())))
     }
 
-    /// Adds a range tombstone (an empty range is kept too: it is a write the flush
-    /// accounts for, and covers nothing).
+    /// Adds a range tombstone (an empty one, which covers nothing, is left out: it took
+    /// its sequence, and that is all it does).
     fn add_range(&self, t: Tombstone) {
+        if t.start >= t.end {
+            return;
+        }
         let mut held = crate::sync::lock(&self.ranges.held);
         self.ranges
             .bytes
             .fetch_add(t.footprint(), Ordering::Relaxed);
         held.0.push(t);
-        held.1 = Arc::new(Fragments::build(&held.0));
+        held.1 = None;
         self.ranges.any.store(true, Ordering::Release);
     }
 
@@ -232,7 +237,11 @@ impl MemTable {
         if !self.ranges.any.load(Ordering::Acquire) {
             return Arc::default();
         }
-        crate::sync::lock(&self.ranges.held).1.clone()
+        let mut held = crate::sync::lock(&self.ranges.held);
+        let (list, pieces) = &mut *held;
+        pieces
+            .get_or_insert_with(|| Arc::new(Fragments::build(list.iter())))
+            .clone()
     }
 
     /// Its range tombstones, in the order they were added.

@@ -185,7 +185,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let mut replaced: Vec<PathBuf> = found.tables.iter().map(|t| t.0.clone()).collect();
     replaced.extend(found.wals.iter().map(|w| w.0.clone()));
     replaced.extend(found.manifests.iter().cloned());
-    replaced.extend(found.range_files.iter().cloned());
+    replaced.extend(found.range_files.iter().map(|r| r.0.clone()));
     replaced.extend(unreached);
     replaced.extend(l0_files);
     r.install(rebuilt, kept_values, replaced)?;

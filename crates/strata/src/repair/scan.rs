@@ -20,8 +20,8 @@ pub(super) struct Found {
     pub wals: Vec<(PathBuf, FileNumber)>,
     /// Manifests.
     pub manifests: Vec<PathBuf>,
-    /// Range-tombstone files.
-    pub range_files: Vec<PathBuf>,
+    /// Range-tombstone files, by number.
+    pub range_files: Vec<(PathBuf, FileNumber)>,
     /// Value files by number: path, store, the directory's path id.
     pub value_files: BTreeMap<u64, (PathBuf, crate::vstore::StoreId, crate::placement::PathId)>,
     /// The highest file number seen.
@@ -112,7 +112,7 @@ impl Repairer<'_> {
                         n
                     }
                     Some(FileType::Ranges(n)) => {
-                        found.range_files.push(p);
+                        found.range_files.push((p, n));
                         n
                     }
                     Some(FileType::Value(n, store)) => {

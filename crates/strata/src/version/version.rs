@@ -185,6 +185,18 @@ impl Version {
             .collect()
     }
 
+    /// Whether a table or L0 part may hold a version of a key in `[start, end)` newer than
+    /// `seq`.
+    pub fn may_hold_newer(&self, start: &[u8], end: &[u8], seq: key::SeqNo) -> bool {
+        if self.l0.may_hold_newer(self.files(0), start, end, seq) {
+            return true;
+        }
+        (1..self.num_levels()).any(|level| {
+            self.overlapping_iter(level, Some(start), Some(end))
+                .any(|f| f.largest_seq > seq && f.smallest_user_key() < end)
+        })
+    }
+
     /// Whether table `f` may hold a version a range tombstone of this version covers.
     pub fn may_hold_covered(&self, f: &FileMeta) -> bool {
         self.ranges

@@ -817,6 +817,16 @@ impl Level0 for Matrix {
         self.0.rows.is_empty()
     }
 
+    fn may_hold_newer(
+        &self,
+        files: &[Arc<FileMeta>],
+        start: &[u8],
+        end: &[u8],
+        seq: SeqNo,
+    ) -> bool {
+        self.may_hold_older(files, start, end, seq)
+    }
+
     fn may_hold_older(
         &self,
         _files: &[Arc<FileMeta>],
