@@ -121,11 +121,33 @@ impl FileMeta {
         key::user_key(&self.largest)
     }
 
+    /// Whether the table may hold a version of a key in `[start, end)` of the kind `held`
+    /// asks for.
+    pub fn may_hold(&self, start: &[u8], end: &[u8], held: Held) -> bool {
+        self.smallest_user_key() < end
+            && self.largest_user_key() >= start
+            && match held {
+                Held::Older(s) => self.smallest_seq < s && self.range_clean < s,
+                Held::Newer(s) => self.largest_seq > s,
+            }
+    }
+
     /// Whether the file's user-key range intersects [`lo`, `hi`] (`None` = unbounded).
     pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
         !(lo.is_some_and(|lo| self.largest_user_key() < lo)
             || hi.is_some_and(|hi| self.smallest_user_key() > hi))
     }
+}
+
+/// Which versions of a key range a question about tables asks for (range deletions).
+#[derive(Debug, Clone, Copy)]
+pub enum Held {
+    /// Older than this sequence, that a range tombstone at it could still have to hide
+    /// (a range tombstone leaves only once no table or part may hold one).
+    Older(SeqNo),
+    /// Newer than this sequence (an iterator seeks past a covered run only if none can be
+    /// there).
+    Newer(SeqNo),
 }
 
 /// One level's files, shared: versions that did not change a level share its list, and an

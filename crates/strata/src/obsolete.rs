@@ -44,11 +44,12 @@ impl ObsoleteList {
         self.wals.extend(&other.wals);
     }
 
-    /// Adds `file` if it is a table or a WAL (the kinds a list names).
+    /// Adds `file` if it is a table or a WAL (the kinds a list names; a range-tombstone
+    /// file is named with the tables).
     pub fn insert(&mut self, file: crate::filename::FileType) {
         use crate::filename::FileType;
         match file {
-            FileType::Table(n) => self.tables.insert(n.0),
+            FileType::Table(n) | FileType::Ranges(n) => self.tables.insert(n.0),
             FileType::Wal(n) => self.wals.insert(n.0),
             _ => false,
         };

@@ -353,3 +353,66 @@ fn checkpoints_and_backups_keep_range_deletions() {
         }
     }
 }
+
+#[test]
+fn seeks_skip_covered_runs_only_where_nothing_newer_lies() {
+    for name in ["default", "matrixkv", "ohdb-l0p", "cleveldb", "hashkv"] {
+        let config = named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = open(&config, &fs);
+        for i in 0..3_000 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let before = db.snapshot();
+        db.delete_range(key(100), key(2_900)).unwrap();
+        db.flush().unwrap();
+        let first_at = |ro: ReadOptions, target: u64| {
+            let mut it = db.iter(ro).unwrap();
+            it.seek(&key(target));
+            let got = it.valid().then(|| it.key().to_vec());
+            it.status().unwrap();
+            got
+        };
+        let plain = || ReadOptions::default();
+        assert_eq!(first_at(plain(), 200), Some(key(2_900)), "{name}");
+        // A key written after the deletion, in the memtable, then flushed: found.
+        db.put(key(1_500), b"new").unwrap();
+        assert_eq!(first_at(plain(), 200), Some(key(1_500)), "{name}: memtable");
+        db.flush().unwrap();
+        assert_eq!(first_at(plain(), 200), Some(key(1_500)), "{name}: flushed");
+        assert_eq!(
+            first_at(plain(), 1_501),
+            Some(key(2_900)),
+            "{name}: past it"
+        );
+        // An upper bound inside the covered run ends the scan there.
+        let bounded = ReadOptions {
+            upper_bound: Some(key(1_000)),
+            ..Default::default()
+        };
+        assert_eq!(first_at(bounded, 200), None, "{name}: bounded");
+        // One iterator, seeks back and forth, then a step back across the run.
+        let mut it = db.iter(plain()).unwrap();
+        for target in [2_000, 150, 1_600, 120] {
+            it.seek(&key(target));
+            let want = if target <= 1_500 { 1_500 } else { 2_900 };
+            assert_eq!(it.key(), key(want), "{name}: seek {target}");
+        }
+        it.seek(&key(2_900));
+        it.prev();
+        assert_eq!(it.key(), key(1_500), "{name}: prev");
+        it.prev();
+        assert_eq!(it.key(), key(99), "{name}: prev over the run");
+        it.next();
+        assert_eq!(it.key(), key(1_500), "{name}: next again");
+        // The snapshot from before reads every key.
+        let at = ReadOptions {
+            snapshot: Some(before.clone()),
+            ..Default::default()
+        };
+        assert_eq!(first_at(at, 200), Some(key(200)), "{name}: snapshot");
+        db.close().unwrap();
+    }
+}

@@ -199,15 +199,22 @@ impl DbIterator {
     /// seeks past them instead of walking them (a seek into a deleted run of 1,000 keys
     /// walked about 500). Returns whether it did. Not in reverse, which walks.
     fn skip_covered(&mut self) -> bool {
-        self.covered_run += 1;
+        self.covered_run = self.covered_run.saturating_add(1);
         if self.covered_run < 16 || self.saved_key.as_slice() < self.no_skip_before.as_slice() {
             return false;
         }
         let Some((t, end)) = self.ranges.newest_with_end(&self.saved_key, self.seq) else {
             return false;
         };
-        let end = end.to_vec();
+        // (Not past the upper bound: what lies there is never read.)
+        let end = match &self.upper {
+            Some(up) if up.as_slice() < end => up.clone(),
+            _ => end.to_vec(),
+        };
         let lo = self.saved_key.as_slice();
+        if lo >= end.as_slice() {
+            return false;
+        }
         let sv = &self.sv;
         let in_memory = std::iter::once(&sv.mem).chain(sv.imms.iter()).any(|m| {
             // (Every memtable entry is newer than a flushed deletion: any there blocks.)
@@ -215,7 +222,11 @@ impl DbIterator {
             it.seek(&key::seek_key(lo, SeqNo::MAX));
             it.valid() && key::user_key(it.key()) < end.as_slice()
         });
-        if in_memory || sv.version.may_hold_newer(lo, &end, t) {
+        if in_memory
+            || sv
+                .version
+                .may_hold(lo, &end, crate::file_meta::Held::Newer(t))
+        {
             // Not before the run's end: it would be asked again at every key.
             self.no_skip_before = end;
             return false;
@@ -402,6 +413,9 @@ impl DbIterator {
         ra.run = 0;
         ra.ahead = 0;
         ra.scout = None;
+        // (And `skip_covered`'s run: a seek or a step back starts a new one.)
+        self.covered_run = 0;
+        self.no_skip_before.clear();
     }
 
     /// The first error met (corruption or I/O), if any.

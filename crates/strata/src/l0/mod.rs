@@ -31,7 +31,7 @@ pub use flat::Flat;
 
 use crate::compaction_filter::{Filtering, Outcome};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file_meta::FileMeta;
+use crate::file_meta::{FileMeta, Held};
 use crate::filename::FileNumber;
 use crate::fs::DurableFirst;
 use crate::fs::Fs;
@@ -181,38 +181,11 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     /// Compaction urgency of L0; >= 1 means compact now.
     fn score(&self, files: &[Arc<FileMeta>], opts: &Options) -> f64;
 
-    /// Whether L0 may hold a version of a key in `[start, end)` older than `seq` (a range
-    /// tombstone leaves only once no table or part can). By default: a table overlapping
-    /// the range whose smallest sequence is below `seq`. A layout that keeps data outside
-    /// tables answers for it too.
-    fn may_hold_older(
-        &self,
-        files: &[Arc<FileMeta>],
-        start: &[u8],
-        end: &[u8],
-        seq: SeqNo,
-    ) -> bool {
-        files.iter().any(|f| {
-            f.smallest_seq < seq
-                && f.range_clean < seq
-                && f.smallest_user_key() < end
-                && f.largest_user_key() >= start
-        })
-    }
-
-    /// Whether L0 may hold a version of a key in `[start, end)` newer than `seq` (an
-    /// iterator skips a run of versions a range deletion covers only if none can be
-    /// there). By default: a table overlapping the range whose largest sequence is above.
-    fn may_hold_newer(
-        &self,
-        files: &[Arc<FileMeta>],
-        start: &[u8],
-        end: &[u8],
-        seq: SeqNo,
-    ) -> bool {
-        files.iter().any(|f| {
-            f.largest_seq > seq && f.smallest_user_key() < end && f.largest_user_key() >= start
-        })
+    /// Whether L0 may hold a version of a key in `[start, end)` of the kind `held` asks
+    /// for. By default: one of its tables may (`FileMeta::may_hold`). A layout that keeps
+    /// data outside tables answers for it too.
+    fn may_hold(&self, files: &[Arc<FileMeta>], start: &[u8], end: &[u8], held: Held) -> bool {
+        files.iter().any(|f| f.may_hold(start, end, held))
     }
 
     /// Whether L0 holds no data (migration and layout changes wait for it). By default:

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::level_iter::level_iterator;
-use crate::file_meta::{FileList, FileMeta};
+use crate::file_meta::{FileList, FileMeta, Held};
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::l0::{self, Level0};
@@ -185,16 +185,14 @@ impl Version {
             .collect()
     }
 
-    /// Whether a table or L0 part may hold a version of a key in `[start, end)` newer than
-    /// `seq`.
-    pub fn may_hold_newer(&self, start: &[u8], end: &[u8], seq: key::SeqNo) -> bool {
-        if self.l0.may_hold_newer(self.files(0), start, end, seq) {
-            return true;
-        }
-        (1..self.num_levels()).any(|level| {
-            self.overlapping_iter(level, Some(start), Some(end))
-                .any(|f| f.largest_seq > seq && f.smallest_user_key() < end)
-        })
+    /// Whether a table or L0 part may hold a version of a key in `[start, end)` of the
+    /// kind `held` asks for.
+    pub fn may_hold(&self, start: &[u8], end: &[u8], held: Held) -> bool {
+        self.l0.may_hold(self.files(0), start, end, held)
+            || (1..self.num_levels()).any(|level| {
+                self.overlapping_iter(level, Some(start), Some(end))
+                    .any(|f| f.may_hold(start, end, held))
+            })
     }
 
     /// Whether table `f` may hold a version a range tombstone of this version covers.
@@ -202,34 +200,12 @@ impl Version {
         self.ranges
             .files()
             .flat_map(|r| r.tombstones.iter())
-            .any(|t| {
-                t.start < t.end
-                    && f.smallest_seq < t.seq
-                    && f.range_clean < t.seq
-                    && f.smallest_user_key() < t.end.as_slice()
-                    && f.largest_user_key() >= t.start.as_slice()
-            })
+            .any(|t| t.start < t.end && f.may_hold(&t.start, &t.end, Held::Older(t.seq)))
     }
 
     /// Whether a table or L0 part may hold a version older than `t` of a key it covers.
     fn may_hold_older(&self, t: &crate::range_del::Tombstone) -> bool {
-        if t.start >= t.end {
-            return false;
-        }
-        if self
-            .l0
-            .may_hold_older(self.files(0), &t.start, &t.end, t.seq)
-        {
-            return true;
-        }
-        (1..self.num_levels()).any(|level| {
-            self.files(level).iter().any(|f| {
-                f.smallest_seq < t.seq
-                    && f.range_clean < t.seq
-                    && f.smallest_user_key() < t.end.as_slice()
-                    && f.largest_user_key() >= t.start.as_slice()
-            })
-        })
+        t.start < t.end && self.may_hold(&t.start, &t.end, Held::Older(t.seq))
     }
 
     /// Iterators over every table: L0's as its layout gives them, then one lazy iterator

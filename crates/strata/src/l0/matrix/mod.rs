@@ -817,22 +817,12 @@ impl Level0 for Matrix {
         self.0.rows.is_empty()
     }
 
-    fn may_hold_newer(
-        &self,
-        files: &[Arc<FileMeta>],
-        start: &[u8],
-        end: &[u8],
-        seq: SeqNo,
-    ) -> bool {
-        self.may_hold_older(files, start, end, seq)
-    }
-
-    fn may_hold_older(
+    fn may_hold(
         &self,
         _files: &[Arc<FileMeta>],
         start: &[u8],
         end: &[u8],
-        _seq: SeqNo,
+        _held: crate::file_meta::Held,
     ) -> bool {
         // Rows keep no sequence range: any row overlapping the range may.
         self.0.rows.iter().any(|lr| {
