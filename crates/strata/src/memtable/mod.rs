@@ -10,7 +10,7 @@ mod arena;
 mod filter;
 mod skiplist;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use arena::Arena;
@@ -96,8 +96,9 @@ pub struct MemTable {
 /// 1,000-key runs took 72 us each at the median; the pieces are `O(n·p)` to build).
 #[derive(Default)]
 struct Ranges {
-    /// Set once the first is added: reads of a memtable without any skip the lock.
-    any: AtomicBool,
+    /// How many it holds (read without the lock: by `len`, on the write path, and by
+    /// reads of a memtable without any, which skip the lock).
+    count: AtomicUsize,
     /// The list, and its pieces (`None`: not built since the last addition).
     held: Mutex<(Vec<Tombstone>, Option<Arc<Fragments>>)>,
     bytes: AtomicUsize,
@@ -224,17 +225,17 @@ impl MemTable {
             .fetch_add(t.footprint(), Ordering::Relaxed);
         held.0.push(t);
         held.1 = None;
-        self.ranges.any.store(true, Ordering::Release);
+        self.ranges.count.store(held.0.len(), Ordering::Release);
     }
 
     /// Whether it holds a range tombstone.
     pub fn has_ranges(&self) -> bool {
-        self.ranges.any.load(Ordering::Acquire)
+        self.ranges.count.load(Ordering::Acquire) > 0
     }
 
     /// Its range tombstones' pieces (empty if it has none).
     pub fn range_pieces(&self) -> Arc<Fragments> {
-        if !self.ranges.any.load(Ordering::Acquire) {
+        if !self.has_ranges() {
             return Arc::default();
         }
         let mut held = crate::sync::lock(&self.ranges.held);
@@ -246,7 +247,7 @@ impl MemTable {
 
     /// Its range tombstones, in the order they were added.
     pub fn range_tombstones(&self) -> Vec<Tombstone> {
-        if !self.ranges.any.load(Ordering::Acquire) {
+        if !self.has_ranges() {
             return Vec::new();
         }
         crate::sync::lock(&self.ranges.held).0.clone()
@@ -263,11 +264,7 @@ impl MemTable {
     pub fn len(&self) -> usize {
         self.list.len()
             + self.side.as_ref().map_or(0, |s| s.len())
-            + if self.ranges.any.load(Ordering::Acquire) {
-                crate::sync::lock(&self.ranges.held).0.len()
-            } else {
-                0
-            }
+            + self.ranges.count.load(Ordering::Acquire)
     }
 
     /// Whether no entry was added.

@@ -489,10 +489,9 @@ impl VersionEdit {
                     let (n, seq) =
                         (|| Some((get_varint64(&mut payload)?, get_varint64(&mut payload)?)))()
                             .ok_or_else(|| bad("range clean record"))?;
-                    // (It follows the record of its table.)
-                    if let Some((_, f)) =
-                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == n)
-                    {
+                    // (It follows the record of its table: a search of every table a
+                    // snapshot names, per record, was quadratic in them.)
+                    if let Some((_, f)) = e.new_files.last_mut().filter(|(_, f)| f.number.0 == n) {
                         f.range_clean = SeqNo(seq);
                     }
                 }
