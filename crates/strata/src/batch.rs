@@ -250,8 +250,12 @@ impl WriteBatch {
 
     /// Adds a deletion of every key in `[start, end)`: one entry, whatever the number of
     /// keys (docs/design/range-deletes.md). Writing a batch whose `start` is above its
-    /// `end` fails with `InvalidArgument`; an empty range deletes nothing.
+    /// `end` fails with `InvalidArgument`; an empty range (`start == end`) deletes nothing
+    /// and adds no entry.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        if start.as_ref() == end.as_ref() {
+            return self;
+        }
         self.rep.push(ValueKind::RangeDelete as u8);
         put_length_prefixed(&mut self.rep, start.as_ref());
         put_length_prefixed(&mut self.rep, end.as_ref());

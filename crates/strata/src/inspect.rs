@@ -454,6 +454,8 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
 struct Live {
     tables: std::collections::BTreeMap<u64, crate::version::FileMeta>,
     values: std::collections::BTreeMap<u64, crate::vstore::ValueFile>,
+    /// Range-tombstone files, with the tombstones the manifest holds for each.
+    ranges: std::collections::BTreeMap<u64, crate::range_del::RangeFile>,
     /// The oldest WAL recovery replays.
     log_number: u64,
     /// Files an open kept after dropping a damaged record.
@@ -486,6 +488,12 @@ fn replay_manifest(manifest: &Path, problems: &mut Vec<Problem>) -> Result<Live>
                 }
                 for f in e.new_value_files {
                     live.values.insert(f.number, f);
+                }
+                for n in &e.deleted_range_files {
+                    live.ranges.remove(n);
+                }
+                for f in e.new_range_files {
+                    live.ranges.insert(f.number, f);
                 }
                 if let Some(n) = e.log_number {
                     live.log_number = n.0;
@@ -560,7 +568,57 @@ fn check_live_files(
         }
         writeln!(out, "value file {}", path.display()).map_err(io)?;
     }
+    for f in live.ranges.values() {
+        let path =
+            placement
+                .db_dir()
+                .join(crate::filename::ranges_name(crate::filename::FileNumber(
+                    f.number,
+                )));
+        if let Some(what) = check_range_file(fs, &path, f) {
+            problems.push(Problem {
+                file: path.clone(),
+                offset: 0,
+                what,
+            });
+        }
+        writeln!(out, "range tombstones {}", path.display()).map_err(io)?;
+    }
     Ok(())
+}
+
+/// What is wrong with the range-tombstone file at `path`, which the manifest names as `f`:
+/// unreadable, another size, or other tombstones than the manifest's (what a repair would
+/// find without the manifest).
+fn check_range_file(fs: &RealFs, path: &Path, f: &crate::range_del::RangeFile) -> Option<String> {
+    let size = match fs.file_size(path) {
+        Ok(s) => s,
+        Err(e) => return Some(e.to_string()),
+    };
+    if size != f.size {
+        return Some(format!(
+            "{size} bytes where the manifest records {}",
+            f.size
+        ));
+    }
+    let order = |v: &mut Vec<crate::range_del::Tombstone>| {
+        v.sort_by(|a, b| (&a.start, a.seq, &a.end).cmp(&(&b.start, b.seq, &b.end)));
+    };
+    match crate::sst::range_file::read(fs, path) {
+        Ok(mut found) => {
+            let mut named = f.tombstones.to_vec();
+            order(&mut found);
+            order(&mut named);
+            (found != named).then(|| {
+                format!(
+                    "holds {} range tombstone(s) other than the manifest's {}",
+                    found.len(),
+                    named.len()
+                )
+            })
+        }
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// L0 kept outside tables (the matrix's rows in its region): each part's checks, and what a
@@ -637,12 +695,13 @@ fn check_obsolete(
     let obsolete_path = dir.join(crate::filename::OBSOLETE);
     match crate::obsolete::read(fs, dir) {
         Ok(Some(list)) => {
-            for n in list.tables.iter().filter(|n| live.tables.contains_key(n)) {
+            let live_file = |n: &u64| live.tables.contains_key(n) || live.ranges.contains_key(n);
+            for n in list.tables.iter().filter(|n| live_file(n)) {
                 problems.push(Problem {
                     file: obsolete_path.clone(),
                     offset: 0,
                     what: format!(
-                        "names live table {n:06}: a repair would leave it out (an open \
+                        "names live file {n:06}: a repair would leave it out (an open \
                          rewrites the list)"
                     ),
                 });

@@ -416,3 +416,262 @@ fn seeks_skip_covered_runs_only_where_nothing_newer_lies() {
         db.close().unwrap();
     }
 }
+
+/// The range-tombstone files in `dir`.
+fn range_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rdel"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reads never use a range-tombstone file (the manifest holds its tombstones), so one that
+/// is missing or cut short does not stop an open, which writes it again from the manifest's
+/// copy; `strata check` reports one damaged in place, and a repair reads the manifest's
+/// copy of one that does not read or is gone, so no deleted key comes back.
+#[test]
+fn a_missing_or_damaged_range_file_is_rebuilt_from_the_manifest() {
+    let dir = strata_testkit::TempDir::new("rdel-damage");
+    let db_dir = dir.path().join("db");
+    let opts = strata::Options::default;
+    {
+        let db = Db::open(&db_dir, opts()).unwrap();
+        for i in 0..300 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.delete_range(key(100), key(200)).unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let files = range_files(&db_dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rdel = files[0].clone();
+    let whole = std::fs::read(&rdel).unwrap();
+    let reads_right = |what: &str| {
+        let db = Db::open(&db_dir, opts()).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+        for i in 0..300 {
+            let want = (!(100..200).contains(&i)).then(|| value(i));
+            assert_eq!(db.get(key(i)).unwrap(), want, "{what}: {i}");
+        }
+        db.close().unwrap();
+        assert_eq!(
+            std::fs::read(&rdel).unwrap(),
+            whole,
+            "{what}: not rewritten"
+        );
+    };
+    std::fs::remove_file(&rdel).unwrap();
+    reads_right("removed");
+    std::fs::write(&rdel, &whole[..whole.len() / 2]).unwrap();
+    reads_right("cut short");
+
+    // Damaged in place (the same size): open does not read it; check does.
+    let mut bad = whole.clone();
+    bad[10] ^= 0x40;
+    std::fs::write(&rdel, &bad).unwrap();
+    let problems = strata::inspect::check(&db_dir, &opts(), &mut Vec::new()).unwrap();
+    assert!(
+        problems.iter().any(|p| p.file == rdel),
+        "check missed the damaged range file: {problems:?}"
+    );
+    // A repair without the file's tombstones would bring 100..200 back.
+    strata::repair(&db_dir, &opts()).unwrap();
+    let db = Db::open(&db_dir, opts()).unwrap();
+    for i in 0..300 {
+        let want = (!(100..200).contains(&i)).then(|| value(i));
+        assert_eq!(db.get(key(i)).unwrap(), want, "after repair: {i}");
+    }
+    db.close().unwrap();
+}
+
+/// An open that drops a damaged last manifest record keeps the files it may have named
+/// (here a flush's table and range-tombstone file) for a repair; the database never gives
+/// out their sequences again, so the kept range deletion, merged back by the repair, does
+/// not cover keys written after that open.
+#[test]
+fn a_kept_range_deletion_never_covers_a_later_write() {
+    use strata::internals::wal::{LogEvent, LogReader};
+    let dir = strata_testkit::TempDir::new("rdel-kept");
+    let db_dir = dir.path().join("db");
+    let opts = strata::Options::default;
+    {
+        let db = Db::open(&db_dir, opts()).unwrap();
+        for i in 0..300 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.delete_range(key(100), key(200)).unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let manifest = std::fs::read_dir(&db_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let mut last = None;
+    let mut reader = LogReader::new(bytes.clone());
+    while let LogEvent::Record { offset, data } = reader.next_event() {
+        let edit = strata::internals::version::decode_edit(&data).unwrap();
+        if !edit.new_files.is_empty() {
+            last = Some((offset as usize, data.len()));
+        }
+    }
+    // The flush's edit made the last record, and damaged.
+    let (offset, len) = last.unwrap();
+    bytes.truncate(offset + 7 + len);
+    bytes[offset + 7 + len / 2] ^= 0x20;
+    std::fs::write(&manifest, &bytes).unwrap();
+    {
+        let db = Db::open(&db_dir, opts()).unwrap();
+        assert!(db
+            .property("strata.kept-files")
+            .unwrap()
+            .starts_with("2 file(s) kept"));
+        for i in 150..160 {
+            db.put(key(i), b"later").unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    strata::repair(&db_dir, &opts()).unwrap();
+    let db = Db::open(&db_dir, opts()).unwrap();
+    for i in 0..300 {
+        let want = match i {
+            150..160 => Some(b"later".to_vec()),
+            100..200 => None,
+            _ => Some(value(i)),
+        };
+        assert_eq!(db.get(key(i)).unwrap(), want, "{i}");
+    }
+    db.close().unwrap();
+}
+
+/// A batch that holds only empty ranges writes nothing (and marks nothing).
+#[test]
+fn an_empty_range_adds_no_entry() {
+    let mut b = WriteBatch::new();
+    b.delete_range(b"k", b"k");
+    assert_eq!(b.len(), 0);
+    b.delete_range(b"a", b"b");
+    assert_eq!(b.len(), 1);
+}
+
+/// A flush that fails before its tables take their names leaves no range-tombstone file a
+/// repair would apply without the rest of its batch: after a power cut that tears the
+/// WAL's unsynced tail, the batch's range deletion and its put are both there or both
+/// gone. (Two things hold it: the file keeps a temporary name until the tables take
+/// theirs, which is all a crash in between leaves, and the obsolete list names a failed
+/// flush's files.)
+#[test]
+fn a_failed_flush_names_no_range_file_a_repair_would_apply_alone() {
+    use strata::fs::{FaultFs, FaultRule, FsOp};
+    let mut torn = 0;
+    for seed in 0..64 {
+        let config = named("default");
+        let faults = Arc::new(FaultFs::new(MemFs::new()));
+        let fs: Arc<dyn Fs> = faults.clone();
+        let db = open(&config, &fs);
+        for i in 0..300 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"zzz", b"new");
+        b.delete_range(key(100), key(200));
+        db.write(&Default::default(), b).unwrap();
+        faults.inject(FaultRule::always(FsOp::Rename).on_paths(".sst"));
+        assert!(db.flush().is_err(), "the flush's rename was to fail");
+        let image = faults.crash_clone(CrashMode::TornTail { seed });
+        drop(db);
+        let fs: Arc<dyn Fs> = Arc::new(image);
+        let opts = (config.build)(Path::new("/db"), fs.clone());
+        strata::repair("/db", &opts).unwrap();
+        let db = open(&config, &fs);
+        let applied = db.get(b"zzz").unwrap().is_some();
+        torn += usize::from(!applied);
+        for i in 0..300 {
+            let want = (!applied || !(100..200).contains(&i)).then(|| value(i));
+            assert_eq!(
+                db.get(key(i)).unwrap(),
+                want,
+                "seed {seed}: {i} (batch applied: {applied})"
+            );
+        }
+        db.close().unwrap();
+    }
+    assert!(torn > 0, "no kill tore the batch off");
+}
+
+/// Range deletions in the WAL are honoured by a read-only open (which flushes nothing), and
+/// flushed ones survive an L0 layout migration (L0, with its range-tombstone file, compacted
+/// into L1 at open) either way.
+#[test]
+fn read_only_opens_and_layout_migrations_keep_range_deletions() {
+    use strata::{L0Layout, Options};
+    let mem: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let opts = |layout| Options {
+        fs: mem.clone(),
+        l0_layout: layout,
+        migrate_l0_layout: true,
+        ..Options::default()
+    };
+    let mut m = Model::new();
+    let forget = |m: &mut Model, a: u64, b: u64| {
+        let doomed: Vec<Vec<u8>> = m.range(key(a)..key(b)).map(|(k, _)| k.clone()).collect();
+        for d in doomed {
+            m.remove(&d);
+        }
+    };
+    {
+        let db = Db::open("/db", opts(L0Layout::Flat)).unwrap();
+        for i in 0..400 {
+            db.put(key(i), value(i)).unwrap();
+            m.insert(key(i), value(i));
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        // In L0 (with its range-tombstone file) over L1.
+        db.delete_range(key(100), key(300)).unwrap();
+        forget(&mut m, 100, 300);
+        db.put(key(150), b"after").unwrap();
+        m.insert(key(150), b"after".to_vec());
+        db.flush().unwrap();
+        // Only in the WAL.
+        db.delete_range(key(340), key(360)).unwrap();
+        forget(&mut m, 340, 360);
+        db.put(key(350), b"late").unwrap();
+        m.insert(key(350), b"late".to_vec());
+        // Dropped without a close: the WAL is what holds the last writes.
+        drop(db);
+    }
+    {
+        let ro = Db::open_read_only("/db", opts(L0Layout::Flat)).unwrap();
+        check(&ro, &m, &ReadOptions::default(), "read-only");
+        ro.close().unwrap();
+    }
+    for layout in [L0Layout::Buckets, L0Layout::Flat] {
+        let db = Db::open("/db", opts(layout)).unwrap();
+        check(
+            &db,
+            &m,
+            &ReadOptions::default(),
+            &format!("migrated to {layout:?}"),
+        );
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open("/db", opts(L0Layout::Flat)).unwrap();
+    db.compact_range(None, None).unwrap();
+    check(&db, &m, &ReadOptions::default(), "compacted");
+    db.close().unwrap();
+}

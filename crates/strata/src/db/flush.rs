@@ -24,44 +24,6 @@ use crate::stats::{Stats, MAX_LEVELS};
 use crate::version::set::PendingSync;
 use crate::version::{Version, VersionEdit};
 
-/// Writes the range tombstones of `mem`, if it holds any, as a range-tombstone file in the
-/// database directory: unsynced and listed in `durable_first` (a live flush: made durable
-/// before the record naming it), else synced with its directory (recovery at open).
-///
-/// # Errors
-/// I/O errors; a file written is left for obsolete-file cleanup.
-pub(crate) fn write_ranges(
-    fs: &dyn crate::fs::Fs,
-    placement: &Placement,
-    mem: &MemTable,
-    new_number: &mut dyn FnMut() -> FileNumber,
-    durable_first: Option<&mut DurableFirst>,
-) -> Result<Option<crate::range_del::RangeFile>> {
-    let mut tombstones = mem.range_tombstones();
-    if tombstones.is_empty() {
-        return Ok(None);
-    }
-    tombstones.sort_by(crate::range_del::file_order);
-    let number = new_number();
-    let dir = placement.db_dir();
-    let path = dir.join(crate::filename::ranges_name(number));
-    let size = crate::sst::range_file::write(fs, &path, &tombstones, durable_first.is_none())?;
-    match durable_first {
-        Some(first) => {
-            first.files.push(path);
-            if !first.dirs.iter().any(|d| d == dir) {
-                first.dirs.push(dir.to_path_buf());
-            }
-        }
-        None => fs.sync_dir(dir)?,
-    }
-    Ok(Some(crate::range_del::RangeFile {
-        number: number.0,
-        size,
-        tombstones: tombstones.into(),
-    }))
-}
-
 /// How many manifest records (with the tables they name) may wait for their sync before a
 /// flush or compaction waits for them: the tables and WALs of that many edits stay in the
 /// page cache, unsynced, and the files they drop on disk, meanwhile.
@@ -127,13 +89,7 @@ impl DbInner {
         };
         let mut run = || -> Result<_> {
             let ingested = layout.ingest(&mut job, &mem, base.files(0))?;
-            let ranges = write_ranges(
-                &*self.fs,
-                &self.placement,
-                &mem,
-                &mut *job.new_file_number,
-                job.durable_first.as_mut(),
-            )?;
+            let ranges = job.write_ranges(&mem)?;
             let value_files = job.finish_values()?;
             let dropped = job.dropped_values.take();
             Stats::add(&self.stats.flush_bytes, ingested.other_bytes);

@@ -72,6 +72,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let (mut versions, tables) = version_set_and_tables(&opts, &placement);
     let mut edit = VersionEdit::default();
     let mut last_seq = SeqNo::ZERO;
+    // The newest sequence of files kept unnamed for a repair (never given out again).
+    let mut kept_seq = SeqNo::ZERO;
     let mut configured = None;
     if exists {
         let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
@@ -86,6 +88,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         for dir in placement.write_dirs() {
             fs::create_dir_durable(&*fs, dir)?;
         }
+        rewrite_range_files(&opts, &placement, &versions)?;
         if let Some(dropped) = &r.dropped_tail {
             if let Some(log) = &opts.info_log {
                 log(&format!(
@@ -95,15 +98,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
                     path.display()
                 ));
             }
-            edit.kept = Some(kept_after_drop(
-                &*fs,
-                &placement,
-                &versions.current(),
-                dropped,
-            ));
+            let (kept, newest) = kept_after_drop(&*fs, &placement, &versions.current(), dropped);
+            edit.kept = Some(kept);
+            kept_seq = newest;
         }
         let replayed = replay_wals(&opts, &placement, &mut versions, &r, Sink::Flush(&mut edit))?;
-        last_seq = replayed.last_seq;
+        last_seq = replayed.last_seq.max(kept_seq);
         if replayed.expiring && !versions.current().expiring {
             // Expiring entries the manifest does not name (a dropped last record was the
             // one that named them): named now, so that jobs go on removing them.
@@ -429,6 +429,34 @@ fn recorded_elsewhere(placement: &Placement, recorded: Option<&Directories>) -> 
     } else {
         format!("; {}", lines.join("; "))
     }
+}
+
+/// Writes again, from the manifest's copy, each range-tombstone file the current version
+/// names that is missing or cut short: reads never use these files, but a repair, a
+/// checkpoint and a backup do.
+///
+/// # Errors
+/// I/O errors.
+fn rewrite_range_files(opts: &Options, placement: &Placement, versions: &VersionSet) -> Result<()> {
+    let unsound = versions.unsound_range_files()?;
+    if unsound.is_empty() {
+        return Ok(());
+    }
+    let fs = &*opts.fs;
+    for (path, f) in &unsound {
+        let tmp = fs::temp_path(path);
+        crate::sst::range_file::write(fs, &tmp, &f.tombstones, true)?;
+        fs.rename(&tmp, path)?;
+        if let Some(log) = &opts.info_log {
+            log(&format!(
+                "{}: missing or not of its recorded size; written again from the \
+                 manifest's copy of its {} range tombstone(s)",
+                path.display(),
+                f.tombstones.len()
+            ));
+        }
+    }
+    fs.sync_dir(placement.db_dir())
 }
 
 /// Loads the version CURRENT names and checks, before anything is written, that every
@@ -876,14 +904,18 @@ fn refuse_files_without_current(fs: &dyn fs::Fs, path: &Path, placement: &Placem
 /// The files to keep when recovery dropped a damaged last manifest record (`dropped`):
 /// every table and value file on disk that `v` does not name, with those kept before. The
 /// dropped record may have been a synced flush whose WAL is gone, its table the only copy of
-/// those writes: deleting unnamed files, as an open otherwise does, would lose them (issue
-/// 29). They wait for `repair`; `strata check` and `strata.kept-files` report them.
+/// those writes: deleting unnamed files, as an open otherwise does, would lose them. They
+/// wait for `repair`; `strata check` and `strata.kept-files` report them. Also returns the
+/// newest sequence the unnamed tables and range-tombstone files hold: the database gives
+/// out none at or below it again (a repair merges them back beside what is written from
+/// now on, and a range deletion of theirs would cover a new write that reused its
+/// sequence).
 fn kept_after_drop(
     fs: &dyn fs::Fs,
     placement: &Placement,
     v: &crate::version::Version,
     dropped: &str,
-) -> crate::version::KeptFiles {
+) -> (crate::version::KeptFiles, SeqNo) {
     let mut named: HashSet<u64> = v.values.keys().copied().collect();
     named.extend(v.ranges.files().map(|f| f.number));
     for level in 0..v.num_levels() {
@@ -894,20 +926,40 @@ fn kept_after_drop(
         None => (Vec::new(), String::new()),
     };
     reason.push_str(dropped);
+    let mut newest = SeqNo::ZERO;
     for dir in placement.dirs() {
         for name in fs.list(dir).unwrap_or_default() {
-            if let Some(FileType::Table(n) | FileType::Value(n, _) | FileType::Ranges(n)) =
+            let Some(t @ (FileType::Table(n) | FileType::Value(n, _) | FileType::Ranges(n))) =
                 crate::registry::parse_file_name(&name)
-            {
-                if !named.contains(&n.0) {
-                    files.push(n.0);
+            else {
+                continue;
+            };
+            if named.contains(&n.0) {
+                continue;
+            }
+            files.push(n.0);
+            // (A file that does not read holds nothing a repair would merge back.)
+            let p = dir.join(&name);
+            match t {
+                FileType::Table(_) => {
+                    let largest = fs
+                        .open_with(&p, fs::ReadAccess::Positional)
+                        .and_then(|f| crate::sst::Table::open(f, &p, None))
+                        .map(|t| SeqNo(t.properties().largest_seq));
+                    newest = newest.max(largest.unwrap_or(SeqNo::ZERO));
                 }
+                FileType::Ranges(_) => {
+                    for t in crate::sst::range_file::read(fs, &p).unwrap_or_default() {
+                        newest = newest.max(t.seq);
+                    }
+                }
+                _ => {}
             }
         }
     }
     files.sort_unstable();
     files.dedup();
-    crate::version::KeptFiles { reason, files }
+    (crate::version::KeptFiles { reason, files }, newest)
 }
 
 /// Whether the WAL at `path` holds anything but its link record: a creation cut off before
@@ -1393,13 +1445,7 @@ fn flush_recovered(
         filter: None,
     };
     let ingested = layout.ingest(&mut job, mem, &files)?;
-    edit.new_range_files.extend(super::flush::write_ranges(
-        &*opts.fs,
-        placement,
-        mem,
-        &mut *job.new_file_number,
-        None,
-    )?);
+    edit.new_range_files.extend(job.write_ranges(mem)?);
     edit.new_value_files.extend(job.finish_values()?);
     // Older versions the replayed memtable held are garbage of the files their pointers
     // lead to, as a live flush counts them (entries add up when the edit is applied).

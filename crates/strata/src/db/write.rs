@@ -79,12 +79,6 @@ impl WriteQueue {
 pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
     batch.validate()?;
     let batch = batch.resolve_expiry(&db.now, opts.ttl.or(db.opts.default_ttl))?;
-    if batch.has_expiring() {
-        db.record_expiring()?;
-    }
-    if batch.has_range_delete() {
-        db.record_range_deletes()?;
-    }
     if batch.is_empty() && !opts.sync {
         return Ok(());
     }
@@ -102,6 +96,14 @@ pub(crate) fn write(db: &DbInner, opts: &WriteOptions, batch: WriteBatch) -> Res
         .refuses(&batch, || db.super_version().version.clone())
     {
         return Err(Error::new(ErrorKind::NoSpace, why));
+    }
+    // Only a write that goes ahead marks the database as holding what older releases cannot
+    // read (a refused one leaves it as it was).
+    if batch.has_expiring() {
+        db.record_expiring()?;
+    }
+    if batch.has_range_delete() {
+        db.record_range_deletes()?;
     }
     commit(
         db,

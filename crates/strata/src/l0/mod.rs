@@ -808,6 +808,49 @@ impl Ingest<'_> {
         Ok(Some(meta))
     }
 
+    /// Writes the range tombstones of `mem`, if it holds any, as a range-tombstone file in
+    /// the database directory: staged and unsynced as the tables are (a live flush: named at
+    /// [`Ingest::publish`], so a repair finds it no sooner than the tables written with it;
+    /// made durable before the record naming it), else synced with its directory (recovery
+    /// at open).
+    ///
+    /// # Errors
+    /// I/O errors; a file written is left for obsolete-file cleanup (or, staged, for
+    /// [`Ingest::discard_staged`]).
+    pub fn write_ranges(&mut self, mem: &MemTable) -> Result<Option<crate::range_del::RangeFile>> {
+        let mut tombstones = mem.range_tombstones();
+        if tombstones.is_empty() {
+            return Ok(None);
+        }
+        tombstones.sort_by(crate::range_del::file_order);
+        let number = (self.new_file_number)();
+        let dir = self.placement.db_dir();
+        let path = dir.join(crate::filename::ranges_name(number));
+        let written = if self.stage {
+            let tmp = crate::fs::temp_path(&path);
+            self.staged.push((tmp.clone(), path.clone()));
+            tmp
+        } else {
+            path.clone()
+        };
+        let sync = self.durable_first.is_none();
+        let size = crate::sst::range_file::write(self.fs, &written, &tombstones, sync)?;
+        match self.durable_first.as_mut() {
+            Some(first) => {
+                first.files.push(path);
+                if !first.dirs.iter().any(|d| d == dir) {
+                    first.dirs.push(dir.to_path_buf());
+                }
+            }
+            None => self.fs.sync_dir(dir)?,
+        }
+        Ok(Some(crate::range_del::RangeFile {
+            number: number.0,
+            size,
+            tombstones: tombstones.into(),
+        }))
+    }
+
     /// Gives `sink` the entries of `mem` from user key `from` (inclusive; `None` = the
     /// start) up to `to` (exclusive; `None` = the end) as a flush writes them, in key order:
     /// versions no snapshot needs are dropped (tombstones are kept: older versions may live

@@ -29,6 +29,19 @@ pub(super) struct Found {
     /// Each table's entry count as the surviving manifests recorded it (for a table that
     /// no longer opens, the only count there is).
     pub recorded_entries: HashMap<u64, u64>,
+    /// The range-tombstone files the manifests recorded, with their tombstones (the copy a
+    /// repair reads when the file does not), and which of them the newest manifest that
+    /// reads still names.
+    pub recorded_ranges: RecordedRanges,
+}
+
+/// Range-tombstone files as the surviving manifests recorded them.
+#[derive(Default)]
+pub(super) struct RecordedRanges {
+    /// Every one any manifest added, by number.
+    pub files: HashMap<u64, crate::range_del::RangeFile>,
+    /// Those the newest manifest holding any record names at its end.
+    pub live: std::collections::HashSet<u64>,
 }
 
 /// The placement of the database at `dir` under `opts` (a manifest still readable, or
@@ -76,6 +89,7 @@ impl Repairer<'_> {
             value_files: BTreeMap::new(),
             max_number: 1,
             recorded_entries: HashMap::new(),
+            recorded_ranges: RecordedRanges::default(),
         };
         let mut dirs: Vec<&Path> = placement.dirs();
         dirs.dedup();
@@ -130,7 +144,8 @@ impl Repairer<'_> {
         found.tables.dedup_by_key(|t| t.1);
         found.wals.sort_by_key(|w| w.1);
         found.wals.dedup_by_key(|w| w.1);
-        found.recorded_entries = recorded_table_entries(&**fs, &found.manifests);
+        (found.recorded_entries, found.recorded_ranges) =
+            recorded_in_manifests(&**fs, &found.manifests);
         Ok(found)
     }
 
@@ -222,22 +237,39 @@ fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> boo
 
 /// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
 /// record wins), each read up to its damage.
-fn recorded_table_entries(fs: &dyn crate::fs::Fs, manifests: &[PathBuf]) -> HashMap<u64, u64> {
+fn recorded_in_manifests(
+    fs: &dyn crate::fs::Fs,
+    manifests: &[PathBuf],
+) -> (HashMap<u64, u64>, RecordedRanges) {
     let mut out = HashMap::new();
+    let mut ranges = RecordedRanges::default();
     for p in by_number(manifests) {
         let Ok(bytes) = crate::fs::read_all(fs, p) else {
             continue;
         };
         let mut reader = LogReader::new(bytes);
+        let mut live = std::collections::HashSet::new();
+        let mut any = false;
         while let LogEvent::Record { data, .. } = reader.next_event() {
             if let Ok(e) = VersionEdit::decode(&data, crate::registry::registered()) {
+                any = true;
                 for (_, f) in &e.new_files {
                     out.insert(f.number.0, f.num_entries);
                 }
+                for n in &e.deleted_range_files {
+                    live.remove(n);
+                }
+                for f in e.new_range_files {
+                    live.insert(f.number);
+                    ranges.files.insert(f.number, f);
+                }
             }
         }
+        if any {
+            ranges.live = live;
+        }
     }
-    out
+    (out, ranges)
 }
 
 /// The path id of directory `d` in `placement`: the database directory's, else the slot

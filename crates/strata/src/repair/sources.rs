@@ -73,19 +73,32 @@ impl Repairer<'_> {
         };
         // Those the obsolete list names are left out (with the tables: one whose flush
         // never reached the manifest may hold sequences the database gave out again).
+        // A file that does not read, or one the newest manifest names that is gone, is
+        // read from a manifest's copy of its tombstones where one survives.
+        let recorded = &found.recorded_ranges;
+        let add = |list: &[crate::range_del::Tombstone], sources: &mut Sources| {
+            for t in list {
+                sources.last_seq = sources.last_seq.max(t.seq);
+            }
+            sources.ranges.extend_from_slice(list);
+        };
         for (p, n) in &found.range_files {
             if obsolete.tables.contains(&n.0) {
                 report.obsolete_files += 1;
                 continue;
             }
             match crate::sst::range_file::read(&**fs, p) {
-                Ok(list) => {
-                    for t in &list {
-                        sources.last_seq = sources.last_seq.max(t.seq);
-                    }
-                    sources.ranges.extend(list);
-                }
+                Ok(list) => add(&list, &mut sources),
                 Err(e) => {
+                    if let Some(f) = recorded.files.get(&n.0) {
+                        add(&f.tombstones, &mut sources);
+                        report.damaged(
+                            p,
+                            0,
+                            format!("{e}; its range deletions were read from the manifest"),
+                        );
+                        continue;
+                    }
                     report.dropped.push(format!(
                         "{}: the range-tombstone file would not read ({e}): the keys its \
                          range deletions deleted may be back",
@@ -93,6 +106,19 @@ impl Repairer<'_> {
                     ));
                     report.damaged(p, 0, e.to_string());
                 }
+            }
+        }
+        let mut gone: Vec<u64> = recorded
+            .live
+            .iter()
+            .copied()
+            .filter(|n| !found.range_files.iter().any(|(_, f)| f.0 == *n))
+            .filter(|n| !obsolete.tables.contains(n))
+            .collect();
+        gone.sort_unstable();
+        for n in gone {
+            if let Some(f) = recorded.files.get(&n) {
+                add(&f.tombstones, &mut sources);
             }
         }
         for (p, n) in &found.tables {

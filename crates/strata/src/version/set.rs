@@ -1227,7 +1227,17 @@ impl VersionSet {
                 unsound.push((p, None));
             }
         }
-        // (Read from the manifest, not the file; but a repair reads only the file.)
+        Ok(unsound)
+    }
+
+    /// The range-tombstone files the current version names that are missing or not of the
+    /// recorded size, with their path. Reads take the tombstones from the manifest, never
+    /// from these files: they are the copy a repair finds, which a writable open rewrites.
+    ///
+    /// # Errors
+    /// The error of a `stat` that fails on a file that is there.
+    pub fn unsound_range_files(&self) -> Result<Vec<(PathBuf, crate::range_del::RangeFile)>> {
+        let mut unsound = Vec::new();
         for f in self.current.ranges.files() {
             let p = self
                 .placement
@@ -1235,8 +1245,8 @@ impl VersionSet {
                 .join(filename::ranges_name(FileNumber(f.number)));
             match self.fs.file_size(&p) {
                 Ok(size) if size == f.size => {}
-                Ok(size) => unsound.push((p, Some((size, f.size)))),
-                Err(_) if !self.fs.exists(&p) => unsound.push((p, None)),
+                Ok(_) => unsound.push((p, f.clone())),
+                Err(_) if !self.fs.exists(&p) => unsound.push((p, f.clone())),
                 Err(e) => return Err(e),
             }
         }
