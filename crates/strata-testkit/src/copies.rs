@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::fs::{Fs, MemFs};
+use strata::fs::Fs;
 use strata::{Db, WriteBatch, WriteOptions};
 
 use crate::configs::Config;
@@ -41,20 +41,6 @@ pub fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     m.insert(b"last".to_vec(), n.to_string().into_bytes());
     m
-}
-
-/// Whether `config` keeps files a copy does not take yet (a matrix L0 in persistent
-/// memory).
-pub fn refused(config: &Config) -> bool {
-    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.l0_layout == strata::L0Layout::Matrix
-}
-
-/// Whether `config` may hold a hash-store write-time file still open, which is refused
-/// (whether one is open at the instant depends on the writes racing it).
-pub fn may_refuse(config: &Config) -> bool {
-    let o = (config.build)(Path::new("/db"), Arc::new(MemFs::new()));
-    o.value_store == strata::ValueStoreKind::Hash && o.hash_write_time
 }
 
 /// Opens the copy at `dir` with `config`'s options for that directory and checks it is the

@@ -130,8 +130,7 @@ impl BackupEngine {
     /// acknowledged before the call is in it), sharing the files earlier backups hold.
     ///
     /// # Errors
-    /// `NotSupported` where a checkpoint is (the matrix L0, the hash store) or for a
-    /// database opened read-only; I/O errors (the backup is then not made; what it wrote
+    /// `NotSupported` where a checkpoint is (a database opened read-only); I/O errors (the backup is then not made; what it wrote
     /// goes at the next open).
     pub fn create_backup(&self, db: &crate::Db) -> Result<BackupInfo> {
         let _one = crate::sync::lock(&self.busy);

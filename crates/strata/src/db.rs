@@ -812,9 +812,9 @@ impl Db {
     ///
     /// # Errors
     /// `InvalidArgument` if `dir` exists or its parent does not; `NotSupported` for a
-    /// database opened read-only, or one whose L0 is a matrix in persistent memory, or
-    /// that holds hash-store files (not copied yet); the flush's and
-    /// the copy's I/O errors (`dir` is then not created).
+    /// database opened read-only; the flush's and the copy's I/O errors (`dir` is then not
+    /// created). A matrix L0's region is copied into `dir` with the rest
+    /// (docs/design/checkpoints.md says how to open such a copy with a `pmem_dir`).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         checkpoint::checkpoint(&self.inner, dir.as_ref())
     }

@@ -314,9 +314,6 @@ fn a_repair_keeps_flushed_range_deletions() {
 #[test]
 fn checkpoints_and_backups_keep_range_deletions() {
     for config in configs() {
-        if strata_testkit::copies::refused(&config) || strata_testkit::copies::may_refuse(&config) {
-            continue;
-        }
         let name = config.name;
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
         let db = open(&config, &fs);

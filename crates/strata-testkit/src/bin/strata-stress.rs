@@ -616,20 +616,9 @@ fn backup_worker(db: &Db, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
     let mut rng = Rng::new(7);
     let mut made = 0u64;
     while !stop.load(Ordering::SeqCst) {
-        match engine.create_backup(db) {
-            Ok(_) => {}
-            // The kill loop rotates presets over one database: it may still hold files an
-            // earlier preset wrote that a backup does not copy (the hash store's).
-            Err(e) if e.kind() == strata::ErrorKind::NotSupported => {
-                println!("strata-stress run: no backups: {e}");
-                // (Ending early would end the run: the workers stop when any thread does.)
-                while !stop.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                return Ok(());
-            }
-            Err(e) => return Err(format!("backup {}: {e}", made + 1)),
-        }
+        engine
+            .create_backup(db)
+            .map_err(|e| format!("backup {}: {e}", made + 1))?;
         made += 1;
         if made.is_multiple_of(2) {
             engine.purge(3).map_err(|e| format!("purge: {e}"))?;
@@ -1007,12 +996,7 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             &[]
         };
         let delay = min_ms + rng.below(max_ms.saturating_sub(min_ms) + 1);
-        let backing_up = backup_every > 0 && i % backup_every == 0 && {
-            let o = Options::preset(preset).map_err(|e| e.to_string())?;
-            // (A hash-store write-time file open at the instant is refused too: the run
-            // then goes on without backups.)
-            o.l0_layout != strata::L0Layout::Matrix
-        };
+        let backing_up = backup_every > 0 && i % backup_every == 0;
         let mut child = Command::new(&exe)
             .arg("run")
             .arg(format!("--db={}", db.display()))

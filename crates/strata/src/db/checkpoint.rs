@@ -31,7 +31,7 @@ const COPY_CHUNK: usize = 1 << 20;
 /// CURRENT, OPTIONS), written by [`Frozen::write_own_files`].
 pub(crate) struct Frozen {
     /// Holds every file `files` names until the copy is made.
-    _version: Arc<crate::version::Version>,
+    version: Arc<crate::version::Version>,
     /// The data files: where each is now, its name in the copy, and whether it may be
     /// linked (a file that takes no more appends) or must be copied as it is now.
     pub files: Vec<FrozenFile>,
@@ -127,6 +127,8 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
             link: true,
         });
     }
+    edit.new_value_files
+        .retain(|f| f.format.checkpoint_copy(f) != CheckpointCopy::LeaveOut);
     for f in &mut edit.new_value_files {
         let from = f.path(&db.placement);
         f.path_id = PathId::DB;
@@ -145,7 +147,7 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     opts.wal_in_pmem = false;
     let options = super::open::options_file_text(&opts, &record);
     Ok(Frozen {
-        _version: version,
+        version,
         files,
         edit,
         record,
@@ -157,8 +159,9 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
 }
 
 impl Frozen {
-    /// Writes the copy's own files into `dir`: an empty WAL, the manifest and CURRENT, and
-    /// OPTIONS, each synced (not the directory).
+    /// Writes the copy's own files into `dir`: an empty WAL, the manifest and CURRENT, what
+    /// L0 keeps outside tables (the matrix's region), and OPTIONS, each synced (not the
+    /// directory).
     ///
     /// # Errors
     /// I/O errors.
@@ -170,6 +173,8 @@ impl Frozen {
         wal.sync()?;
         drop(wal);
         write_manifest(fs, &self.record, &staging, self.manifest_number, &self.edit)?;
+        // What L0 keeps outside tables (the matrix's rows), as the pinned version names it.
+        self.version.l0.write_copy(fs, dir)?;
         crate::fs::write_file_atomic(fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
     }
 
@@ -263,11 +268,12 @@ pub(crate) fn new_directory(fs: &dyn Fs, dir: &Path, what: &str) -> Result<Optio
     Ok(parent.map(Path::to_path_buf))
 }
 
-/// What a checkpoint cannot copy yet, refused before anything is written: an L0 kept
-/// outside tables (the matrix's region in persistent memory), value files their store
-/// refuses (the hash store's: `ValueFormat::checkpoint_copy`).
+/// What a checkpoint cannot copy, refused before anything is written: an L0 whose layout
+/// keeps data outside tables that it does not copy (`Level0::copies_own_files`; every
+/// layout built copies its own), value files their store refuses
+/// (`ValueFormat::checkpoint_copy`; a store that does not say how its files copy).
 fn refuse_unsupported(v: &crate::version::Version) -> Result<()> {
-    if !v.l0.own_files().is_empty() {
+    if !v.l0.copies_own_files() {
         return Err(Error::new(
             ErrorKind::NotSupported,
             format!(

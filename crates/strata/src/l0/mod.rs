@@ -241,6 +241,25 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// Whether [`Level0::write_copy`] copies what this layout keeps outside tables (a
+    /// checkpoint or backup is refused otherwise). By default: when it keeps nothing there.
+    fn copies_own_files(&self) -> bool {
+        self.own_files().is_empty()
+    }
+
+    /// Writes into `dir`, synced, what this layout keeps outside tables as this layout
+    /// names it (the matrix: a region holding the pages of its rows), for a copy of the
+    /// database whose one directory `dir` is (a checkpoint's, a backup's): opened with no
+    /// `pmem_dir`, the copy finds it there under the same names. The caller holds the
+    /// version naming this layout, so nothing it names is reused meanwhile. By default
+    /// nothing.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn write_copy(&self, _fs: &dyn Fs, _dir: &std::path::Path) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes, durably, what lets `repair` find this layout's data outside tables with no
     /// manifest (the matrix's row directory). Called under the versions lock on a layout
     /// about to be recorded, before the manifest edit that records it, and at open on the

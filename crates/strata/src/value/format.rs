@@ -207,6 +207,12 @@ pub enum CheckpointCopy {
     /// which records are live): a copy of whatever it holds when read is consistent. Never
     /// linked: the two databases would append to one file.
     Copy,
+    /// It holds no value the pinned version's tables point to, only values of writes the
+    /// copy does not hold (the hash store's write-time file still open: its records are
+    /// those of memtables not yet flushed, and a checkpoint holds flushed ones only). The
+    /// copy leaves it out, and its manifest does not name it: a record in it would be live
+    /// to the copy's GC, which judges liveness from its own records.
+    LeaveOut,
     /// The checkpoint is refused, for this reason (the hash store: a record appended after
     /// the checkpoint's instant would be live to its GC, which judges liveness from its
     /// own records).

@@ -712,6 +712,42 @@ impl Level0 for Matrix {
         ]
     }
 
+    fn copies_own_files(&self) -> bool {
+        true
+    }
+
+    /// A region of the same size whose pages are this layout's rows' (the pages it holds,
+    /// at the same offsets, so the record names them unchanged), zeros elsewhere. The
+    /// pages' generations and the row directory are not copied: the copy's open makes its
+    /// own (a writer's generations start anew; the directory is written from the record).
+    fn write_copy(&self, fs: &dyn crate::fs::Fs, dir: &std::path::Path) -> Result<()> {
+        const CHUNK: usize = 64 * PAGE;
+        if self.0.rows.is_empty() {
+            // (The copy's first flush makes its region, as a new database's does.)
+            return Ok(());
+        }
+        let pages = &self.0.shared.pages;
+        let to = fs.open_region(&dir.join(REGION_NAME), pages.len())?;
+        {
+            let from = self.region()?;
+            for row in &self.0.rows {
+                for &(first, n) in row._hold.runs() {
+                    let (start, end) = (first as usize * PAGE, (first + n) as usize * PAGE);
+                    let mut at = start;
+                    while at < end {
+                        let len = CHUNK.min(end - at);
+                        let bytes = from.read_at(at, len)?;
+                        // SAFETY: the region was created just above and this process alone
+                        // has it; nothing reads it until the copy is opened.
+                        unsafe { to.write_at(at, &bytes)? };
+                        at += len;
+                    }
+                }
+            }
+        }
+        to.persist(0, to.len())
+    }
+
     fn check_view(&self) -> Result<()> {
         let pages = &self.0.shared.pages;
         for row in &self.0.rows {

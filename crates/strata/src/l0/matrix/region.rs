@@ -148,7 +148,7 @@ pub(super) fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shar
     }
     let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
         .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
-    let dir = ctx.placement.dir(PathId::PMEM);
+    let dir = region_dir(&*ctx.fs, &ctx.placement);
     let pages = Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len);
     let s = Arc::new(Shared {
         pages: Arc::new(if ctx.salvage {
@@ -167,6 +167,24 @@ pub(super) fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shar
     });
     *slot = Some(s.clone());
     Ok(s)
+}
+
+/// The directory the region is in: the persistent-memory directory, unless the region is
+/// not there and the database directory holds one (a checkpoint or a restored backup keeps
+/// every file in its one directory, and an open of it with a `pmem_dir` of its own finds
+/// the region where the copy put it; it stays there, with its row directory and pages'
+/// generations beside it: to have it in persistent memory, move those files into
+/// `pmem_dir` before that first open).
+fn region_dir(
+    fs: &dyn crate::fs::Fs,
+    placement: &crate::placement::Placement,
+) -> std::path::PathBuf {
+    let dir = placement.dir(PathId::PMEM);
+    let db = placement.db_dir();
+    if dir != db && !fs.exists(&dir.join(REGION_NAME)) && fs.exists(&db.join(REGION_NAME)) {
+        return db.to_path_buf();
+    }
+    dir.to_path_buf()
 }
 
 /// The shared `CheckedRow` for `row` (one per id while any layout names it).

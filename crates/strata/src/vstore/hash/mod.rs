@@ -251,14 +251,11 @@ pub(crate) struct HashStore;
 impl ValueFormat for HashStore {
     fn checkpoint_copy(&self, f: &ValueFile) -> crate::value::CheckpointCopy {
         match kind_of(f) {
-            // A write-time file still open takes the records of writes after the instant,
-            // and they would be live to the copy's GC, which judges liveness from its own
-            // records.
-            SegmentKind::Open => crate::value::CheckpointCopy::Refuse(
-                "a write-time file is still open (hash_write_time): it takes the records of \
-                 writes after the checkpoint's instant, which the copy's GC would take for \
-                 live",
-            ),
+            // A write-time file still open belongs to a memtable not flushed in the version
+            // (each memtable's values go to files of their own, sealed by its flush): it
+            // holds nothing the copy's tables point to, and its records would be live to
+            // the copy's GC, which judges liveness from its own records.
+            SegmentKind::Open => crate::value::CheckpointCopy::LeaveOut,
             // Written whole, or sealed: never appended to again (bytes past a sealed
             // file's extent are never read).
             _ => crate::value::CheckpointCopy::Link,
