@@ -1072,7 +1072,11 @@ impl Runner {
                 next += every;
             }
         }
-        let end = origin + Duration::from_secs_f64(fill.elapsed) + ttl + every;
+        let end = origin
+            + Duration::from_secs_f64(fill.elapsed)
+            + ttl
+            + every
+            + Duration::from_secs_f64(f.rest_seconds);
         while Instant::now() < end {
             std::thread::sleep(every.min(end.saturating_duration_since(Instant::now())));
             sample();

@@ -114,6 +114,9 @@ pub struct Flags {
     /// expiryfill: how long half the entries live (seconds), and how they go: `ttl`
     /// (written with a time to live) or `delete` (deleted that long after their write).
     pub ttl_seconds: f64,
+    /// expiryfill: how long to go on sampling the space at rest once the last entry is
+    /// gone, before the full compaction (seconds).
+    pub rest_seconds: f64,
     /// (deleterange: `range`, one range deletion per run of keys, the default, or
     /// `delete`, one delete per key.)
     pub reclaim: String,
@@ -183,6 +186,7 @@ impl Default for Flags {
             ycsb_rate: 0.0,
             phases: 3,
             ttl_seconds: 2.0,
+            rest_seconds: 0.0,
             reclaim: "ttl".into(),
             range_keys: 1000,
             report_file: None,
@@ -423,6 +427,14 @@ impl Flags {
                         ));
                     }
                 }
+                "rest_seconds" => {
+                    f.rest_seconds = num(&name, v)?;
+                    if std::time::Duration::try_from_secs_f64(f.rest_seconds).is_err() {
+                        return Err(format!(
+                            "--rest_seconds: expected seconds, 0 or more, got {v:?}"
+                        ));
+                    }
+                }
                 "reclaim" => match v {
                     "ttl" | "delete" | "range" => f.reclaim = v.to_string(),
                     _ => return Err(format!("--reclaim: ttl, range or delete, got {v:?}")),
@@ -586,7 +598,7 @@ strata-only flags:
   --ttl_seconds=S --reclaim=ttl|delete  expiryfill: num unique keys, every other one gone S
       seconds after its write (default 2), by a time to live (strata only) or by a delete;
       samples the space used every --report_interval_seconds (default 1) until S after the
-      last write, then compacts everything
+      last write (and --rest_seconds=R more, default 0), then compacts everything
   --range_keys=K --reclaim=range|delete  deleterange: over the num keys fillseq wrote, deletes
       every other run of K keys (default 1000): one range deletion per run (range, the
       default) or one delete per key (delete); prints the space before and after.

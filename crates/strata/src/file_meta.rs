@@ -41,8 +41,21 @@ pub struct FileMeta {
     /// no snapshot kept one). 0: none known. A tombstone leaves the version once no table
     /// may hold a version it covers (`Version::obsolete_range_files`).
     pub range_clean: SeqNo,
+    /// Its expiring entries: how many, and the latest expiry among them (a table of
+    /// mostly expiring entries that have all expired is compacted at rest:
+    /// `picker::pick_expired`). Zero when unknown (a table written before it was recorded).
+    pub expiry: TableExpiry,
     /// Reads that consulted this file in vain (not persisted; see [`ReadCharges`]).
     pub read_charges: ReadCharges,
+}
+
+/// A table's expiring entries, as its properties count them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableExpiry {
+    /// Expiring entries.
+    pub entries: u64,
+    /// The latest expiry among them, ms since the Unix epoch.
+    pub latest: u64,
 }
 
 /// How many reads consulted a table of a sorted level and then had to go on to a deeper
@@ -107,6 +120,10 @@ impl FileMeta {
             num_deletions: props.num_deletions,
             oldest_value_file: 0,
             range_clean: SeqNo::ZERO,
+            expiry: TableExpiry {
+                entries: props.num_expiring,
+                latest: props.latest_expiry,
+            },
             read_charges: ReadCharges::default(),
         }
     }
@@ -178,6 +195,7 @@ pub(crate) fn test_table_bytes(n: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64
         num_deletions: 0,
         oldest_value_file: 0,
         range_clean: SeqNo::ZERO,
+        expiry: TableExpiry::default(),
         read_charges: ReadCharges::default(),
     })
 }

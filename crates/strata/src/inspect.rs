@@ -94,9 +94,10 @@ pub fn dump_table(
     writeln!(out, "table {}", path.display()).map_err(io)?;
     writeln!(
         out,
-        "  entries {} (deletions {}), keys {} B, values {} B, sequences {}..={}",
+        "  entries {} (deletions {}, expiring {}), keys {} B, values {} B, sequences {}..={}",
         p.num_entries,
         p.num_deletions,
+        p.num_expiring,
         p.raw_key_size,
         p.raw_value_size,
         p.smallest_seq,
@@ -372,7 +373,7 @@ fn write_edit(
     for (level, f) in &e.new_files {
         writeln!(
             out,
-            "  add L{level} table {} ({} B, {} entries, {} deletions, sequences {}..={}): {} .. {}{}",
+            "  add L{level} table {} ({} B, {} entries, {} deletions, sequences {}..={}): {} .. {}{}{}",
             f.number,
             f.size,
             f.num_entries,
@@ -385,6 +386,14 @@ fn write_edit(
                 String::new()
             } else {
                 format!(", oldest value file {}", f.oldest_value_file)
+            },
+            if f.expiry.entries == 0 {
+                String::new()
+            } else {
+                format!(
+                    ", {} expiring (the latest at {} ms)",
+                    f.expiry.entries, f.expiry.latest
+                )
             }
         )?;
     }

@@ -37,6 +37,7 @@ pub struct Stats {
     pub(crate) filtered_entries: AtomicU64,
     pub(crate) gc_filtered_entries: AtomicU64,
     pub(crate) expired_entries: AtomicU64,
+    pub(crate) expiry_compactions: AtomicU64,
     pub(crate) value_gc_runs: AtomicU64,
     pub(crate) value_gc_bytes_read: AtomicU64,
     pub(crate) value_read_aheads: AtomicU64,
@@ -238,6 +239,9 @@ pub struct StatsSnapshot {
     pub gc_filtered_entries: u64,
     /// Expiring entries flushes and compactions removed once expired (docs/design/ttl.md).
     pub expired_entries: u64,
+    /// Compactions of tables whose expiring entries had all expired, picked with nothing
+    /// else due (docs/design/ttl.md, "Removal").
+    pub expiry_compactions: u64,
     /// Value-log segments the value log's GC collected.
     pub value_gc_runs: u64,
     /// Bytes the value log's GC read.
@@ -452,6 +456,7 @@ impl Stats {
             filtered_entries: l(&self.filtered_entries),
             gc_filtered_entries: l(&self.gc_filtered_entries),
             expired_entries: l(&self.expired_entries),
+            expiry_compactions: l(&self.expiry_compactions),
             value_gc_runs: l(&self.value_gc_runs),
             value_gc_bytes_read: l(&self.value_gc_bytes_read),
             value_read_aheads: l(&self.value_read_aheads),

@@ -390,3 +390,92 @@ fn expiring_writes_survive_a_power_cut_and_a_repair_with_their_expiry() {
         db.close().unwrap();
     }
 }
+
+/// At rest (no writes to bring compactions by), a table of mostly expiring entries is
+/// compacted once they have all expired, so their space comes back; not while a snapshot
+/// still sees them (it would be rewritten as it was, again and again), and at once once
+/// the snapshot goes. Entries that have not expired, and plain ones, stay.
+#[test]
+fn tables_whose_entries_have_expired_are_compacted_at_rest() {
+    for name in ["default", "ohdb-l0p", "matrixkv", "hashkv", "cleveldb"] {
+        let config = named(name);
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let clock = clock();
+        let db = open(&config, &fs, &clock);
+        let wk = |i: u64| format!("exp{i:05}").into_bytes();
+        // Expiring keys (two expiries) in their own key range, plain ones beside them.
+        for i in 0..3_000u64 {
+            let ttl = Duration::from_secs(if i < 2_000 { 10 } else { 20 });
+            db.put_with_ttl(wk(i), value(i), ttl).unwrap();
+        }
+        for i in 0..200u64 {
+            db.put(format!("plain{i:04}"), value(i)).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        let before = db.stats();
+        let bytes = |s: &strata::StatsSnapshot| s.bytes_per_level.iter().sum::<u64>();
+        assert_eq!(before.expiry_compactions, 0, "{name}");
+        // Expired, but a snapshot taken before still sees them: nothing is picked.
+        let snap = db.snapshot();
+        clock.0.fetch_add(15_000, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(1_500));
+        assert_eq!(
+            db.stats().expiry_compactions,
+            0,
+            "{name}: picked while a snapshot sees the entries"
+        );
+        assert_eq!(db.get(wk(5)).unwrap(), None, "{name}");
+        assert_eq!(
+            db.get_opt(
+                &ReadOptions {
+                    snapshot: Some(snap.clone()),
+                    ..Default::default()
+                },
+                wk(5)
+            )
+            .unwrap(),
+            Some(value(5)),
+            "{name}: the snapshot reads as of its time"
+        );
+        drop(snap);
+        // Released: the compaction thread wakes within a second and takes the tables.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while db.stats().expiry_compactions == 0 {
+            assert!(std::time::Instant::now() < deadline, "{name}: never picked");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        db.wait_for_compactions().unwrap();
+        let after = db.stats();
+        assert!(
+            bytes(&after) < bytes(&before),
+            "{name}: {} bytes before, {} after",
+            bytes(&before),
+            bytes(&after)
+        );
+        for i in (0..3_000u64).step_by(37) {
+            let want = (i >= 2_000).then(|| value(i));
+            assert_eq!(db.get(wk(i)).unwrap(), want, "{name}: {i}");
+        }
+        for i in (0..200u64).step_by(7) {
+            assert_eq!(
+                db.get(format!("plain{i:04}")).unwrap(),
+                Some(value(i)),
+                "{name}: plain {i}"
+            );
+        }
+        // The rest expire too; nothing expiring is left on disk after the next picks.
+        clock.0.fetch_add(10_000, Ordering::SeqCst);
+        let picked = after.expiry_compactions;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while db.stats().expiry_compactions == picked {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: never picked again"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        db.wait_for_compactions().unwrap();
+        assert_eq!(db.get(wk(2_500)).unwrap(), None, "{name}");
+        db.close().unwrap();
+    }
+}

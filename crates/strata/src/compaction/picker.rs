@@ -34,6 +34,8 @@ pub enum CompactionReason {
     /// The input still points into a value file being collected
     /// (`Options::blob_gc_garbage_ratio`).
     ValueGc,
+    /// The input is mostly expiring entries that have all expired (`pick_expired`).
+    Expired,
 }
 
 /// A chosen compaction: inputs from `level` (and overlapping files of `output_level`).
@@ -95,6 +97,18 @@ pub struct PickContext<'a> {
     pub straight_reads: u64,
     /// No write and no read for `Options::idle_compaction_delay`.
     pub idle: bool,
+    /// For a database holding expiring entries: the time now and the newest snapshot
+    /// (`pick_expired`).
+    pub expiry: Option<ExpiryClock>,
+}
+
+/// What [`pick_expired`] judges tables by.
+#[derive(Debug, Clone, Copy)]
+pub struct ExpiryClock {
+    /// The engine's time now, ms since the Unix epoch (`ttl::Now`).
+    pub now: u64,
+    /// The newest sequence a snapshot (or any other pin) holds; `SeqNo::ZERO` for none.
+    pub newest_snapshot: crate::key::SeqNo,
 }
 
 /// User-key range covered by `files`.
@@ -283,6 +297,73 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     }
     .or_else(|| pick_idle(ctx))
     .or_else(|| pick_value_gc(ctx))
+    .or_else(|| pick_expired(ctx))
+}
+
+/// Whether table `t` is one [`pick_expired`] compacts once its entries have expired: at
+/// least half of its entries expire, and no snapshot sees any of them (a compaction
+/// removes only expired entries above every snapshot, so one that did would leave the
+/// table as it was, to be picked again and again).
+fn expires_mostly(t: &FileMeta, newest_snapshot: crate::key::SeqNo) -> bool {
+    t.expiry.entries > 0
+        && t.expiry.entries.saturating_mul(2) >= t.num_entries
+        && t.smallest_seq > newest_snapshot
+}
+
+/// With nothing else due: a table of a level >= 1 at least half of whose entries expire,
+/// all of them expired by now and seen by no snapshot, compacted into the next level (in
+/// the last level, into itself), the one whose entries expired first first. The
+/// compaction removes them (leaving a tombstone where a deeper level may hold the key),
+/// so a database at rest gives the space of expired entries back without waiting for
+/// writes to bring compactions by (docs/design/ttl.md, "Removal"). Its output holds no
+/// expired entry a reader could see, so it is not picked again. L0 is left to its
+/// layout's compactions.
+pub fn pick_expired(ctx: &PickContext<'_>) -> Option<Compaction> {
+    let clock = ctx.expiry?;
+    let v = ctx.version;
+    let last = v.num_levels() - 1;
+    let mut due: Vec<(u64, usize, &Arc<FileMeta>)> = (1..v.num_levels())
+        .flat_map(|level| v.files(level).iter().map(move |t| (level, t)))
+        .filter(|(_, t)| {
+            expires_mostly(t, clock.newest_snapshot)
+                && t.expiry.latest <= clock.now
+                && !ctx.busy.contains(&t.number)
+        })
+        .map(|(level, t)| (t.expiry.latest, level, t))
+        .collect();
+    due.sort_by_key(|d| (d.0, d.1));
+    due.into_iter().find_map(|(_, level, t)| {
+        let c = if level == last {
+            Some(Compaction {
+                level,
+                output_level: level,
+                inputs: vec![t.clone()],
+                l0_part: None,
+                next_inputs: Vec::new(),
+                grandparents: Vec::new(),
+                trivial_move: false,
+                reason: CompactionReason::Expired,
+            })
+        } else {
+            ctx.finish(level, vec![t.clone()], CompactionReason::Expired)
+        };
+        c.map(|c| Compaction {
+            trivial_move: false,
+            ..c
+        })
+    })
+}
+
+/// When the first table [`pick_expired`] may take has all its expiring entries expired
+/// (ms since the Unix epoch; at or before `now` for one due already, which a snapshot or a
+/// busy neighbour holds back), if any table may ever be taken: what a compaction thread
+/// with nothing to do sleeps until.
+pub fn next_expiry(v: &Version) -> Option<u64> {
+    (1..v.num_levels())
+        .flat_map(|level| v.files(level).iter())
+        .filter(|t| expires_mostly(t, crate::key::SeqNo::ZERO))
+        .map(|t| t.expiry.latest)
+        .min()
 }
 
 /// Whether value garbage collection has a compaction to do (`pick_value_gc`, busy files

@@ -328,13 +328,27 @@ fn work(db: &DbInner, worker: Worker) {
                 // Sleep until something changes (a flush, a compaction, a write switching
                 // memtables) or a flush this worker may take is due, or the database may
                 // have gone idle.
-                let st = lock(&db.state);
+                let mut st = lock(&db.state);
                 let asleep = |s: &mut State| {
                     !db.shutting_down.load(Ordering::Acquire)
                         && s.progress == progress
                         && !(worker.flushes() && flush_due(s))
                 };
-                match watch.sleep(db) {
+                // (And a compaction thread wakes when a table's expiring entries have all
+                // expired.)
+                let expiry = if worker.compacts() {
+                    drop(st);
+                    let t = db.until_expiry();
+                    st = lock(&db.state);
+                    t
+                } else {
+                    None
+                };
+                let sleep = match (watch.sleep(db), expiry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                match sleep {
                     Some(t) => drop(db.bg_cv.wait_timeout_while(st, t, asleep)),
                     None => drop(db.bg_cv.wait_while(st, asleep)),
                 }

@@ -21,6 +21,37 @@ use crate::vstore::ValueStore;
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
     /// `idle`: no write and no read came for `Options::idle_compaction_delay`.
+    /// What the picker judges expired tables by (`picker::pick_expired`): `None` for a
+    /// database without expiring entries.
+    pub(crate) fn expiry_clock(&self, v: &crate::version::Version) -> Option<picker::ExpiryClock> {
+        v.expiring.then(|| picker::ExpiryClock {
+            now: self.now.now(),
+            newest_snapshot: self
+                .snapshots
+                .sequences()
+                .last()
+                .copied()
+                .unwrap_or(crate::key::SeqNo::ZERO),
+        })
+    }
+
+    /// How long a compaction thread with nothing to do may sleep before a table the
+    /// picker takes for its expired entries may be due (`picker::next_expiry`); `None` when
+    /// none will be. At most a second: a table due already may wait for a snapshot to go
+    /// (which wakes no thread), and the clock (`Options::clock`) may be one a test moves.
+    pub(crate) fn until_expiry(&self) -> Option<std::time::Duration> {
+        use std::time::Duration;
+        let v = lock(&self.versions).current();
+        let clock = self.expiry_clock(&v)?;
+        let at = picker::next_expiry(&v)?;
+        // (One due already waits for a snapshot to go: looked at again each second.)
+        let left = match at.checked_sub(clock.now) {
+            Some(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => Duration::from_secs(1),
+        };
+        Some(left.min(Duration::from_secs(1)))
+    }
+
     pub(crate) fn pick_compaction(&self, idle: bool) -> Option<Compaction> {
         let versions = lock(&self.versions);
         let mut st = lock(&self.state);
@@ -39,6 +70,7 @@ impl DbInner {
             placement: &self.placement,
             straight_reads: self.straight_reads.load(Ordering::Relaxed),
             idle,
+            expiry: self.expiry_clock(&v),
         };
         let c = picker::pick(&ctx)?;
         st.start_compaction(&c);
@@ -144,6 +176,7 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         picker::CompactionReason::Reads => Stats::add(&db.stats.read_compactions, 1),
         picker::CompactionReason::Idle => Stats::add(&db.stats.idle_compactions, 1),
         picker::CompactionReason::ValueGc => Stats::add(&db.stats.value_gc_compactions, 1),
+        picker::CompactionReason::Expired => Stats::add(&db.stats.expiry_compactions, 1),
         _ => {}
     }
     for f in &c.inputs {
@@ -428,6 +461,7 @@ fn run_manual(db: &DbInner, pick: impl Fn(&PickContext<'_>) -> Manual) -> Result
             placement: &db.placement,
             straight_reads: 0,
             idle: false,
+            expiry: None,
         };
         match pick(&ctx) {
             Manual::Nothing => return Ok(false),

@@ -109,6 +109,11 @@ impl TableBuilder {
         self.props.largest_seq = self.props.largest_seq.max(seq);
         if t & 0xff == key::ValueKind::Delete as u64 {
             self.props.num_deletions += 1;
+        } else if t & 0xff == key::ValueKind::Expiring as u64 {
+            self.props.num_expiring += 1;
+            if let Some((at, _)) = key::split_expiring(value) {
+                self.props.latest_expiry = self.props.latest_expiry.max(at);
+            }
         }
         self.props.num_entries += 1;
         self.props.raw_key_size += ikey.len() as u64;

@@ -33,23 +33,39 @@ pub struct TableProperties {
     pub largest_seq: u64,
     /// Total file size.
     pub file_size: u64,
+    /// Expiring entries (kind 3, `ttl.md`).
+    pub num_expiring: u64,
+    /// The latest expiry among them, ms since the Unix epoch (0: none).
+    pub latest_expiry: u64,
 }
 
 impl TableProperties {
-    fn fields(&self) -> [(&'static str, u64); 10] {
+    fn fields(&self) -> Vec<(&'static str, u64)> {
         // Sorted by name: a block needs increasing keys.
-        [
+        let mut f = vec![
             ("strata.data.blocks", self.num_data_blocks),
             ("strata.data.size", self.data_size),
+        ];
+        // (Only in a table holding expiring entries: the others' bytes stay as they were.)
+        if self.num_expiring > 0 {
+            f.push(("strata.expiry.latest", self.latest_expiry));
+        }
+        f.extend([
             ("strata.filter.size", self.filter_size),
             ("strata.index.size", self.index_size),
             ("strata.num.deletions", self.num_deletions),
             ("strata.num.entries", self.num_entries),
+        ]);
+        if self.num_expiring > 0 {
+            f.push(("strata.num.expiring", self.num_expiring));
+        }
+        f.extend([
             ("strata.raw.key.size", self.raw_key_size),
             ("strata.raw.value.size", self.raw_value_size),
             ("strata.seq.largest", self.largest_seq),
             ("strata.seq.smallest", self.smallest_seq),
-        ]
+        ]);
+        f
     }
 
     /// Encodes as a block of name -> varint64.
@@ -82,6 +98,8 @@ impl TableProperties {
                 b"strata.index.size" => p.index_size = v,
                 b"strata.num.deletions" => p.num_deletions = v,
                 b"strata.num.entries" => p.num_entries = v,
+                b"strata.num.expiring" => p.num_expiring = v,
+                b"strata.expiry.latest" => p.latest_expiry = v,
                 b"strata.raw.key.size" => p.raw_key_size = v,
                 b"strata.raw.value.size" => p.raw_value_size = v,
                 b"strata.seq.largest" => p.largest_seq = v,

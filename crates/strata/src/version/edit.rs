@@ -57,6 +57,9 @@ const TAG_RANGE_CLEAN: u32 = 67;
 /// The largest time (ms since the Unix epoch) expiring entries have been judged by, so that
 /// an open after the clock went back does not bring back what had expired: ignorable.
 const TAG_CLOCK: u32 = 66;
+/// A table's expiring entries (`FileMeta::expiry`), after the record of its table: a build
+/// that does not know it never compacts the table for its expired entries alone.
+const TAG_TABLE_EXPIRY: u32 = 68;
 
 /// Format features the manifest itself adds beside the L0 layouts' and the value stores'
 /// (each registered one names its own). A manifest names every feature its database uses
@@ -251,6 +254,14 @@ impl VersionEdit {
                 put_varint64(&mut payload, f.range_clean.0);
                 put_length_prefixed(&mut b, &payload);
             }
+            if f.expiry.entries > 0 {
+                put_varint32(&mut b, TAG_TABLE_EXPIRY);
+                let mut payload = Vec::new();
+                put_varint64(&mut payload, f.number.0);
+                put_varint64(&mut payload, f.expiry.entries);
+                put_varint64(&mut payload, f.expiry.latest);
+                put_length_prefixed(&mut b, &payload);
+            }
         }
         for f in &self.new_value_files {
             // Each store encodes its files' records (tag and fields).
@@ -408,6 +419,7 @@ impl VersionEdit {
                                 num_deletions,
                                 oldest_value_file,
                                 range_clean: SeqNo::ZERO,
+                                expiry: Default::default(),
                                 read_charges: Default::default(),
                             },
                         ))
@@ -493,6 +505,21 @@ impl VersionEdit {
                     // snapshot names, per record, was quadratic in them.)
                     if let Some((_, f)) = e.new_files.last_mut().filter(|(_, f)| f.number.0 == n) {
                         f.range_clean = SeqNo(seq);
+                    }
+                }
+                TAG_TABLE_EXPIRY => {
+                    let mut payload =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("table expiry"))?;
+                    let (n, entries, latest) = (|| {
+                        Some((
+                            get_varint64(&mut payload)?,
+                            get_varint64(&mut payload)?,
+                            get_varint64(&mut payload)?,
+                        ))
+                    })()
+                    .ok_or_else(|| bad("table expiry record"))?;
+                    if let Some((_, f)) = e.new_files.last_mut().filter(|(_, f)| f.number.0 == n) {
+                        f.expiry = crate::file_meta::TableExpiry { entries, latest };
                     }
                 }
                 TAG_CLOCK => {
@@ -629,6 +656,10 @@ mod tests {
                     num_deletions: 1,
                     oldest_value_file: 13,
                     range_clean: SeqNo(4),
+                    expiry: crate::file_meta::TableExpiry {
+                        entries: 7,
+                        latest: 1_700_000_000_123,
+                    },
                     read_charges: Default::default(),
                 },
             )],

@@ -37,6 +37,7 @@ fn ctx<'a>(
         placement: p,
         straight_reads: u64::MAX,
         idle: false,
+        expiry: None,
     }
 }
 
@@ -125,6 +126,7 @@ fn round_robin_follows_the_cursor() {
             placement: &p,
             straight_reads: 0,
             idle: false,
+            expiry: None,
         },
         1,
     )
@@ -819,4 +821,55 @@ fn disjoint_l0_tables_move_down_together() {
     let c = picker::pick(&ctx(&v, &hyper, &busy, &p)).unwrap();
     assert_eq!((c.level, c.inputs.len()), (0, 4));
     assert!(!c.trivial_move);
+}
+
+/// With nothing else due, a table of a level >= 1 at least half of whose entries expire is
+/// picked once all have expired (into the next level; in the last, into itself), the one
+/// expired first first; not before, not while a snapshot sees it, not a table of mostly
+/// plain entries, and not without the clock (a database with no expiring entries).
+#[test]
+fn tables_whose_entries_have_expired_are_picked_with_nothing_else_due() {
+    let expiring = |n: u64, lo: &str, hi: &str, seq: u64, entries: u64, latest: u64| {
+        let mut f = (*file(n, lo, hi, 10, seq)).clone();
+        f.num_entries = 10;
+        f.expiry = crate::file_meta::TableExpiry { entries, latest };
+        Arc::new(f)
+    };
+    let mut v = Version::new(4);
+    v.levels[1] = vec![
+        expiring(1, "a", "b", 5, 10, 2_000),
+        expiring(2, "c", "d", 5, 3, 500),
+        expiring(3, "e", "f", 5, 5, 1_500),
+    ]
+    .into();
+    v.levels[3] = vec![expiring(4, "x", "y", 5, 10, 1_000)].into();
+    let (o, busy, p) = (
+        opts(),
+        HashSet::new(),
+        Placement::new(Path::new("/db"), None, None),
+    );
+    let at = |now: u64, newest_snapshot: u64| {
+        let mut c = ctx(&v, &o, &busy, &p);
+        c.expiry = Some(ExpiryClock {
+            now,
+            newest_snapshot: SeqNo(newest_snapshot),
+        });
+        picker::pick(&c).map(|c| (c.level, c.output_level, c.inputs[0].number.0))
+    };
+    assert_eq!(picker::pick(&ctx(&v, &o, &busy, &p)).map(|c| c.level), None);
+    // Table 2's entries are mostly plain: never picked.
+    assert_eq!(at(900, 0), None);
+    assert_eq!(at(1_000, 0), Some((3, 3, 4)), "the last level, into itself");
+    assert_eq!(at(1_600, 0), Some((3, 3, 4)), "the one expired first");
+    assert_eq!(at(1_600, 5), None, "a snapshot sees their entries");
+    let busy: HashSet<FileNumber> = [FileNumber(4)].into();
+    let mut c = ctx(&v, &o, &busy, &p);
+    c.expiry = Some(ExpiryClock {
+        now: 1_600,
+        newest_snapshot: SeqNo(4),
+    });
+    let c = picker::pick(&c).unwrap();
+    assert_eq!((c.level, c.output_level, c.inputs[0].number.0), (1, 2, 3));
+    assert!(!c.trivial_move, "a move would remove nothing");
+    assert_eq!(picker::next_expiry(&v), Some(1_000));
 }
