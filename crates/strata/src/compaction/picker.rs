@@ -300,19 +300,26 @@ pub fn pick(ctx: &PickContext<'_>) -> Option<Compaction> {
     .or_else(|| pick_expired(ctx))
 }
 
+/// The share of a table's entries that must expire for [`pick_expired`] to take it once
+/// they have: a table rewritten at rest for its expired entries writes its other entries
+/// again, at most three bytes for each byte it gives back. (A half missed the tables of a
+/// fill whose every other key expires, about half of which hold a few entries under half.)
+const EXPIRING_SHARE: (u64, u64) = (1, 4);
+
 /// Whether table `t` is one [`pick_expired`] compacts once its entries have expired: at
-/// least half of its entries expire, and no snapshot sees any of them (a compaction
-/// removes only expired entries above every snapshot, so one that did would leave the
-/// table as it was, to be picked again and again).
+/// least [`EXPIRING_SHARE`] of its entries expire, and no snapshot sees any of them (a
+/// compaction removes only expired entries above every snapshot, so one that did would
+/// leave the table as it was, to be picked again and again).
 fn expires_mostly(t: &FileMeta, newest_snapshot: crate::key::SeqNo) -> bool {
+    let (num, den) = EXPIRING_SHARE;
     t.expiry.entries > 0
-        && t.expiry.entries.saturating_mul(2) >= t.num_entries
+        && t.expiry.entries.saturating_mul(den) >= t.num_entries.saturating_mul(num)
         && t.smallest_seq > newest_snapshot
 }
 
-/// With nothing else due: a table of a level >= 1 at least half of whose entries expire,
-/// all of them expired by now and seen by no snapshot, compacted into the next level (in
-/// the last level, into itself), the one whose entries expired first first. The
+/// With nothing else due: a table of a level >= 1 at least [`EXPIRING_SHARE`] of whose
+/// entries expire, all of them expired by now and seen by no snapshot, compacted into the
+/// next level (in the last level, into itself), the one whose entries expired first first. The
 /// compaction removes them (leaving a tombstone where a deeper level may hold the key),
 /// so a database at rest gives the space of expired entries back without waiting for
 /// writes to bring compactions by (docs/design/ttl.md, "Removal"). Its output holds no

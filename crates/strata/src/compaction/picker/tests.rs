@@ -823,7 +823,7 @@ fn disjoint_l0_tables_move_down_together() {
     assert!(!c.trivial_move);
 }
 
-/// With nothing else due, a table of a level >= 1 at least half of whose entries expire is
+/// With nothing else due, a table of a level >= 1 a quarter or more of whose entries expire is
 /// picked once all have expired (into the next level; in the last, into itself), the one
 /// expired first first; not before, not while a snapshot sees it, not a table of mostly
 /// plain entries, and not without the clock (a database with no expiring entries).
@@ -838,7 +838,7 @@ fn tables_whose_entries_have_expired_are_picked_with_nothing_else_due() {
     let mut v = Version::new(4);
     v.levels[1] = vec![
         expiring(1, "a", "b", 5, 10, 2_000),
-        expiring(2, "c", "d", 5, 3, 500),
+        expiring(2, "c", "d", 5, 2, 500),
         expiring(3, "e", "f", 5, 5, 1_500),
     ]
     .into();
@@ -857,7 +857,7 @@ fn tables_whose_entries_have_expired_are_picked_with_nothing_else_due() {
         picker::pick(&c).map(|c| (c.level, c.output_level, c.inputs[0].number.0))
     };
     assert_eq!(picker::pick(&ctx(&v, &o, &busy, &p)).map(|c| c.level), None);
-    // Table 2's entries are mostly plain: never picked.
+    // Table 2's entries are mostly plain (2 of 10 expire): never picked.
     assert_eq!(at(900, 0), None);
     assert_eq!(at(1_000, 0), Some((3, 3, 4)), "the last level, into itself");
     assert_eq!(at(1_600, 0), Some((3, 3, 4)), "the one expired first");
