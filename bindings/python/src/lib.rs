@@ -1431,16 +1431,25 @@ impl BackupEngine {
         info_dict(py, &info)
     }
 
-    /// Every backup, oldest first, as dicts (id, created, sequence, files, bytes,
-    /// copied_files, copied_bytes).
+    /// Every backup whose description reads, oldest first, as dicts (id, created,
+    /// sequence, files, bytes, copied_files, copied_bytes).
     fn list<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let engine = self.get()?;
         let infos = py.allow_threads(|| engine.list()).map_err(err)?;
         infos.iter().map(|i| info_dict(py, i)).collect()
     }
 
+    /// The backups whose description does not read, as (id, reason) pairs; `delete(id)`
+    /// removes one.
+    fn damaged(&self, py: Python<'_>) -> PyResult<Vec<(u64, String)>> {
+        let engine = self.get()?;
+        let found = py.allow_threads(|| engine.damaged()).map_err(err)?;
+        Ok(found.into_iter().map(|(id, e)| (id, e.to_string())).collect())
+    }
+
     /// Checks backup `id` (every backup by default): each file there, of its size and
-    /// checksum. Raises `CorruptionError` for the first that is not.
+    /// checksum. Raises `CorruptionError` for the first that is not, or (checking every
+    /// backup) for a damaged description.
     #[pyo3(signature = (id=None))]
     fn verify(&self, py: Python<'_>, id: Option<u64>) -> PyResult<()> {
         let engine = self.get()?;
@@ -1449,7 +1458,14 @@ impl BackupEngine {
                 Some(id) => vec![id],
                 None => engine.list()?.iter().map(|i| i.id).collect(),
             };
-            ids.into_iter().try_for_each(|id| engine.verify(id))
+            ids.into_iter().try_for_each(|id| engine.verify(id))?;
+            match (id, engine.damaged()?.into_iter().next()) {
+                (None, Some((id, e))) => Err(strata::Error::new(
+                    e.kind(),
+                    format!("backup {id}: {}", e.message()),
+                )),
+                _ => Ok(()),
+            }
         })
         .map_err(err)
     }

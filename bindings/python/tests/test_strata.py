@@ -202,6 +202,7 @@ def test_backups_are_incremental_verified_restored_and_purged(path, tmp_path):
                 be.restore(1, str(tmp_path / "r1"))
             assert be.purge(1) == 1
             assert [b["id"] for b in be.list()] == [2]
+            assert be.damaged() == []
             be.restore(2, str(tmp_path / "r2"))
         with pytest.raises(strata.ClosedError):
             be.list()

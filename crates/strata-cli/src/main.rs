@@ -198,6 +198,9 @@ fn backup(m: &ArgMatches) -> Result<(), Failure> {
                     )?;
                 }
             }
+            for (id, e) in engine.damaged()? {
+                eprintln!("backup {id}: {e} (`strata backup delete` removes it)");
+            }
         }
         "verify" => {
             let engine = strata::BackupEngine::open(dir)?;
@@ -208,6 +211,15 @@ fn backup(m: &ArgMatches) -> Result<(), Failure> {
             for id in ids {
                 engine.verify(id)?;
                 writeln!(out, "backup {id}: ok")?;
+            }
+            if m.get_one::<u64>("id").is_none() {
+                if let Some((id, e)) = engine.damaged()?.into_iter().next() {
+                    return Err(strata::Error::new(
+                        e.kind(),
+                        format!("backup {id}: {}", e.message()),
+                    )
+                    .into());
+                }
             }
         }
         "restore" => {

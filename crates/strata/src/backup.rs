@@ -20,6 +20,8 @@ use crate::fs::{FileLock, Fs};
 const SHARED: &str = "shared";
 const PRIVATE: &str = "private";
 const META: &str = "meta";
+/// In `meta/`: the largest id a deleted backup had, so that no later backup takes it again.
+const LAST_ID: &str = "LAST";
 /// A file being written; removed at open.
 const TMP: &str = ".tmp";
 /// Bytes read or copied at a time.
@@ -135,7 +137,7 @@ impl BackupEngine {
     pub fn create_backup(&self, db: &crate::Db) -> Result<BackupInfo> {
         let _one = crate::sync::lock(&self.busy);
         let fs = &*self.fs;
-        let id = match self.ids()?.last() {
+        let id = match self.ids()?.last().copied().max(self.last_deleted_id()?) {
             None => 1,
             Some(l) => l.checked_add(1).ok_or_else(|| {
                 Error::invalid(format!(
@@ -227,16 +229,41 @@ impl BackupEngine {
         Ok(info)
     }
 
-    /// Every backup, oldest first.
+    /// Every backup whose description reads, oldest first (those whose description is
+    /// damaged: [`BackupEngine::damaged`]).
     ///
     /// # Errors
-    /// `Corruption` naming a damaged description; I/O errors.
+    /// I/O errors.
     pub fn list(&self) -> Result<Vec<BackupInfo>> {
         let _one = crate::sync::lock(&self.busy);
-        self.ids()?
-            .into_iter()
-            .map(|id| self.meta(id).map(|m| m.info))
-            .collect()
+        let mut out = Vec::new();
+        for id in self.ids()? {
+            match self.meta(id) {
+                Ok(m) => out.push(m.info),
+                Err(e) if e.kind() == ErrorKind::Corruption => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The backups whose description does not read, with why: no restore can use them,
+    /// and while one is there an open removes no file no readable description names (the
+    /// damaged one may name it). `delete` removes one.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn damaged(&self) -> Result<Vec<(u64, Error)>> {
+        let _one = crate::sync::lock(&self.busy);
+        let mut out = Vec::new();
+        for id in self.ids()? {
+            match self.meta(id) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Corruption => out.push((id, e)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// Checks backup `id`: every file it names is there, of its size and CRC-32C (each is
@@ -325,6 +352,7 @@ impl BackupEngine {
                 self.dir.display()
             )));
         }
+        self.note_deleted(&[id])?;
         // The description first: from then on the backup is gone, and what it alone held
         // is garbage (removed now, or by the next open should this stop halfway).
         self.fs.remove(&self.meta_path(id))?;
@@ -346,6 +374,7 @@ impl BackupEngine {
             .filter(|&id| self.meta(id).is_ok())
             .collect();
         let old = ids.len().saturating_sub(keep);
+        self.note_deleted(&ids[..old])?;
         for &id in &ids[..old] {
             self.fs.remove(&self.meta_path(id))?;
         }
@@ -354,6 +383,56 @@ impl BackupEngine {
             self.collect_garbage()?;
         }
         Ok(old)
+    }
+
+    /// The largest id a deleted backup had (`meta/LAST`), if one was ever deleted that
+    /// was the largest then.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged record (no id could then be known to be free); I/O errors.
+    fn last_deleted_id(&self) -> Result<Option<u64>> {
+        let path = self.dir.join(META).join(LAST_ID);
+        if !self.fs.exists(&path) {
+            return Ok(None);
+        }
+        let text = crate::fs::read_all(&*self.fs, &path)?;
+        std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.strip_suffix('\n'))
+            .and_then(|t| t.parse().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::corruption(
+                    &path,
+                    0,
+                    "damaged record of the largest id a deleted backup had: no new backup \
+                     id is known to be free (remove the file once no id in use is larger \
+                     than one that was deleted)",
+                )
+            })
+    }
+
+    /// Before the descriptions of `ids` are removed: when the largest id in use is among
+    /// them, records it (`meta/LAST`, written whole under a temporary name, synced,
+    /// renamed), so that the next backup does not take it again.
+    ///
+    /// # Errors
+    /// I/O errors (nothing is deleted then).
+    fn note_deleted(&self, ids: &[u64]) -> Result<()> {
+        let Some(&largest) = self.ids()?.last() else {
+            return Ok(());
+        };
+        if !ids.contains(&largest) || self.last_deleted_id()? >= Some(largest) {
+            return Ok(());
+        }
+        let meta = self.dir.join(META);
+        let tmp = meta.join(format!("{LAST_ID}{TMP}"));
+        let mut w = self.fs.create(&tmp)?;
+        w.append(format!("{largest}\n").as_bytes())?;
+        w.sync()?;
+        drop(w);
+        self.fs.rename(&tmp, &meta.join(LAST_ID))?;
+        self.fs.sync_dir(&meta)
     }
 
     /// The backups' ids, ascending.

@@ -391,3 +391,121 @@ fn a_backups_sequence_is_the_last_write_it_holds() {
     }
     db.close().unwrap();
 }
+
+/// A backup's id is never given again, even after the newest is deleted or purged and the
+/// directory opened anew; a backup whose description is damaged is left out of `list`,
+/// named by `damaged`, refused by `verify`, and goes with `delete`.
+#[test]
+fn ids_are_never_reused_and_a_damaged_description_is_listed_apart() {
+    let config = named("default");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        write(&db, i);
+        ids.push(engine.create_backup(&db).unwrap().id);
+    }
+    assert_eq!(ids, [1, 2, 3]);
+    engine.delete(3).unwrap();
+    assert_eq!(
+        engine.create_backup(&db).unwrap().id,
+        4,
+        "3 was given before"
+    );
+    assert_eq!(engine.purge(0).unwrap(), 3);
+    drop(engine);
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    assert!(engine.list().unwrap().is_empty());
+    assert_eq!(engine.create_backup(&db).unwrap().id, 5);
+    assert_eq!(engine.create_backup(&db).unwrap().id, 6);
+    // Damage backup 5's description.
+    let meta = Path::new("/backups/meta/5");
+    let mut bytes = strata::fs::read_all(&*fs, meta).unwrap();
+    bytes[20] ^= 1;
+    fs.remove(meta).unwrap();
+    let mut w = fs.create(meta).unwrap();
+    w.append(&bytes).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let listed: Vec<u64> = engine.list().unwrap().iter().map(|b| b.id).collect();
+    assert_eq!(listed, [6]);
+    let damaged = engine.damaged().unwrap();
+    assert_eq!(damaged.len(), 1);
+    assert_eq!(damaged[0].0, 5);
+    assert_eq!(damaged[0].1.kind(), ErrorKind::Corruption);
+    assert_eq!(engine.verify(5).unwrap_err().kind(), ErrorKind::Corruption);
+    engine.verify(6).unwrap();
+    engine.delete(5).unwrap();
+    assert!(engine.damaged().unwrap().is_empty());
+    assert_eq!(engine.create_backup(&db).unwrap().id, 7);
+    drop(engine);
+    db.close().unwrap();
+}
+
+/// A power cut in the middle of `delete`, `purge` or `restore` (one of its removals,
+/// creations or syncs failing first, each turn a later one) leaves a directory whose every
+/// listed backup verifies and restores, and a restore target either absent or whole.
+#[test]
+fn deletes_purges_and_restores_cut_by_a_power_cut_leave_whole_backups() {
+    let config = named("blob");
+    for turn in 0..18u64 {
+        let mem = MemFs::new();
+        let faults = Arc::new(FaultFs::new(mem.clone()));
+        let fs: Arc<dyn Fs> = faults.clone();
+        let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+        let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+        for round in 0..4u64 {
+            for i in round * 300..(round + 1) * 300 {
+                write(&db, i);
+            }
+            db.flush().unwrap();
+            engine.create_backup(&db).unwrap();
+        }
+        let n = turn / 3;
+        let (op, what) = match turn % 3 {
+            0 => (FsOp::Remove, "purge"),
+            1 => (FsOp::Remove, "delete"),
+            _ => (
+                if n % 2 == 0 { FsOp::Create } else { FsOp::Sync },
+                "restore",
+            ),
+        };
+        faults.inject(FaultRule::nth(op, n / 2, std::io::ErrorKind::Other));
+        let done = match what {
+            "purge" => engine.purge(1).map(|_| ()),
+            "delete" => engine.delete(2),
+            _ => engine.restore(3, "/restored"),
+        };
+        faults.clear();
+        drop(engine);
+        let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
+        let after = BackupEngine::open_in("/backups", cut.clone())
+            .unwrap_or_else(|e| panic!("turn {turn} ({what}, {done:?}): open: {e}"));
+        assert!(after.damaged().unwrap().is_empty(), "turn {turn}");
+        let listed = after.list().unwrap();
+        assert!(!listed.is_empty(), "turn {turn}: every backup gone");
+        if done.is_ok() && what == "purge" {
+            assert_eq!(listed.len(), 1, "turn {turn}");
+        }
+        for b in &listed {
+            after
+                .verify(b.id)
+                .unwrap_or_else(|e| panic!("turn {turn} ({what}): backup {}: {e}", b.id));
+        }
+        if what == "restore" {
+            if cut.exists(Path::new("/restored")) {
+                check(&config, &cut, "/restored", 0, 1_199);
+            } else {
+                assert!(
+                    done.is_err(),
+                    "turn {turn}: a restore that returned left nothing"
+                );
+            }
+        }
+        let newest = listed.last().unwrap();
+        after.restore(newest.id, "/again").unwrap();
+        check(&config, &cut, "/again", 0, 1_199);
+        drop(db);
+    }
+}
