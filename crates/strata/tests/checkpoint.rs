@@ -253,6 +253,27 @@ fn a_checkpoint_of_a_matrix_copies_its_rows_on_real_files() {
     .unwrap();
     assert_db_matches(&c, &model(2_999));
     c.close().unwrap();
+    // Opened again with a persistent-memory directory of its own, the copy keeps using the
+    // region in its directory, and a read-only view beside the writer takes the pages'
+    // generations there, where the writer bumps them.
+    let c = Db::open(&b, opts("cp-b-pmem")).unwrap();
+    assert_db_matches(&c, &model(2_999));
+    let view = Db::open_read_only(&b, opts("cp-b-pmem")).unwrap();
+    for i in 5_000..6_000 {
+        write(&c, i);
+    }
+    c.flush().unwrap();
+    c.compact_range(None, None).unwrap();
+    assert!(
+        b.join("pages.gen").exists(),
+        "the generations beside the region"
+    );
+    assert!(!dir.path().join("cp-b-pmem").join("matrix.pmem").exists());
+    drop(view);
+    c.close().unwrap();
+    let c = Db::open(&a, opts("cp-a-pmem")).unwrap();
+    assert_db_matches(&c, &model(3_499));
+    c.close().unwrap();
     assert_db_matches(&db, &model(3_999));
     db.close().unwrap();
 }

@@ -18,6 +18,10 @@ use crate::version::set::PendingSync;
 use crate::version::{Version, VersionEdit};
 use crate::vstore::ValueStore;
 
+/// The longest a compaction thread sleeps while a table will have expired entries for the
+/// picker to take (`DbInner::until_expiry`).
+const EXPIRY_LOOK: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl DbInner {
     /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
     /// `idle`: no write and no read came for `Options::idle_compaction_delay`.
@@ -37,19 +41,18 @@ impl DbInner {
 
     /// How long a compaction thread with nothing to do may sleep before a table the
     /// picker takes for its expired entries may be due (`picker::next_expiry`); `None` when
-    /// none will be. At most a second: a table due already may wait for a snapshot to go
-    /// (which wakes no thread), and the clock (`Options::clock`) may be one a test moves.
+    /// none will be. A table due already waits for a snapshot to go, which wakes no
+    /// thread: looked at again each second. One due later: at its time, but at most
+    /// [`EXPIRY_LOOK`] ahead (the clock, `Options::clock`, may be one that jumps).
     pub(crate) fn until_expiry(&self) -> Option<std::time::Duration> {
         use std::time::Duration;
         let v = lock(&self.versions).current();
         let clock = self.expiry_clock(&v)?;
         let at = picker::next_expiry(&v)?;
-        // (One due already waits for a snapshot to go: looked at again each second.)
-        let left = match at.checked_sub(clock.now) {
-            Some(ms) if ms > 0 => Duration::from_millis(ms),
+        Some(match at.checked_sub(clock.now) {
+            Some(ms) if ms > 0 => Duration::from_millis(ms).min(EXPIRY_LOOK),
             _ => Duration::from_secs(1),
-        };
-        Some(left.min(Duration::from_secs(1)))
+        })
     }
 
     pub(crate) fn pick_compaction(&self, idle: bool) -> Option<Compaction> {

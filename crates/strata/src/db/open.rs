@@ -793,7 +793,7 @@ fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Re
     // names) is checked against what it was before the manifest is read.
     versions.set_view(crate::pmem::ViewStart::take(
         &fs,
-        placement.dir(crate::placement::PathId::PMEM),
+        &crate::l0::persistent_dir(crate::registry::LAYOUTS, &*fs, &placement),
     ));
     let r = recover(&mut versions, &opts, &placement, recorded.as_ref())?;
     // What L0 keeps outside tables may have moved while the manifest was read (a page of

@@ -191,6 +191,7 @@ pub(crate) const LAYOUT: super::Layout = super::Layout {
     initial: |ctx| Ok(Arc::new(Buckets::initial(ctx.config))),
     decode: |state, ctx| Ok(Arc::new(Buckets::decode(state, ctx.config)?)),
     check_options,
+    persistent_dir: None,
 };
 
 /// The options' checks that are the bucketed layout's (its tunables' ranges are field

@@ -21,6 +21,7 @@ pub struct Flat;
 pub(crate) const LAYOUT: super::Layout = super::Layout {
     kind: L0Layout::Flat,
     id: 0,
+    persistent_dir: None,
     feature: None,
     initial: |_| Ok(super::flat()),
     decode: |state, _| {

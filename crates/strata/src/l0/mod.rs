@@ -458,6 +458,23 @@ pub(crate) struct Layout {
     pub decode: fn(&[u8], &L0Context) -> Built,
     /// The options' checks that are the layout's own (run while it is configured).
     pub check_options: fn(&Options) -> Result<()>,
+    /// For a layout that keeps files in persistent memory: the directory they are in,
+    /// found from the files on disk alone (a read-only view takes the pages' generations
+    /// there before it reads the manifest).
+    pub persistent_dir: Option<fn(&dyn Fs, &Placement) -> std::path::PathBuf>,
+}
+
+/// Where the layouts keep their persistent-memory files in the database at `placement`
+/// (the first registered layout that says; else the persistent-memory directory).
+pub(crate) fn persistent_dir(
+    layouts: LayoutList,
+    fs: &dyn Fs,
+    placement: &Placement,
+) -> std::path::PathBuf {
+    layouts
+        .iter()
+        .find_map(|l| l.persistent_dir.map(|f| f(fs, placement)))
+        .unwrap_or_else(|| placement.dir(crate::placement::PathId::PMEM).to_path_buf())
 }
 
 /// A layout built by its registration, or why it could not be.

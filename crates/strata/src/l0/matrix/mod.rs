@@ -553,6 +553,7 @@ pub(crate) const LAYOUT: super::Layout = super::Layout {
     initial: |ctx| Ok(Arc::new(Matrix::initial(ctx)?)),
     decode: |state, ctx| Ok(Arc::new(Matrix::decode(state, ctx)?)),
     check_options,
+    persistent_dir: Some(region::region_dir),
 };
 
 impl Level0 for Matrix {

@@ -169,22 +169,22 @@ pub(super) fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shar
     Ok(s)
 }
 
-/// The directory the region is in: the persistent-memory directory, unless the region is
-/// not there and the database directory holds one (a checkpoint or a restored backup keeps
-/// every file in its one directory, and an open of it with a `pmem_dir` of its own finds
-/// the region where the copy put it; it stays there, with its row directory and pages'
-/// generations beside it: to have it in persistent memory, move those files into
-/// `pmem_dir` before that first open).
-fn region_dir(
+/// The directory the region is in: the database directory when it holds one (a checkpoint
+/// or a restored backup keeps every file in its one directory: an open of it with a
+/// `pmem_dir` of its own uses the copy's region where the copy put it, with its row
+/// directory and pages' generations beside it; to have it in persistent memory, move those
+/// files into `pmem_dir` before that first open), else the persistent-memory directory.
+/// (The database directory first: a region another database left in `pmem_dir` is never
+/// taken for this one's own.)
+pub(super) fn region_dir(
     fs: &dyn crate::fs::Fs,
     placement: &crate::placement::Placement,
 ) -> std::path::PathBuf {
-    let dir = placement.dir(PathId::PMEM);
     let db = placement.db_dir();
-    if dir != db && !fs.exists(&dir.join(REGION_NAME)) && fs.exists(&db.join(REGION_NAME)) {
+    if fs.exists(&db.join(REGION_NAME)) {
         return db.to_path_buf();
     }
-    dir.to_path_buf()
+    placement.dir(PathId::PMEM).to_path_buf()
 }
 
 /// The shared `CheckedRow` for `row` (one per id while any layout names it).
