@@ -4,6 +4,7 @@
 
 pub mod configs;
 pub mod copies;
+pub mod damage;
 pub mod fs;
 pub mod model;
 pub mod oracle;

@@ -491,7 +491,6 @@ fn a_missing_or_damaged_range_file_is_rebuilt_from_the_manifest() {
 /// not cover keys written after that open.
 #[test]
 fn a_kept_range_deletion_never_covers_a_later_write() {
-    use strata::internals::wal::{LogEvent, LogReader};
     let dir = strata_testkit::TempDir::new("rdel-kept");
     let db_dir = dir.path().join("db");
     let opts = strata::Options::default;
@@ -504,30 +503,8 @@ fn a_kept_range_deletion_never_covers_a_later_write() {
         db.flush().unwrap();
         db.close().unwrap();
     }
-    let manifest = std::fs::read_dir(&db_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("MANIFEST-")
-        })
-        .unwrap();
-    let mut bytes = std::fs::read(&manifest).unwrap();
-    let mut last = None;
-    let mut reader = LogReader::new(bytes.clone());
-    while let LogEvent::Record { offset, data } = reader.next_event() {
-        let edit = strata::internals::version::decode_edit(&data).unwrap();
-        if !edit.new_files.is_empty() {
-            last = Some((offset as usize, data.len()));
-        }
-    }
     // The flush's edit made the last record, and damaged.
-    let (offset, len) = last.unwrap();
-    bytes.truncate(offset + 7 + len);
-    bytes[offset + 7 + len / 2] ^= 0x20;
-    std::fs::write(&manifest, &bytes).unwrap();
+    strata_testkit::damage::last_flush_record(&db_dir);
     {
         let db = Db::open(&db_dir, opts()).unwrap();
         assert!(db

@@ -247,7 +247,6 @@ fn an_open_database_is_not_repaired() {
 /// `strata.kept-files` and in `check`, and `repair` merges the kept table back (issue 29).
 #[test]
 fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
-    use strata::internals::wal::{LogEvent, LogReader};
     let dir = strata_testkit::TempDir::new("kept-files");
     let db_dir = dir.path().join("db");
     let opts = || Options {
@@ -263,31 +262,9 @@ fn a_dropped_manifest_record_keeps_the_files_it_named_for_repair() {
         db.flush().unwrap();
         db.close().unwrap();
     }
-    let manifest = std::fs::read_dir(&db_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("MANIFEST-")
-        })
-        .unwrap();
-    let mut bytes = std::fs::read(&manifest).unwrap();
     // The flush's edit, made the last record: the clean close's record after it (the
     // WALs' sizes) is cut off, as a crash right after the flush would have left it.
-    let mut last = None;
-    let mut reader = LogReader::new(bytes.clone());
-    while let LogEvent::Record { offset, data } = reader.next_event() {
-        let edit = strata::internals::version::decode_edit(&data).unwrap();
-        if !edit.new_files.is_empty() {
-            last = Some((offset as usize, data.len()));
-        }
-    }
-    let (offset, len) = last.unwrap();
-    bytes.truncate(offset + 7 + len);
-    bytes[offset + 7 + len / 2] ^= 0x20; // inside the flush edit's payload
-    std::fs::write(&manifest, &bytes).unwrap();
+    strata_testkit::damage::last_flush_record(&db_dir);
     let tables = || -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&db_dir)
             .unwrap()

@@ -213,6 +213,36 @@ impl PickContext<'_> {
             })
     }
 
+    /// A compaction that rewrites table `t` of `level` for what it holds (value pointers to
+    /// collect, expired entries): into the next level with what it overlaps there, or in
+    /// the last level into itself; never a move, which would rewrite nothing. `None` if a
+    /// needed file is busy.
+    fn rewrite(
+        &self,
+        level: usize,
+        t: &Arc<FileMeta>,
+        reason: CompactionReason,
+    ) -> Option<Compaction> {
+        let c = if level == self.version.num_levels() - 1 {
+            Some(Compaction {
+                level,
+                output_level: level,
+                inputs: vec![t.clone()],
+                l0_part: None,
+                next_inputs: Vec::new(),
+                grandparents: Vec::new(),
+                trivial_move: false,
+                reason,
+            })
+        } else {
+            self.finish(level, vec![t.clone()], reason)
+        };
+        c.map(|c| Compaction {
+            trivial_move: false,
+            ..c
+        })
+    }
+
     /// Bytes of grandparent overlap after which an output file is cut.
     pub fn max_grandparent_overlap(&self) -> u64 {
         self.opts.max_grandparent_overlap_factor * self.opts.target_file_size_base
@@ -328,7 +358,6 @@ fn expires_mostly(t: &FileMeta, newest_snapshot: crate::key::SeqNo) -> bool {
 pub fn pick_expired(ctx: &PickContext<'_>) -> Option<Compaction> {
     let clock = ctx.expiry?;
     let v = ctx.version;
-    let last = v.num_levels() - 1;
     let mut due: Vec<(u64, usize, &Arc<FileMeta>)> = (1..v.num_levels())
         .flat_map(|level| v.files(level).iter().map(move |t| (level, t)))
         .filter(|(_, t)| {
@@ -339,26 +368,8 @@ pub fn pick_expired(ctx: &PickContext<'_>) -> Option<Compaction> {
         .map(|(level, t)| (t.expiry.latest, level, t))
         .collect();
     due.sort_by_key(|d| (d.0, d.1));
-    due.into_iter().find_map(|(_, level, t)| {
-        let c = if level == last {
-            Some(Compaction {
-                level,
-                output_level: level,
-                inputs: vec![t.clone()],
-                l0_part: None,
-                next_inputs: Vec::new(),
-                grandparents: Vec::new(),
-                trivial_move: false,
-                reason: CompactionReason::Expired,
-            })
-        } else {
-            ctx.finish(level, vec![t.clone()], CompactionReason::Expired)
-        };
-        c.map(|c| Compaction {
-            trivial_move: false,
-            ..c
-        })
-    })
+    due.into_iter()
+        .find_map(|(_, level, t)| ctx.rewrite(level, t, CompactionReason::Expired))
 }
 
 /// When the first table [`pick_expired`] may take has all its expiring entries expired
@@ -408,29 +419,9 @@ fn value_gc_inputs<'a>(
 /// oldest file still reach waits for that file, or for the compactions that reach its
 /// keys. L0 tables are left to L0's own compactions.
 pub fn pick_value_gc(ctx: &PickContext<'_>) -> Option<Compaction> {
-    let last = ctx.version.num_levels() - 1;
     value_gc_inputs(ctx.version, ctx.opts)
         .filter(|(_, t)| !ctx.busy.contains(&t.number))
-        .find_map(|(level, t)| {
-            let c = if level == last {
-                Some(Compaction {
-                    level,
-                    output_level: level,
-                    inputs: vec![t.clone()],
-                    l0_part: None,
-                    next_inputs: Vec::new(),
-                    grandparents: Vec::new(),
-                    trivial_move: false,
-                    reason: CompactionReason::ValueGc,
-                })
-            } else {
-                ctx.finish(level, vec![t.clone()], CompactionReason::ValueGc)
-            };
-            c.map(|c| Compaction {
-                trivial_move: false,
-                ..c
-            })
-        })
+        .find_map(|(level, t)| ctx.rewrite(level, t, CompactionReason::ValueGc))
 }
 
 /// Whether the database going idle leaves compaction work (`Options::idle_compaction_delay`):
