@@ -1459,12 +1459,15 @@ impl BackupEngine {
                 None => engine.list()?.iter().map(|i| i.id).collect(),
             };
             ids.into_iter().try_for_each(|id| engine.verify(id))?;
-            match (id, engine.damaged()?.into_iter().next()) {
-                (None, Some((id, e))) => Err(strata::Error::new(
+            if id.is_some() {
+                return Ok(());
+            }
+            match engine.damaged()?.into_iter().next() {
+                Some((id, e)) => Err(strata::Error::new(
                     e.kind(),
                     format!("backup {id}: {}", e.message()),
                 )),
-                _ => Ok(()),
+                None => Ok(()),
             }
         })
         .map_err(err)

@@ -30,7 +30,8 @@ const CHUNK: usize = 1 << 20;
 /// One backup, as its description says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackupInfo {
-    /// Its number: 1 for a directory's first backup, then one more than the largest.
+    /// Its number: 1 for a directory's first backup, then one more than the largest ever
+    /// given (in use, or deleted: `meta/LAST`).
     pub id: u64,
     /// When it was taken, seconds since the Unix epoch.
     pub created: u64,
@@ -396,18 +397,24 @@ impl BackupEngine {
             return Ok(None);
         }
         let text = crate::fs::read_all(&*self.fs, &path)?;
+        // `ID CRC\n`: the id in decimal and the CRC-32C of those digits (a flipped digit
+        // still parses, and would give an id out again).
         std::str::from_utf8(&text)
             .ok()
             .and_then(|t| t.strip_suffix('\n'))
-            .and_then(|t| t.parse().ok())
+            .and_then(|t| t.split_once(' '))
+            .filter(|(id, crc)| {
+                u32::from_str_radix(crc, 16).ok() == Some(crc32c::crc32c(id.as_bytes()))
+            })
+            .and_then(|(id, _)| id.parse().ok())
             .map(Some)
             .ok_or_else(|| {
                 Error::corruption(
                     &path,
                     0,
                     "damaged record of the largest id a deleted backup had: no new backup \
-                     id is known to be free (remove the file once no id in use is larger \
-                     than one that was deleted)",
+                     id is known to be free (write in its place an id larger than any this \
+                     directory ever gave, and its CRC-32C: `ID CRC\\n`)",
                 )
             })
     }
@@ -428,7 +435,9 @@ impl BackupEngine {
         let meta = self.dir.join(META);
         let tmp = meta.join(format!("{LAST_ID}{TMP}"));
         let mut w = self.fs.create(&tmp)?;
-        w.append(format!("{largest}\n").as_bytes())?;
+        let id = largest.to_string();
+        let crc = crc32c::crc32c(id.as_bytes());
+        w.append(format!("{id} {crc:08x}\n").as_bytes())?;
         w.sync()?;
         drop(w);
         self.fs.rename(&tmp, &meta.join(LAST_ID))?;

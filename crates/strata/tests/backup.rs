@@ -207,6 +207,10 @@ fn a_backup_cut_short_leaves_the_directory_usable_and_is_not_listed() {
         drop(engine);
         let cut: Arc<dyn Fs> = Arc::new(mem.crash_clone(CrashMode::DropUnsynced));
         let after = BackupEngine::open_in("/backups", cut.clone()).unwrap();
+        assert!(
+            after.damaged().unwrap().is_empty(),
+            "turn {i}: a damaged description"
+        );
         let listed = after.list().unwrap();
         match &made {
             Ok(info) => assert_eq!(listed.last().map(|l| l.id), Some(info.id)),
@@ -439,6 +443,25 @@ fn ids_are_never_reused_and_a_damaged_description_is_listed_apart() {
     engine.delete(5).unwrap();
     assert!(engine.damaged().unwrap().is_empty());
     assert_eq!(engine.create_backup(&db).unwrap().id, 7);
+    // The record of the largest deleted id carries its checksum: a flipped digit is damage,
+    // not another id.
+    let last = Path::new("/backups/meta/LAST");
+    let mut bytes = strata::fs::read_all(&*fs, last).unwrap();
+    assert!(
+        bytes.starts_with(b"4 "),
+        "{:?}",
+        String::from_utf8_lossy(&bytes)
+    );
+    bytes[0] = b'3';
+    fs.remove(last).unwrap();
+    let mut w = fs.create(last).unwrap();
+    w.append(&bytes).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    assert_eq!(
+        engine.create_backup(&db).unwrap_err().kind(),
+        ErrorKind::Corruption
+    );
     drop(engine);
     db.close().unwrap();
 }

@@ -271,6 +271,16 @@ fn a_checkpoint_of_a_matrix_copies_its_rows_on_real_files() {
     assert!(!dir.path().join("cp-b-pmem").join("matrix.pmem").exists());
     drop(view);
     c.close().unwrap();
+    // A second region in pmem_dir (the files copied rather than moved): refused, changing
+    // nothing, until one of them goes.
+    let stray = dir.path().join("cp-b-pmem").join("matrix.pmem");
+    std::fs::copy(b.join("matrix.pmem"), &stray).unwrap();
+    let e = Db::open(&b, opts("cp-b-pmem")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains("two matrix regions"), "{e}");
+    std::fs::remove_file(&stray).unwrap();
+    let c = Db::open(&b, opts("cp-b-pmem")).unwrap();
+    c.close().unwrap();
     let c = Db::open(&a, opts("cp-a-pmem")).unwrap();
     assert_db_matches(&c, &model(3_499));
     c.close().unwrap();

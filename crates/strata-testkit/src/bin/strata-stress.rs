@@ -690,6 +690,16 @@ fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
 /// backups listed and the keys the restored one holds.
 fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), String> {
     let engine = strata::BackupEngine::open(dir).map_err(|e| format!("open backups: {e}"))?;
+    if let Some((id, e)) = engine
+        .damaged()
+        .map_err(|e| format!("list backups: {e}"))?
+        .into_iter()
+        .next()
+    {
+        return Err(format!(
+            "backup {id}: a damaged description after a kill: {e}"
+        ));
+    }
     let list = engine.list().map_err(|e| format!("list backups: {e}"))?;
     for b in &list {
         engine

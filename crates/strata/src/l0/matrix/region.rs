@@ -149,6 +149,18 @@ pub(super) fn shared(ctx: &L0Context, container: Option<u64>) -> Result<Arc<Shar
     let len = usize::try_from(container.unwrap_or(ctx.config.matrix_container))
         .map_err(|_| Error::invalid("matrix_container_size does not fit in memory"))?;
     let dir = region_dir(&*ctx.fs, &ctx.placement);
+    let other = ctx.placement.dir(PathId::PMEM).join(REGION_NAME);
+    if dir != ctx.placement.dir(PathId::PMEM) && ctx.fs.exists(&other) {
+        // (Which one the manifest's rows are in cannot be told: taking either could read
+        // stale pages and hand out pages the other's rows hold.)
+        return Err(Error::corrupt(format!(
+            "two matrix regions: {} and {}; the database uses the one in its own directory \
+             when it holds one: move the other away, or this one into pmem_dir. Nothing \
+             was changed",
+            dir.join(REGION_NAME).display(),
+            other.display()
+        )));
+    }
     let pages = Pages::new(ctx.fs.clone(), dir.join(REGION_NAME), len);
     let s = Arc::new(Shared {
         pages: Arc::new(if ctx.salvage {
