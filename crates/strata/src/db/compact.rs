@@ -23,8 +23,6 @@ use crate::vstore::ValueStore;
 const EXPIRY_LOOK: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl DbInner {
-    /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
-    /// `idle`: no write and no read came for `Options::idle_compaction_delay`.
     /// What the picker judges expired tables by (`picker::pick_expired`): `None` for a
     /// database without expiring entries.
     pub(crate) fn expiry_clock(&self, v: &crate::version::Version) -> Option<picker::ExpiryClock> {
@@ -55,6 +53,8 @@ impl DbInner {
         })
     }
 
+    /// Picks a compaction and marks its inputs busy. `None` if nothing needs doing.
+    /// `idle`: no write and no read came for `Options::idle_compaction_delay`.
     pub(crate) fn pick_compaction(&self, idle: bool) -> Option<Compaction> {
         let versions = lock(&self.versions);
         let mut st = lock(&self.state);
