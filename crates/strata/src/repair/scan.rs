@@ -252,7 +252,12 @@ fn recorded_in_manifests(
         let mut any = false;
         while let LogEvent::Record { data, .. } = reader.next_event() {
             if let Ok(e) = VersionEdit::decode(&data, crate::registry::registered()) {
-                any = true;
+                // (Only a record of files counts: a manifest whose snapshot record a crash
+                // tore keeps its directories record, and must not stand for an empty list.)
+                any |= e.log_number.is_some()
+                    || !e.new_files.is_empty()
+                    || !e.new_range_files.is_empty()
+                    || !e.deleted_range_files.is_empty();
                 for (_, f) in &e.new_files {
                     out.insert(f.number.0, f.num_entries);
                 }
