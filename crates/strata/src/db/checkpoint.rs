@@ -68,17 +68,25 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     super::flush::flush_and_wait(db)?;
     // The version after the flush, pinned, with what a manifest of it says; and the file
     // numbers the copy's own manifest and WAL take (from the database's counter).
-    let (version, mut edit, manifest_number, wal_number) = {
+    // With them, the newest write the copy holds: every write before the oldest memtable
+    // not yet flushed is in the version, none after it. (Read under the versions' lock: a
+    // flush installs its version and hands its memtable over within one hold of it. Not
+    // from the version's files alone: the matrix's rows name no sequences, and the
+    // memtable the flush took holds writes made after this call began.)
+    let (version, mut edit, manifest_number, wal_number, flushed) = {
         let versions = super::lock(&db.versions);
         let version = versions.current();
+        let flushed = {
+            let st = super::lock(&db.state);
+            st.imms.front().unwrap_or(&st.mem).writes_after()
+        };
         let edit = versions.snapshot_edit();
         let m = versions.new_file_number();
         let w = versions.new_file_number();
-        (version, edit, m, w)
+        (version, edit, m, w, flushed)
     };
-    // The newest write the copy holds: one in its tables (the flushed memtables'), or at
-    // least every write acknowledged before the call (a deletion a compaction dropped
-    // leaves no entry).
+    // (At least every write the tables hold and every write acknowledged before the call:
+    // a deletion a compaction dropped leaves no entry.)
     let sequence = (0..version.num_levels())
         .flat_map(|l| version.files(l).iter().map(|f| f.largest_seq.0))
         .max()
@@ -91,7 +99,8 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
                 .max()
                 .unwrap_or(0),
         )
-        .max(hold.sequence().0);
+        .max(hold.sequence().0)
+        .max(flushed);
     drop(hold);
     refuse_unsupported(&version)?;
     // A flush's tables are synced with its manifest record, by the sync thread, after the

@@ -166,6 +166,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mem = Arc::new(super::write::writable_memtable(
         &opts,
         wal_number.0,
+        last_seq.0,
         &arena_pool,
     ));
     let wal = WalState {

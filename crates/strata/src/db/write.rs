@@ -654,7 +654,9 @@ fn make_room(db: &DbInner, mut force: bool, bytes: usize, entries: usize) -> Res
             return Err(e);
         }
         st = lock(&db.state);
-        let fresh = writable_memtable(&db.opts, number.0, &db.arena_pool);
+        // (The leader switches: no write is between taking its sequence and publishing it.)
+        let last = db.last_sequence.load(Ordering::Acquire);
+        let fresh = writable_memtable(&db.opts, number.0, last, &db.arena_pool);
         let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
         // What the write-time store separated so far belongs to `old`: before its flush
         // can begin (the flush thread finds it under this lock).
@@ -690,15 +692,18 @@ fn lock_timed<'a, T>(
 /// How often a write stopped by the tree looks at it again when no progress wakes it.
 const STOP_POLL: Duration = Duration::from_millis(10);
 
-/// A memtable for a database's writes into WAL `wal_number`: its key filter, arena chunks
-/// from `pool`, and the side `opts` configure (the coalescing buffer).
+/// A memtable for a database's writes into WAL `wal_number`, after sequence `last` (the
+/// last one written before it): its key filter, arena chunks from `pool`, and the side
+/// `opts` configure (the coalescing buffer).
 pub(crate) fn writable_memtable(
     opts: &crate::options::Options,
     wal_number: u64,
+    last: u64,
     pool: &Arc<crate::memtable::ChunkPool>,
 ) -> MemTable {
     MemTable::for_writes(wal_number, opts.memtable_filter_bytes(), pool.clone())
         .with_side(crate::registry::memtable_side(opts, pool))
+        .taking_writes_after(last)
 }
 
 /// The error of a write that waited `limit` with writes stopped while no background job ran

@@ -89,6 +89,9 @@ pub struct MemTable {
     wal_number: u64,
     /// Its range tombstones, kept beside the skiplist (crate::range_del).
     ranges: Ranges,
+    /// The last sequence written before this memtable took the writes: every write after
+    /// it is here or in a newer memtable (0 for a memtable not made by the write path).
+    after: u64,
 }
 
 /// A memtable's range tombstones: the list a flush writes out, and its pieces for readers,
@@ -113,6 +116,7 @@ impl MemTable {
             filter: None,
             wal_number,
             ranges: Ranges::default(),
+            after: 0,
         }
     }
 
@@ -125,6 +129,7 @@ impl MemTable {
             filter: (filter_bytes > 0).then(|| filter::KeyFilter::new(filter_bytes)),
             wal_number,
             ranges: Ranges::default(),
+            after: 0,
         }
     }
 
@@ -138,6 +143,19 @@ impl MemTable {
     /// The WAL that holds this memtable's writes.
     pub fn wal_number(&self) -> u64 {
         self.wal_number
+    }
+
+    /// This memtable, taking the writes after sequence `last` (the last one written
+    /// before it).
+    #[must_use]
+    pub(crate) fn taking_writes_after(mut self, last: u64) -> Self {
+        self.after = last;
+        self
+    }
+
+    /// The last sequence written before this memtable took the writes.
+    pub(crate) fn writes_after(&self) -> u64 {
+        self.after
     }
 
     /// Adds an entry; returns whether the side took it. REQUIRES: a single writer at a time
