@@ -179,7 +179,7 @@ impl BackupEngine {
         let own = self.dir.join(format!("staging{TMP}"));
         checkpoint::clear_stale(fs, &own)?;
         fs.create_dir_all(&own)?;
-        frozen.write_own_files(fs, &own)?;
+        frozen.write_own_files(&self.fs, &own)?;
         let mut names = fs.list(&own)?;
         names.sort();
         for name in names {

@@ -154,7 +154,9 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     let mut opts = db.opts.clone();
     (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
     opts.wal_in_pmem = false;
-    let options = super::open::options_file_text(&opts, &record);
+    let mut options = super::open::options_file_text(&opts, &record);
+    options.push_str(super::open::SELF_CONTAINED_COPY);
+    options.push('\n');
     Ok(Frozen {
         version,
         files,
@@ -174,17 +176,23 @@ impl Frozen {
     ///
     /// # Errors
     /// I/O errors.
-    pub fn write_own_files(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+    pub fn write_own_files(&self, fs: &Arc<dyn Fs>, dir: &Path) -> Result<()> {
         let staging = Placement::new(dir, None, None);
         // (A plain empty file, synced: a log file made for appends takes room ahead that
         // its close gives back without a sync, and a copy must be of the size it records.)
         let mut wal = fs.create(&staging.wal_path(self.wal_number))?;
         wal.sync()?;
         drop(wal);
-        write_manifest(fs, &self.record, &staging, self.manifest_number, &self.edit)?;
+        write_manifest(
+            &**fs,
+            &self.record,
+            &staging,
+            self.manifest_number,
+            &self.edit,
+        )?;
         // What L0 keeps outside tables (the matrix's rows), as the pinned version names it.
         self.version.l0.write_copy(fs, dir)?;
-        crate::fs::write_file_atomic(fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
+        crate::fs::write_file_atomic(&**fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
     }
 
     /// The last sequence the copy holds: every write up to it is in the copy, none after
@@ -223,7 +231,7 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
                 copy(fs, &f.from, &to)?;
             }
         }
-        frozen.write_own_files(fs, &tmp)?;
+        frozen.write_own_files(&db.fs, &tmp)?;
         fs.sync_dir(&tmp)
     })();
     if let Err(e) = made {

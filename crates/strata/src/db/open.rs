@@ -368,6 +368,21 @@ fn options_file_directories(fs: &dyn fs::Fs, path: &Path) -> Option<Directories>
     (!v.is_empty()).then_some(Directories(v))
 }
 
+/// The line a copy's `OPTIONS` file (a checkpoint's, a backup's) holds until its first
+/// writable open rewrites it: every file of the copy is in its directory, whatever
+/// directories outside it the record names (the original's).
+pub(crate) const SELF_CONTAINED_COPY: &str =
+    "# a copy: every file it holds is in its directory (the directories above are its original's)";
+
+/// Whether the `OPTIONS` file at `path` is a copy's not yet opened for writes
+/// ([`SELF_CONTAINED_COPY`]).
+pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path) -> bool {
+    fs::read_all(fs, &path.join(filename::OPTIONS))
+        .ok()
+        .and_then(|t| String::from_utf8(t).ok())
+        .is_some_and(|t| t.lines().any(|l| l == SELF_CONTAINED_COPY))
+}
+
 /// The `OPTIONS` file's text: the options of this open, then the directories record the
 /// manifest starts with, as comment lines (`repair` reads them when no manifest is left).
 pub(crate) fn options_file_text(opts: &Options, recorded: &Directories) -> String {

@@ -256,7 +256,7 @@ pub(crate) trait Level0: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// I/O errors.
-    fn write_copy(&self, _fs: &dyn Fs, _dir: &std::path::Path) -> Result<()> {
+    fn write_copy(&self, _fs: &Arc<dyn Fs>, _dir: &std::path::Path) -> Result<()> {
         Ok(())
     }
 

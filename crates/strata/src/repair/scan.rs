@@ -205,7 +205,9 @@ fn refuse_other_directories(
     }
     // A copy (or a moved database) whose record names directories outside it that its
     // options do not give: those hold part of the database, which a repair would drop.
-    if !rec.written_here(dir) {
+    // (Not a checkpoint or a restored backup never opened for writes: it holds every file
+    // in its directory, and the record names its original's.)
+    if !rec.written_here(dir) && !crate::db::open::self_contained_copy(&*opts.fs, dir) {
         for (id, p) in rec
             .0
             .iter()

@@ -718,10 +718,10 @@ impl Level0 for Matrix {
     }
 
     /// A region of the same size whose pages are this layout's rows' (the pages it holds,
-    /// at the same offsets, so the record names them unchanged), zeros elsewhere. The
-    /// pages' generations and the row directory are not copied: the copy's open makes its
-    /// own (a writer's generations start anew; the directory is written from the record).
-    fn write_copy(&self, fs: &dyn crate::fs::Fs, dir: &std::path::Path) -> Result<()> {
+    /// at the same offsets, so the record names them unchanged), zeros elsewhere, and a row
+    /// directory listing them (a repair of a copy whose manifest is damaged before any
+    /// open finds its rows). The pages' generations are not copied: a writer's start anew.
+    fn write_copy(&self, fs: &Arc<dyn crate::fs::Fs>, dir: &std::path::Path) -> Result<()> {
         const CHUNK: usize = 64 * PAGE;
         if self.0.rows.is_empty() {
             // (The copy's first flush makes its region, as a new database's does.)
@@ -746,7 +746,14 @@ impl Level0 for Matrix {
                 }
             }
         }
-        to.persist(0, to.len())
+        to.persist(0, to.len())?;
+        drop(to);
+        directory::Directory::new(
+            fs.clone(),
+            dir.join(directory::DIRECTORY_NAME),
+            pages.len() as u64,
+        )
+        .write(&self.listing())
     }
 
     fn check_view(&self) -> Result<()> {
