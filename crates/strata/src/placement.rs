@@ -301,7 +301,12 @@ impl Directories {
     /// one inside the database directory, and, if the record was written here, each one
     /// outside it.
     pub fn usable(&self, db_dir: &Path) -> Vec<(PathId, PathBuf)> {
-        let here = self.written_here(db_dir);
+        self.usable_by(db_dir, self.written_here(db_dir))
+    }
+
+    /// As [`Directories::usable`], with whether the record was written here given (`false`
+    /// for a copy not yet opened for writes, wherever it is: its record is its original's).
+    pub fn usable_by(&self, db_dir: &Path, here: bool) -> Vec<(PathId, PathBuf)> {
         self.0
             .iter()
             .filter(|(id, p)| *id != PathId::DB && (p.is_relative() || here))

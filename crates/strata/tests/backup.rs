@@ -540,3 +540,61 @@ fn deletes_purges_and_restores_cut_by_a_power_cut_leave_whole_backups() {
         drop(db);
     }
 }
+
+/// A backup restored and moved onto the original's path (the original's directory gone,
+/// its WAL directory left holding WALs of writes after the backup) and opened with the original's
+/// options: the restored copy does not take that directory for its own (it would replay
+/// the original's later WALs onto the backup, writes with a gap before them); the open is
+/// refused, naming it, and once it is emptied the copy opens holding the backup exactly.
+#[test]
+fn a_backup_restored_onto_the_originals_path_does_not_take_its_directories() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let opts = || strata::Options {
+        fs: fs.clone(),
+        wal_dir: Some("/wal".into()),
+        ..strata::Options::default()
+    };
+    let db = Db::open("/db", opts()).unwrap();
+    for i in 0..500 {
+        write(&db, i);
+    }
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    engine.create_backup(&db).unwrap();
+    for i in 500..700 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    for i in 700..800 {
+        write(&db, i);
+    }
+    db.close().unwrap();
+    assert!(!fs.list(Path::new("/wal")).unwrap().is_empty());
+    // The database directory is lost; the WAL directory is not.
+    for name in fs.list(Path::new("/db")).unwrap() {
+        fs.remove(&Path::new("/db").join(name)).unwrap();
+    }
+    // (Restored elsewhere, as restore asks, then moved onto the original's path.)
+    engine.restore(1, "/r").unwrap();
+    for name in fs.list(Path::new("/r")).unwrap() {
+        fs.rename(&Path::new("/r").join(&name), &Path::new("/db").join(&name))
+            .unwrap();
+    }
+    let e = Db::open("/db", opts()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("/wal"), "{e}");
+    let e = strata::repair("/db", &opts()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    for name in fs.list(Path::new("/wal")).unwrap() {
+        fs.remove(&Path::new("/wal").join(name)).unwrap();
+    }
+    let r = Db::open("/db", opts()).unwrap();
+    strata_testkit::model::assert_db_matches(&r, &strata_testkit::copies::model(499));
+    for i in 500..600 {
+        write(&r, i);
+    }
+    r.close().unwrap();
+    // Its own from its first open on.
+    let r = Db::open("/db", opts()).unwrap();
+    strata_testkit::model::assert_db_matches(&r, &strata_testkit::copies::model(599));
+    r.close().unwrap();
+}

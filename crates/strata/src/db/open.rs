@@ -38,6 +38,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let Known {
         placement,
         record: recorded,
+        ..
     } = known;
     let exists = fs.exists(&placement.current_path());
     if !exists {
@@ -257,6 +258,9 @@ pub(crate) struct Known {
     pub placement: Placement,
     /// The record (`None`: a new database, or one no record of which is left).
     pub record: Option<Directories>,
+    /// A copy (a checkpoint, a restored backup) not yet opened for writes
+    /// ([`self_contained_copy`]): its record is its original's, wherever the copy is now.
+    pub copy: bool,
 }
 
 /// The placement of the database at `path` under `opts`, reading the files already
@@ -275,14 +279,17 @@ pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     let record =
         crate::version::recorded_directories(&*opts.fs, &configured, crate::registry::registered())
             .or_else(|| options_file_directories(&*opts.fs, path));
+    let copy = self_contained_copy(&*opts.fs, path);
     let Some(rec) = record else {
         return Known {
             placement: configured,
             record: None,
+            copy,
         };
     };
     let mut read: Vec<(PathId, PathBuf)> = Vec::new();
-    for (id, dir) in rec.usable(path) {
+    let here = rec.written_here(path) && !copy;
+    for (id, dir) in rec.usable_by(path, here) {
         let unset = id != PathId::DB && crate::placement::option_dir(opts, id).is_none();
         let here = crate::placement::absolute(configured.dir(id));
         if unset && dir != here {
@@ -308,6 +315,7 @@ pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     Known {
         placement: configured.reading_recorded(&read),
         record: Some(rec),
+        copy,
     }
 }
 
@@ -328,6 +336,50 @@ pub(crate) fn refuse_borrowed_directories(
     let Some(rec) = &known.record else {
         return Ok(());
     };
+    if known.copy {
+        // A copy not yet opened (moved onto its original's path, perhaps): none of the
+        // record's directories outside it is its own. One the options give may be used
+        // only if the original is not at another path still using it and it holds no
+        // database's files (the original's later WALs, replayed onto the copy, would bring
+        // back writes with a gap before them).
+        let original_elsewhere = !rec.written_here(path)
+            && rec
+                .database()
+                .is_some_and(|d| opts.fs.exists(&d.join(filename::CURRENT)));
+        let own = layouts_own_names(opts, &known.placement);
+        for (id, dir) in rec
+            .0
+            .iter()
+            .filter(|(id, d)| *id != PathId::DB && d.is_absolute())
+        {
+            let given = crate::placement::option_dir(opts, *id).map(crate::placement::absolute);
+            if given.as_deref() != Some(dir.as_path()) {
+                continue;
+            }
+            let why = if original_elsewhere {
+                "the database this one was copied from keeps its files there"
+            } else if holds_database_files(&*opts.fs, dir, &own) {
+                "it holds files of the database this one was copied from"
+            } else {
+                continue;
+            };
+            return Err(Error::invalid(format!(
+                "{}: this database is a copy (a checkpoint or a restored backup) not yet \
+                 opened, given {} = {}, where {why} ({}): give the copy a directory of its \
+                 own{}. Nothing was changed",
+                path.display(),
+                Directories::option_name(*id),
+                dir.display(),
+                Directories::what(*id),
+                if original_elsewhere {
+                    ""
+                } else {
+                    ", or empty that one"
+                },
+            )));
+        }
+        return Ok(());
+    }
     if rec.written_here(path) {
         return Ok(());
     }
@@ -366,6 +418,28 @@ fn options_file_directories(fs: &dyn fs::Fs, path: &Path) -> Option<Directories>
         v.push((PathId(id), PathBuf::from(p)));
     }
     (!v.is_empty()).then_some(Directories(v))
+}
+
+/// The names of the files the L0 layouts keep of their own (the matrix's region and row
+/// directory), as `opts` would place them.
+pub(crate) fn layouts_own_names(opts: &Options, placement: &Placement) -> Vec<String> {
+    crate::l0::every_layout(crate::registry::LAYOUTS, opts, placement)
+        .iter()
+        .flat_map(|l| l.own_files())
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// Whether directory `d` holds files of a database: tables, WALs, value files, or a file
+/// named as one of `own` (the L0 layouts' own files: the matrix's region and row
+/// directory).
+pub(crate) fn holds_database_files(fs: &dyn fs::Fs, d: &Path, own: &[String]) -> bool {
+    fs.list(d).unwrap_or_default().iter().any(|n| {
+        matches!(
+            crate::registry::parse_file_name(n),
+            Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
+        ) || own.contains(n)
+    })
 }
 
 /// The line a copy's `OPTIONS` file (a checkpoint's, a backup's) holds until its first
@@ -795,6 +869,7 @@ fn open_read_only_once(path: &Path, opts: Options, before: &ManifestState) -> Re
     let Known {
         placement,
         record: recorded,
+        ..
     } = known;
     let fs = opts.fs.clone();
     if !fs.exists(&placement.current_path()) {

@@ -176,18 +176,13 @@ fn refuse_other_directories(
     let Some(rec) = &known.record else {
         return Ok(());
     };
-    let own: Vec<String> =
-        crate::l0::every_layout(crate::registry::LAYOUTS, opts, &known.placement)
-            .iter()
-            .flat_map(|l| l.own_files())
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
-    for (id, recorded) in rec.usable(dir) {
+    let own = crate::db::open::layouts_own_names(opts, &known.placement);
+    for (id, recorded) in rec.usable_by(dir, rec.written_here(dir) && !known.copy) {
         let given = crate::placement::option_dir(opts, id);
         let Some(given) = given.filter(|g| absolute(g) != recorded) else {
             continue;
         };
-        let holds = holds_database_files(&*opts.fs, &recorded, &own);
+        let holds = crate::db::open::holds_database_files(&*opts.fs, &recorded, &own);
         if holds {
             return Err(crate::error::Error::invalid(format!(
                 "{}: the database records its {} in {}, which still holds some, and the \
@@ -207,7 +202,7 @@ fn refuse_other_directories(
     // options do not give: those hold part of the database, which a repair would drop.
     // (Not a checkpoint or a restored backup never opened for writes: it holds every file
     // in its directory, and the record names its original's.)
-    if !rec.written_here(dir) && !crate::db::open::self_contained_copy(&*opts.fs, dir) {
+    if !rec.written_here(dir) && !known.copy {
         for (id, p) in rec
             .0
             .iter()
@@ -223,18 +218,6 @@ fn refuse_other_directories(
         }
     }
     Ok(())
-}
-
-/// Whether directory `d` holds files of a database: tables, WALs, value files, or a file
-/// named as one of `own` (the L0 layouts' own files: the matrix's region and row
-/// directory).
-fn holds_database_files(fs: &dyn crate::fs::Fs, d: &Path, own: &[String]) -> bool {
-    fs.list(d).unwrap_or_default().iter().any(|n| {
-        matches!(
-            crate::registry::parse_file_name(n),
-            Some(FileType::Table(_) | FileType::Wal(_) | FileType::Value(..))
-        ) || own.contains(n)
-    })
 }
 
 /// Each table's entry count as the manifests in `manifests` record it (a newer manifest's
