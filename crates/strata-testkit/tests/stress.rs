@@ -68,7 +68,8 @@ fn crash_loop_loses_nothing() {
             // Every fifth killed database is rebuilt by `repair`, its manifests removed.
             "--repair_every=5",
             // Every third run also backs up while it works: after its kill every backup
-            // verifies and the newest restores and opens.
+            // verifies and the newest restores and opens, each key in a state it had
+            // during the backup.
             "--backup_every=3",
         ])
         .output()
@@ -86,6 +87,10 @@ fn crash_loop_loses_nothing() {
     assert!(
         stdout.contains("backups verified, the newest restored with"),
         "{summary}"
+    );
+    assert!(
+        stdout.contains("each in its state during the backup"),
+        "no restored backup was checked key by key: {summary}"
     );
     assert!(
         summary.contains("lost synced writes 0") && summary.contains("wrong values 0"),

@@ -579,8 +579,8 @@ fn run(a: &Args) -> Result<(), String> {
             })
             .collect();
         if let Some(dir) = &backups {
-            let (db, stop) = (&db, &stop);
-            hs.push(s.spawn(move || backup_worker(db, dir, stop)));
+            let (db, oracle, stop) = (&db, &oracle, &stop);
+            hs.push(s.spawn(move || backup_worker(db, oracle, dir, stop)));
         }
         // A worker ends early only on an error (a failed write, a stalled one): stop the
         // run then, so the crash loop sees the exit instead of killing a stuck process.
@@ -610,18 +610,41 @@ fn run(a: &Args) -> Result<(), String> {
 }
 
 /// `run --backups=DIR`: backs the database up into DIR every 100-300 ms while the workers
-/// run (keeping the newest three), so that kills land in the middle of backups.
-fn backup_worker(db: &Db, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
+/// run (keeping the newest three), so that kills land in the middle of backups. Beside
+/// each backup, the bounds of what it may hold of each key ([`BackupBounds`]).
+fn backup_worker(db: &Db, oracle: &Oracle, dir: &Path, stop: &AtomicBool) -> Result<(), String> {
     let engine = strata::BackupEngine::open(dir).map_err(|e| format!("backup engine: {e}"))?;
+    let bounds_dir = bounds_of(dir);
+    std::fs::create_dir_all(&bounds_dir).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(7);
     let mut made = 0u64;
     while !stop.load(Ordering::SeqCst) {
-        engine
+        let before: Vec<Slot> = (0..oracle.keys()).map(|k| oracle.committed(k)).collect();
+        let info = engine
             .create_backup(db)
             .map_err(|e| format!("backup {}: {e}", made + 1))?;
+        let bounds = BackupBounds::after(before, oracle);
+        bounds
+            .save(&bounds_dir.join(info.id.to_string()))
+            .map_err(|e| format!("bounds of backup {}: {e}", info.id))?;
         made += 1;
         if made.is_multiple_of(2) {
             engine.purge(3).map_err(|e| format!("purge: {e}"))?;
+            let kept: Vec<String> = engine
+                .list()
+                .map_err(|e| format!("list: {e}"))?
+                .iter()
+                .map(|b| b.id.to_string())
+                .collect();
+            for e in std::fs::read_dir(&bounds_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if !kept.contains(&e.file_name().to_string_lossy().into_owned()) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
         }
         if made.is_multiple_of(3) {
             // And a checkpoint beside them (the last one kept), so that kills land in
@@ -644,10 +667,93 @@ fn checkpoints_of(backups: &Path) -> PathBuf {
     backups.with_file_name("checkpoints")
 }
 
+/// Where `run --backups=DIR` puts each backup's [`BackupBounds`]: beside DIR.
+fn bounds_of(backups: &Path) -> PathBuf {
+    backups.with_file_name("backup-bounds")
+}
+
+/// What a backup may hold of each key, from the oracle around the call: at least the write
+/// acknowledged before it began (`before`), at most the newest one begun before it
+/// returned (`after`: a value id). A key no write reached during the call holds exactly
+/// its state before; the ids of one key's writes only grow.
+struct BackupBounds {
+    before: Vec<Slot>,
+    after: Vec<u64>,
+}
+
+impl BackupBounds {
+    fn after(before: Vec<Slot>, oracle: &Oracle) -> BackupBounds {
+        let after = (0..oracle.keys())
+            .map(|k| oracle.committed(k).id().max(oracle.pending(k).id()))
+            .collect();
+        BackupBounds { before, after }
+    }
+
+    /// Written whole or not at all (a kill between a backup and its bounds leaves that
+    /// backup without them).
+    fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(self.before.len() * 16);
+        for (s, a) in self.before.iter().zip(&self.after) {
+            b.extend_from_slice(&s.0.to_le_bytes());
+            b.extend_from_slice(&a.to_le_bytes());
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &b)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    fn load(path: &Path) -> Option<BackupBounds> {
+        let b = std::fs::read(path).ok()?;
+        if b.len() % 16 != 0 {
+            return None;
+        }
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let (before, after) = b
+            .chunks_exact(16)
+            .map(|c| (Slot(word(&c[..8])), word(&c[8..])))
+            .unzip();
+        Some(BackupBounds { before, after })
+    }
+
+    /// Checks key `k`'s state in the copy (`got`: the value's id, `None` for absent).
+    fn check(&self, k: u32, got: Option<u64>) -> Result<(), String> {
+        let (before, after) = (self.before[k as usize], self.after[k as usize]);
+        let quiet = after <= before.id();
+        let ok = match got {
+            // (A write during the call may have been a delete.)
+            None => before.is_absent() || !quiet,
+            Some(id) => {
+                (before.is_absent() || id >= before.id())
+                    && id <= after
+                    && (!quiet || (!before.is_absent() && id == before.id()))
+            }
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(format!(
+            "key {k}: holds {} while the write acknowledged before the backup began was {} \
+             and the newest begun before it returned had id {after}",
+            got.map_or_else(|| "nothing".to_string(), |id| format!("value id {id}")),
+            if before.is_absent() {
+                format!("a delete (id {})", before.id())
+            } else {
+                format!("value id {}", before.id())
+            },
+        ))
+    }
+}
+
 /// Opens the database (a checkpoint, a restored backup) at `target` with `a`'s preset and
-/// its own directories, and checks that it holds only values written under their keys;
-/// returns how many keys it holds. The database is removed after.
-fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
+/// its own directories, and checks that it holds only values written under their keys,
+/// and with `bounds` that each key's state is one it had during the backup; returns how
+/// many keys it holds. The database is removed after.
+fn check_copy(
+    a: &Args,
+    target: &Path,
+    what: &str,
+    bounds: Option<&BackupBounds>,
+) -> Result<usize, String> {
     // (Its own directories, new, where the preset needs a second one: the original's
     // are refused for a copy.)
     let mut ra = a.clone();
@@ -657,24 +763,33 @@ fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
     ra.0.insert("db".into(), target.display().to_string());
     let db = Db::open(target, options(&ra)?).map_err(|e| format!("open {what}: {e}"))?;
     let mut keys = 0;
+    let mut held: BTreeMap<u32, u64> = BTreeMap::new();
     for r in db.iter(ReadOptions::default()).map_err(|e| e.to_string())? {
         let (k, v) = r.map_err(|e| format!("read {what}: {e}"))?;
-        let ok = key_index(&k).is_some_and(|ki| {
+        let id = key_index(&k).and_then(|ki| {
             std::str::from_utf8(&v[..v.len().min(40)])
                 .ok()
                 .and_then(|t| t.strip_prefix(&format!("v{ki}:")))
                 .and_then(|t| t.split(':').next())
                 .and_then(|id| id.parse::<u64>().ok())
-                .is_some_and(|id| v == value_for(ki, id))
+                .filter(|&id| v == value_for(ki, id))
+                .map(|id| (ki, id))
         });
-        if !ok {
+        let Some((ki, id)) = id else {
             return Err(format!(
                 "{what} holds {:?} = {:?}: not a value written under that key",
                 String::from_utf8_lossy(&k),
                 String::from_utf8_lossy(&v[..v.len().min(40)])
             ));
-        }
+        };
+        held.insert(ki, id);
         keys += 1;
+    }
+    if let Some(b) = bounds {
+        for k in 0..b.before.len() as u32 {
+            b.check(k, held.get(&k).copied())
+                .map_err(|e| format!("{what}: {e}"))?;
+        }
     }
     db.close().map_err(|e| e.to_string())?;
     std::fs::remove_dir_all(target).map_err(|e| e.to_string())?;
@@ -686,9 +801,11 @@ fn check_copy(a: &Args, target: &Path, what: &str) -> Result<usize, String> {
 
 /// After a kill: the backup directory `dir` opens, lists only whole backups, each verifies,
 /// and the newest restores to a database that opens (with `preset`, no directory options)
-/// and holds only values the stress run writes, each under its own key. Returns the
-/// backups listed and the keys the restored one holds.
-fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), String> {
+/// and holds only values the stress run writes, each under its own key, each key in the
+/// state it had during the backup (the newest backup with its [`BackupBounds`]). Returns
+/// the backups listed, the keys the restored one holds, and whether it was checked
+/// against its bounds.
+fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize, bool), String> {
     let engine = strata::BackupEngine::open(dir).map_err(|e| format!("open backups: {e}"))?;
     if let Some((id, e)) = engine
         .damaged()
@@ -706,15 +823,29 @@ fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), St
             .verify(b.id)
             .map_err(|e| format!("backup {} does not verify: {e}", b.id))?;
     }
-    let Some(newest) = list.last() else {
-        return Ok((0, 0));
+    // The newest with its bounds (a kill may have come between a backup and its bounds),
+    // else the newest.
+    let bounded = list
+        .iter()
+        .rev()
+        .find_map(|b| BackupBounds::load(&bounds_of(dir).join(b.id.to_string())).map(|x| (b, x)));
+    let Some((newest, bounds)) = bounded
+        .map(|(b, x)| (b, Some(x)))
+        .or_else(|| list.last().map(|b| (b, None)))
+    else {
+        return Ok((0, 0, false));
     };
     let target = work.join("restored");
     let _ = std::fs::remove_dir_all(&target);
     engine
         .restore(newest.id, &target)
         .map_err(|e| format!("restore backup {}: {e}", newest.id))?;
-    let keys = check_copy(a, &target, &format!("the restored backup {}", newest.id))?;
+    let keys = check_copy(
+        a,
+        &target,
+        &format!("the restored backup {}", newest.id),
+        bounds.as_ref(),
+    )?;
     // The checkpoints the run made: each whole one opens (one cut short is a
     // `.checkpoint-tmp` directory, which the next checkpoint to its name clears).
     let ckpts = checkpoints_of(dir);
@@ -727,9 +858,9 @@ fn check_backups(a: &Args, dir: &Path, work: &Path) -> Result<(usize, usize), St
             let _ = std::fs::remove_dir_all(&p);
             continue;
         }
-        check_copy(a, &p, &format!("checkpoint {}", p.display()))?;
+        check_copy(a, &p, &format!("checkpoint {}", p.display()), None)?;
     }
-    Ok((list.len(), keys))
+    Ok((list.len(), keys, bounds.is_some()))
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -1142,13 +1273,18 @@ fn crash_loop(a: &Args) -> Result<(), String> {
             repair_without_manifest(&va, &db)?;
         }
         if backing_up {
-            let (n, keys) =
+            let (n, keys, bounded) =
                 check_backups(&va, &backups, &dir).map_err(|e| format!("kill {i}: {e}"))?;
             backups_checked.0 += n as u64;
             backups_checked.1 += 1;
             println!(
-                "kill {:>4}: {n} backups verified, the newest restored with {keys} keys",
-                i + 1
+                "kill {:>4}: {n} backups verified, the newest restored with {keys} keys{}",
+                i + 1,
+                if bounded {
+                    ", each in its state during the backup"
+                } else {
+                    ""
+                }
             );
         }
         let v = verify(&va)?;
