@@ -135,6 +135,22 @@ fn dir_size(p: &Path) -> u64 {
         .sum()
 }
 
+/// The bytes of the files under `p`, and of them those in files with more than one link
+/// (a checkpoint's files linked to the database's).
+fn linked_size(p: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return (0, 0);
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => linked_size(&e.path()),
+            Ok(m) => (m.len(), if m.nlink() > 1 { m.len() } else { 0 }),
+            Err(_) => (0, 0),
+        })
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
 /// One counter of this process's `/proc/self/io` (Linux), if readable:
 /// - `wchar`: bytes passed to write syscalls;
 /// - `read_bytes`: bytes read from storage (reads the page cache served are not counted;
@@ -401,6 +417,7 @@ impl Runner {
                 println!("compact space (MB): {:.1}", self.space() as f64 / 1e6);
                 Ok(vec![r])
             }
+            "checkpoint" | "backup" | "backupagain" | "restore" => self.copy(name),
             n if n.starts_with("ycsb_") => self.ycsb(n),
             n => Err(format!("benchmark {n} is not implemented")),
         }
@@ -1101,6 +1118,70 @@ impl Runner {
             line.join(", ")
         );
         Ok(vec![fill])
+    }
+
+    /// checkpoint, backup, backupagain, restore: one call of the engine's, timed, into a
+    /// directory beside the database (`DB.copies`, not counted as the database's space),
+    /// and a line with the bytes it wrote.
+    fn copy(&mut self, name: &str) -> Result<Vec<BenchResult>, String> {
+        let e = self.open(false)?;
+        let mut copies = self.dir.clone().into_os_string();
+        copies.push(".copies");
+        let copies = PathBuf::from(copies);
+        std::fs::create_dir_all(&copies).map_err(|e| format!("{}: {e}", copies.display()))?;
+        let backups = copies.join("backups");
+        let target = copies.join(if name == "restore" {
+            "restored"
+        } else {
+            "checkpoint"
+        });
+        let _ = std::fs::remove_dir_all(&target);
+        if name == "backupagain" {
+            // A tenth of the keys overwritten at random (not timed): what a second backup
+            // then copies is what changed since the first.
+            let dist = self.flags.key_dist.clone();
+            let _ = self.writes("overwrite", &e, &dist, self.flags.num / 10, false)?;
+        }
+        let before = dir_size(&backups);
+        let r = self.measure(name, &e, 1, 1, |_, ts| {
+            let t0 = Instant::now();
+            match name {
+                "checkpoint" => e.checkpoint(&target)?,
+                "restore" => e.restore_latest(&backups, &target)?,
+                _ => e.backup(&backups)?,
+            }
+            ts.record("copy", t0, 1);
+            Ok(())
+        })?;
+        let mb = |b: u64| b as f64 / 1e6;
+        match name {
+            "checkpoint" => {
+                let (total, linked) = linked_size(&target);
+                println!(
+                    "checkpoint copy (MB): {:.1}, of it linked to the database's files {:.1}; \
+                     the database {:.1}",
+                    mb(total),
+                    mb(linked),
+                    mb(self.space())
+                );
+            }
+            "restore" => println!(
+                "restore copy (MB): {:.1}; the database {:.1}",
+                mb(dir_size(&target)),
+                mb(self.space())
+            ),
+            _ => println!(
+                "{name} copy (MB): {:.1} written into the backup directory, now {:.1}; the \
+                 database {:.1}",
+                mb(dir_size(&backups).saturating_sub(before)),
+                mb(dir_size(&backups)),
+                mb(self.space())
+            ),
+        }
+        if name != "backup" && name != "backupagain" {
+            std::fs::remove_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+        }
+        Ok(vec![r])
     }
 
     /// deleterange: over the `num` keys `fillseq` wrote (in key order), every other run of

@@ -81,6 +81,19 @@ pub trait Engine: Send + Sync {
     fn delete_range(&self, _start: &[u8], _end: &[u8]) -> Result<(), String> {
         Err(format!("{} has no range deletion here", self.name()))
     }
+    /// Writes a checkpoint (an openable copy as of now) to `dir`, which must not exist.
+    fn checkpoint(&self, _dir: &Path) -> Result<(), String> {
+        Err(format!("{} has no checkpoints here", self.name()))
+    }
+    /// Backs the database up into the backup directory `dir` (made if missing), sharing
+    /// what earlier backups there hold.
+    fn backup(&self, _dir: &Path) -> Result<(), String> {
+        Err(format!("{} has no backups here", self.name()))
+    }
+    /// Restores the newest backup in `dir` to the new directory `to`.
+    fn restore_latest(&self, _dir: &Path, _to: &Path) -> Result<(), String> {
+        Err(format!("{} has no backups here", self.name()))
+    }
     /// Waits until the engine's background work is idle (db_bench's `waitforcompaction`).
     /// Default, for engines without such a call: until the level compactions and the
     /// tables counted by `metrics` have not changed for three seconds.
@@ -334,6 +347,25 @@ impl Engine for StrataEngine {
         let mut b = strata::WriteBatch::new();
         b.delete_range(start, end);
         self.db.write(&self.wo, b).map_err(|e| e.to_string())
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<(), String> {
+        self.db.checkpoint(dir).map_err(|e| e.to_string())
+    }
+
+    fn backup(&self, dir: &Path) -> Result<(), String> {
+        let engine = strata::BackupEngine::open(dir).map_err(|e| e.to_string())?;
+        engine
+            .create_backup(&self.db)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn restore_latest(&self, dir: &Path, to: &Path) -> Result<(), String> {
+        let engine = strata::BackupEngine::open(dir).map_err(|e| e.to_string())?;
+        let list = engine.list().map_err(|e| e.to_string())?;
+        let newest = list.last().ok_or("no backup to restore")?;
+        engine.restore(newest.id, to).map_err(|e| e.to_string())
     }
 
     fn scan(&self, start: &[u8], n: usize) -> Result<(usize, usize), String> {

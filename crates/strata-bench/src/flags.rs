@@ -224,6 +224,10 @@ pub const BENCHMARKS: &[&str] = &[
     "expiryfill",
     "deleterange",
     "compact",
+    "checkpoint",
+    "backup",
+    "backupagain",
+    "restore",
 ];
 
 fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
@@ -603,6 +607,11 @@ strata-only flags:
       every other run of K keys (default 1000): one range deletion per run (range, the
       default) or one delete per key (delete); prints the space before and after.
       compact: compacts the whole key range once (db_bench's), then prints the space
+  checkpoint, backup, backupagain, restore: one call each, timed (its latency is the call's
+      time), into DB.copies/ beside the database: a checkpoint (removed after); a backup
+      into DB.copies/backups; backupagain overwrites a tenth of the keys at random (not
+      timed), then backs up again; restore restores the newest backup (removed after).
+      Each prints the bytes it wrote (a checkpoint: of them, linked to the database's)
   --report_file=F.csv --plot=F.png --json=F.json --progress=auto|bar|plain|none
 
 benchmarks: {}",

@@ -102,6 +102,14 @@ impl RocksEngine {
     }
 }
 
+/// RocksDB's `BackupEngine` on the backup directory `dir`, with its default options
+/// (table files shared between backups by name, size and checksum).
+fn backup_engine(dir: &Path) -> Result<rocksdb::backup::BackupEngine, String> {
+    let opts = rocksdb::backup::BackupEngineOptions::new(dir).map_err(|e| e.to_string())?;
+    let env = rocksdb::Env::new().map_err(|e| e.to_string())?;
+    rocksdb::backup::BackupEngine::open(&opts, &env).map_err(|e| e.to_string())
+}
+
 impl Engine for RocksEngine {
     fn name(&self) -> String {
         "rocksdb".into()
@@ -116,6 +124,27 @@ impl Engine for RocksEngine {
         let mut b = WriteBatch::default();
         b.delete_range(start, end);
         self.db.write_opt(b, &self.wo).map_err(|e| e.to_string())
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<(), String> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)
+            .and_then(|c| c.create_checkpoint(dir))
+            .map_err(|e| e.to_string())
+    }
+
+    fn backup(&self, dir: &Path) -> Result<(), String> {
+        let mut engine = backup_engine(dir)?;
+        // (Flushed first, as strata's backup is.)
+        engine
+            .create_new_backup_flush(&self.db, true)
+            .map_err(|e| e.to_string())
+    }
+
+    fn restore_latest(&self, dir: &Path, to: &Path) -> Result<(), String> {
+        let mut engine = backup_engine(dir)?;
+        engine
+            .restore_from_latest_backup(to, to, &rocksdb::backup::RestoreOptions::default())
+            .map_err(|e| e.to_string())
     }
 
     fn write(&self, batch: &[(&[u8], Option<&[u8]>)]) -> Result<(), String> {
