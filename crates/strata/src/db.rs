@@ -894,9 +894,19 @@ impl Db {
             "strata.table-reads" => Some(format!("{:?}", self.inner.tables.access())),
             "strata.range-tombstones" => {
                 let v = self.inner.super_version().version.clone();
-                let files = v.ranges.files().count();
-                let tombstones: usize = v.ranges.files().map(|f| f.tombstones.len()).sum();
-                Some(format!("{tombstones} in {files} files"))
+                let files = v.ranges.live().count();
+                let tombstones: usize = v.ranges.live().map(|f| f.tombstones.len()).sum();
+                let retired = v.ranges.files().count() - files;
+                Some(if retired == 0 {
+                    format!("{tombstones} in {files} files")
+                } else {
+                    let held: usize = v.ranges.files().map(|f| f.tombstones.len()).sum();
+                    format!(
+                        "{tombstones} in {files} files; {} more in {retired} files kept for \
+                         the value store's GC",
+                        held - tombstones
+                    )
+                })
             }
             // What the manifest records that reading depends on (tuning options are only
             // recorded for people, in OPTIONS: a database opens with whatever it is given).

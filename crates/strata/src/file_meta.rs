@@ -39,7 +39,7 @@ pub struct FileMeta {
     /// Range tombstones up to this sequence hide no version inside: the flush or compaction
     /// that wrote the table dropped every version they covered (it applied them all, and
     /// no snapshot kept one). 0: none known. A tombstone leaves the version once no table
-    /// may hold a version it covers (`Version::obsolete_range_files`).
+    /// may hold a version it covers (`Version::spent_range_files`).
     pub range_clean: SeqNo,
     /// Its expiring entries: how many, and the latest expiry among them (a table of
     /// mostly expiring entries that have all expired is compacted at rest:

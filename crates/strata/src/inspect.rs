@@ -504,6 +504,7 @@ fn replay_manifest(manifest: &Path, problems: &mut Vec<Problem>) -> Result<Live>
                 for f in e.new_range_files {
                     live.ranges.insert(f.number, f);
                 }
+                // (A retired range file stays live for the checks: its file is kept.)
                 if let Some(n) = e.log_number {
                     live.log_number = n.0;
                 }

@@ -210,43 +210,85 @@ impl Covering {
 }
 
 /// The range-tombstone files a version holds, and their pieces.
+///
+/// A file is live (reads and jobs apply its tombstones) or retired: no table holds a
+/// version its tombstones cover any more, but a value store that judges its records by
+/// its own files (the hash store) may still hold records of covered keys in files
+/// numbered below the retired file's `until`, and its GC must still ask about them
+/// (docs/design/range-deletes.md, "When a tombstone leaves").
 #[derive(Debug, Default)]
 pub struct RangeSet {
     files: std::collections::BTreeMap<u64, RangeFile>,
+    /// Retired files, by number: the file number below which a store's file may still
+    /// hold a record they cover.
+    retired: std::collections::BTreeMap<u64, u64>,
     /// Built when first asked for (recovery applies every manifest record in turn, and a
     /// version rebuilt at each would build them once per record).
     pieces: std::sync::OnceLock<Arc<Fragments>>,
+    /// The pieces of every file's tombstones, retired ones too (a store's GC asks).
+    every_piece: std::sync::OnceLock<Arc<Fragments>>,
 }
 
 impl RangeSet {
-    /// This set with `added` and without `deleted`.
+    /// This set with `added`, without `deleted`, and with the files `retired` names
+    /// retired (each with its `until`).
     ///
     /// # Errors
-    /// A description of what does not apply (a file added twice, one deleted that is not
-    /// held), for the caller to report as corruption.
-    pub fn apply(&self, added: &[RangeFile], deleted: &[u64]) -> Result<RangeSet, String> {
+    /// A description of what does not apply (a file added twice, one deleted or retired
+    /// that is not held), for the caller to report as corruption.
+    pub fn apply(
+        &self,
+        added: &[RangeFile],
+        deleted: &[u64],
+        retired: &[(u64, u64)],
+    ) -> Result<RangeSet, String> {
         let mut files = self.files.clone();
+        let mut now_retired = self.retired.clone();
         for n in deleted {
             if files.remove(n).is_none() {
                 return Err(format!(
                     "edit deletes range-tombstone file {n}, which is not live"
                 ));
             }
+            now_retired.remove(n);
         }
         for f in added {
             if files.insert(f.number, f.clone()).is_some() {
                 return Err(format!("edit adds range-tombstone file {} twice", f.number));
             }
         }
+        for &(n, until) in retired {
+            if !files.contains_key(&n) {
+                return Err(format!(
+                    "edit retires range-tombstone file {n}, which is not held"
+                ));
+            }
+            now_retired.insert(n, until);
+        }
         Ok(RangeSet {
             files,
+            retired: now_retired,
             pieces: std::sync::OnceLock::new(),
+            every_piece: std::sync::OnceLock::new(),
         })
     }
 
-    /// The files, by number.
+    /// The files, by number, retired ones too.
     pub fn files(&self) -> impl Iterator<Item = &RangeFile> {
         self.files.values()
+    }
+
+    /// The live files (whose tombstones reads and jobs apply), by number.
+    pub fn live(&self) -> impl Iterator<Item = &RangeFile> {
+        self.files
+            .values()
+            .filter(|f| !self.retired.contains_key(&f.number))
+    }
+
+    /// The retired files: number, and the file number below which a store's file may
+    /// still hold a record they cover.
+    pub fn retired(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.retired.iter().map(|(&n, &u)| (n, u))
     }
 
     /// Whether it holds no file.
@@ -254,9 +296,27 @@ impl RangeSet {
         self.files.is_empty()
     }
 
-    /// The pieces of every tombstone held.
+    /// Whether it holds a live file.
+    pub fn has_live(&self) -> bool {
+        self.files.len() > self.retired.len()
+    }
+
+    /// The pieces of every live tombstone: what reads and jobs apply.
     pub fn pieces(&self) -> &Arc<Fragments> {
         self.pieces.get_or_init(|| {
+            Arc::new(Fragments::build(
+                self.live().flat_map(|f| f.tombstones.iter()),
+            ))
+        })
+    }
+
+    /// The pieces of every tombstone held, retired ones too: what a value store's GC that
+    /// judges records by its own files asks.
+    pub fn every_piece(&self) -> &Arc<Fragments> {
+        if self.retired.is_empty() {
+            return self.pieces();
+        }
+        self.every_piece.get_or_init(|| {
             Arc::new(Fragments::build(
                 self.files.values().flat_map(|f| f.tombstones.iter()),
             ))

@@ -1470,3 +1470,70 @@ fn a_store_full_of_files_a_snapshot_holds_refuses_and_says_so() {
     model.insert(b"k0000".to_vec(), big(0, 999));
     assert_eq!(contents(&db), model);
 }
+
+/// Range deletions under the hash store, which judges records by its own group files: once
+/// compactions dropped every version a range deletion covers, its tombstones leave the
+/// read path (retired, `strata.range-tombstones` says so) but stay for the group GC, which
+/// must not take a covered key's record for live and write it back; a retired file leaves
+/// once every group file older than its retirement has been collected. Across reopens.
+#[test]
+fn range_deletions_retire_then_leave_and_gc_brings_no_key_back() {
+    let fs = Arc::new(MemFs::new());
+    let mut db = Db::open("/db", opts(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    put_bigs(&db, &mut model, "k", 300, 0);
+    db.flush().unwrap();
+    // Ten runs of 15 keys deleted: their records stay in the groups.
+    for r in 0..10u32 {
+        let (a, b) = (r * 30, r * 30 + 15);
+        db.delete_range(format!("k{a:04}"), format!("k{b:04}"))
+            .unwrap();
+        for i in a..b {
+            model.remove(format!("k{i:04}").as_bytes());
+        }
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let held = db.property("strata.range-tombstones").unwrap();
+    assert!(
+        held.starts_with("0 in 0 files; 10 more in"),
+        "no live tombstone after a full compaction, ten kept for the GC: {held}"
+    );
+    check(&db, &model, 300);
+    db.close().unwrap();
+    db = Db::open("/db", opts(fs.clone())).unwrap();
+    assert_eq!(db.property("strata.range-tombstones").unwrap(), held);
+    check(&db, &model, 300);
+    // The live keys rewritten round after round: every group collected, the deleted keys'
+    // records among what the GC reads.
+    let live: Vec<u32> = (0..300).filter(|i| (i % 30) >= 15).collect();
+    let mut round = 1;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        for &i in &live {
+            let k = format!("k{i:04}").into_bytes();
+            db.put(&k, big(i, round)).unwrap();
+            model.insert(k, big(i, round));
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        check(&db, &model, 300);
+        round += 1;
+        let now = db.property("strata.range-tombstones").unwrap();
+        if now == "0 in 0 files" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the retired tombstones never left ({round} rounds): {now}"
+        );
+    }
+    assert!(db.stats().value_gc_runs > 0);
+    db.close().unwrap();
+    let db = Db::open("/db", opts(fs.clone())).unwrap();
+    assert_eq!(
+        db.property("strata.range-tombstones").unwrap(),
+        "0 in 0 files"
+    );
+    check(&db, &model, 300);
+}

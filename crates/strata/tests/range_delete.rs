@@ -179,11 +179,12 @@ fn deleted_ranges_are_never_read_again_under_every_config() {
         check(&db, &m, &ro, &format!("{}: compacted", config.name));
         let held = db.property("strata.range-tombstones").unwrap();
         // (The hash store judges records by its own files, which say nothing of range
-        // deletions: its versions keep them.)
+        // deletions: its versions keep them for its GC, out of the read path, until it
+        // has collected every file older than them.)
         if !config.name.contains("hashkv") {
             assert_eq!(held, "0 in 0 files", "{}", config.name);
         } else {
-            assert_ne!(held, "0 in 0 files", "{}", config.name);
+            assert!(held.starts_with("0 in 0 files"), "{}: {held}", config.name);
         }
         db.close().unwrap();
         let db = open(&config, &fs);

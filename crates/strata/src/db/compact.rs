@@ -364,7 +364,7 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     // level is offered too (RocksDB's kIfHaveCompactionFilter).
     if db.opts.compaction_filter.is_some() || db.super_version().version.expiring {
         rewrite_level(db, deepest, lo, hi, false)?;
-    } else if !db.super_version().version.ranges.is_empty() {
+    } else if db.super_version().version.ranges.has_live() {
         // So are its tables that may hold versions a range deletion covers: the range's
         // space comes back, and the tombstone can leave.
         rewrite_level(db, deepest, lo, hi, true)?;

@@ -136,7 +136,7 @@ impl GcView for Arc<super::SuperVersion> {
         std::iter::once(&self.mem)
             .chain(self.imms.iter())
             .any(|m| m.has_ranges() && m.range_pieces().touches(user_key))
-            || self.version.ranges.pieces().touches(user_key)
+            || self.version.ranges.every_piece().touches(user_key)
     }
 }
 

@@ -60,6 +60,10 @@ const TAG_CLOCK: u32 = 66;
 /// A table's expiring entries (`FileMeta::expiry`), after the record of its table: a build
 /// that does not know it never compacts the table for its expired entries alone.
 const TAG_TABLE_EXPIRY: u32 = 68;
+/// A range-tombstone file retired (docs/format/manifest.md): its number and the file
+/// number below which a value store's file may still hold a record it covers. Safe to
+/// ignore: a build that does not know it keeps applying the file, which hides nothing.
+const TAG_RETIRED_RANGE_FILE: u32 = 69;
 
 /// Format features the manifest itself adds beside the L0 layouts' and the value stores'
 /// (each registered one names its own). A manifest names every feature its database uses
@@ -141,6 +145,9 @@ pub struct VersionEdit {
     pub new_range_files: Vec<crate::range_del::RangeFile>,
     /// Range-tombstone files removed.
     pub deleted_range_files: Vec<u64>,
+    /// Range-tombstone files retired: number, and the file number below which a value
+    /// store's file may still hold a record they cover (`RangeSet`).
+    pub retired_range_files: Vec<(u64, u64)>,
     /// From this edit on, the kept files (replacing any earlier record).
     pub kept: Option<KeptFiles>,
     /// From this edit on, the directories the database keeps its files in (the first
@@ -285,6 +292,13 @@ impl VersionEdit {
         for &n in &self.deleted_range_files {
             put_varint32(&mut b, TAG_DELETED_RANGE_FILE);
             put_varint64(&mut b, n);
+        }
+        for &(n, until) in &self.retired_range_files {
+            put_varint32(&mut b, TAG_RETIRED_RANGE_FILE);
+            let mut payload = Vec::new();
+            put_varint64(&mut payload, n);
+            put_varint64(&mut payload, until);
+            put_length_prefixed(&mut b, &payload);
         }
         if let Some(c) = self.clock {
             put_varint32(&mut b, TAG_CLOCK);
@@ -507,6 +521,13 @@ impl VersionEdit {
                         f.range_clean = SeqNo(seq);
                     }
                 }
+                TAG_RETIRED_RANGE_FILE => {
+                    let mut payload =
+                        get_length_prefixed(&mut src).ok_or_else(|| bad("retired range file"))?;
+                    let r = (|| Some((get_varint64(&mut payload)?, get_varint64(&mut payload)?)))()
+                        .ok_or_else(|| bad("retired range file record"))?;
+                    e.retired_range_files.push(r);
+                }
                 TAG_TABLE_EXPIRY => {
                     let mut payload =
                         get_length_prefixed(&mut src).ok_or_else(|| bad("table expiry"))?;
@@ -687,6 +708,7 @@ mod tests {
                 .into(),
             }],
             deleted_range_files: vec![8],
+            retired_range_files: vec![(14, 30)],
             kept: Some(KeptFiles {
                 reason: "MANIFEST-000004 at offset 812: checksum mismatch".into(),
                 files: vec![21, 22],

@@ -453,10 +453,17 @@ fn apply(
         // A file no live pointer reaches leaves the version; its file is then obsolete.
         values.retain(|_, f| !f.all_garbage());
     }
-    if !edit.new_range_files.is_empty() || !edit.deleted_range_files.is_empty() {
+    if !edit.new_range_files.is_empty()
+        || !edit.deleted_range_files.is_empty()
+        || !edit.retired_range_files.is_empty()
+    {
         v.ranges = Arc::new(
             v.ranges
-                .apply(&edit.new_range_files, &edit.deleted_range_files)
+                .apply(
+                    &edit.new_range_files,
+                    &edit.deleted_range_files,
+                    &edit.retired_range_files,
+                )
                 .map_err(Error::corrupt)?,
         );
     }
@@ -855,6 +862,7 @@ impl VersionSet {
         }
         snap.new_value_files = self.current.values.values().cloned().collect();
         snap.new_range_files = self.current.ranges.files().cloned().collect();
+        snap.retired_range_files = self.current.ranges.retired().collect();
         snap.kept = self.current.kept.as_deref().cloned();
         snap.clock = self.clock_mark();
         snap
@@ -910,14 +918,23 @@ impl VersionSet {
             return Err(e.clone());
         }
         let mut v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
-        if !edit.deleted_files.is_empty() || edit.l0_layout.is_some() {
+        let drops_files = !edit.deleted_files.is_empty()
+            || edit.l0_layout.is_some()
+            || !edit.deleted_value_files.is_empty()
+            || !edit.value_garbage.is_empty();
+        if drops_files && !v.ranges.is_empty() {
             // Range tombstones whose covered versions the edit's compaction dropped leave
-            // with it.
-            let mut obsolete = v.obsolete_range_files();
+            // with it, or retire while a value store's files may still hold records they
+            // cover; a retired one leaves with the last such file.
+            let until = self.next_file_number.load(Ordering::SeqCst);
+            let (mut gone, mut retired) = v.spent_range_files(until);
             // (One the edit adds waits for the next: an edit removes before it adds.)
-            obsolete.retain(|&n| edit.new_range_files.iter().all(|f| f.number != n));
-            if !obsolete.is_empty() {
-                edit.deleted_range_files.extend(obsolete);
+            let added = |n: u64| edit.new_range_files.iter().any(|f| f.number == n);
+            gone.retain(|&n| !added(n));
+            retired.retain(|&(n, _)| !added(n));
+            if !gone.is_empty() || !retired.is_empty() {
+                edit.deleted_range_files.extend(gone);
+                edit.retired_range_files.extend(retired);
                 v = apply(&self.current, &edit, self.num_levels, &self.l0)?;
             }
         }

@@ -164,25 +164,43 @@ impl Version {
         format!("[{}]", counts.join(" "))
     }
 
-    /// The range-tombstone files whose every tombstone is no longer needed: no table or L0
-    /// part can hold a version older than it of a key it covers (flushes and compactions
-    /// dropped them all). None while a value store that judges records by its own files
-    /// holds one, or files wait for a repair (it would merge them back).
-    pub fn obsolete_range_files(&self) -> Vec<u64> {
-        if self.ranges.is_empty()
-            || self.kept.is_some()
-            || self
-                .values
-                .values()
-                .any(|f| f.format.judges_by_own_records())
-        {
-            return Vec::new();
+    /// The range-tombstone files no reader or job needs any more: no table or L0 part can
+    /// hold a version older than one of their tombstones of a key it covers (flushes and
+    /// compactions dropped them all). Returned as those to delete and those to retire,
+    /// with `until` (the next file number): kept for a value store that judges records by
+    /// its own files while one of its files numbered below `until` may hold a record they
+    /// cover, which its GC must not take for live. A retired file is deleted once no such
+    /// file is numbered below its `until`. Nothing while files wait for a repair (it would
+    /// merge them back).
+    pub fn spent_range_files(&self, until: u64) -> (Vec<u64>, Vec<(u64, u64)>) {
+        if self.ranges.is_empty() || self.kept.is_some() {
+            return (Vec::new(), Vec::new());
         }
-        self.ranges
-            .files()
-            .filter(|f| f.tombstones.iter().all(|t| !self.may_hold_older(t)))
+        // The oldest file of a store that judges records by its own files.
+        let oldest_judging = self
+            .values
+            .values()
+            .filter(|f| f.format.judges_by_own_records())
             .map(|f| f.number)
-            .collect()
+            .min();
+        let mut gone: Vec<u64> = self
+            .ranges
+            .retired()
+            .filter(|&(_, u)| oldest_judging.is_none_or(|o| o >= u))
+            .map(|(n, _)| n)
+            .collect();
+        let mut retired = Vec::new();
+        for f in self.ranges.live() {
+            if f.tombstones.iter().any(|t| self.may_hold_older(t)) {
+                continue;
+            }
+            if oldest_judging.is_some() {
+                retired.push((f.number, until));
+            } else {
+                gone.push(f.number);
+            }
+        }
+        (gone, retired)
     }
 
     /// Whether a table or L0 part may hold a version of a key in `[start, end)` of the
@@ -198,7 +216,7 @@ impl Version {
     /// Whether table `f` may hold a version a range tombstone of this version covers.
     pub fn may_hold_covered(&self, f: &FileMeta) -> bool {
         self.ranges
-            .files()
+            .live()
             .flat_map(|r| r.tombstones.iter())
             .any(|t| t.start < t.end && f.may_hold(&t.start, &t.end, Held::Older(t.seq)))
     }
