@@ -283,6 +283,9 @@ impl Fs for DeviceFs {
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)
     }
+    fn file_identity(&self, path: &Path) -> Option<u128> {
+        self.inner.file_identity(path)
+    }
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }

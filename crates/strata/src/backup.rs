@@ -22,6 +22,10 @@ const PRIVATE: &str = "private";
 const META: &str = "meta";
 /// In `meta/`: the largest id a deleted backup had, so that no later backup takes it again.
 const LAST_ID: &str = "LAST";
+/// In `meta/`: the checksums the newest backup computed of the files it took, by the
+/// source file's identity (`Fs::file_identity`), so that the next backup does not read
+/// an unchanged file again (docs/format/backup.md).
+const DIGESTS: &str = "DIGESTS";
 /// A file being written; removed at open.
 const TMP: &str = ".tmp";
 /// Bytes read or copied at a time.
@@ -153,16 +157,48 @@ impl BackupEngine {
         let (mut copied_files, mut copied_bytes) = (0, 0);
         let shared = self.dir.join(SHARED);
         let have: BTreeSet<String> = fs.list(&shared)?.into_iter().collect();
+        let known = self.read_digests();
+        let mut digests = Vec::new();
         for f in &frozen.files {
-            let src = src_fs.open(&f.from)?;
-            let size = src.size();
-            let (crc, digest) = digests_of(&*src, size)?;
+            // (Only a file that takes no more writes, whose identity then stands for its
+            // bytes; asked before it is read.)
+            let identity = if f.link {
+                src_fs.file_identity(&f.from)
+            } else {
+                None
+            };
+            let from = f.from.to_string_lossy().into_owned();
+            // (Opened only to be read: a file whose checksums are known is not, unless it
+            // must be copied.)
+            let mut opened = None;
+            let mut src = || -> Result<Arc<dyn crate::fs::RandomAccessFile>> {
+                if opened.is_none() {
+                    opened = Some(src_fs.open_with(&f.from, crate::fs::ReadAccess::default())?);
+                }
+                Ok(opened.clone().expect("opened above"))
+            };
+            let cached = identity
+                .and_then(|i| known.get(&(i, from.clone())))
+                .copied()
+                .filter(|&(s, _, _)| src_fs.file_size(&f.from).is_ok_and(|now| now == s));
+            let (size, crc, digest) = match cached {
+                Some(c) => c,
+                None => {
+                    let file = src()?;
+                    let size = file.size();
+                    let (crc, digest) = digests_of(&*file, size)?;
+                    (size, crc, digest)
+                }
+            };
+            if let Some(i) = identity {
+                digests.push((i, size, crc, digest, from));
+            }
             // (Shared by name, size and two checksums: files of another database in the
             // same directory may have the same name and size.)
             let stored = format!("{}.{size}.{crc:08x}.{digest:016x}", f.name);
             if !have.contains(&stored) {
                 let to = shared.join(&stored);
-                copy_checked(&*src, size, crc, fs, &to, &f.from)?;
+                copy_checked(&*src()?, size, crc, fs, &to, &f.from)?;
                 copied_files += 1;
                 copied_bytes += size;
             }
@@ -227,7 +263,74 @@ impl BackupEngine {
         fs.rename(&tmp, &path)?;
         fs.sync_dir(&self.dir.join(META))?;
         drop(frozen);
+        // (Only a hint for the next backup: one lost or not written makes it read.)
+        self.write_digests(&digests).ok();
         Ok(info)
+    }
+
+    /// What `meta/DIGESTS` holds: by source identity and path, the size and checksums
+    /// the newest backup took; empty if missing or damaged.
+    #[allow(clippy::type_complexity)]
+    fn read_digests(&self) -> std::collections::HashMap<(u128, String), (u64, u32, u64)> {
+        let mut out = std::collections::HashMap::new();
+        let Ok(bytes) = crate::fs::read_all(&*self.fs, &self.dir.join(META).join(DIGESTS)) else {
+            return out;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return out;
+        };
+        // The last line: `end CRC`, the CRC-32C of every byte before it.
+        let Some((body, last)) = text.trim_end_matches('\n').rsplit_once('\n') else {
+            return out;
+        };
+        let whole = last
+            .strip_prefix("end ")
+            .and_then(|c| u32::from_str_radix(c, 16).ok())
+            .is_some_and(|c| c == crc32c::crc32c(body.as_bytes()));
+        if !whole {
+            return out;
+        }
+        for line in body.lines().skip(1) {
+            let mut it = line.splitn(5, ' ');
+            let parsed = (|| {
+                let identity = u128::from_str_radix(it.next()?, 16).ok()?;
+                let size = it.next()?.parse().ok()?;
+                let crc = u32::from_str_radix(it.next()?, 16).ok()?;
+                let digest = u64::from_str_radix(it.next()?, 16).ok()?;
+                let path = it.next()?.to_string();
+                Some(((identity, path), (size, crc, digest)))
+            })();
+            match parsed {
+                Some((k, v)) => {
+                    out.insert(k, v);
+                }
+                None => return std::collections::HashMap::new(),
+            }
+        }
+        out
+    }
+
+    /// Writes `meta/DIGESTS` whole (under a temporary name, then renamed; not synced: a
+    /// copy a power cut damaged reads as none).
+    fn write_digests(&self, digests: &[(u128, u64, u32, u64, String)]) -> Result<()> {
+        let mut body = String::from("strata backup digests\n");
+        for (identity, size, crc, digest, path) in digests {
+            if path.contains('\n') {
+                continue;
+            }
+            body.push_str(&format!(
+                "{identity:032x} {size} {crc:08x} {digest:016x} {path}\n"
+            ));
+        }
+        let body = body.trim_end_matches('\n').to_string();
+        let text = format!("{body}\nend {:08x}\n", crc32c::crc32c(body.as_bytes()));
+        let path = self.dir.join(META).join(DIGESTS);
+        let tmp = path.with_file_name(format!("{DIGESTS}{TMP}"));
+        let mut w = self.fs.create(&tmp)?;
+        w.append(text.as_bytes())?;
+        w.flush()?;
+        drop(w);
+        self.fs.rename(&tmp, &path)
     }
 
     /// Every backup whose description reads, oldest first (those whose description is

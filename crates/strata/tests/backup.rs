@@ -598,3 +598,88 @@ fn a_backup_restored_onto_the_originals_path_does_not_take_its_directories() {
     strata_testkit::model::assert_db_matches(&r, &strata_testkit::copies::model(599));
     r.close().unwrap();
 }
+
+/// A second backup reads no file it took before and that has not changed since (its
+/// checksums are kept by the file's identity, `meta/DIGESTS`); a damaged or missing
+/// `DIGESTS` only makes the next backup read everything again; and a file whose identity
+/// changed is read again.
+#[test]
+fn an_incremental_backup_reads_only_files_that_changed() {
+    use std::sync::Mutex;
+    let mem: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let opened: Arc<Mutex<Vec<String>>> = Arc::default();
+    let fs: Arc<dyn Fs> = {
+        let opened = opened.clone();
+        Arc::new(
+            strata_testkit::fs::InterceptFs::new(mem.clone()).on_open(move |p, access, fs| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                if p.starts_with("/db") && name.ends_with(".sst") {
+                    opened.lock().unwrap().push(name);
+                }
+                fs.open_with(p, access)
+            }),
+        )
+    };
+    let config = named("default");
+    let db = Db::open("/db", (config.build)(Path::new("/db"), fs.clone())).unwrap();
+    for i in 0..2_000 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    let engine = BackupEngine::open_in("/backups", fs.clone()).unwrap();
+    let tables = |opened: &Mutex<Vec<String>>| std::mem::take(&mut *opened.lock().unwrap());
+    let first = engine.create_backup(&db).unwrap();
+    let read_first = tables(&opened);
+    assert!(!read_first.is_empty(), "the first backup reads the tables");
+    // Nothing changed: nothing read.
+    let second = engine.create_backup(&db).unwrap();
+    assert_eq!(
+        tables(&opened),
+        Vec::<String>::new(),
+        "{read_first:?} {second:?}"
+    );
+    // (What it copies is its own manifest, WAL, CURRENT and OPTIONS.)
+    assert!(
+        second.copied_files < first.copied_files,
+        "{first:?} {second:?}"
+    );
+    // New writes: only the new table is read.
+    for i in 2_000..2_100 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    tables(&opened);
+    let third = engine.create_backup(&db).unwrap();
+    let read_third = tables(&opened);
+    assert_eq!(
+        read_third.len(),
+        1,
+        "{read_third:?} {:?} {third:?}",
+        mem.list(Path::new("/db")).unwrap()
+    );
+    assert!(!read_first.contains(&read_third[0]));
+    assert!(third.copied_files >= 1, "{third:?}");
+    assert!(first.copied_files > 0);
+    // DIGESTS damaged: everything is read again, and the backup is as good.
+    let digests = Path::new("/backups/meta/DIGESTS");
+    let mut bytes = strata::fs::read_all(&*mem, digests).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    mem.remove(digests).unwrap();
+    let mut w = mem.create(digests).unwrap();
+    w.append(&bytes).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let fourth = engine.create_backup(&db).unwrap();
+    assert!(tables(&opened).len() > 1);
+    engine.verify(fourth.id).unwrap();
+    engine.restore(fourth.id, "/r").unwrap();
+    let r = Db::open("/r", (config.build)(Path::new("/r"), fs.clone())).unwrap();
+    assert_db_matches_model(&r, 2_099);
+    r.close().unwrap();
+    db.close().unwrap();
+}
+
+fn assert_db_matches_model(db: &Db, n: u64) {
+    strata_testkit::model::assert_db_matches(db, &strata_testkit::copies::model(n));
+}

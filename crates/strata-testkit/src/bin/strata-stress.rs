@@ -149,6 +149,9 @@ impl Fs for SlowTables {
     fn file_size(&self, path: &Path) -> strata::Result<u64> {
         RealFs.file_size(path)
     }
+    fn file_identity(&self, path: &Path) -> Option<u128> {
+        RealFs.file_identity(path)
+    }
     fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
         RealFs.lock(path)
     }

@@ -386,6 +386,11 @@ impl Fs for FaultFs {
         self.shared.inner.file_size(path)
     }
 
+    fn file_identity(&self, path: &Path) -> Option<u128> {
+        self.shared.check(FsOp::Meta, path).ok()?;
+        self.shared.inner.file_identity(path)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.shared.check(FsOp::Meta, path)?;
         self.shared.inner.lock(path)

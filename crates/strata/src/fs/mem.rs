@@ -56,6 +56,9 @@ struct Inode {
     /// The last write a kill may catch in the middle of its copy: a log's last group
     /// (written out at `flush`), or a region's last `write_at` with the bytes it replaced.
     last_write: Option<LastWrite>,
+    /// Stamped at every change of `data` (`next_stamp`): with the inode, what
+    /// `file_identity` gives.
+    modified: u64,
 }
 
 /// See [`Inode::last_write`].
@@ -188,6 +191,7 @@ impl MemFs {
                             data,
                             prealloc: 0,
                             last_write: None,
+                            modified: next_stamp(),
                         }));
                     }
                     let mut keep = ino.synced.min(ino.data.len());
@@ -206,6 +210,7 @@ impl MemFs {
                         prealloc: 0,
                         persisted: None,
                         last_write: None,
+                        modified: next_stamp(),
                     }))
                 })
                 .clone();
@@ -296,6 +301,7 @@ impl MemFs {
                         data,
                         prealloc: 0,
                         last_write: None,
+                        modified: next_stamp(),
                     }))
                 })
                 .clone();
@@ -357,6 +363,7 @@ impl MemFs {
             .ok_or_else(|| not_found("truncate", path))?;
         let mut ino = lock(&inode);
         ino.data.truncate(len);
+        ino.modified = next_stamp();
         ino.synced = ino.synced.min(len);
         Ok(())
     }
@@ -397,6 +404,7 @@ impl MemWritable {
             let mut ino = lock(&self.inode);
             let at = ino.data.len();
             ino.data.extend_from_slice(&self.pending);
+            ino.modified = next_stamp();
             if self.log {
                 ino.last_write = Some(LastWrite {
                     stamp: next_stamp(),
@@ -563,6 +571,7 @@ impl PmemRegion for MemRegion {
         let mut ino = lock(&self.inode);
         let before = ino.data[r.clone()].to_vec();
         ino.data[r].copy_from_slice(data);
+        ino.modified = next_stamp();
         ino.last_write = Some(LastWrite {
             stamp: next_stamp(),
             at: offset,
@@ -783,6 +792,7 @@ impl Fs for MemFs {
                     prealloc: 0,
                     persisted: Some(vec![0; len]),
                     last_write: None,
+                    modified: next_stamp(),
                 }));
                 st.live.insert(path.to_path_buf(), inode.clone());
                 inode
@@ -818,6 +828,22 @@ impl Fs for MemFs {
         let inode = self.inode("stat", path)?;
         let len = lock(&*inode).data.len() as u64;
         Ok(len)
+    }
+
+    fn file_identity(&self, path: &Path) -> Option<u128> {
+        let inode = self.inode("stat", path).ok()?;
+        let ino = lock(&*inode);
+        // (The inode's address, while it lives, and its last change: no two changes
+        // share a stamp.)
+        let mut b = Vec::with_capacity(24);
+        for v in [
+            Arc::as_ptr(&inode) as usize as u64,
+            ino.modified,
+            ino.data.len() as u64,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        Some(xxhash_rust::xxh3::xxh3_128(&b))
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {

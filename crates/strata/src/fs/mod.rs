@@ -91,6 +91,13 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn sync_file(&self, path: &Path) -> Result<()>;
     /// Size of the file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// What identifies the file at `path` and its contents as they are: the same value
+    /// later means the same file, not written since (a backup then takes the checksums
+    /// it computed of it before instead of reading it again). `None` where the file
+    /// system cannot tell (the default): the caller reads.
+    fn file_identity(&self, _path: &Path) -> Option<u128> {
+        None
+    }
     /// Takes an exclusive advisory lock on `path` (created if missing); dropped = released.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Opens the persistent-memory region `path` of `len` bytes, creating it zero-filled

@@ -749,6 +749,24 @@ impl Fs for RealFs {
             .len())
     }
 
+    /// The device, inode, size and modification time (to the nanosecond): a write changes
+    /// the last, and a file replaced under the same name has another inode.
+    fn file_identity(&self, path: &Path) -> Option<u128> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(path).ok()?;
+        let mut b = Vec::with_capacity(40);
+        for v in [
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime() as u64,
+            m.mtime_nsec() as u64,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        Some(xxhash_rust::xxh3::xxh3_128(&b))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let file = open_or_create(path, "open lock")?;
         match file.try_lock() {
