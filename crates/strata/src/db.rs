@@ -273,6 +273,9 @@ pub(crate) struct DbInner {
     /// users write (the write-queue leader adds them): its move skips them instead of
     /// looking every key up again. One set per job: two stores' jobs may run at once.
     pub gc_watch: Mutex<std::collections::HashMap<usize, value_gc::KeyWatch>>,
+    /// The versions' `gc_watch_from`: the last sequence written when the oldest watch in
+    /// `gc_watch` began (`u64::MAX`: none), kept under `gc_watch`'s lock.
+    pub gc_watch_from: Arc<std::sync::atomic::AtomicU64>,
     /// Lock order: `versions` before `state`.
     pub versions: Mutex<VersionSet>,
     pub state: Mutex<State>,

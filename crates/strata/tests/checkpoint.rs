@@ -393,3 +393,39 @@ fn a_matrix_checkpoint_never_opened_survives_the_loss_of_its_manifest() {
     assert_db_matches(&c, &model(2_999));
     c.close().unwrap();
 }
+
+/// A copy is taken for self-contained only while it is as the checkpoint left it: its
+/// region moved into a persistent-memory directory of its own (as the design page allows),
+/// a repair without that directory is refused rather than dropping the rows; and once
+/// repaired (a new manifest), the copy's record is its own.
+#[test]
+fn a_copy_is_self_contained_only_as_the_checkpoint_left_it() {
+    let dir = strata_testkit::tempdir::TempDir::new("checkpoint-matrix-moved");
+    let opts = |pmem: Option<&str>| strata::Options {
+        write_buffer_size: 64 << 10,
+        matrix_container_size: 4 << 20,
+        pmem_dir: pmem.map(|p| dir.path().join(p)),
+        wal_in_pmem: pmem.is_some(),
+        ..strata::Options::matrixkv(dir.path().join("pmem"))
+    };
+    let db = Db::open(dir.path().join("db"), opts(Some("pmem"))).unwrap();
+    for i in 0..3_000 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    let cp = dir.path().join("cp");
+    db.checkpoint(&cp).unwrap();
+    db.close().unwrap();
+    let own = dir.path().join("cp-pmem");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::rename(cp.join("matrix.pmem"), own.join("matrix.pmem")).unwrap();
+    let e = strata::repair(&cp, &opts(None)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // Back where the checkpoint put it: a self-contained copy again, repaired alone.
+    std::fs::rename(own.join("matrix.pmem"), cp.join("matrix.pmem")).unwrap();
+    let report = strata::repair(&cp, &opts(None)).unwrap();
+    assert!(report.damage.is_empty(), "{report:?}");
+    let c = Db::open(&cp, opts(None)).unwrap();
+    assert_db_matches(&c, &model(2_999));
+    c.close().unwrap();
+}

@@ -686,8 +686,13 @@ struct BackupBounds {
 
 impl BackupBounds {
     fn after(before: Vec<Slot>, oracle: &Oracle) -> BackupBounds {
+        // (The pending state first: a commit between the two reads moves the write from
+        // pending to committed, and is seen in one of them.)
         let after = (0..oracle.keys())
-            .map(|k| oracle.committed(k).id().max(oracle.pending(k).id()))
+            .map(|k| {
+                let pending = oracle.pending(k).id();
+                oracle.committed(k).id().max(pending)
+            })
             .collect();
         BackupBounds { before, after }
     }
@@ -725,8 +730,10 @@ impl BackupBounds {
         let ok = match got {
             // (A write during the call may have been a delete.)
             None => before.is_absent() || !quiet,
+            // (A key's ids only grow: a value older than the state before the call, a
+            // delete included, is one brought back. A slot never written has id 0.)
             Some(id) => {
-                (before.is_absent() || id >= before.id())
+                id >= before.id()
                     && id <= after
                     && (!quiet || (!before.is_absent() && id == before.id()))
             }

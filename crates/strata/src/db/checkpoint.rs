@@ -154,9 +154,7 @@ pub(crate) fn freeze(db: &Arc<DbInner>) -> Result<Frozen> {
     let mut opts = db.opts.clone();
     (opts.wal_dir, opts.level_dir, opts.value_dir, opts.pmem_dir) = (None, None, None, None);
     opts.wal_in_pmem = false;
-    let mut options = super::open::options_file_text(&opts, &record);
-    options.push_str(super::open::SELF_CONTAINED_COPY);
-    options.push('\n');
+    let options = super::open::options_file_text(&opts, &record);
     Ok(Frozen {
         version,
         files,
@@ -191,8 +189,22 @@ impl Frozen {
             &self.edit,
         )?;
         // What L0 keeps outside tables (the matrix's rows), as the pinned version names it.
+        let before = fs.list(dir)?;
         self.version.l0.write_copy(fs, dir)?;
-        crate::fs::write_file_atomic(&**fs, &dir.join(filename::OPTIONS), self.options.as_bytes())
+        let mut layouts: Vec<String> = fs
+            .list(dir)?
+            .into_iter()
+            .filter(|n| !before.contains(n))
+            .collect();
+        layouts.sort();
+        // The copy's OPTIONS says it holds every file in its directory, for as long as
+        // CURRENT names this manifest and the layout's files are there.
+        let mut options = self.options.clone();
+        options.push_str(&super::open::copy_marker(
+            &filename::manifest_name(self.manifest_number),
+            &layouts,
+        ));
+        crate::fs::write_file_atomic(&**fs, &dir.join(filename::OPTIONS), options.as_bytes())
     }
 
     /// The last sequence the copy holds: every write up to it is in the copy, none after

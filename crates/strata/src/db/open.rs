@@ -442,19 +442,55 @@ pub(crate) fn holds_database_files(fs: &dyn fs::Fs, d: &Path, own: &[String]) ->
     })
 }
 
-/// The line a copy's `OPTIONS` file (a checkpoint's, a backup's) holds until its first
-/// writable open rewrites it: every file of the copy is in its directory, whatever
-/// directories outside it the record names (the original's).
+/// How the line a copy's `OPTIONS` file (a checkpoint's, a backup's) ends with begins:
+/// every file of the copy is in its directory, whatever directories outside it the record
+/// names (the original's). It names the copy's manifest and the files its L0 layout keeps
+/// of its own ([`copy_marker`]), and holds only while CURRENT names that manifest (a
+/// writable open or a repair starts a new one) and those files are in the directory.
 pub(crate) const SELF_CONTAINED_COPY: &str =
-    "# a copy: every file it holds is in its directory (the directories above are its original's)";
+    "# a copy: every file it holds is in its directory (the directories above are its original's):";
 
-/// Whether the `OPTIONS` file at `path` is a copy's not yet opened for writes
-/// ([`SELF_CONTAINED_COPY`]).
+/// The copy's line ([`SELF_CONTAINED_COPY`]) for its manifest `manifest` and its L0
+/// layout's own files `layouts`.
+pub(crate) fn copy_marker(manifest: &str, layouts: &[String]) -> String {
+    let mut line = format!("{SELF_CONTAINED_COPY} {manifest}");
+    for n in layouts {
+        line.push(' ');
+        line.push_str(n);
+    }
+    line.push('\n');
+    line
+}
+
+/// Whether the database at `path` is a copy not yet opened for writes nor repaired, with
+/// its L0 layout's files where the copy put them ([`SELF_CONTAINED_COPY`]). (A CURRENT
+/// that is gone leaves the line standing: a repair, which rewrites OPTIONS, is then what
+/// comes; a writable open rewrites OPTIONS too, as it ends.)
 pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path) -> bool {
-    fs::read_all(fs, &path.join(filename::OPTIONS))
+    let Some(text) = fs::read_all(fs, &path.join(filename::OPTIONS))
         .ok()
         .and_then(|t| String::from_utf8(t).ok())
-        .is_some_and(|t| t.lines().any(|l| l == SELF_CONTAINED_COPY))
+    else {
+        return false;
+    };
+    let Some(names) = text
+        .lines()
+        .find_map(|l| l.strip_prefix(SELF_CONTAINED_COPY))
+    else {
+        return false;
+    };
+    let mut names = names.split_whitespace();
+    let Some(manifest) = names.next() else {
+        return false;
+    };
+    let current = fs::read_all(fs, &path.join(filename::CURRENT))
+        .ok()
+        .and_then(|t| String::from_utf8(t).ok());
+    let named = match current {
+        Some(c) => c.trim_end() == manifest,
+        None => !fs.exists(&path.join(filename::CURRENT)),
+    };
+    named && names.all(|n| fs.exists(&path.join(n)))
 }
 
 /// The `OPTIONS` file's text: the options of this open, then the directories record the
@@ -718,6 +754,7 @@ fn build(p: Parts, opts: Options) -> Arc<DbInner> {
         read_ahead_gate,
         watch_writes,
         gc_watch: Mutex::new(Default::default()),
+        gc_watch_from: p.versions.gc_watch_from(),
         fs: p.fs,
         placement: p.placement,
         tables: p.tables,

@@ -36,11 +36,24 @@ impl GcContext for GcJob<'_> {
     }
 
     fn watch(&self) {
-        lock(&self.db.gc_watch).insert(self.job, Default::default());
+        let mut watches = lock(&self.db.gc_watch);
+        // (Under the lock: no write is published between this sequence and the watch.
+        // The write leader adds to the watches under it too.)
+        let since = self.db.last_sequence.load(Ordering::SeqCst);
+        watches.insert(
+            self.job,
+            KeyWatch {
+                since,
+                ..Default::default()
+            },
+        );
+        note_oldest_watch(self.db, &watches);
     }
 
     fn unwatch(&self) {
-        lock(&self.db.gc_watch).remove(&self.job);
+        let mut watches = lock(&self.db.gc_watch);
+        watches.remove(&self.job);
+        note_oldest_watch(self.db, &watches);
     }
 
     fn newest_entry(&self, user_key: &[u8]) -> Result<Option<Lookup>> {
@@ -171,6 +184,16 @@ pub(crate) fn wait_for_value_space(db: &DbInner) {
     Stats::add(&db.stats.stall_micros, took.as_micros() as u64);
 }
 
+/// Records in `DbInner::gc_watch_from` the start of the oldest of `watches` (called under
+/// their lock whenever one begins or ends).
+pub(crate) fn note_oldest_watch(
+    db: &DbInner,
+    watches: &std::collections::HashMap<usize, KeyWatch>,
+) {
+    let oldest = watches.values().map(|w| w.since).min().unwrap_or(u64::MAX);
+    db.gc_watch_from.store(oldest, Ordering::SeqCst);
+}
+
 /// The keys users wrote while a GC job watched (`DbInner::gc_watch`): exact membership
 /// without an allocation per key. The write leader adds every key of every write group
 /// while a job judges records live, so under a GC that runs most of the time (the hash
@@ -193,6 +216,8 @@ pub(crate) struct KeyWatch {
     /// Ranges deleted since the watch began (`[start, end)`): every key in them counts as
     /// written.
     ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The last sequence written when the watch began.
+    pub since: u64,
     /// Tests: every key hashes alike.
     #[cfg(test)]
     all_collide: bool,
@@ -207,6 +232,7 @@ impl Default for KeyWatch {
             first: Default::default(),
             others: Default::default(),
             ranges: Vec::new(),
+            since: 0,
             #[cfg(test)]
             all_collide: false,
         }

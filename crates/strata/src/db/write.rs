@@ -400,6 +400,7 @@ fn lead_group(db: &DbInner, leader: &Slot, followers: &[Arc<Slot>]) -> Result<()
             watches.get(job)
         } else {
             ended = watches.remove(job);
+            super::value_gc::note_oldest_watch(db, &watches);
             ended.as_ref()
         };
         for m in moved {

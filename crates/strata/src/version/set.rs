@@ -58,6 +58,12 @@ pub struct VersionSet {
     /// recovered from the manifest, raised by the engine's clock, recorded in each edit once
     /// the database has expiring entries.
     clock_high: Arc<AtomicU64>,
+    /// The last sequence written when the oldest value-store GC step still judging
+    /// records began to watch user writes (`u64::MAX`: none). Shared with the GC jobs.
+    /// A range-tombstone file is retired only once no such step began before its
+    /// tombstones: one that did may write a covered key's record into a file numbered
+    /// past the retirement (`Version::spent_range_files`).
+    gc_watch_from: Arc<AtomicU64>,
     last_sequence: SeqNo,
     log_number: FileNumber,
     compact_pointers: Vec<Vec<u8>>,
@@ -560,6 +566,7 @@ impl VersionSet {
             versions: Vec::new(),
             next_file_number: Arc::new(AtomicU64::new(2)),
             clock_high: Arc::default(),
+            gc_watch_from: Arc::new(AtomicU64::new(u64::MAX)),
             last_sequence: SeqNo::ZERO,
             log_number: FileNumber(0),
             compact_pointers: vec![Vec::new(); num_levels],
@@ -874,6 +881,11 @@ impl VersionSet {
         self.clock_high.clone()
     }
 
+    /// See `gc_watch_from`: the GC jobs keep it.
+    pub(crate) fn gc_watch_from(&self) -> Arc<AtomicU64> {
+        self.gc_watch_from.clone()
+    }
+
     /// What an edit records of the clock: once the database has expiring entries, the
     /// largest time they have been judged by.
     fn clock_mark(&self) -> Option<u64> {
@@ -927,7 +939,8 @@ impl VersionSet {
             // with it, or retire while a value store's files may still hold records they
             // cover; a retired one leaves with the last such file.
             let until = self.next_file_number.load(Ordering::SeqCst);
-            let (mut gone, mut retired) = v.spent_range_files(until);
+            let watching_from = SeqNo(self.gc_watch_from.load(Ordering::SeqCst));
+            let (mut gone, mut retired) = v.spent_range_files(until, watching_from);
             // (One the edit adds waits for the next: an edit removes before it adds.)
             let added = |n: u64| edit.new_range_files.iter().any(|f| f.number == n);
             gone.retain(|&n| !added(n));

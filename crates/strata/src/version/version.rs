@@ -170,9 +170,16 @@ impl Version {
     /// with `until` (the next file number): kept for a value store that judges records by
     /// its own files while one of its files numbered below `until` may hold a record they
     /// cover, which its GC must not take for live. A retired file is deleted once no such
-    /// file is numbered below its `until`. Nothing while files wait for a repair (it would
-    /// merge them back).
-    pub fn spent_range_files(&self, until: u64) -> (Vec<u64>, Vec<(u64, u64)>) {
+    /// file is numbered below its `until`. A file is retired only if every such GC step
+    /// still running began to watch writes after its tombstones (`watching_from`: the
+    /// oldest step's start): one that began before may not have them in its view and write
+    /// a covered key's record into a file numbered past `until`. Nothing while files wait
+    /// for a repair (it would merge them back).
+    pub fn spent_range_files(
+        &self,
+        until: u64,
+        watching_from: crate::key::SeqNo,
+    ) -> (Vec<u64>, Vec<(u64, u64)>) {
         if self.ranges.is_empty() || self.kept.is_some() {
             return (Vec::new(), Vec::new());
         }
@@ -195,7 +202,9 @@ impl Version {
                 continue;
             }
             if oldest_judging.is_some() {
-                retired.push((f.number, until));
+                if f.tombstones.iter().all(|t| t.seq <= watching_from) {
+                    retired.push((f.number, until));
+                }
             } else {
                 gone.push(f.number);
             }
@@ -240,5 +249,77 @@ impl Version {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::SeqNo;
+    use crate::range_del::{RangeFile, Tombstone};
+
+    /// A version whose only tables are none, holding range-tombstone file 10 (one
+    /// tombstone at sequence 50) and, with `hash`, hash-store file 5.
+    fn version(hash: bool) -> Version {
+        let mut v = Version::new(3);
+        let file = RangeFile {
+            number: 10,
+            size: 40,
+            tombstones: vec![Tombstone {
+                start: b"a".to_vec(),
+                end: b"m".to_vec(),
+                seq: SeqNo(50),
+            }]
+            .into(),
+        };
+        v.ranges = Arc::new(v.ranges.apply(&[file], &[], &[]).unwrap());
+        if hash {
+            let f = crate::value::ValueFile::new(
+                crate::vstore::hash::FORMAT,
+                5,
+                crate::placement::PathId::DB,
+            );
+            assert!(f.format.judges_by_own_records());
+            let mut values = BTreeMap::new();
+            values.insert(5, f);
+            v.values = Arc::new(values);
+        }
+        v
+    }
+
+    #[test]
+    fn a_spent_range_file_goes_or_retires_and_waits_for_gc_steps_begun_before_it() {
+        // No store judging by its own files: deleted.
+        assert_eq!(
+            version(false).spent_range_files(20, SeqNo(u64::MAX)),
+            (vec![10], vec![])
+        );
+        let v = version(true);
+        // A GC step that began watching before the tombstone (at 49) holds it live.
+        assert_eq!(v.spent_range_files(20, SeqNo(49)), (vec![], vec![]));
+        // None, or one that began after it: retired until the next file number.
+        assert_eq!(
+            v.spent_range_files(20, SeqNo(u64::MAX)),
+            (vec![], vec![(10, 20)])
+        );
+        assert_eq!(v.spent_range_files(20, SeqNo(50)), (vec![], vec![(10, 20)]));
+        // Retired: it leaves once no hash-store file is numbered below its `until`.
+        let mut r = version(true);
+        r.ranges = Arc::new(r.ranges.apply(&[], &[], &[(10, 20)]).unwrap());
+        assert!(!r.ranges.has_live());
+        assert!(r.ranges.pieces().is_empty());
+        assert!(!r.ranges.every_piece().is_empty());
+        assert_eq!(r.spent_range_files(30, SeqNo(0)), (vec![], vec![]));
+        let mut values = BTreeMap::new();
+        values.insert(
+            25,
+            crate::value::ValueFile::new(
+                crate::vstore::hash::FORMAT,
+                25,
+                crate::placement::PathId::DB,
+            ),
+        );
+        r.values = Arc::new(values);
+        assert_eq!(r.spent_range_files(30, SeqNo(0)), (vec![10], vec![]));
     }
 }
