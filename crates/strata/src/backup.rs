@@ -424,8 +424,7 @@ impl BackupEngine {
         }
         let parent = checkpoint::new_directory(fs, &target, "restore")?;
         let tmp = checkpoint::beside(&target, ".restore-tmp");
-        checkpoint::clear_stale(fs, &tmp)?;
-        fs.create_dir_all(&tmp)?;
+        let claim = checkpoint::claim_staging(fs, &tmp, &target, "restore")?;
         let made = (|| -> Result<()> {
             for e in &meta.entries {
                 let (from, src) = self.open_stored(id, e)?;
@@ -434,10 +433,13 @@ impl BackupEngine {
             fs.sync_dir(&tmp)
         })();
         if let Err(e) = made {
+            drop(claim);
             checkpoint::clear_stale(fs, &tmp).ok();
             return Err(e.context(format!("restore of backup {id} to {}", target.display())));
         }
-        fs.rename(&tmp, &target)?;
+        let moved = fs.rename(&tmp, &target);
+        drop(claim);
+        moved.map_err(|e| e.context(format!("restore of backup {id} to {}", target.display())))?;
         match parent {
             Some(p) => fs.sync_dir(&p),
             None => Ok(()),

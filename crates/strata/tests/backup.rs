@@ -683,3 +683,53 @@ fn an_incremental_backup_reads_only_files_that_changed() {
 fn assert_db_matches_model(db: &Db, n: u64) {
     strata_testkit::model::assert_db_matches(db, &strata_testkit::copies::model(n));
 }
+
+/// Two restores to one new directory at once (from two backup directories): one makes
+/// it, the other fails (the staging directory is claimed, or the target exists by then),
+/// and the directory is whole, the database of the one that succeeded. A staging
+/// directory that is not a leftover of a restore (files, no lock) is refused, untouched.
+#[test]
+fn concurrent_restores_to_one_target_leave_one_whole_copy() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let config = named("default");
+    let mut engines = Vec::new();
+    for (n, db_dir) in ["/a", "/b"].iter().enumerate() {
+        let db = Db::open(*db_dir, (config.build)(Path::new(db_dir), fs.clone())).unwrap();
+        for i in 0..(1_000 + 500 * n as u64) {
+            write(&db, i);
+        }
+        let e = BackupEngine::open_in(format!("/backups{n}"), fs.clone()).unwrap();
+        e.create_backup(&db).unwrap();
+        db.close().unwrap();
+        engines.push(Arc::new(e));
+    }
+    for round in 0..10 {
+        let target = format!("/r{round}");
+        let results: Vec<strata::Result<()>> = std::thread::scope(|s| {
+            let hs: Vec<_> = engines
+                .iter()
+                .map(|e| {
+                    let (e, t) = (e.clone(), target.clone());
+                    s.spawn(move || e.restore(1, &t))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let ok: Vec<usize> = (0..2).filter(|&i| results[i].is_ok()).collect();
+        assert_eq!(ok.len(), 1, "round {round}: {results:?}");
+        let r = Db::open(&target, (config.build)(Path::new(&target), fs.clone())).unwrap();
+        let last = if ok[0] == 0 { 999 } else { 1_499 };
+        strata_testkit::model::assert_db_matches(&r, &strata_testkit::copies::model(last));
+        r.close().unwrap();
+    }
+    // Someone else's directory by the staging name.
+    let stage = Path::new("/mine.restore-tmp");
+    fs.create_dir_all(stage).unwrap();
+    let mut w = fs.create(&stage.join("notes.txt")).unwrap();
+    w.append(b"precious").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let e = engines[0].restore(1, "/mine").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(fs.exists(&stage.join("notes.txt")));
+}

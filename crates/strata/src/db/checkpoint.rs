@@ -223,17 +223,16 @@ impl Frozen {
 /// flush's and the copies' I/O errors (the target is then not created).
 pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
     // One at a time in a process: two checkpoints to one target share its temporary
-    // directory, which each clears first.
+    // directory (between processes, its lock: `claim_staging`).
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _one = crate::sync::lock(&ONE_AT_A_TIME);
     db.check_writable()?;
     let dir = &crate::placement::absolute(dir);
     let fs = &*db.fs;
     let parent = new_directory(fs, dir, "checkpoint")?;
-    let frozen = freeze(db)?;
     let tmp = beside(dir, ".checkpoint-tmp");
-    clear_stale(fs, &tmp)?;
-    fs.create_dir_all(&tmp)?;
+    let claim = claim_staging(fs, &tmp, dir, "checkpoint")?;
+    let frozen = freeze(db)?;
     let made = (|| -> Result<()> {
         for f in &frozen.files {
             let to = tmp.join(&f.name);
@@ -247,16 +246,97 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
         fs.sync_dir(&tmp)
     })();
     if let Err(e) = made {
-        clear_stale(fs, &tmp).ok();
+        clear_staged(fs, &tmp).ok();
         return Err(e.context(format!("checkpoint {}", dir.display())));
     }
     drop(frozen);
-    fs.rename(&tmp, dir)
-        .map_err(|e| e.context(format!("checkpoint {}", dir.display())))?;
+    // (A rename onto a directory another process made meanwhile fails: the copy is then
+    // not taken for its.)
+    let moved = fs.rename(&tmp, dir);
+    drop(claim);
+    if let Err(e) = moved {
+        clear_staged(fs, &tmp).ok();
+        return Err(e.context(format!("checkpoint {}", dir.display())));
+    }
     match parent {
         Some(p) => fs.sync_dir(&p),
         None => Ok(()),
     }
+}
+
+/// The file in a staging directory ([`claim_staging`]) that says whose it is: held
+/// locked while the copy is made, it goes with the directory into the copy, where the
+/// database takes it for its own lock.
+const STAGING_LOCK: &str = "LOCK";
+
+/// Claims the staging directory `tmp` of a copy into `dir` (a checkpoint, a restore),
+/// for this process alone until the returned lock is dropped: made if missing, its lock
+/// taken, what an earlier attempt that stopped left in it removed. A directory by that
+/// name that holds files but no lock is no leftover of ours: refused, left as it is.
+///
+/// # Errors
+/// `Busy` while another process makes a copy into `dir`; `InvalidArgument` for a
+/// directory that is not a leftover; I/O errors.
+pub(crate) fn claim_staging(
+    fs: &dyn Fs,
+    tmp: &Path,
+    dir: &Path,
+    what: &str,
+) -> Result<Box<dyn crate::fs::FileLock>> {
+    match fs.list(tmp) {
+        Ok(names) if !names.is_empty() && !names.iter().any(|n| n == STAGING_LOCK) => {
+            return Err(Error::invalid(format!(
+                "{what} {}: {} exists and is not what an earlier {what} left (no {STAGING_LOCK} \
+                 in it): left as it is; move it away or choose another target",
+                dir.display(),
+                tmp.display()
+            )));
+        }
+        Ok(_) => {}
+        Err(_) if fs.exists(tmp) => {
+            return Err(Error::invalid(format!(
+                "{what} {}: {} is a file, where the {what} would stage its copy",
+                dir.display(),
+                tmp.display()
+            )));
+        }
+        Err(_) => fs.create_dir_all(tmp)?,
+    }
+    let lock = fs.lock(&tmp.join(STAGING_LOCK)).map_err(|e| {
+        Error::new(
+            ErrorKind::Busy,
+            format!(
+                "{what} {}: another {what} to it is under way ({})",
+                dir.display(),
+                e.message()
+            ),
+        )
+    })?;
+    clear_staged(fs, tmp)?;
+    Ok(lock)
+}
+
+/// Removes what a copy staged in `tmp` (every file but its lock).
+///
+/// # Errors
+/// `InvalidArgument` if it holds a directory (not ours); I/O errors.
+fn clear_staged(fs: &dyn Fs, tmp: &Path) -> Result<()> {
+    let Ok(names) = fs.list(tmp) else {
+        return Ok(());
+    };
+    for n in names {
+        let p: PathBuf = tmp.join(&n);
+        if fs.list(&p).is_ok() {
+            return Err(Error::invalid(format!(
+                "{} holds a directory ({n}): not what a copy stages, left as it is",
+                tmp.display()
+            )));
+        }
+        if n != STAGING_LOCK {
+            fs.remove(&p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a copy into `dir` is made until it is whole: `dir`'s name and `suffix`, beside it.
