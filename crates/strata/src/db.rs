@@ -944,13 +944,33 @@ impl Db {
             | "strata.value-garbage-bytes" => {
                 let v = self.inner.super_version().version.clone();
                 let files = v.values.values();
+                // (A store that records no size (the value log's segments, which take
+                // appends): the file's size on disk; no count of its records' bytes: the
+                // size, less what is garbage.)
+                let size = |f: &crate::value::ValueFile| {
+                    if f.size > 0 {
+                        f.size
+                    } else {
+                        self.inner
+                            .fs
+                            .file_size(&f.path(&self.inner.placement))
+                            .unwrap_or(0)
+                    }
+                };
                 Some(
                     match name {
                         "strata.value-files" => v.values.len() as u64,
-                        "strata.value-bytes" => files.map(|f| f.size).sum(),
-                        "strata.value-live-bytes" => {
-                            files.map(|f| f.record_bytes - f.garbage_bytes).sum()
-                        }
+                        "strata.value-bytes" => files.map(size).sum(),
+                        "strata.value-live-bytes" => files
+                            .map(|f| {
+                                let held = if f.record_bytes > 0 {
+                                    f.record_bytes
+                                } else {
+                                    size(f)
+                                };
+                                held.saturating_sub(f.garbage_bytes)
+                            })
+                            .sum(),
                         _ => files.map(|f| f.garbage_bytes).sum(),
                     }
                     .to_string(),

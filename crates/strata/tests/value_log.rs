@@ -659,3 +659,28 @@ fn the_log_is_collected_under_any_configured_store() {
         assert_eq!(db.get(b"k005").unwrap(), Some(big(5, 1)));
     }
 }
+
+/// The value properties of a value log, whose segments record no size: their size on
+/// disk, and live bytes that never exceed it (with garbage counted by a range deletion
+/// and a compaction, they wrapped below zero).
+#[test]
+fn value_properties_of_a_value_log_are_sizes_on_disk() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..2_000u32 {
+        db.put(format!("k{i:05}"), big(i, 0)).unwrap();
+    }
+    db.delete_range("k00100", "k00900").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let prop = |n: &str| -> u64 { db.property(n).unwrap().parse().unwrap() };
+    let (bytes, live, garbage) = (
+        prop("strata.value-bytes"),
+        prop("strata.value-live-bytes"),
+        prop("strata.value-garbage-bytes"),
+    );
+    assert!(bytes > 0, "value-bytes {bytes}");
+    assert!(garbage > 0, "value-garbage-bytes {garbage}");
+    assert!(live <= bytes, "live {live} of {bytes}");
+    assert!(live >= bytes.saturating_sub(garbage), "live {live} of {bytes}, {garbage} garbage");
+}
