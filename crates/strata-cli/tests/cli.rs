@@ -1215,3 +1215,33 @@ fn delete_range_deletes_from_start_to_before_end() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A CURRENT cut short (its newline gone) is what `check` reports and what an open
+/// refuses, both saying what it holds; `repair` mends it.
+#[test]
+fn a_current_cut_short_is_reported_by_check_and_mended_by_repair() {
+    let dir = temp_dir("current-cut");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        db.put("k", "v").unwrap();
+        db.flush().unwrap();
+    }
+    let current = dir.join("CURRENT");
+    let name = std::fs::read_to_string(&current).unwrap();
+    std::fs::write(&current, name.trim_end()).unwrap();
+    let db = dir.to_str().unwrap();
+    let out = strata(&["check", "--db", db]);
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("CURRENT is not a manifest's name and a newline"),
+        "{text}"
+    );
+    let out = strata(&["count", "--db", db]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(name.trim_end()), "{err}");
+    ok(&["repair", "--db", db]);
+    assert_eq!(ok(&["get", "--db", db, "k"]), "v\n");
+}

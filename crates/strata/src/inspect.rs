@@ -436,11 +436,31 @@ pub fn check(dir: &Path, opts: &crate::Options, out: &mut dyn Write) -> Result<V
     let fs = RealFs::new();
     let known = crate::db::open::known_directories(dir, opts);
     let placement = known.placement.clone();
-    let current = String::from_utf8_lossy(&crate::fs::read_all(&fs, &placement.current_path())?)
-        .trim()
-        .to_string();
+    let raw = crate::fs::read_all(&fs, &placement.current_path())?;
+    let current = String::from_utf8_lossy(&raw).trim().to_string();
     let manifest = dir.join(&current);
     let mut problems = Vec::new();
+    // What an open takes CURRENT for: a manifest's name and a newline (without it the
+    // write was cut short, and the open refuses it).
+    let named = std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .and_then(crate::filename::parse)
+        .is_some_and(|t| matches!(t, crate::filename::FileType::Manifest(_)));
+    if !named {
+        problems.push(Problem {
+            file: placement.current_path(),
+            offset: 0,
+            what: format!(
+                "CURRENT is not a manifest's name and a newline (it holds {:?}): an open \
+                 refuses it; `strata repair` rewrites it",
+                String::from_utf8_lossy(&raw)
+            ),
+        });
+        if current.is_empty() || !fs.exists(&manifest) {
+            return Ok(problems);
+        }
+    }
     let live = replay_manifest(&manifest, &mut problems)?;
     writeln!(out, "manifest {}", manifest.display()).map_err(io)?;
     check_kept(&live, &manifest, &mut problems);

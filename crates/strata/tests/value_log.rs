@@ -682,5 +682,8 @@ fn value_properties_of_a_value_log_are_sizes_on_disk() {
     assert!(bytes > 0, "value-bytes {bytes}");
     assert!(garbage > 0, "value-garbage-bytes {garbage}");
     assert!(live <= bytes, "live {live} of {bytes}");
-    assert!(live >= bytes.saturating_sub(garbage), "live {live} of {bytes}, {garbage} garbage");
+    assert!(
+        live >= bytes.saturating_sub(garbage),
+        "live {live} of {bytes}, {garbage} garbage"
+    );
 }

@@ -628,8 +628,8 @@ impl VersionSet {
     /// a newer format; I/O errors.
     pub fn recover(&mut self) -> Result<Recovered> {
         let current = self.placement.current_path();
-        let name = fs::read_all(&*self.fs, &current)?;
-        let name = std::str::from_utf8(&name)
+        let raw = fs::read_all(&*self.fs, &current)?;
+        let name = std::str::from_utf8(&raw)
             .ok()
             .and_then(|s| s.strip_suffix('\n'))
             .unwrap_or("");
@@ -637,7 +637,11 @@ impl VersionSet {
             return Err(Error::corruption(
                 &current,
                 0,
-                format!("CURRENT does not name a manifest: {name:?}"),
+                format!(
+                    "CURRENT is not a manifest's name and a newline (it holds {:?}; cut short \
+                     or damaged): `strata repair` rewrites it",
+                    String::from_utf8_lossy(&raw)
+                ),
             ));
         };
         let path = self.placement.manifest_path(mnum);
