@@ -107,6 +107,20 @@ impl BackupEngine {
     /// damaged, only files being written are removed.)
     pub fn open_in(dir: impl AsRef<Path>, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
         let dir = crate::placement::absolute(dir.as_ref());
+        // Not a database's directory, nor inside one (they would share its LOCK, and a
+        // repair of it would take the backups' files for its own).
+        if let Some(db) = dir
+            .ancestors()
+            .find(|a| fs.exists(&a.join(crate::filename::CURRENT)))
+        {
+            return Err(Error::invalid(format!(
+                "backup directory {}: {} a database directory ({}); keep backups in a \
+                 directory of their own",
+                dir.display(),
+                if db == dir { "it is" } else { "it is inside" },
+                db.display()
+            )));
+        }
         // The directories durable before any backup is written in them (every open: an
         // earlier one may have stopped between making and syncing them).
         crate::fs::create_dir_durable(&*fs, &dir)?;

@@ -166,15 +166,31 @@ fn return_to_fresh(fs: &Arc<dyn Fs>) {
 }
 
 #[test]
-fn a_checkpoint_refuses_a_target_that_exists_or_has_no_parent() {
+fn a_checkpoint_refuses_a_target_that_exists_has_no_parent_or_is_inside_a_database() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let db = Db::open("/db", strata::Options::default().with_fs(fs.clone())).unwrap();
     db.put(b"a", b"1").unwrap();
     fs.create_dir_all(Path::new("/taken")).unwrap();
-    for (dir, says) in [("/taken", "exists"), ("/no/such/parent", "parent")] {
+    let mut w = fs.create(Path::new("/afile")).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    for (dir, says) in [
+        ("/taken", "exists"),
+        ("/no/such/parent", "does not exist"),
+        ("/afile/x", "is not a directory"),
+        ("/db/inner", "inside the database directory /db"),
+    ] {
         let e = db.checkpoint(dir).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
         assert!(e.to_string().contains(says), "{e}");
+    }
+    // Nor backups in a database's directory, or inside one.
+    for dir in ["/db", "/db/backups"] {
+        let e = strata::BackupEngine::open_in(dir, fs.clone())
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("a database directory (/db)"), "{e}");
     }
     db.close().unwrap();
 }

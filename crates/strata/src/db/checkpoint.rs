@@ -368,11 +368,30 @@ pub(crate) fn new_directory(fs: &dyn Fs, dir: &Path, what: &str) -> Result<Optio
     if let Some(p) = parent {
         if fs.list(p).is_err() {
             return Err(Error::invalid(format!(
-                "{what} {}: its parent directory {} does not exist",
+                "{what} {}: its parent {} {}",
                 dir.display(),
-                p.display()
+                p.display(),
+                if fs.exists(p) {
+                    "is not a directory"
+                } else {
+                    "does not exist"
+                }
             )));
         }
+    }
+    // Not inside a database's directory: its repair would take the copy's files for its
+    // own, and the copy is lost with it.
+    if let Some(db) = dir
+        .ancestors()
+        .skip(1)
+        .find(|a| fs.exists(&a.join(filename::CURRENT)))
+    {
+        return Err(Error::invalid(format!(
+            "{what} {}: it is inside the database directory {}; {what} to a directory of \
+             its own",
+            dir.display(),
+            db.display()
+        )));
     }
     Ok(parent.map(Path::to_path_buf))
 }
