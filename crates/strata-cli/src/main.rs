@@ -208,18 +208,32 @@ fn backup(m: &ArgMatches) -> Result<(), Failure> {
                 Some(&id) => vec![id],
                 None => engine.list()?.iter().map(|i| i.id).collect(),
             };
+            // Every backup checked, each failure said, the first one the exit's.
+            let mut first: Option<strata::Error> = None;
+            let one = m.get_one::<u64>("id").is_some();
             for id in ids {
-                engine.verify(id)?;
-                writeln!(out, "backup {id}: ok")?;
-            }
-            if m.get_one::<u64>("id").is_none() {
-                if let Some((id, e)) = engine.damaged()?.into_iter().next() {
-                    return Err(strata::Error::new(
-                        e.kind(),
-                        format!("backup {id}: {}", e.message()),
-                    )
-                    .into());
+                match engine.verify(id) {
+                    Ok(()) => writeln!(out, "backup {id}: ok")?,
+                    Err(e) if one => return Err(e.into()),
+                    Err(e) => {
+                        eprintln!("backup {id}: {e}");
+                        first.get_or_insert(e);
+                    }
                 }
+            }
+            if !one {
+                for (id, e) in engine.damaged()? {
+                    let e = strata::Error::new(e.kind(), format!("backup {id}: {}", e.message()));
+                    eprintln!("{e}");
+                    first.get_or_insert(e);
+                }
+            }
+            if let Some(e) = first {
+                return Err(strata::Error::new(
+                    e.kind(),
+                    "backups failed to verify (each named above)".to_string(),
+                )
+                .into());
             }
         }
         "restore" => {

@@ -336,6 +336,30 @@ fn backup_create_list_verify_restore_purge() {
         ok(&["backup", "verify", backups]),
         "backup 1: ok\nbackup 2: ok\n"
     );
+    // One damaged: each backup is still checked, each failure named, the exit a failure.
+    let private = Path::new(backups).join("private");
+    let one = std::fs::read_dir(&private)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("1-OPTIONS")
+        })
+        .unwrap();
+    let kept = std::fs::read(&one).unwrap();
+    let mut bad = kept.clone();
+    bad[0] ^= 1;
+    std::fs::write(&one, &bad).unwrap();
+    let o = strata(&["backup", "verify", backups]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "backup 2: ok\n");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("backup 1: "),
+        "{o:?}"
+    );
+    std::fs::write(&one, &kept).unwrap();
     let r1 = dir.join("r1");
     ok(&["backup", "restore", backups, "1", r1.to_str().unwrap()]);
     assert_eq!(ok(&["get", "--db", r1.to_str().unwrap(), "k1"]), "v1\n");
