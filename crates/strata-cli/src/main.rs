@@ -723,6 +723,19 @@ fn run(m: &ArgMatches) -> Result<(), Failure> {
         name,
         "get" | "scan" | "count" | "dump" | "info" | "stats" | "property"
     );
+    // The arguments read before the database is opened: one that does not parse (or a
+    // dump that cannot be read) creates nothing with `--create`.
+    for a in ["key", "value", "start", "end", "from", "to", "prefix"] {
+        if m.try_get_one::<String>(a).is_ok() {
+            arg_bytes(m, a)?;
+        }
+    }
+    if name == "load" {
+        if let Some(path) = m.get_one::<String>("input") {
+            std::fs::File::open(path).map_err(|e| Failure(format!("{path}: {e}"), 2))?;
+            refuse_a_dump_cut_short(path)?;
+        }
+    }
     let db = if reads_only {
         open_read_only(m)?
     } else {

@@ -185,6 +185,18 @@ fn bad_input_is_refused_with_a_reason() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    // An argument that does not parse, or a dump that is not there: `--create` creates
+    // nothing.
+    let new = dir.join("new");
+    let n = new.to_str().unwrap();
+    for args in [
+        vec!["put", "--db", n, "--create", "C:\\path", "v"],
+        vec!["load", "--db", n, "--create", "-i", "/nonexistent-dump"],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(!new.exists(), "{args:?} created the database");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
