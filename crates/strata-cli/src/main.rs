@@ -1134,9 +1134,10 @@ fn load(db: &Db, enc: Encoding, input: Box<dyn io::BufRead>) -> Result<u64, Fail
         if line.starts_with(DUMP_TRAILER) {
             let count = trailer_count(&line);
             if count != Some(n) {
-                return Err(stopped(format!(
-                    "the dump's last line says {count:?} entries, {n} came before it"
-                )));
+                return Err(stopped(match count {
+                    Some(c) => format!("the dump's last line says {c} entries, {n} came before it"),
+                    None => format!("the dump's last line ({line:?}) gives no entry count"),
+                }));
             }
             ended = true;
             continue;
@@ -1229,6 +1230,16 @@ fn refuse_a_dump_cut_short(path: &str) -> Result<(), Failure> {
         .unwrap_or("");
     if trailer_count(last.trim_end_matches('\r')).is_some() {
         return Ok(());
+    }
+    // (Lines after the last line are another fault than a dump cut short.)
+    if tail
+        .lines()
+        .any(|l| trailer_count(l.trim_end_matches('\r')).is_some())
+    {
+        return Err(Failure(
+            format!("{path}: lines after the dump's last line; nothing was loaded"),
+            2,
+        ));
     }
     Err(Failure(
         format!("{path}: a dump without its last line: it was cut short; nothing was loaded"),
