@@ -399,7 +399,11 @@ impl BackupEngine {
                 return Err(Error::corruption(
                     &path,
                     0,
-                    format!("backup {id}: {} is damaged (checksum mismatch)", e.name),
+                    format!(
+                        "backup {id}: {} is damaged (its whole-file checksum does not match; \
+                         it names no offset)",
+                        e.name
+                    ),
                 ));
             }
         }
@@ -840,7 +844,8 @@ fn copy_checked(
         return Err(Error::corruption(
             from,
             0,
-            "changed or damaged while it was copied (checksum mismatch)",
+            "its bytes do not have the checksum recorded for it (damaged where it is, or \
+             changed while it was copied; a whole-file checksum names no offset)",
         ));
     }
     fs.rename(&tmp, to)
