@@ -106,6 +106,11 @@ impl BackupEngine {
     /// `Busy` if another engine holds the directory; I/O errors. (While a description is
     /// damaged, only files being written are removed.)
     pub fn open_in(dir: impl AsRef<Path>, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
+        if dir.as_ref().as_os_str().is_empty() {
+            return Err(Error::invalid(
+                "backup directory: an empty path names no directory",
+            ));
+        }
         let dir = crate::placement::absolute(dir.as_ref());
         // Not a database's directory, nor inside one (they would share its LOCK, and a
         // repair of it would take the backups' files for its own).
@@ -133,8 +138,16 @@ impl BackupEngine {
         }
         let lock = fs.lock(&dir.join("LOCK")).map_err(|e| {
             Error::new(
-                ErrorKind::Busy,
-                format!("backup directory {}: {}", dir.display(), e.message()),
+                e.kind(),
+                if e.kind() == ErrorKind::Busy {
+                    format!(
+                        "backup directory {}: in use by another backup engine (its LOCK is \
+                         held)",
+                        dir.display()
+                    )
+                } else {
+                    format!("backup directory {}: {}", dir.display(), e.message())
+                },
             )
         })?;
         let engine = BackupEngine {
