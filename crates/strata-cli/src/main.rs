@@ -216,7 +216,13 @@ fn backup(m: &ArgMatches) -> Result<(), Failure> {
                     Ok(()) => writeln!(out, "backup {id}: ok")?,
                     Err(e) if one => return Err(e.into()),
                     Err(e) => {
-                        eprintln!("backup {id}: {e}");
+                        out.flush()?;
+                        let named = e.message().contains(&format!("backup {id}"));
+                        if named {
+                            eprintln!("{e}");
+                        } else {
+                            eprintln!("backup {id}: {e}");
+                        }
                         first.get_or_insert(e);
                     }
                 }

@@ -112,11 +112,14 @@ impl BackupEngine {
             ));
         }
         let dir = crate::placement::absolute(dir.as_ref());
-        // Not a database's directory, nor inside one (they would share its LOCK, and a
-        // repair of it would take the backups' files for its own).
+        // Not a database's directory (they would share its LOCK), nor a new one inside a
+        // database's (a repair of it would take the backups' files for its own; one made
+        // there before is still opened, to be moved).
+        let new = !fs.exists(&dir.join(META));
         if let Some(db) = dir
             .ancestors()
             .find(|a| fs.exists(&a.join(crate::filename::CURRENT)))
+            .filter(|db| *db == dir || new)
         {
             return Err(Error::invalid(format!(
                 "backup directory {}: {} a database directory ({}); keep backups in a \
@@ -409,13 +412,13 @@ impl BackupEngine {
         for e in &meta.entries {
             let (path, f) = self.open_stored(id, e)?;
             if crc_of(&*f, e.size)? != e.crc {
-                return Err(Error::corruption(
-                    &path,
-                    0,
+                return Err(Error::new(
+                    ErrorKind::Corruption,
                     format!(
-                        "backup {id}: {} is damaged (its whole-file checksum does not match; \
-                         it names no offset)",
-                        e.name
+                        "backup {id}: {} ({}) is damaged: its whole-file checksum does not \
+                         match",
+                        e.name,
+                        path.display()
                     ),
                 ));
             }
@@ -463,14 +466,15 @@ impl BackupEngine {
             }
             fs.sync_dir(&tmp)
         })();
+        // (What is staged is cleared while the claim is held: once let go, another
+        // process's restore may be staged there.)
+        let made = made.and_then(|()| fs.rename(&tmp, &target));
         if let Err(e) = made {
+            checkpoint::clear_staged(fs, &tmp).ok();
             drop(claim);
-            checkpoint::clear_stale(fs, &tmp).ok();
             return Err(e.context(format!("restore of backup {id} to {}", target.display())));
         }
-        let moved = fs.rename(&tmp, &target);
         drop(claim);
-        moved.map_err(|e| e.context(format!("restore of backup {id} to {}", target.display())))?;
         match parent {
             Some(p) => fs.sync_dir(&p),
             None => Ok(()),
@@ -854,11 +858,13 @@ fn copy_checked(
     drop(out);
     if got != crc {
         fs.remove(&tmp).ok();
-        return Err(Error::corruption(
-            from,
-            0,
-            "its bytes do not have the checksum recorded for it (damaged where it is, or \
-             changed while it was copied; a whole-file checksum names no offset)",
+        return Err(Error::new(
+            ErrorKind::Corruption,
+            format!(
+                "{}: its bytes do not have the whole-file checksum recorded for it (damaged \
+                 where it is, or changed while it was copied)",
+                from.display()
+            ),
         ));
     }
     fs.rename(&tmp, to)

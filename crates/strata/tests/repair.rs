@@ -942,3 +942,46 @@ fn a_hole_between_wals_ends_the_replay() {
         "writes after the hole came back"
     );
 }
+
+/// A repair rewrites OPTIONS's copy of the directories record, and keeps its options
+/// lines: they are the application's (the `strata` tool opens with them), not the
+/// repair's own.
+#[test]
+fn a_repair_keeps_the_applications_options_in_options() {
+    let fs = Arc::new(MemFs::new());
+    let app = || Options {
+        fs: fs.clone(),
+        ..Options::preset("blob").unwrap()
+    };
+    {
+        let db = Db::open("/db", app()).unwrap();
+        db.put(b"k", vec![b'v'; 2000]).unwrap();
+        db.flush().unwrap();
+    }
+    let before =
+        String::from_utf8(strata::fs::read_all(&*fs, Path::new("/db/OPTIONS")).unwrap()).unwrap();
+    destroy_manifest(&fs, Path::new("/db"));
+    strata::repair(
+        "/db",
+        &Options {
+            fs: fs.clone(),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let after =
+        String::from_utf8(strata::fs::read_all(&*fs, Path::new("/db/OPTIONS")).unwrap()).unwrap();
+    let options = |t: &str| -> Vec<String> {
+        t.lines()
+            .take_while(|l| !l.starts_with("# where"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(options(&before), options(&after));
+    assert!(
+        after.contains("# where the database keeps its files"),
+        "{after}"
+    );
+    let db = Db::open("/db", app()).unwrap();
+    assert_eq!(db.get(b"k").unwrap().map(|v| v.len()), Some(2000));
+}

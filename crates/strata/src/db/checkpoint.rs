@@ -250,14 +250,16 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
         return Err(e.context(format!("checkpoint {}", dir.display())));
     }
     drop(frozen);
-    // (A rename onto a directory another process made meanwhile fails: the copy is then
+    // (A rename onto a directory another process filled meanwhile fails: the copy is then
     // not taken for its.)
-    let moved = fs.rename(&tmp, dir);
-    drop(claim);
-    if let Err(e) = moved {
+    // (What is staged is cleared while the claim is held: once let go, another
+    // process's copy may be staged there.)
+    if let Err(e) = fs.rename(&tmp, dir) {
         clear_staged(fs, &tmp).ok();
+        drop(claim);
         return Err(e.context(format!("checkpoint {}", dir.display())));
     }
+    drop(claim);
     match parent {
         Some(p) => fs.sync_dir(&p),
         None => Ok(()),
@@ -320,7 +322,7 @@ pub(crate) fn claim_staging(
 ///
 /// # Errors
 /// `InvalidArgument` if it holds a directory (not ours); I/O errors.
-fn clear_staged(fs: &dyn Fs, tmp: &Path) -> Result<()> {
+pub(crate) fn clear_staged(fs: &dyn Fs, tmp: &Path) -> Result<()> {
     let Ok(names) = fs.list(tmp) else {
         return Ok(());
     };

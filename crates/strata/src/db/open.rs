@@ -488,7 +488,23 @@ pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path) -> bool {
         .and_then(|t| String::from_utf8(t).ok());
     let named = match current {
         Some(c) => c.trim_end() == manifest,
-        None => !fs.exists(&path.join(filename::CURRENT)),
+        // (Gone: and no newer manifest than the copy's, which an open or a repair since
+        // would have written.)
+        None => {
+            let number = |n: &str| match filename::parse(n) {
+                Some(filename::FileType::Manifest(m)) => Some(m.0),
+                _ => None,
+            };
+            let ours = number(manifest);
+            !fs.exists(&path.join(filename::CURRENT))
+                && ours.is_some()
+                && fs
+                    .list(path)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|n| number(n))
+                    .all(|m| Some(m) <= ours)
+        }
     };
     named && names.all(|n| fs.exists(&path.join(n)))
 }
@@ -500,10 +516,34 @@ pub(crate) fn options_file_text(opts: &Options, recorded: &Directories) -> Strin
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(
-        "# where the database keeps its files (the manifest's record; repair reads it here \
-         when no manifest is left):\n",
-    );
+    text.push_str(&directories_text(recorded));
+    text
+}
+
+/// The heading of the directories record's lines in `OPTIONS`.
+const DIRECTORIES_HEADING: &str =
+    "# where the database keeps its files (the manifest's record; repair reads it here \
+     when no manifest is left):";
+
+/// An `OPTIONS` text `old` with its directories record replaced by `recorded` (and a
+/// copy's line dropped): the options lines kept, as the last writing open wrote them (a
+/// repair, whose options are its own, rewrites only the record).
+pub(crate) fn with_directories(old: &str, recorded: &Directories) -> String {
+    let mut text: String = old
+        .lines()
+        .take_while(|l| *l != DIRECTORIES_HEADING)
+        .filter(|l| !l.starts_with(SELF_CONTAINED_COPY))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    text.push_str(&directories_text(recorded));
+    text
+}
+
+/// The directories record as `OPTIONS` holds it: its heading, then a line per slot.
+fn directories_text(recorded: &Directories) -> String {
+    let mut text = String::new();
+    text.push_str(DIRECTORIES_HEADING);
+    text.push('\n');
     for (id, p) in &recorded.0 {
         let what = if *id == PathId::DB {
             "the database"

@@ -600,6 +600,9 @@ struct RealLock {
 
 impl FileLock for RealLock {}
 
+/// How long after its last change a file has an identity (`Fs::file_identity`).
+const IDENTITY_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Fs for RealFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new()
@@ -749,18 +752,35 @@ impl Fs for RealFs {
             .len())
     }
 
-    /// The device, inode, size and modification time (to the nanosecond): a write changes
-    /// the last, and a file replaced under the same name has another inode.
+    /// The device, inode, size, modification time (to the nanosecond) and creation time
+    /// where the file system keeps one. None for a file modified in the last
+    /// [`IDENTITY_SETTLE`]: a timestamp ticks coarsely (1 s on some file systems, 2 s on
+    /// FAT, the kernel's clock tick everywhere), so a write within the tick, or a file made
+    /// in the same tick on a reused inode, could show the same identity; one older than
+    /// that shows a later write or a new file by a later modification time.
     fn file_identity(&self, path: &Path) -> Option<u128> {
         use std::os::unix::fs::MetadataExt;
         let m = fs::metadata(path).ok()?;
-        let mut b = Vec::with_capacity(40);
+        let modified = m.modified().ok()?;
+        if std::time::SystemTime::now()
+            .duration_since(modified)
+            .map_or(true, |age| age < IDENTITY_SETTLE)
+        {
+            return None;
+        }
+        let born = m
+            .created()
+            .ok()
+            .and_then(|c| c.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut b = Vec::with_capacity(48);
         for v in [
             m.dev(),
             m.ino(),
             m.size(),
             m.mtime() as u64,
             m.mtime_nsec() as u64,
+            born,
         ] {
             b.extend_from_slice(&v.to_le_bytes());
         }
@@ -1284,5 +1304,34 @@ mod tests {
             let limit = super::memory_limit().unwrap();
             assert!(limit <= total.unwrap());
         }
+    }
+
+    /// A file changed within the last seconds has no identity (a timestamp tick could hide a
+    /// change); an older one has, and a later change gives another.
+    #[test]
+    fn a_file_has_an_identity_once_settled_and_a_change_gives_another() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("strata-identity-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        let fs = RealFs::new();
+        assert_eq!(fs.file_identity(&path), None, "just written");
+        let age = |secs: u64| {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+                .unwrap();
+        };
+        age(10);
+        let first = fs.file_identity(&path).expect("settled");
+        assert_eq!(fs.file_identity(&path), Some(first));
+        let mut f = std::fs::File::options().append(true).open(&path).unwrap();
+        f.write_all(b"d").unwrap();
+        drop(f);
+        assert_eq!(fs.file_identity(&path), None, "just changed");
+        age(5);
+        let second = fs.file_identity(&path).expect("settled");
+        assert_ne!(first, second);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

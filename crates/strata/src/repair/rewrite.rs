@@ -278,13 +278,17 @@ impl Repairer<'_> {
         }
         let name = format!("{}\n", filename::manifest_name(manifest_number));
         crate::fs::write_file_atomic(&**fs, &current, name.as_bytes())?;
-        // OPTIONS's copy of the record, the new manifest's (and no longer a copy's line:
-        // the repaired database's record is its own).
-        crate::fs::write_file_atomic(
-            &**fs,
-            &dir.join(filename::OPTIONS),
-            crate::db::open::options_file_text(opts, &placement.directories()).as_bytes(),
-        )?;
+        // OPTIONS's copy of the record, the new manifest's, and no longer a copy's line
+        // (the repaired database's record is its own); its options lines are the
+        // application's, kept (the CLI opens with them).
+        let options = dir.join(filename::OPTIONS);
+        if let Some(old) = crate::fs::read_all(&**fs, &options)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        {
+            let text = crate::db::open::with_directories(&old, &placement.directories());
+            crate::fs::write_file_atomic(&**fs, &options, text.as_bytes())?;
+        }
         for p in &replaced {
             let Some(name) = p.file_name() else { continue };
             fs.rename(p, &lost_of(p).join(name))?;
