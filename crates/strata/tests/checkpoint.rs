@@ -376,21 +376,8 @@ fn a_checkpoint_taken_under_writes_survives_a_power_cut_at_its_return() {
 #[test]
 fn a_matrix_checkpoint_never_opened_survives_the_loss_of_its_manifest() {
     let dir = strata_testkit::tempdir::TempDir::new("checkpoint-matrix-repair");
-    let opts = |pmem: Option<&str>| strata::Options {
-        write_buffer_size: 64 << 10,
-        matrix_container_size: 4 << 20,
-        pmem_dir: pmem.map(|p| dir.path().join(p)),
-        wal_in_pmem: pmem.is_some(),
-        ..strata::Options::matrixkv(dir.path().join("pmem"))
-    };
-    let db = Db::open(dir.path().join("db"), opts(Some("pmem"))).unwrap();
-    for i in 0..3_000 {
-        write(&db, i);
-    }
-    db.flush().unwrap();
-    let cp = dir.path().join("cp");
-    db.checkpoint(&cp).unwrap();
-    db.close().unwrap();
+    let opts = |pmem: Option<&str>| matrix_opts(dir.path(), pmem);
+    let cp = checkpointed_matrix(dir.path());
     assert!(
         cp.join("matrix.dir").exists(),
         "a row directory beside the region"
@@ -417,21 +404,8 @@ fn a_matrix_checkpoint_never_opened_survives_the_loss_of_its_manifest() {
 #[test]
 fn a_copy_is_self_contained_only_as_the_checkpoint_left_it() {
     let dir = strata_testkit::tempdir::TempDir::new("checkpoint-matrix-moved");
-    let opts = |pmem: Option<&str>| strata::Options {
-        write_buffer_size: 64 << 10,
-        matrix_container_size: 4 << 20,
-        pmem_dir: pmem.map(|p| dir.path().join(p)),
-        wal_in_pmem: pmem.is_some(),
-        ..strata::Options::matrixkv(dir.path().join("pmem"))
-    };
-    let db = Db::open(dir.path().join("db"), opts(Some("pmem"))).unwrap();
-    for i in 0..3_000 {
-        write(&db, i);
-    }
-    db.flush().unwrap();
-    let cp = dir.path().join("cp");
-    db.checkpoint(&cp).unwrap();
-    db.close().unwrap();
+    let opts = |pmem: Option<&str>| matrix_opts(dir.path(), pmem);
+    let cp = checkpointed_matrix(dir.path());
     let own = dir.path().join("cp-pmem");
     std::fs::create_dir(&own).unwrap();
     std::fs::rename(cp.join("matrix.pmem"), own.join("matrix.pmem")).unwrap();
@@ -444,4 +418,30 @@ fn a_copy_is_self_contained_only_as_the_checkpoint_left_it() {
     let c = Db::open(&cp, opts(None)).unwrap();
     assert_db_matches(&c, &model(2_999));
     c.close().unwrap();
+}
+
+/// A small `matrixkv` database's options under `dir`, its region in `dir/PMEM` (none: in
+/// the database directory).
+fn matrix_opts(dir: &Path, pmem: Option<&str>) -> strata::Options {
+    strata::Options {
+        write_buffer_size: 64 << 10,
+        matrix_container_size: 4 << 20,
+        pmem_dir: pmem.map(|p| dir.join(p)),
+        wal_in_pmem: pmem.is_some(),
+        ..strata::Options::matrixkv(dir.join("pmem"))
+    }
+}
+
+/// Writes 3,000 writes into a `matrixkv` database at `dir/db` (region in `dir/pmem`),
+/// checkpoints it to `dir/cp` and closes it; returns the checkpoint's path.
+fn checkpointed_matrix(dir: &Path) -> std::path::PathBuf {
+    let db = Db::open(dir.join("db"), matrix_opts(dir, Some("pmem"))).unwrap();
+    for i in 0..3_000 {
+        write(&db, i);
+    }
+    db.flush().unwrap();
+    let cp = dir.join("cp");
+    db.checkpoint(&cp).unwrap();
+    db.close().unwrap();
+    cp
 }

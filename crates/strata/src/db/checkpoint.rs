@@ -323,22 +323,7 @@ pub(crate) fn claim_staging(
 /// # Errors
 /// `InvalidArgument` if it holds a directory (not ours); I/O errors.
 pub(crate) fn clear_staged(fs: &dyn Fs, tmp: &Path) -> Result<()> {
-    let Ok(names) = fs.list(tmp) else {
-        return Ok(());
-    };
-    for n in names {
-        let p: PathBuf = tmp.join(&n);
-        if fs.list(&p).is_ok() {
-            return Err(Error::invalid(format!(
-                "{} holds a directory ({n}): not what a copy stages, left as it is",
-                tmp.display()
-            )));
-        }
-        if n != STAGING_LOCK {
-            fs.remove(&p)?;
-        }
-    }
-    Ok(())
+    clear_files(fs, tmp, Some(STAGING_LOCK))
 }
 
 /// Where a copy into `dir` is made until it is whole: `dir`'s name and `suffix`, beside it.
@@ -493,6 +478,12 @@ pub(crate) fn copy(fs: &dyn Fs, from: &Path, to: &Path) -> Result<()> {
 /// Removes what an earlier checkpoint to the same target left in its temporary
 /// directory `tmp` (a crash, or a failed copy); the directory itself stays, empty.
 pub(crate) fn clear_stale(fs: &dyn Fs, tmp: &Path) -> Result<()> {
+    clear_files(fs, tmp, None)
+}
+
+/// Removes every file in `tmp` but `keep`; refuses (`InvalidArgument`) a `tmp` that holds
+/// a directory: no copy stages one, so it is no leftover of ours.
+fn clear_files(fs: &dyn Fs, tmp: &Path, keep: Option<&str>) -> Result<()> {
     let Ok(names) = fs.list(tmp) else {
         return Ok(());
     };
@@ -500,12 +491,13 @@ pub(crate) fn clear_stale(fs: &dyn Fs, tmp: &Path) -> Result<()> {
         let p: PathBuf = tmp.join(&n);
         if fs.list(&p).is_ok() {
             return Err(Error::invalid(format!(
-                "checkpoint: {} holds a directory ({n}): not a checkpoint's leftovers, left \
-                 as it is",
+                "{} holds a directory ({n}): not what a copy stages, left as it is",
                 tmp.display()
             )));
         }
-        fs.remove(&p)?;
+        if keep != Some(n.as_str()) {
+            fs.remove(&p)?;
+        }
     }
     Ok(())
 }
