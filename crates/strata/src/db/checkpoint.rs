@@ -250,10 +250,9 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
         return Err(e.context(format!("checkpoint {}", dir.display())));
     }
     drop(frozen);
-    // (A rename onto a directory another process filled meanwhile fails: the copy is then
-    // not taken for its.)
-    // (What is staged is cleared while the claim is held: once let go, another
-    // process's copy may be staged there.)
+    // (A rename onto a directory another process filled meanwhile fails, and the copy is
+    // not taken for its. What is staged is cleared while the claim is held: once let go,
+    // another process's copy may be staged there.)
     if let Err(e) = fs.rename(&tmp, dir) {
         clear_staged(fs, &tmp).ok();
         drop(claim);
@@ -304,16 +303,18 @@ pub(crate) fn claim_staging(
         }
         Err(_) => fs.create_dir_all(tmp)?,
     }
-    let lock = fs.lock(&tmp.join(STAGING_LOCK)).map_err(|e| {
-        Error::new(
-            ErrorKind::Busy,
-            format!(
-                "{what} {}: another {what} to it is under way ({})",
-                dir.display(),
-                e.message()
+    let lock = fs
+        .lock(&tmp.join(STAGING_LOCK))
+        .map_err(|e| match e.kind() {
+            ErrorKind::Busy => Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "{what} {}: another {what} to it is under way",
+                    dir.display()
+                ),
             ),
-        )
-    })?;
+            _ => e.context(format!("{what} {}", dir.display())),
+        })?;
     clear_staged(fs, tmp)?;
     Ok(lock)
 }
