@@ -420,6 +420,25 @@ fn a_copy_is_self_contained_only_as_the_checkpoint_left_it() {
     c.close().unwrap();
 }
 
+/// A copy whose region and row directory were moved into a persistent-memory directory of
+/// its own, as the design page allows, is still a copy when that directory is given: its
+/// repair reads nothing of the original's directories and keeps every row.
+#[test]
+fn a_copy_whose_region_moved_into_its_pmem_dir_is_still_a_copy() {
+    let dir = strata_testkit::tempdir::TempDir::new("checkpoint-matrix-own-pmem");
+    let cp = checkpointed_matrix(dir.path());
+    let own = dir.path().join("cp-pmem");
+    std::fs::create_dir(&own).unwrap();
+    for f in ["matrix.pmem", "matrix.dir"] {
+        std::fs::rename(cp.join(f), own.join(f)).unwrap();
+    }
+    let report = strata::repair(&cp, &matrix_opts(dir.path(), Some("cp-pmem"))).unwrap();
+    assert!(report.damage.is_empty(), "{report:?}");
+    let c = Db::open(&cp, matrix_opts(dir.path(), Some("cp-pmem"))).unwrap();
+    assert_db_matches(&c, &model(2_999));
+    c.close().unwrap();
+}
+
 /// A small `matrixkv` database's options under `dir`, its region in `dir/PMEM` (none: in
 /// the database directory).
 fn matrix_opts(dir: &Path, pmem: Option<&str>) -> strata::Options {

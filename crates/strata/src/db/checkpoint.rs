@@ -230,6 +230,8 @@ pub(crate) fn checkpoint(db: &Arc<DbInner>, dir: &Path) -> Result<()> {
     let dir = &crate::placement::absolute(dir);
     let fs = &*db.fs;
     let parent = new_directory(fs, dir, "checkpoint")?;
+    // (Refused before anything is made; `freeze` asks again once the version is pinned.)
+    refuse_unsupported(&super::lock(&db.versions).current())?;
     let tmp = beside(dir, ".checkpoint-tmp");
     let claim = claim_staging(fs, &tmp, dir, "checkpoint")?;
     let frozen = freeze(db)?;

@@ -279,7 +279,7 @@ pub(crate) fn known_directories(path: &Path, opts: &Options) -> Known {
     let record =
         crate::version::recorded_directories(&*opts.fs, &configured, crate::registry::registered())
             .or_else(|| options_file_directories(&*opts.fs, path));
-    let copy = self_contained_copy(&*opts.fs, path);
+    let copy = self_contained_copy(&*opts.fs, path, opts.pmem_dir.as_deref());
     let Some(rec) = record else {
         return Known {
             placement: configured,
@@ -466,7 +466,10 @@ pub(crate) fn copy_marker(manifest: &str, layouts: &[String]) -> String {
 /// its L0 layout's files where the copy put them ([`SELF_CONTAINED_COPY`]). (A CURRENT
 /// that is gone leaves the line standing: a repair, which rewrites OPTIONS, is then what
 /// comes; a writable open rewrites OPTIONS too, as it ends.)
-pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path) -> bool {
+///
+/// The layout's files may also be in `pmem_dir` (the options'): moved there before the
+/// copy's first open, as checkpoints.md allows, they are still the copy's own.
+pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path, pmem_dir: Option<&Path>) -> bool {
     let Some(text) = fs::read_all(fs, &path.join(filename::OPTIONS))
         .ok()
         .and_then(|t| String::from_utf8(t).ok())
@@ -506,7 +509,9 @@ pub(crate) fn self_contained_copy(fs: &dyn fs::Fs, path: &Path) -> bool {
                     .all(|m| Some(m) <= ours)
         }
     };
-    named && names.all(|n| fs.exists(&path.join(n)))
+    named
+        && names
+            .all(|n| fs.exists(&path.join(n)) || pmem_dir.is_some_and(|d| fs.exists(&d.join(n))))
 }
 
 /// The `OPTIONS` file's text: the options of this open, then the directories record the
