@@ -16,6 +16,10 @@ median write amplification: device bytes (WAL, tables, manifest) per user byte, 
 table bytes the engine reports (flush + compaction) in parentheses.
 Logs are kept under the directory for inspection. Nothing here judges: it measures.
 
+With --limit SIZE (1G, 256M) every run starts with the page cache dropped (root) and runs
+inside `../shared/bench/memlimit SIZE` (--memlimit PATH elsewhere): a memory cgroup that
+counts the page cache too, so data larger than SIZE is read from and written to the device.
+
   tools/compare.py --from-logs DIR1,DIR2,... --engines ... [--title TEXT] [-- FLAGS]
 tabulates logs earlier runs left (every ENGINE-R.log in those directories is one round):
 a long campaign run one round per invocation keeps each finished round, and is merged here.
@@ -56,6 +60,22 @@ def status_kib(pid, field):
     return 0
 
 
+def tree_kib(pid, field):
+    """The largest `field` of `pid` and its descendants (a run under --limit is a shell that
+    starts the benchmark as a grandchild)."""
+    best, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        best = max(best, status_kib(p, field))
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return best
+
+
 def run(cmd, log):
     """Runs one engine; also samples its anonymous resident memory (RssAnon: heap, memtables,
     caches; not the page cache that memory-mapped table files show in VmRSS) every 50 ms."""
@@ -66,7 +86,7 @@ def run(cmd, log):
 
         def sample():
             while not stop.is_set():
-                peak[0] = max(peak[0], status_kib(p.pid, "RssAnon"))
+                peak[0] = max(peak[0], tree_kib(p.pid, "RssAnon"))
                 stop.wait(0.05)
 
         t = threading.Thread(target=sample, daemon=True)
@@ -167,6 +187,11 @@ def main():
                          "comparison of two builds in one alternating run: "
                          "'strata:blob#before=/path/to/old/strata-bench')")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--limit", default=None, metavar="SIZE",
+                    help="run each engine inside a memory cgroup of SIZE (page cache included), "
+                         "caches dropped before each run")
+    ap.add_argument("--memlimit", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                       "../../shared/bench/memlimit"))
     ap.add_argument("--title", default="")
     ap.add_argument("--from-logs", default=None, metavar="DIR,DIR,...",
                     help="run nothing: tabulate the logs earlier runs left in these directories "
@@ -202,7 +227,13 @@ def main():
         for e in engines:
             db = os.path.join(work, f"db-{e}-{r}".replace(":", "-").replace("#", "-"))
             log = os.path.join(work, f"{e}-{r}.log".replace(":", "-").replace("#", "-"))
-            rc, res, p99, amp = run(engine_args(a.bin, e, db, extra_for, bin_for) + ["--histogram=1"] + flags, log)
+            cmd = engine_args(a.bin, e, db, extra_for, bin_for) + ["--histogram=1"] + flags
+            if a.limit:
+                subprocess.run(["sync"], check=True)
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("3\n")
+                cmd = [a.memlimit, a.limit, "--"] + cmd
+            rc, res, p99, amp = run(cmd, log)
             # The run's directories: its database, siblings named after it, and any other
             # path a flag built from {db} (such as --pmem_dir=/dev/shm{db}: left behind, a
             # 1 GiB matrix region per run filled the tmpfs and starved later runs' page cache).
@@ -225,7 +256,8 @@ def main():
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     if a.title:
         print(f"#### {a.title}\n")
-    print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians.")
+    print("Command: `strata-bench --engine=E " + " ".join(flags) + f"`, {a.rounds} alternating rounds, medians"
+          + (f", each inside a {a.limit} memory limit with caches dropped." if a.limit else "."))
     for e, fl in extra_for.items():
         print(f"{e} adds `{' '.join(fl)}` ({{db}} = its database directory).")
     for e, b in bin_for.items():
