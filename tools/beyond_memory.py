@@ -16,6 +16,10 @@ Engines are given as for tools/compare.py (strata:PRESET, #TAG variants, --flags
 `readrandom,seekrandom` with `--seek_nexts=10`. `--read-flags` given several times runs
 each set in turn on the same database, dropping the page cache before each (put the ones
 that write, such as `readwhilewriting`, last).
+
+  tools/beyond_memory.py --from-logs DIR --engines ...
+tabulates the logs a run left in DIR (ENGINE-R.log: one round of one engine, the fill and
+each read run after a `$ command` line) without running anything.
 """
 import argparse
 import os
@@ -54,6 +58,23 @@ def parse(text):
     return out
 
 
+def merge(res, k, out):
+    """Adds read run k's results to one round's `res` (a benchmark run twice, such as
+    seekrandom with 10 and then 100 nexts, is kept as NAME#2)."""
+    for name, v in parse(out).items():
+        res[name if name not in res else f"{name}#{k + 1}"] = v
+
+
+def from_log(path):
+    """One round's results from its log: the fill, then each read run, in order."""
+    with open(path) as f:
+        parts = re.split(r"^\$ .*$", f.read(), flags=re.M)[1:]
+    res = parse(parts[0]) if parts else {}
+    for k, out in enumerate(parts[1:]):
+        merge(res, k, out)
+    return res
+
+
 def sh(cmd, log):
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
@@ -78,6 +99,8 @@ def main():
                          "earlier run gets the run's number: seekrandom#2); a set without a space is "
                          "given as --read-flags=--benchmarks=X, or argparse takes it for an option")
     ap.add_argument("--flags-for", action="append", default=[], metavar="ENGINE=FLAGS")
+    ap.add_argument("--from-logs", default=None, metavar="DIR",
+                    help="run nothing: tabulate the logs a run left in DIR")
     a = ap.parse_args()
     engines = a.engines.split(",")
     extra_for = parse_flags_for(engines, a.flags_for)
@@ -88,7 +111,15 @@ def main():
     # The read run must address the same keys as the fill: pass --num (and sizes) on.
     shared = [f for f in fill if f.split("=")[0] in ("--num", "--key_size", "--value_size")]
     per = {e: [] for e in engines}
-    for r in range(a.rounds):
+    if a.from_logs:
+        for e in engines:
+            stem = e.replace(":", "-").replace("#", "-") + "-"
+            rounds = sorted(int(n[len(stem):-4]) for n in os.listdir(a.from_logs)
+                            if n.startswith(stem) and n.endswith(".log") and n[len(stem):-4].isdigit())
+            per[e] = [from_log(os.path.join(a.from_logs, f"{stem}{r}.log")) for r in rounds]
+        a.rounds = max(len(v) for v in per.values())
+        work = a.from_logs
+    for r in range(0 if a.from_logs else a.rounds):
         for e in engines:
             tag = e.replace(":", "-").replace("#", "-")
             db = os.path.join(work, f"db-{tag}")
@@ -106,17 +137,17 @@ def main():
                 rc, out = sh([a.memlimit, a.limit, "--"] + base + ["--use_existing_db=1"] + shared + reads, log)
                 if rc != 0:
                     sys.exit(f"{e}: reads failed; log: {log}")
-                for name, v in parse(out).items():
-                    res[name if name not in res else f"{name}#{k + 1}"] = v
+                merge(res, k, out)
             per[e].append(res)
             print(f"round {r} {e}: " + ", ".join(f"{k} {v.get('ops', 0):.0f} ops/s {v.get('kib', float('nan')):.1f} KiB/op"
                                                  for k, v in res.items()), file=sys.stderr, flush=True)
             shutil.rmtree(db, ignore_errors=True)
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     names = [n for n in per[engines[0]][0] if n not in ("fillrandom", "waitforcompaction")]
-    print(f"Memory limit {a.limit} (page cache included), caches dropped before each read run; "
-          f"fill `{a.fill_flags}`, reads " + ", then ".join(f"`{' '.join(r)}`" for r in read_sets)
-          + f"; {a.rounds} alternating rounds, medians.\n")
+    if not a.from_logs:
+        print(f"Memory limit {a.limit} (page cache included), caches dropped before each read run; "
+              f"fill `{a.fill_flags}`, reads " + ", then ".join(f"`{' '.join(r)}`" for r in read_sets)
+              + f"; {a.rounds} alternating rounds, medians.\n")
     print("| benchmark | " + " | ".join(f"{e} ops/s | {e} disk KiB/op" for e in engines) + " |")
     print("|---|" + "---|---|" * len(engines))
     for n in names:

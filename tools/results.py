@@ -98,7 +98,10 @@ def block(name, opts):
         info = json.load(f)
     given = dict(o.split("=", 1) for o in opts.split())
     engines = engines_of(info, given.get("engines"))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare.py"),
+    # A run is tabulated by the tool that made it (compare.py, or beyond_memory.py for reads
+    # past memory), as its command says.
+    tool = "beyond_memory.py" if info["command"].startswith("tools/beyond_memory.py") else "compare.py"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", tool),
                           "--from-logs", run_dir, "--engines", ",".join(engines)],
                          capture_output=True, text=True)
     if out.returncode != 0:
