@@ -5,6 +5,7 @@
 //! they race with are serialised per key by a striped lock. Keys are namespaced by type
 //! in strata's key space (docs/format/redis-keys.md).
 
+mod admin;
 pub mod resp;
 mod types;
 
@@ -90,6 +91,14 @@ pub struct Server {
     keys_counted: AtomicBool,
     /// The connections open now, by id (CLIENT LIST).
     sessions: Mutex<std::collections::BTreeMap<u64, ClientEntry>>,
+    /// CONFIG's parameters (admin.rs), by their Redis names.
+    parameters: Mutex<std::collections::BTreeMap<&'static str, Vec<u8>>>,
+    /// Calls, microseconds and error replies per command of `admin::COMMANDS` (INFO
+    /// commandstats).
+    command_stats: Vec<[AtomicU64; 3]>,
+    /// The bytes one request may take (`proto-max-bulk-len` and
+    /// `client-query-buffer-limit` bound it; at start, `Config::limits`).
+    max_request: AtomicUsize,
 }
 
 /// What CLIENT LIST says of a connection.
@@ -296,7 +305,14 @@ const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 impl Server {
     /// A server over `db`.
     pub fn new(db: strata::Db, config: Config) -> Arc<Server> {
+        let parameters = Mutex::new(Server::initial_parameters(&config));
+        let max_request = AtomicUsize::new(config.limits.max_request);
         let server = Server {
+            command_stats: (0..admin::COMMANDS.len())
+                .map(|_| Default::default())
+                .collect(),
+            parameters,
+            max_request,
             db,
             config,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
@@ -411,7 +427,10 @@ impl Server {
             while inbuf.len() - used >= need {
                 // Before AUTH, only small requests (as Redis 7 allows).
                 let limits = if s.authed {
-                    self.config.limits
+                    Limits {
+                        max_request: self.max_request.load(Ordering::Acquire),
+                        ..self.config.limits
+                    }
                 } else {
                     UNAUTHENTICATED
                 };
@@ -488,6 +507,7 @@ impl Server {
     fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
+        let (began, reply_at) = (Instant::now(), out.buf.len());
         if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
             out.error("NOAUTH Authentication required.");
             return;
@@ -541,6 +561,14 @@ impl Server {
         })();
         if let Err(e) = r {
             out.error(&format!("ERR strata: {e}"));
+        }
+        if let Some(i) = admin::index(&name) {
+            let [calls, usec, failed] = &self.command_stats[i];
+            calls.fetch_add(1, Ordering::Relaxed);
+            usec.fetch_add(began.elapsed().as_micros() as u64, Ordering::Relaxed);
+            if out.buf.get(reply_at) == Some(&b'-') {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -628,20 +656,25 @@ impl Server {
     fn server_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
         let argc = args.len();
         match name {
-            "COMMAND" => match args.get(1).map(|a| upper(a)).as_deref() {
-                Some("COUNT") => out.int(COMMANDS as i64),
-                Some("DOCS") => out.map(0),
-                _ => out.array(0),
-            },
-            "CONFIG" => match args.get(1).map(|a| upper(a)).as_deref() {
-                // Tools probe it (redis-benchmark asks for `save` and `appendonly`):
-                // strata-server has no runtime configuration to show.
-                Some("GET") => out.map(0),
-                _ => out.error("ERR CONFIG: only CONFIG GET is supported (and answers nothing)"),
-            },
+            "COMMAND" => self.command_command(args, out),
+            "CONFIG" => {
+                if check_arity(name, argc >= 2, out) {
+                    self.config_command(args, out);
+                }
+            }
+            "FUNCTION" => {
+                if check_arity(name, argc >= 2, out) {
+                    self.function_command(args, out);
+                }
+            }
             "INFO" => {
-                let info = self.info();
+                let info = self.info(&args[1..]);
                 out.bulk(info.as_bytes());
+            }
+            "MEMORY" => {
+                if check_arity(name, argc >= 2, out) {
+                    self.memory_command(args, out)?;
+                }
             }
             "DBSIZE" => {
                 let n = self.dbsize()?;
@@ -652,6 +685,7 @@ impl Server {
                 let n = self.count_keys()?;
                 out.int(n as i64);
             }
+            "DEBUG" => out.error("ERR strata-server serves DEBUG COUNTKEYS only"),
             "FLUSHDB" | "FLUSHALL" => {
                 if !self.config.enable_flushdb {
                     out.error("ERR FLUSHDB is disabled (start the server with --enable-flushdb)");
@@ -1236,40 +1270,183 @@ impl Server {
         Ok(())
     }
 
+    /// Removes every record: one range deletion (constant time however many keys there
+    /// are; compactions drop what it covers). Every record's first byte is an ASCII tag
+    /// (docs/format/redis-keys.md), so `[0x00.., 0xff)` holds them all.
     fn flush_all(&self) -> strata::Result<()> {
-        let mut it = self.db.iter(strata::ReadOptions::default())?;
-        it.seek_to_first();
         let mut b = strata::WriteBatch::new();
-        while it.valid() {
-            b.delete(it.key());
-            if b.len() >= 10_000 {
-                self.write(std::mem::take(&mut b))?;
-            }
-            it.next();
-        }
-        it.status()?;
-        if !b.is_empty() {
-            self.write(b)?;
-        }
-        Ok(())
+        b.delete_range(b"", [0xffu8]);
+        self.write(b)
     }
 
-    fn info(&self) -> String {
-        let st = self.db.stats();
-        format!(
-            "# Server\r\nredis_version:7.0.0\r\nstrata_version:{}\r\nredis_mode:standalone\r\nuptime_in_seconds:{}\r\nsync_mode:{:?}\r\n\r\n# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\r\n# Keyspace\r\ndb0:keys={},expires=0\r\n\r\n# Strata\r\n{}\r\n",
-            env!("CARGO_PKG_VERSION"),
-            self.started.elapsed().as_secs(),
-            self.config.sync,
-            self.clients.load(Ordering::Relaxed),
-            self.config.maxclients,
-            self.connections.load(Ordering::Relaxed),
-            self.commands.load(Ordering::Relaxed),
-            self.dbsize().unwrap_or(0),
-            st.to_text().replace('\n', "\r\n")
-        )
+    /// INFO's text for the sections asked (none or `default`: Redis's default set; `all`:
+    /// those and commandstats and strata's own; `everything`: the same, strata-server
+    /// having no modules), each once, in Redis's order.
+    fn info(&self, asked: &[Vec<u8>]) -> String {
+        const DEFAULT: &[&str] = &[
+            "server",
+            "clients",
+            "memory",
+            "persistence",
+            "stats",
+            "replication",
+            "cpu",
+            "keyspace",
+        ];
+        let mut want: Vec<String> = Vec::new();
+        let add = |s: &str, want: &mut Vec<String>| {
+            if !want.iter().any(|w| w == s) {
+                want.push(s.to_string());
+            }
+        };
+        if asked.is_empty() {
+            DEFAULT.iter().for_each(|s| add(s, &mut want));
+        }
+        for a in asked {
+            match String::from_utf8_lossy(a).to_ascii_lowercase().as_str() {
+                "default" => DEFAULT.iter().for_each(|s| add(s, &mut want)),
+                "all" | "everything" => DEFAULT
+                    .iter()
+                    .chain(&["commandstats", "errorstats", "strata"])
+                    .for_each(|s| add(s, &mut want)),
+                other => add(other, &mut want),
+            }
+        }
+        let order = [
+            "server",
+            "clients",
+            "memory",
+            "persistence",
+            "stats",
+            "replication",
+            "cpu",
+            "commandstats",
+            "errorstats",
+            "keyspace",
+            "strata",
+        ];
+        let mut text = String::new();
+        for section in order.iter().filter(|s| want.iter().any(|w| w == *s)) {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            text.push_str(&self.info_section(section));
+        }
+        text
+    }
+
+    fn info_section(&self, section: &str) -> String {
+        let status = |field: &str| -> u64 {
+            std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find(|l| l.starts_with(field))?
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse::<u64>()
+                        .ok()
+                })
+                .map_or(0, |kib| kib * 1024)
+        };
+        let lines: Vec<String> = match section {
+            "server" => vec![
+                "redis_version:7.0.0".into(),
+                format!("strata_version:{}", env!("CARGO_PKG_VERSION")),
+                "redis_mode:standalone".into(),
+                format!("process_id:{}", std::process::id()),
+                format!("uptime_in_seconds:{}", self.started.elapsed().as_secs()),
+                format!("sync_mode:{:?}", self.config.sync),
+            ],
+            "clients" => vec![
+                format!("connected_clients:{}", self.clients.load(Ordering::Relaxed)),
+                format!("maxclients:{}", self.config.maxclients),
+                "blocked_clients:0".into(),
+            ],
+            // Redis's used_memory is its allocator's count; here the process's anonymous
+            // resident memory (heap, memtables, caches), the page cache apart.
+            "memory" => vec![
+                format!("used_memory:{}", status("RssAnon:")),
+                format!("used_memory_rss:{}", status("VmRSS:")),
+                format!("used_memory_peak:{}", status("VmHWM:")),
+                "maxmemory:0".into(),
+                "mem_allocator:libc".into(),
+            ],
+            "persistence" => vec![
+                "loading:0".into(),
+                "aof_enabled:1".into(),
+                "rdb_bgsave_in_progress:0".into(),
+                "aof_rewrite_in_progress:0".into(),
+            ],
+            "stats" => vec![
+                format!(
+                    "total_connections_received:{}",
+                    self.connections.load(Ordering::Relaxed)
+                ),
+                format!(
+                    "total_commands_processed:{}",
+                    self.commands.load(Ordering::Relaxed)
+                ),
+                "expired_keys:0".into(),
+                "evicted_keys:0".into(),
+            ],
+            "replication" => vec![
+                "role:master".into(),
+                "connected_slaves:0".into(),
+                "master_repl_offset:0".into(),
+            ],
+            "cpu" => {
+                let usage = |who| {
+                    // SAFETY: getrusage writes the struct it is given; zeroed is a valid
+                    // rusage (plain integers).
+                    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+                    // SAFETY: `u` is a valid, writable rusage for the call.
+                    unsafe { libc::getrusage(who, &mut u) };
+                    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+                    (secs(u.ru_stime), secs(u.ru_utime))
+                };
+                let (sys, user) = usage(libc::RUSAGE_SELF);
+                let (csys, cuser) = usage(libc::RUSAGE_CHILDREN);
+                vec![
+                    format!("used_cpu_sys:{sys:.6}"),
+                    format!("used_cpu_user:{user:.6}"),
+                    format!("used_cpu_sys_children:{csys:.6}"),
+                    format!("used_cpu_user_children:{cuser:.6}"),
+                ]
+            }
+            // Error replies count as failed calls; rejected_calls (refused before running:
+            // arity, authentication) is not told apart yet and stays 0.
+            "commandstats" => admin::COMMANDS
+                .iter()
+                .zip(&self.command_stats)
+                .filter_map(|(c, [calls, usec, failed])| {
+                    let n = calls.load(Ordering::Relaxed);
+                    let us = usec.load(Ordering::Relaxed);
+                    (n > 0).then(|| {
+                        format!(
+                            "cmdstat_{}:calls={n},usec={us},usec_per_call={:.2},rejected_calls=0,failed_calls={}",
+                            c.name,
+                            us as f64 / n as f64,
+                            failed.load(Ordering::Relaxed)
+                        )
+                    })
+                })
+                .collect(),
+            "errorstats" => Vec::new(),
+            "keyspace" => vec![format!(
+                "db0:keys={},expires=0,avg_ttl=0",
+                self.dbsize().unwrap_or(0)
+            )],
+            "strata" => self.db.stats().to_text().lines().map(str::to_string).collect(),
+            _ => return String::new(),
+        };
+        let mut title = section.to_string();
+        title[..1].make_ascii_uppercase();
+        let title = match section {
+            "cpu" => "CPU".to_string(),
+            "commandstats" => "Commandstats".to_string(),
+            _ => title,
+        };
+        format!("# {title}\r\n{}\r\n", lines.join("\r\n"))
     }
 }
-
-/// Commands served (COMMAND COUNT).
-const COMMANDS: usize = 42;

@@ -67,16 +67,17 @@ pub fn parse_step(buf: &[u8], limits: &Limits) -> Result<Step, ProtocolError> {
             None => more,
         });
     }
-    let Some((n, mut at)) = line_int(buf, 1, limits)? else {
+    let Some((n, mut at)) = line_int(buf, 1, "multibulk")? else {
         return Ok(more);
     };
     if n < 0 {
         return Ok(Step::Request(Vec::new(), at)); // a null array: nothing to do
     }
-    let n = n as usize;
-    if n > limits.max_args {
-        return Err(ProtocolError(format!("too many arguments ({n})")));
+    // (Redis's texts for the protocol's errors, which clients and its tests match.)
+    if n as u64 > limits.max_args as u64 {
+        return Err(ProtocolError("invalid multibulk length".into()));
     }
+    let n = n as usize;
     // Where each argument lies; copied once the request is whole.
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(n.min(1024));
     let mut total = 0usize;
@@ -90,11 +91,11 @@ pub fn parse_step(buf: &[u8], limits: &Limits) -> Result<Step, ProtocolError> {
                 (first as char).escape_default()
             )));
         }
-        let Some((len, start)) = line_int(buf, at + 1, limits)? else {
+        let Some((len, start)) = line_int(buf, at + 1, "bulk")? else {
             return Ok(more);
         };
-        if len < 0 {
-            return Err(ProtocolError("null bulk string in a request".into()));
+        if len < 0 || len as u64 > limits.max_request as u64 {
+            return Err(ProtocolError("invalid bulk length".into()));
         }
         let len = len as usize;
         total += len;
@@ -121,15 +122,12 @@ pub fn parse_step(buf: &[u8], limits: &Limits) -> Result<Step, ProtocolError> {
 }
 
 /// The integer on the line starting at `from` (after a type byte), and where the next line
-/// starts.
-fn line_int(
-    buf: &[u8],
-    from: usize,
-    limits: &Limits,
-) -> Result<Option<(i64, usize)>, ProtocolError> {
+/// starts; `what` ("multibulk", "bulk") names the length in errors.
+fn line_int(buf: &[u8], from: usize, what: &str) -> Result<Option<(i64, usize)>, ProtocolError> {
     let Some(end) = buf[from.min(buf.len())..].iter().position(|&b| b == b'\r') else {
         if buf.len() - from.min(buf.len()) > 32 {
-            return Err(ProtocolError("length line too long".into()));
+            let short = if what == "bulk" { "bulk" } else { "mbulk" };
+            return Err(ProtocolError(format!("too big {short} count string")));
         }
         return Ok(None);
     };
@@ -143,10 +141,7 @@ fn line_int(
     let s = std::str::from_utf8(&buf[from..end])
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| ProtocolError("invalid length".into()))?;
-    if s > limits.max_request as i64 {
-        return Err(ProtocolError(format!("length {s} over the limit")));
-    }
+        .ok_or_else(|| ProtocolError(format!("invalid {what} length")))?;
     Ok(Some((s, end + 2)))
 }
 
@@ -158,24 +153,104 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolE
     let cap = limits.max_request.min(64 << 10);
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
         if buf.len() > cap {
-            return Err(ProtocolError("inline request too long".into()));
+            return Err(ProtocolError("too big inline request".into()));
         }
         return Ok(None);
     };
     if nl > cap {
-        return Err(ProtocolError("inline request too long".into()));
+        return Err(ProtocolError("too big inline request".into()));
     }
     let line = &buf[..nl];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let args: Vec<Vec<u8>> = line
-        .split(|&b| b == b' ' || b == b'\t')
-        .filter(|w| !w.is_empty())
-        .map(<[u8]>::to_vec)
-        .collect();
+    let args =
+        split_inline(line).ok_or_else(|| ProtocolError("unbalanced quotes in request".into()))?;
     if args.len() > limits.max_args {
-        return Err(ProtocolError("too many arguments".into()));
+        return Err(ProtocolError("invalid multibulk length".into()));
     }
     Ok(Some((args, nl + 1)))
+}
+
+/// An inline line's words, as redis-cli writes them: separated by blanks; a word in double
+/// quotes may hold blanks and the escapes `\n \r \t \b \a \\ \" \xHH`, one in single quotes
+/// blanks and `\'`. None if a quote is not closed, or a closing quote is not followed by a
+/// blank or the end (Redis's `sdssplitargs`).
+fn split_inline(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let blank = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && blank(line[i]) {
+            i += 1;
+        }
+        if i == line.len() {
+            return Some(args);
+        }
+        let mut word = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            let c = line.get(i).copied();
+            if dq {
+                match c {
+                    None => return None,
+                    Some(b'\\') if i + 3 < line.len() && line[i + 1] == b'x' => {
+                        match (hex(line[i + 2]), hex(line[i + 3])) {
+                            (Some(h), Some(l)) => {
+                                word.push(h * 16 + l);
+                                i += 3;
+                            }
+                            _ => word.push(b'\\'),
+                        }
+                    }
+                    Some(b'\\') if i + 1 < line.len() => {
+                        i += 1;
+                        word.push(match line[i] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 0x08,
+                            b'a' => 0x07,
+                            other => other,
+                        });
+                    }
+                    Some(b'"') => {
+                        if line.get(i + 1).is_some_and(|&n| !blank(n)) {
+                            return None;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(other) => word.push(other),
+                }
+            } else if sq {
+                match c {
+                    None => return None,
+                    Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
+                        i += 1;
+                        word.push(b'\'');
+                    }
+                    Some(b'\'') => {
+                        if line.get(i + 1).is_some_and(|&n| !blank(n)) {
+                            return None;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(other) => word.push(other),
+                }
+            } else {
+                match c {
+                    None => break,
+                    Some(b) if blank(b) => break,
+                    Some(b'"') => dq = true,
+                    Some(b'\'') => sq = true,
+                    Some(other) => word.push(other),
+                }
+            }
+            i += 1;
+        }
+        args.push(word);
+    }
 }
 
 /// Where a reply too large to hold goes while it is written: to the client's connection

@@ -83,6 +83,59 @@ impl Server {
         Ok(it)
     }
 
+    /// MEMORY USAGE key [SAMPLES n]: the bytes of the key's records (keys and values as
+    /// stored): exact for a string; for a hash or sorted set, the first `n` elements
+    /// (default 5, 0: all) stand for the rest, as Redis samples them. Nil if no such key.
+    pub(crate) fn memory_command(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        if !args[1].eq_ignore_ascii_case(b"USAGE") {
+            out.error(&format!(
+                "ERR strata-server serves MEMORY USAGE only (not MEMORY {})",
+                String::from_utf8_lossy(&args[1])
+            ));
+            return Ok(());
+        }
+        let mut samples = 5u64;
+        match args.len() {
+            3 => {}
+            5 if args[3].eq_ignore_ascii_case(b"SAMPLES") => match crate::parse_i64(&args[4]) {
+                Some(n) if n >= 0 => samples = n as u64,
+                _ => {
+                    out.error("ERR value is not an integer or out of range");
+                    return Ok(());
+                }
+            },
+            _ => {
+                out.error("ERR syntax error");
+                return Ok(());
+            }
+        }
+        let k = &args[2];
+        let key = crate::string_key(k);
+        if let Some(v) = self.db.get(&key)? {
+            out.int((key.len() + v.len()) as i64);
+            return Ok(());
+        }
+        let Some((t, n)) = self.meta(k)? else {
+            out.null();
+            return Ok(());
+        };
+        let p = element_prefix(t, k);
+        let mut it = self.elements(&p, p.clone())?;
+        let (mut seen, mut bytes) = (0u64, 0u64);
+        while it.valid() && (samples == 0 || seen < samples) {
+            // A sorted-set member has a score-index record of about the same size.
+            let per = (it.key().len() + it.value().len()) as u64;
+            bytes += if t == ZSET { 2 * per } else { per };
+            seen += 1;
+            it.next();
+        }
+        it.status()?;
+        let meta = (meta_key(k).len() + 9) as u64;
+        let total = meta + bytes.saturating_mul(n).checked_div(seen).unwrap_or(0);
+        out.int(total.min(i64::MAX as u64) as i64);
+        Ok(())
+    }
+
     /// Every record of key `k`, whatever its type, deleted in `b`; whether it existed.
     pub(crate) fn delete_any(&self, k: &[u8], b: &mut strata::WriteBatch) -> strata::Result<bool> {
         let s = crate::string_key(k);

@@ -889,3 +889,201 @@ fn client_auth_integers_and_zero_scores_answer_as_redis() {
     assert!(matches!(u.read(), Reply::Error(e) if e.contains("Protocol error")));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn command_config_and_function_answer_as_redis_does() {
+    let dir = temp_dir("admin");
+    let s = Server::start(&dir, &["--max-request-bytes", "100000"]);
+    let mut c = s.client();
+    // Every command COMMAND lists is served: sent bare, none is "unknown".
+    let Reply::Array(names) = c.cmd(&["COMMAND", "LIST"]) else {
+        panic!("COMMAND LIST")
+    };
+    assert!(names.len() > 40);
+    assert_eq!(c.cmd(&["COMMAND", "COUNT"]), Reply::Int(names.len() as i64));
+    for n in &names {
+        let Reply::Bulk(Some(n)) = n else {
+            panic!("{n:?}")
+        };
+        let n = String::from_utf8(n.clone()).unwrap();
+        if n == "quit" {
+            continue;
+        }
+        let mut probe = s.client();
+        let r = probe.cmd(&[&n]);
+        assert!(
+            !matches!(&r, Reply::Error(e) if e.contains("unknown command")),
+            "{n}: {r:?}"
+        );
+    }
+    // COMMAND INFO: name, arity, flags, first/last key, step (and four lists).
+    let Reply::Array(info) = c.cmd(&["COMMAND", "INFO", "get", "nosuchcommand"]) else {
+        panic!("COMMAND INFO")
+    };
+    let Reply::Array(get) = &info[0] else {
+        panic!("{info:?}")
+    };
+    assert_eq!(get.len(), 10);
+    assert_eq!(get[0], bulk("get"));
+    assert_eq!(get[1], Reply::Int(2));
+    assert_eq!(&get[3..6], &[Reply::Int(1), Reply::Int(1), Reply::Int(1)]);
+    assert_eq!(info[1], Reply::Bulk(None));
+    // CONFIG GET by name and pattern, with the aliases Redis 7 keeps.
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "hash-max-ziplist-entries"]),
+        Reply::Array(vec![bulk("hash-max-ziplist-entries"), bulk("128")])
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "hash-max-ziplist-entries", "16"]),
+        ok()
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "hash-max-listpack-entries"]),
+        Reply::Array(vec![bulk("hash-max-listpack-entries"), bulk("16")])
+    );
+    let Reply::Array(pairs) = c.cmd(&["CONFIG", "GET", "zset-*"]) else {
+        panic!()
+    };
+    assert_eq!(pairs.len(), 8);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "appendfsync"]),
+        Reply::Array(vec![bulk("appendfsync"), bulk("everysec")])
+    );
+    assert_eq!(c.cmd(&["CONFIG", "GET", "nosuch"]), Reply::Array(vec![]));
+    // Refusals: unknown, fixed at start, bad values; all or nothing.
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    err(c.cmd(&["CONFIG", "SET", "nosuch", "1"]), "Unknown option");
+    err(c.cmd(&["CONFIG", "SET", "maxclients", "5"]), "at start");
+    err(
+        c.cmd(&["CONFIG", "SET", "list-compress-depth", "x"]),
+        "integer",
+    );
+    err(
+        c.cmd(&["CONFIG", "SET", "appendonly", "maybe"]),
+        "'yes' or 'no'",
+    );
+    err(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "set-max-intset-entries",
+            "7",
+            "nosuch",
+            "1",
+        ]),
+        "Unknown option",
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "set-max-intset-entries"]),
+        Reply::Array(vec![bulk("set-max-intset-entries"), bulk("512")])
+    );
+    // The request limit follows proto-max-bulk-len.
+    let v = "x".repeat(50_000);
+    assert_eq!(c.cmd(&["SET", "k", &v]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1kb"]), ok());
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "proto-max-bulk-len"]),
+        Reply::Array(vec![bulk("proto-max-bulk-len"), bulk("1024")])
+    );
+    let mut big = s.client();
+    err(big.cmd(&["SET", "k", &v]), "invalid bulk length");
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "100000"]),
+        ok()
+    );
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), ok());
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH", "ASYNC"]), ok());
+    assert_eq!(c.cmd(&["FUNCTION", "LIST"]), Reply::Array(vec![]));
+    err(c.cmd(&["FUNCTION", "LOAD", "x"]), "does not run functions");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn protocol_errors_use_redis_texts_and_inline_quotes_work() {
+    let dir = temp_dir("protocol");
+    let s = Server::start(&dir, &[]);
+    for (bad, text) in [
+        (&b"*3000000000\r\n"[..], "invalid multibulk length"),
+        (
+            b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n",
+            "expected '$', got 'f'",
+        ),
+        (
+            b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n",
+            "invalid bulk length",
+        ),
+        (
+            b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n",
+            "invalid bulk length",
+        ),
+        (
+            b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n",
+            "invalid bulk length",
+        ),
+        (b"*x\r\n", "invalid multibulk length"),
+        (
+            b"set \"\"\"test-key\"\"\" test-value\r\nping\r\n",
+            "unbalanced quotes",
+        ),
+    ] {
+        let mut c = s.client();
+        c.w.write_all(bad).unwrap();
+        let r = c.read();
+        assert!(
+            matches!(&r, Reply::Error(e) if e.starts_with("ERR Protocol error: ") && e.contains(text)),
+            "{:?}: {r:?}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    let mut c = s.client();
+    c.w.write_all(b"\r\n*-10\r\nset \"a b\" 'it\\'s'\r\nget \"a\\x20b\"\r\nping\r\n")
+        .unwrap();
+    assert_eq!(c.read(), ok());
+    assert_eq!(c.read(), bulk("it's"));
+    assert_eq!(c.read(), Reply::Simple("PONG".into()));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn info_sections_command_stats_and_memory_usage() {
+    let dir = temp_dir("info");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let text = |r: Reply| match r {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c.cmd(&["SET", "k", "value"]), ok());
+    let default = text(c.cmd(&["INFO"]));
+    for want in [
+        "redis_version:",
+        "used_cpu_user:",
+        "used_memory:",
+        "db0:keys=1",
+        "role:master",
+    ] {
+        assert!(default.contains(want), "{want} in {default}");
+    }
+    assert!(!default.contains("rejected_calls") && !default.contains("# Strata"));
+    let cpu = text(c.cmd(&["INFO", "cpu"]));
+    assert!(
+        cpu.contains("used_cpu_sys:") && !cpu.contains("used_memory"),
+        "{cpu}"
+    );
+    let stats = text(c.cmd(&["INFO", "commandSTATS"]));
+    assert!(
+        stats.contains("cmdstat_set:calls=1,") && stats.contains("rejected_calls=0"),
+        "{stats}"
+    );
+    let all = text(c.cmd(&["INFO", "cpu", "all"]));
+    assert_eq!(all.matches("used_cpu_user_children").count(), 1);
+    assert!(all.contains("cmdstat_info:") && all.contains("# Strata"));
+    assert!(matches!(c.cmd(&["MEMORY", "USAGE", "k"]), Reply::Int(n) if n >= 6));
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v", "g", "w"]), Reply::Int(2));
+    assert!(matches!(c.cmd(&["MEMORY", "USAGE", "h", "SAMPLES", "0"]), Reply::Int(n) if n > 4));
+    assert_eq!(c.cmd(&["MEMORY", "USAGE", "nosuch"]), Reply::Bulk(None));
+    assert!(matches!(c.cmd(&["MEMORY", "DOCTOR"]), Reply::Error(_)));
+    assert!(matches!(c.cmd(&["MEMORY"]), Reply::Error(e) if e.contains("wrong number")));
+    std::fs::remove_dir_all(&dir).ok();
+}
