@@ -7,6 +7,7 @@
 
 mod admin;
 pub mod resp;
+mod strings;
 mod types;
 
 use std::collections::HashMap;
@@ -253,6 +254,27 @@ fn check_arity(name: &str, ok: bool, out: &mut Out) -> bool {
 fn parse_i64(b: &[u8]) -> Option<i64> {
     let n: i64 = std::str::from_utf8(b).ok()?.parse().ok()?;
     (n.to_string().as_bytes() == b).then_some(n)
+}
+
+/// A float as Redis's INCRBYFLOAT and HINCRBYFLOAT read one: the whole argument, no blanks,
+/// `inf` allowed (the sum is checked), NaN refused.
+fn parse_float(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.len() > 5000 || s.bytes().any(|c| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let x = s.parse::<f64>().ok()?;
+    (!x.is_nan()).then_some(x)
+}
+
+/// A float as those commands write it back: integers without a fraction, otherwise the
+/// shortest text that reads back as the same number.
+fn format_float(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e17 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
 }
 
 fn upper(b: &[u8]) -> String {
@@ -542,6 +564,7 @@ impl Server {
             if self.connection_command(s, &name, args, out)?
                 || self.server_command(&name, args, out)?
                 || self.string_command(&name, args, out)?
+                || self.more_string_command(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {

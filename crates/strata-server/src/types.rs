@@ -249,9 +249,30 @@ impl Server {
                     }
                 }
             }
-            "HGETALL" => {
+            "HGETALL" | "HKEYS" | "HVALS" => {
                 if arity(argc == 2, out) {
-                    self.hgetall(&args[1], out)?;
+                    self.hgetall(&args[1], name != "HVALS", name != "HKEYS", out)?;
+                }
+            }
+            "HEXISTS" | "HSTRLEN" => {
+                if arity(argc == 3, out) {
+                    if self.wrong_type(&args[1], HASH)?.is_none() {
+                        out.error(WRONGTYPE);
+                    } else {
+                        let v = self
+                            .db
+                            .get(with(&element_prefix(HASH, &args[1]), &args[2]))?;
+                        let n = match name {
+                            "HEXISTS" => usize::from(v.is_some()),
+                            _ => v.map_or(0, |v| v.len()),
+                        };
+                        out.int(n as i64);
+                    }
+                }
+            }
+            "HSETNX" | "HINCRBY" | "HINCRBYFLOAT" => {
+                if arity(argc == 4, out) {
+                    self.hash_update(name, &args[1], &args[2], &args[3], out)?;
                 }
             }
             "HDEL" => {
@@ -298,7 +319,97 @@ impl Server {
     /// read from one snapshot agree (HSET and HDEL write both in one batch), so the header
     /// goes first and the fields follow as they are read, written out in pieces
     /// (`Out::spill`) instead of gathered whole.
-    fn hgetall(&self, key: &[u8], out: &mut Out) -> strata::Result<()> {
+    /// HSETNX, HINCRBY, HINCRBYFLOAT of field `f` of hash `k` with argument `arg`, under
+    /// the key's lock (a read, then one batch: the field and the count).
+    fn hash_update(
+        &self,
+        name: &str,
+        k: &[u8],
+        f: &[u8],
+        arg: &[u8],
+        out: &mut Out,
+    ) -> strata::Result<()> {
+        let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
+        let Some(n) = self.wrong_type(k, HASH)? else {
+            out.error(WRONGTYPE);
+            return Ok(());
+        };
+        let fk = with(&element_prefix(HASH, k), f);
+        let old = self.db.get(&fk)?;
+        let new: Vec<u8> = match name {
+            "HSETNX" => {
+                if old.is_some() {
+                    out.int(0);
+                    return Ok(());
+                }
+                arg.to_vec()
+            }
+            "HINCRBY" => {
+                let Some(by) = crate::parse_i64(arg) else {
+                    out.error("ERR value is not an integer or out of range");
+                    return Ok(());
+                };
+                let cur = match &old {
+                    None => 0,
+                    Some(v) => match crate::parse_i64(v) {
+                        Some(c) => c,
+                        None => {
+                            out.error("ERR hash value is not an integer");
+                            return Ok(());
+                        }
+                    },
+                };
+                let Some(sum) = cur.checked_add(by) else {
+                    out.error("ERR increment or decrement would overflow");
+                    return Ok(());
+                };
+                sum.to_string().into_bytes()
+            }
+            _ => {
+                let Some(by) = crate::parse_float(arg) else {
+                    out.error("ERR value is not a valid float");
+                    return Ok(());
+                };
+                if by.is_infinite() {
+                    out.error("ERR value is NaN or Infinity");
+                    return Ok(());
+                }
+                let cur = match &old {
+                    None => 0.0,
+                    Some(v) => match crate::parse_float(v) {
+                        Some(c) => c,
+                        None => {
+                            out.error("ERR hash value is not a float");
+                            return Ok(());
+                        }
+                    },
+                };
+                let sum = cur + by;
+                if !sum.is_finite() {
+                    out.error("ERR increment would produce NaN or Infinity");
+                    return Ok(());
+                }
+                crate::format_float(sum).into_bytes()
+            }
+        };
+        let mut b = strata::WriteBatch::new();
+        b.put(&fk, &new);
+        let added = u64::from(old.is_none());
+        if added == 1 {
+            Self::put_meta(&mut b, k, HASH, n + 1);
+        }
+        self.write(b)?;
+        self.keys_changed(i64::from(n == 0 && added == 1));
+        match name {
+            "HSETNX" => out.int(1),
+            "HINCRBY" => out.int(crate::parse_i64(&new).unwrap_or(0)),
+            _ => out.bulk(&new),
+        }
+        Ok(())
+    }
+
+    /// HGETALL (fields and values, as a map), HKEYS (`fields`), HVALS (`values`).
+    fn hgetall(&self, key: &[u8], fields: bool, values: bool, out: &mut Out) -> strata::Result<()> {
         if self.wrong_type(key, HASH)?.is_none() {
             out.error(WRONGTYPE);
             return Ok(());
@@ -320,11 +431,19 @@ impl Server {
             ..ro()
         })?;
         it.seek_to_first();
-        out.map(n as usize);
+        if fields && values {
+            out.map(n as usize);
+        } else {
+            out.array(n as usize);
+        }
         let mut written = 0u64;
         while it.valid() && written < n {
-            out.bulk(&it.key()[p.len()..]);
-            out.bulk(it.value());
+            if fields {
+                out.bulk(&it.key()[p.len()..]);
+            }
+            if values {
+                out.bulk(it.value());
+            }
             out.spill();
             written += 1;
             it.next();
@@ -338,8 +457,9 @@ impl Server {
         // (Never true: the count and the fields come from one snapshot. Should
         // it be, pad so the client's framing holds.)
         for _ in written..n {
-            out.null();
-            out.null();
+            for _ in 0..u8::from(fields) + u8::from(values) {
+                out.null();
+            }
         }
         Ok(())
     }

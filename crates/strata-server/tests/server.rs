@@ -1087,3 +1087,118 @@ fn info_sections_command_stats_and_memory_usage() {
     assert!(matches!(c.cmd(&["MEMORY"]), Reply::Error(e) if e.contains("wrong number")));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn more_string_and_hash_commands() {
+    let dir = temp_dir("more");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "10.5"]), bulk("10.5"));
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "0.1"]), bulk("10.6"));
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "-10.6"]), bulk("0"));
+    err(c.cmd(&["INCRBYFLOAT", "f", "x"]), "not a valid float");
+    err(c.cmd(&["INCRBYFLOAT", "f", "nan"]), "not a valid float");
+    err(c.cmd(&["INCRBYFLOAT", "f", "+inf"]), "NaN or Infinity");
+    assert_eq!(c.cmd(&["SET", "s", "Hello World"]), ok());
+    assert_eq!(c.cmd(&["GETRANGE", "s", "0", "4"]), bulk("Hello"));
+    assert_eq!(c.cmd(&["GETRANGE", "s", "-5", "-1"]), bulk("World"));
+    assert_eq!(c.cmd(&["GETRANGE", "s", "5", "3"]), bulk(""));
+    assert_eq!(c.cmd(&["GETRANGE", "s", "0", "-100"]), bulk("H"));
+    assert_eq!(c.cmd(&["GETRANGE", "s", "-1", "-5"]), bulk(""));
+    assert_eq!(c.cmd(&["SUBSTR", "nosuch", "0", "10"]), bulk(""));
+    assert_eq!(c.cmd(&["SETRANGE", "s", "6", "Redis"]), Reply::Int(11));
+    assert_eq!(c.cmd(&["GET", "s"]), bulk("Hello Redis"));
+    assert_eq!(c.cmd(&["SETRANGE", "pad", "3", "x"]), Reply::Int(4));
+    assert_eq!(
+        c.cmd(&["GET", "pad"]),
+        Reply::Bulk(Some(b"\0\0\0x".to_vec()))
+    );
+    assert_eq!(c.cmd(&["SETRANGE", "empty", "5", ""]), Reply::Int(0));
+    assert_eq!(c.cmd(&["EXISTS", "empty"]), Reply::Int(0));
+    err(c.cmd(&["SETRANGE", "s", "-1", "x"]), "out of range");
+    err(
+        c.cmd(&["SETRANGE", "s", "536870911", "xx"]),
+        "maximum allowed size",
+    );
+    assert_eq!(c.cmd(&["GETSET", "s", "new"]), bulk("Hello Redis"));
+    assert_eq!(c.cmd(&["GETDEL", "s"]), bulk("new"));
+    assert_eq!(c.cmd(&["GETDEL", "s"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["MSETNX", "a", "1", "b", "2"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["MSETNX", "b", "3", "c", "4"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["EXISTS", "c"]), Reply::Int(0));
+    // Bits: bit 0 is the high bit of the first byte.
+    assert_eq!(c.cmd(&["SETBIT", "bits", "7", "1"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SETBIT", "bits", "7", "1"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GET", "bits"]), bulk("\u{1}"));
+    assert_eq!(c.cmd(&["SETBIT", "bits", "16", "1"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["STRLEN", "bits"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["GETBIT", "bits", "16"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GETBIT", "bits", "100"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["GETBIT", "nosuch", "0"]), Reply::Int(0));
+    err(c.cmd(&["SETBIT", "bits", "4294967296", "1"]), "bit offset");
+    err(c.cmd(&["SETBIT", "bits", "1", "2"]), "bit is not");
+    // LCS, Redis's documented example.
+    assert_eq!(c.cmd(&["MSET", "k1", "ohmytext", "k2", "mynewtext"]), ok());
+    assert_eq!(c.cmd(&["LCS", "k1", "k2"]), bulk("mytext"));
+    assert_eq!(c.cmd(&["LCS", "k1", "k2", "LEN"]), Reply::Int(6));
+    let pair = |a: i64, b: i64| Reply::Array(vec![Reply::Int(a), Reply::Int(b)]);
+    assert_eq!(
+        c.cmd(&["LCS", "k1", "k2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"]),
+        Reply::Array(vec![
+            bulk("matches"),
+            Reply::Array(vec![Reply::Array(vec![
+                pair(4, 7),
+                pair(5, 8),
+                Reply::Int(4)
+            ])]),
+            bulk("len"),
+            Reply::Int(6),
+        ])
+    );
+    assert_eq!(
+        c.cmd(&["LCS", "k1", "k2", "IDX"]),
+        Reply::Array(vec![
+            bulk("matches"),
+            Reply::Array(vec![
+                Reply::Array(vec![pair(4, 7), pair(5, 8)]),
+                Reply::Array(vec![pair(2, 3), pair(0, 1)]),
+            ]),
+            bulk("len"),
+            Reply::Int(6),
+        ])
+    );
+    err(c.cmd(&["LCS", "k1", "k2", "LEN", "IDX"]), "just use IDX");
+    // Hashes.
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HSETNX", "h", "f", "w"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["HSETNX", "h", "g", "w"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HEXISTS", "h", "g"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HEXISTS", "h", "x"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["HSTRLEN", "h", "f"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HINCRBY", "h", "n", "5"]), Reply::Int(5));
+    assert_eq!(c.cmd(&["HINCRBY", "h", "n", "-7"]), Reply::Int(-2));
+    err(c.cmd(&["HINCRBY", "h", "f", "1"]), "not an integer");
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "x", "1.5"]), bulk("1.5"));
+    err(
+        c.cmd(&["HINCRBYFLOAT", "h", "x", "+inf"]),
+        "value is NaN or Infinity",
+    );
+    assert_eq!(c.cmd(&["HLEN", "h"]), Reply::Int(4));
+    assert_eq!(
+        c.cmd(&["HKEYS", "h"]),
+        Reply::Array(vec![bulk("f"), bulk("g"), bulk("n"), bulk("x")])
+    );
+    assert_eq!(
+        c.cmd(&["HVALS", "h"]),
+        Reply::Array(vec![bulk("v"), bulk("w"), bulk("-2"), bulk("1.5")])
+    );
+    assert_eq!(c.cmd(&["HKEYS", "nosuch"]), Reply::Array(vec![]));
+    err(c.cmd(&["HSETNX", "a", "f", "v"]), "WRONGTYPE");
+    err(c.cmd(&["GETRANGE", "h", "0", "1"]), "WRONGTYPE");
+    err(c.cmd(&["INCRBYFLOAT", "h", "1"]), "WRONGTYPE");
+    assert_eq!(c.cmd(&["MSETNX", "h", "1"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["DBSIZE"]), c.cmd(&["DEBUG", "COUNTKEYS"]));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,388 @@
+//! More string commands: INCRBYFLOAT, GETSET, GETDEL, GETRANGE (SUBSTR), SETRANGE, MSETNX,
+//! SETBIT, GETBIT, LCS.
+//! Each read-modify-write holds its key's stripe lock from the read to the write, as INCR
+//! does (lib.rs).
+
+use crate::resp::Out;
+use crate::types::WRONGTYPE;
+use crate::{check_arity, lock, string_key, stripe_of, Server};
+
+/// The largest string SETRANGE may make (Redis's 512 MB `proto-max-bulk-len` default).
+const MAX_STRING: u64 = 512 << 20;
+
+impl Server {
+    /// The string at `k`, or `Err(())` if `k` holds another type.
+    fn string_at(&self, k: &[u8]) -> strata::Result<Result<Option<Vec<u8>>, ()>> {
+        Ok(match self.db.get(string_key(k))? {
+            Some(v) => Ok(Some(v)),
+            None if self.meta(k)?.is_some() => Err(()),
+            None => Ok(None),
+        })
+    }
+
+    /// The string commands of this file; false for another command.
+    pub(crate) fn more_string_command(
+        &self,
+        name: &str,
+        args: &[Vec<u8>],
+        out: &mut Out,
+    ) -> strata::Result<bool> {
+        let argc = args.len();
+        let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
+        match name {
+            "INCRBYFLOAT" => {
+                if !arity(argc == 3, out) {
+                    return Ok(true);
+                }
+                let Some(by) = crate::parse_float(&args[2]) else {
+                    out.error("ERR value is not a valid float");
+                    return Ok(true);
+                };
+                let k = string_key(&args[1]);
+                let _g = lock(&self.stripes[stripe_of(&k)]);
+                let now = match self.string_at(&args[1])? {
+                    Err(()) => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Ok(None) => None,
+                    Ok(Some(v)) => match crate::parse_float(&v) {
+                        Some(x) => Some(x),
+                        None => {
+                            out.error("ERR value is not a valid float");
+                            return Ok(true);
+                        }
+                    },
+                };
+                let sum = now.unwrap_or(0.0) + by;
+                if !sum.is_finite() {
+                    out.error("ERR increment would produce NaN or Infinity");
+                    return Ok(true);
+                }
+                let text = crate::format_float(sum);
+                let mut b = strata::WriteBatch::new();
+                b.put(&k, &text);
+                self.write(b)?;
+                self.keys_changed(i64::from(now.is_none()));
+                out.bulk(text.as_bytes());
+            }
+            "GETSET" | "GETDEL" => {
+                if !arity(argc == if name == "GETSET" { 3 } else { 2 }, out) {
+                    return Ok(true);
+                }
+                let k = string_key(&args[1]);
+                let _g = lock(&self.stripes[stripe_of(&k)]);
+                let old = match self.string_at(&args[1])? {
+                    Err(()) => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Ok(v) => v,
+                };
+                let mut b = strata::WriteBatch::new();
+                if name == "GETSET" {
+                    b.put(&k, &args[2]);
+                    self.write(b)?;
+                    self.keys_changed(i64::from(old.is_none()));
+                } else if old.is_some() {
+                    b.delete(&k);
+                    self.write(b)?;
+                    self.keys_changed(-1);
+                }
+                match old {
+                    Some(v) => out.bulk(&v),
+                    None => out.null(),
+                }
+            }
+            "GETRANGE" | "SUBSTR" => {
+                if !arity(argc == 4, out) {
+                    return Ok(true);
+                }
+                let (Some(start), Some(end)) =
+                    (crate::parse_i64(&args[2]), crate::parse_i64(&args[3]))
+                else {
+                    out.error("ERR value is not an integer or out of range");
+                    return Ok(true);
+                };
+                let v = match self.string_at(&args[1])? {
+                    Err(()) => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Ok(v) => v.unwrap_or_default(),
+                };
+                // Redis's rules: negative indexes count from the end; both clamped; an
+                // empty string or a start past the end gives "".
+                let len = v.len() as i64;
+                if start < 0 && end < 0 && start > end {
+                    out.bulk(b"");
+                    return Ok(true);
+                }
+                let from = if start < 0 {
+                    (len + start).max(0)
+                } else {
+                    start
+                };
+                let to = if end < 0 { (len + end).max(0) } else { end }.min(len - 1);
+                if len == 0 || from > to || from >= len {
+                    out.bulk(b"");
+                } else {
+                    out.bulk(&v[from as usize..=to as usize]);
+                }
+            }
+            "SETRANGE" => {
+                if !arity(argc == 4, out) {
+                    return Ok(true);
+                }
+                let offset = match crate::parse_i64(&args[2]) {
+                    Some(o) if o >= 0 => o as u64,
+                    Some(_) => {
+                        out.error("ERR offset is out of range");
+                        return Ok(true);
+                    }
+                    None => {
+                        out.error("ERR value is not an integer or out of range");
+                        return Ok(true);
+                    }
+                };
+                let k = string_key(&args[1]);
+                let _g = lock(&self.stripes[stripe_of(&k)]);
+                let old = match self.string_at(&args[1])? {
+                    Err(()) => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Ok(v) => v,
+                };
+                let value = &args[3];
+                if value.is_empty() {
+                    // Nothing written; a missing key stays missing.
+                    out.int(old.map_or(0, |v| v.len()) as i64);
+                    return Ok(true);
+                }
+                if offset + value.len() as u64 > MAX_STRING {
+                    out.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+                    return Ok(true);
+                }
+                let created = old.is_none();
+                let mut v = old.unwrap_or_default();
+                let end = offset as usize + value.len();
+                if v.len() < end {
+                    v.resize(end, 0);
+                }
+                v[offset as usize..end].copy_from_slice(value);
+                let mut b = strata::WriteBatch::new();
+                b.put(&k, &v);
+                self.write(b)?;
+                self.keys_changed(i64::from(created));
+                out.int(v.len() as i64);
+            }
+            "MSETNX" => {
+                if !arity(argc >= 3 && !argc.is_multiple_of(2), out) {
+                    return Ok(true);
+                }
+                let keys: Vec<Vec<u8>> = args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
+                let _g = self.lock_keys(&keys);
+                // Nothing is set if any key exists, of any type.
+                for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                    if self.db.get(k)?.is_some() || self.meta(&p[0])?.is_some() {
+                        out.int(0);
+                        return Ok(true);
+                    }
+                }
+                let mut b = strata::WriteBatch::new();
+                let mut seen = std::collections::HashSet::new();
+                for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
+                    seen.insert(k);
+                    b.put(k, &p[1]);
+                }
+                self.write(b)?;
+                self.keys_changed(seen.len() as i64);
+                out.int(1);
+            }
+            "SETBIT" | "GETBIT" => {
+                if !arity(argc == if name == "SETBIT" { 4 } else { 3 }, out) {
+                    return Ok(true);
+                }
+                // Offsets address bits of a string of at most 512 MB: below 2^32.
+                let Some(bit) = crate::parse_i64(&args[2]).filter(|&b| (0..1 << 32).contains(&b))
+                else {
+                    out.error("ERR bit offset is not an integer or out of range");
+                    return Ok(true);
+                };
+                let (byte, mask) = ((bit / 8) as usize, 0x80u8 >> (bit % 8));
+                let set = match args.get(3).map(|v| v.as_slice()) {
+                    None => None,
+                    Some(b"0") => Some(false),
+                    Some(b"1") => Some(true),
+                    Some(_) => {
+                        out.error("ERR bit is not an integer or out of range");
+                        return Ok(true);
+                    }
+                };
+                let k = string_key(&args[1]);
+                let _g = set.map(|_| lock(&self.stripes[stripe_of(&k)]));
+                let old = match self.string_at(&args[1])? {
+                    Err(()) => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Ok(v) => v,
+                };
+                let was = old
+                    .as_ref()
+                    .and_then(|v| v.get(byte))
+                    .is_some_and(|b| b & mask != 0);
+                if let Some(on) = set {
+                    let created = old.is_none();
+                    let mut v = old.unwrap_or_default();
+                    if v.len() <= byte {
+                        v.resize(byte + 1, 0);
+                    }
+                    if on {
+                        v[byte] |= mask;
+                    } else {
+                        v[byte] &= !mask;
+                    }
+                    let mut b = strata::WriteBatch::new();
+                    b.put(&k, &v);
+                    self.write(b)?;
+                    self.keys_changed(i64::from(created));
+                }
+                out.int(i64::from(was));
+            }
+            "LCS" => self.lcs(args, out)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// LCS a b [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]: the longest common subsequence
+    /// of two strings (dynamic programming, as Redis does, with its bound on the table).
+    fn lcs(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
+        if !check_arity("LCS", args.len() >= 3, out) {
+            return Ok(());
+        }
+        let (mut len_only, mut idx, mut with_len, mut min_len) = (false, false, false, 0u64);
+        let mut i = 3;
+        while i < args.len() {
+            match crate::upper(&args[i]).as_str() {
+                "LEN" => len_only = true,
+                "IDX" => idx = true,
+                "WITHMATCHLEN" => with_len = true,
+                "MINMATCHLEN" if i + 1 < args.len() => {
+                    let Some(n) = crate::parse_i64(&args[i + 1]) else {
+                        out.error("ERR value is not an integer or out of range");
+                        return Ok(());
+                    };
+                    min_len = n.max(0) as u64;
+                    i += 1;
+                }
+                _ => {
+                    out.error("ERR syntax error");
+                    return Ok(());
+                }
+            }
+            i += 1;
+        }
+        if len_only && idx {
+            out.error("ERR If you want both the length and indexes, please just use IDX.");
+            return Ok(());
+        }
+        let mut strings = Vec::with_capacity(2);
+        for k in &args[1..3] {
+            match self.string_at(k)? {
+                Err(()) => {
+                    out.error("ERR The specified keys must contain string values");
+                    return Ok(());
+                }
+                Ok(v) => strings.push(v.unwrap_or_default()),
+            }
+        }
+        let (a, b) = (&strings[0], &strings[1]);
+        let (n, m) = (a.len(), b.len());
+        let cells = (n as u64 + 1) * (m as u64 + 1);
+        if cells.saturating_mul(4) > MAX_STRING {
+            out.error(
+                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+            );
+            return Ok(());
+        }
+        // table[i][j]: the LCS length of a[..i] and b[..j].
+        let w = m + 1;
+        let mut t = vec![0u32; cells as usize];
+        for i in 1..=n {
+            for j in 1..=m {
+                t[i * w + j] = if a[i - 1] == b[j - 1] {
+                    t[(i - 1) * w + j - 1] + 1
+                } else {
+                    t[(i - 1) * w + j].max(t[i * w + j - 1])
+                };
+            }
+        }
+        let total = t[n * w + m] as usize;
+        if len_only {
+            out.int(total as i64);
+            return Ok(());
+        }
+        // Walk back from the end, collecting the string and the matched ranges (each
+        // [a_start, a_end], [b_start, b_end], from the end of the strings).
+        let mut text = vec![0u8; total];
+        let mut at = total;
+        let mut ranges: Vec<(usize, usize, usize, usize)> = Vec::new();
+        let mut open: Option<(usize, usize, usize, usize)> = None;
+        let (mut i, mut j) = (n, m);
+        while i > 0 && j > 0 {
+            let mut emit = false;
+            if a[i - 1] == b[j - 1] {
+                at -= 1;
+                text[at] = a[i - 1];
+                open = Some(match open {
+                    None => (i - 1, i - 1, j - 1, j - 1),
+                    // Contiguous with the range so far: it grows backward.
+                    Some((_, ae, _, be)) => (i - 1, ae, j - 1, be),
+                });
+                if i == 1 || j == 1 {
+                    emit = true;
+                }
+                i -= 1;
+                j -= 1;
+            } else {
+                if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                    i -= 1;
+                } else {
+                    j -= 1;
+                }
+                emit = open.is_some();
+            }
+            if emit {
+                if let Some(r) = open.take() {
+                    if (r.1 - r.0 + 1) as u64 >= min_len {
+                        ranges.push(r);
+                    }
+                }
+            }
+        }
+        if !idx {
+            out.bulk(&text);
+            return Ok(());
+        }
+        out.map(2);
+        out.bulk(b"matches");
+        out.array(ranges.len());
+        for (a0, a1, b0, b1) in ranges {
+            out.array(if with_len { 3 } else { 2 });
+            for (x, y) in [(a0, a1), (b0, b1)] {
+                out.array(2);
+                out.int(x as i64);
+                out.int(y as i64);
+            }
+            if with_len {
+                out.int((a1 - a0 + 1) as i64);
+            }
+        }
+        out.bulk(b"len");
+        out.int(total as i64);
+        Ok(())
+    }
+}
