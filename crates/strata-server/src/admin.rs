@@ -573,9 +573,7 @@ impl Server {
             ("proto-max-bulk-len", config.limits.max_request.to_string()),
             (
                 "client-query-buffer-limit",
-                (1u64 << 30)
-                    .max(config.limits.max_request as u64)
-                    .to_string(),
+                config.limits.max_request.to_string(),
             ),
             (
                 "appendfsync",
@@ -725,11 +723,25 @@ impl Server {
                         },
                         Kind::Text => pair[1].clone(),
                     };
-                    if p.set == Set::Applied && (value.first() == Some(&b'-') || value == b"0") {
-                        out.error(&format!(
-                            "ERR CONFIG SET failed (possibly related to argument '{shown}') - argument must be positive"
-                        ));
-                        return;
+                    // The request limit may move within [1 MiB (Redis's least), the
+                    // server's --max-request-bytes]: below, a client could make every
+                    // request (the CONFIG SET undoing it too) a protocol error; above, make
+                    // the server buffer more than its operator allowed.
+                    if p.set == Set::Applied {
+                        let most = self.config.limits.max_request as u64;
+                        let ok = !value.starts_with(b"-")
+                            && std::str::from_utf8(&value)
+                                .ok()
+                                .and_then(|v| v.parse::<u64>().ok())
+                                .is_some_and(|n| n >= (1 << 20).min(most) && n <= most.max(1 << 20));
+                        if !ok {
+                            out.error(&format!(
+                                "ERR CONFIG SET failed (possibly related to argument '{shown}') - \
+                                 argument must be between {} and {most} (--max-request-bytes)",
+                                (1u64 << 20).min(most)
+                            ));
+                            return;
+                        }
                     }
                     changes.push((p.name, value));
                 }
@@ -751,6 +763,9 @@ impl Server {
             }
             "RESETSTAT" if args.len() == 2 => {
                 self.commands.store(0, Ordering::Relaxed);
+                for counters in &self.command_stats {
+                    counters.iter().for_each(|c| c.store(0, Ordering::Relaxed));
+                }
                 out.simple("OK");
             }
             "REWRITE" if args.len() == 2 => out.error(

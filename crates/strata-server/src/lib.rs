@@ -268,8 +268,19 @@ fn parse_float(b: &[u8]) -> Option<f64> {
 }
 
 /// A float as those commands write it back: integers without a fraction, otherwise the
-/// shortest text that reads back as the same number.
+/// shortest text that reads back as the number, or as a number within 4 units in the last
+/// place of it with at most 15 significant digits. (Redis sums in long double and prints 17
+/// decimals with trailing zeros trimmed, so 1 + 0.1 + 0.1 reads "1.2" where f64's own text
+/// is 1.2000000000000002; a number further from its 15-digit rounding, such as 1/41, keeps
+/// every digit, so that adding its negation gives 0 as in Redis.)
 fn format_float(x: f64) -> String {
+    let rounded: f64 = format!("{x:.14e}").parse().unwrap_or(x);
+    let ulp = f64::from_bits(x.abs().to_bits() + 1) - x.abs();
+    let x = if rounded.is_finite() && (x - rounded).abs() <= 4.0 * ulp {
+        rounded
+    } else {
+        x
+    };
     if x.fract() == 0.0 && x.abs() < 1e17 {
         format!("{}", x as i64)
     } else {
@@ -714,10 +725,6 @@ impl Server {
                     out.error("ERR FLUSHDB is disabled (start the server with --enable-flushdb)");
                 } else {
                     self.flush_all()?;
-                    // Writes may have raced the flush: count again.
-                    let n = self.count_keys()?;
-                    self.keys.store(n as i64, Ordering::Release);
-                    self.keys_counted.store(true, Ordering::Release);
                     out.simple("OK");
                 }
             }
@@ -1296,10 +1303,19 @@ impl Server {
     /// Removes every record: one range deletion (constant time however many keys there
     /// are; compactions drop what it covers). Every record's first byte is an ASCII tag
     /// (docs/format/redis-keys.md), so `[0x00.., 0xff)` holds them all.
+    ///
+    /// Every stripe is held meanwhile (in index order, as `lock_keys` takes them), so no
+    /// read-modify-write straddles the flush (an HSET that read a count before it would
+    /// write that count back over the emptied hash), and the key count is set to zero with
+    /// no update racing it.
     fn flush_all(&self) -> strata::Result<()> {
+        let _all: Vec<MutexGuard<'_, ()>> = self.stripes.iter().map(lock).collect();
         let mut b = strata::WriteBatch::new();
         b.delete_range(b"", [0xffu8]);
-        self.write(b)
+        self.write(b)?;
+        self.keys.store(0, Ordering::Release);
+        self.keys_counted.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// INFO's text for the sections asked (none or `default`: Redis's default set; `all`:

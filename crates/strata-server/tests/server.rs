@@ -893,7 +893,7 @@ fn client_auth_integers_and_zero_scores_answer_as_redis() {
 #[test]
 fn command_config_and_function_answer_as_redis_does() {
     let dir = temp_dir("admin");
-    let s = Server::start(&dir, &["--max-request-bytes", "100000"]);
+    let s = Server::start(&dir, &["--max-request-bytes", "4000000"]);
     let mut c = s.client();
     // Every command COMMAND lists is served: sent bare, none is "unknown".
     let Reply::Array(names) = c.cmd(&["COMMAND", "LIST"]) else {
@@ -978,19 +978,36 @@ fn command_config_and_function_answer_as_redis_does() {
         c.cmd(&["CONFIG", "GET", "set-max-intset-entries"]),
         Reply::Array(vec![bulk("set-max-intset-entries"), bulk("512")])
     );
-    // The request limit follows proto-max-bulk-len.
-    let v = "x".repeat(50_000);
+    // The request limit follows proto-max-bulk-len, within [1 MiB, --max-request-bytes].
+    let v = "x".repeat(1_500_000);
     assert_eq!(c.cmd(&["SET", "k", &v]), ok());
-    assert_eq!(c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1kb"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]), ok());
     assert_eq!(
         c.cmd(&["CONFIG", "GET", "proto-max-bulk-len"]),
-        Reply::Array(vec![bulk("proto-max-bulk-len"), bulk("1024")])
+        Reply::Array(vec![bulk("proto-max-bulk-len"), bulk("1048576")])
     );
     let mut big = s.client();
     err(big.cmd(&["SET", "k", &v]), "invalid bulk length");
+    err(
+        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1kb"]),
+        "between 1048576 and 4000000",
+    );
+    err(
+        c.cmd(&["CONFIG", "SET", "client-query-buffer-limit", "10gb"]),
+        "between",
+    );
     assert_eq!(
-        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "100000"]),
+        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "4000000"]),
         ok()
+    );
+    assert_eq!(s.client().cmd(&["SET", "k", &v]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    let Reply::Bulk(Some(stats)) = c.cmd(&["INFO", "commandstats"]) else {
+        panic!()
+    };
+    assert!(
+        !String::from_utf8_lossy(&stats).contains("cmdstat_set"),
+        "RESETSTAT clears the counts"
     );
     assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), ok());
     assert_eq!(c.cmd(&["FUNCTION", "FLUSH", "ASYNC"]), ok());
@@ -1098,6 +1115,9 @@ fn more_string_and_hash_commands() {
     assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "10.5"]), bulk("10.5"));
     assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "0.1"]), bulk("10.6"));
     assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "-10.6"]), bulk("0"));
+    assert_eq!(c.cmd(&["SET", "g", "1"]), ok());
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "g", "0.1"]), bulk("1.1"));
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "g", "0.1"]), bulk("1.2"));
     err(c.cmd(&["INCRBYFLOAT", "f", "x"]), "not a valid float");
     err(c.cmd(&["INCRBYFLOAT", "f", "nan"]), "not a valid float");
     err(c.cmd(&["INCRBYFLOAT", "f", "+inf"]), "NaN or Infinity");
