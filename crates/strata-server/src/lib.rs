@@ -1322,36 +1322,8 @@ impl Server {
     /// those and commandstats and strata's own; `everything`: the same, strata-server
     /// having no modules), each once, in Redis's order.
     fn info(&self, asked: &[Vec<u8>]) -> String {
-        const DEFAULT: &[&str] = &[
-            "server",
-            "clients",
-            "memory",
-            "persistence",
-            "stats",
-            "replication",
-            "cpu",
-            "keyspace",
-        ];
-        let mut want: Vec<String> = Vec::new();
-        let add = |s: &str, want: &mut Vec<String>| {
-            if !want.iter().any(|w| w == s) {
-                want.push(s.to_string());
-            }
-        };
-        if asked.is_empty() {
-            DEFAULT.iter().for_each(|s| add(s, &mut want));
-        }
-        for a in asked {
-            match String::from_utf8_lossy(a).to_ascii_lowercase().as_str() {
-                "default" => DEFAULT.iter().for_each(|s| add(s, &mut want)),
-                "all" | "everything" => DEFAULT
-                    .iter()
-                    .chain(&["commandstats", "errorstats", "strata"])
-                    .for_each(|s| add(s, &mut want)),
-                other => add(other, &mut want),
-            }
-        }
-        let order = [
+        // The order they are written in; `default` leaves out the sections in NOT_DEFAULT.
+        const ORDER: [&str; 11] = [
             "server",
             "clients",
             "memory",
@@ -1364,8 +1336,27 @@ impl Server {
             "keyspace",
             "strata",
         ];
+        const NOT_DEFAULT: [&str; 3] = ["commandstats", "errorstats", "strata"];
+        let mut want: std::collections::HashSet<&&str> = std::collections::HashSet::new();
+        let asked: Vec<String> = if asked.is_empty() {
+            vec!["default".into()]
+        } else {
+            asked
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+                .collect()
+        };
+        for a in &asked {
+            match a.as_str() {
+                "default" => want.extend(ORDER.iter().filter(|s| !NOT_DEFAULT.contains(s))),
+                "all" | "everything" => want.extend(&ORDER),
+                other => {
+                    want.extend(ORDER.iter().filter(|s| **s == other));
+                }
+            }
+        }
         let mut text = String::new();
-        for section in order.iter().filter(|s| want.iter().any(|w| w == *s)) {
+        for section in ORDER.iter().filter(|s| want.contains(*s)) {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }

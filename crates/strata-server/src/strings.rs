@@ -10,6 +10,9 @@ use crate::{check_arity, lock, string_key, stripe_of, Server};
 /// The largest string SETRANGE may make (Redis's 512 MB `proto-max-bulk-len` default).
 const MAX_STRING: u64 = 512 << 20;
 
+/// A key's stripe guard and its string (None: no such key).
+type Locked<'a> = (std::sync::MutexGuard<'a, ()>, Option<Vec<u8>>);
+
 impl Server {
     /// The string at `k`, or `Err(())` if `k` holds another type.
     fn string_at(&self, k: &[u8]) -> strata::Result<Result<Option<Vec<u8>>, ()>> {
@@ -18,6 +21,24 @@ impl Server {
             None if self.meta(k)?.is_some() => Err(()),
             None => Ok(None),
         })
+    }
+
+    /// The string at `k` (its record `key`) with the key's stripe lock held, for a
+    /// read-modify-write; None once WRONGTYPE is answered.
+    fn string_for_update(
+        &self,
+        key: &[u8],
+        k: &[u8],
+        out: &mut Out,
+    ) -> strata::Result<Option<Locked<'_>>> {
+        let g = lock(&self.stripes[stripe_of(key)]);
+        match self.string_at(k)? {
+            Err(()) => {
+                out.error(WRONGTYPE);
+                Ok(None)
+            }
+            Ok(v) => Ok(Some((g, v))),
+        }
     }
 
     /// The string commands of this file; false for another command.
@@ -71,13 +92,8 @@ impl Server {
                     return Ok(true);
                 }
                 let k = string_key(&args[1]);
-                let _g = lock(&self.stripes[stripe_of(&k)]);
-                let old = match self.string_at(&args[1])? {
-                    Err(()) => {
-                        out.error(WRONGTYPE);
-                        return Ok(true);
-                    }
-                    Ok(v) => v,
+                let Some((_g, old)) = self.string_for_update(&k, &args[1], out)? else {
+                    return Ok(true);
                 };
                 let mut b = strata::WriteBatch::new();
                 if name == "GETSET" {
@@ -146,13 +162,8 @@ impl Server {
                     }
                 };
                 let k = string_key(&args[1]);
-                let _g = lock(&self.stripes[stripe_of(&k)]);
-                let old = match self.string_at(&args[1])? {
-                    Err(()) => {
-                        out.error(WRONGTYPE);
-                        return Ok(true);
-                    }
-                    Ok(v) => v,
+                let Some((_g, old)) = self.string_for_update(&k, &args[1], out)? else {
+                    return Ok(true);
                 };
                 let value = &args[3];
                 if value.is_empty() {
