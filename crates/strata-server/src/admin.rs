@@ -589,10 +589,15 @@ impl Server {
                 "timeout",
                 config.idle_timeout.map_or(0, |t| t.as_secs()).to_string(),
             ),
-            ("requirepass", String::new()),
+            // Redis answers the password itself (to a client that has given it).
+            (
+                "requirepass",
+                String::from_utf8_lossy(config.requirepass.as_deref().unwrap_or_default())
+                    .into_owned(),
+            ),
             ("maxmemory", "0".into()),
             ("databases", "1".into()),
-            ("port", "0".into()),
+            ("port", config.port.to_string()),
         ];
         defaults
             .into_iter()
@@ -675,7 +680,7 @@ impl Server {
             }
             "SET" if args.len() >= 4 && args.len().is_multiple_of(2) => {
                 // All or nothing: every pair is checked before any is applied.
-                let mut changes = Vec::new();
+                let mut changes: Vec<(&str, Vec<u8>)> = Vec::new();
                 for pair in args[2..].chunks(2) {
                     let asked = pair[0].to_ascii_lowercase();
                     let Some(p) = PARAMS
@@ -689,6 +694,12 @@ impl Server {
                         return;
                     };
                     let shown = String::from_utf8_lossy(&pair[0]).into_owned();
+                    if changes.iter().any(|(n, _)| *n == p.name) {
+                        out.error(&format!(
+                            "ERR CONFIG SET failed (possibly related to argument '{shown}') - duplicate parameter"
+                        ));
+                        return;
+                    }
                     if p.set == Set::Fixed {
                         out.error(&format!(
                             "ERR CONFIG SET failed (possibly related to argument '{shown}') - \
@@ -729,11 +740,8 @@ impl Server {
                     // the server buffer more than its operator allowed.
                     if p.set == Set::Applied {
                         let most = self.config.limits.max_request as u64;
-                        let ok = !value.starts_with(b"-")
-                            && std::str::from_utf8(&value)
-                                .ok()
-                                .and_then(|v| v.parse::<u64>().ok())
-                                .is_some_and(|n| n >= (1 << 20).min(most) && n <= most.max(1 << 20));
+                        let ok = memory_value(&value)
+                            .is_some_and(|n| n >= (1 << 20).min(most) && n <= most);
                         if !ok {
                             out.error(&format!(
                                 "ERR CONFIG SET failed (possibly related to argument '{shown}') - \
@@ -750,12 +758,7 @@ impl Server {
                     values.insert(name, value);
                 }
                 // The request limit follows the two parameters that bound it.
-                let number = |n: &str| {
-                    values
-                        .get(n)
-                        .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
-                        .unwrap_or(u64::MAX)
-                };
+                let number = |n: &str| values.get(n).and_then(|v| memory_value(v)).unwrap_or(u64::MAX);
                 let max = number("proto-max-bulk-len").min(number("client-query-buffer-limit"));
                 self.max_request
                     .store(usize::try_from(max).unwrap_or(usize::MAX), Ordering::Release);

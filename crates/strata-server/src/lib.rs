@@ -6,6 +6,7 @@
 //! in strata's key space (docs/format/redis-keys.md).
 
 mod admin;
+mod float;
 pub mod resp;
 mod strings;
 mod types;
@@ -46,6 +47,8 @@ pub struct Config {
     pub enable_flushdb: bool,
     /// KEYS refuses patterns that would return more keys than this (use SCAN).
     pub keys_limit: usize,
+    /// The port the server listens on, as CONFIG GET port answers it (0: not known).
+    pub port: u16,
 }
 
 impl Default for Config {
@@ -58,16 +61,13 @@ impl Default for Config {
             idle_timeout: None,
             enable_flushdb: false,
             keys_limit: 100_000,
+            port: 0,
         }
     }
 }
 
 const STRIPES: usize = 1024;
 
-thread_local! {
-    /// Whether this connection's thread wrote since it last synced.
-    static UNSYNCED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
 /// Prefix of string keys in strata's key space.
 const STRING: u8 = b's';
 /// Every key's own record (hash and sorted-set metas `m`, strings `s`) lies in
@@ -100,6 +100,13 @@ pub struct Server {
     /// The bytes one request may take (`proto-max-bulk-len` and
     /// `client-query-buffer-limit` bound it; at start, `Config::limits`).
     max_request: AtomicUsize,
+    /// Writes begun and writes finished (any connection, counted before and after
+    /// `Db::write`), and how many begun writes a synced write is known to cover: under
+    /// `--sync=always` no reply goes out while `synced < begun`, so a reply never shows a
+    /// write (its own connection's or another's) that a crash could still take back.
+    begun: AtomicU64,
+    finished: AtomicU64,
+    synced: AtomicU64,
 }
 
 /// What CLIENT LIST says of a connection.
@@ -267,27 +274,6 @@ fn parse_float(b: &[u8]) -> Option<f64> {
     (!x.is_nan()).then_some(x)
 }
 
-/// A float as those commands write it back: integers without a fraction, otherwise the
-/// shortest text that reads back as the number, or as a number within 4 units in the last
-/// place of it with at most 15 significant digits. (Redis sums in long double and prints 17
-/// decimals with trailing zeros trimmed, so 1 + 0.1 + 0.1 reads "1.2" where f64's own text
-/// is 1.2000000000000002; a number further from its 15-digit rounding, such as 1/41, keeps
-/// every digit, so that adding its negation gives 0 as in Redis.)
-fn format_float(x: f64) -> String {
-    let rounded: f64 = format!("{x:.14e}").parse().unwrap_or(x);
-    let ulp = f64::from_bits(x.abs().to_bits() + 1) - x.abs();
-    let x = if rounded.is_finite() && (x - rounded).abs() <= 4.0 * ulp {
-        rounded
-    } else {
-        x
-    };
-    if x.fract() == 0.0 && x.abs() < 1e17 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
 fn upper(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_ascii_uppercase()
 }
@@ -358,6 +344,9 @@ impl Server {
             keys: std::sync::atomic::AtomicI64::new(0),
             keys_counted: AtomicBool::new(false),
             sessions: Mutex::default(),
+            begun: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
         };
         if let Ok(n) = server.count_keys() {
             server.keys.store(n as i64, Ordering::Release);
@@ -378,14 +367,25 @@ impl Server {
     /// sends the replies of the requests it has read, so a key's lock is never held across
     /// an fsync, and concurrent connections share syncs in strata's group commit).
     fn write(&self, b: strata::WriteBatch) -> strata::Result<()> {
-        self.db.write(&strata::WriteOptions::default(), b)?;
-        UNSYNCED.with(|u| u.set(true));
-        Ok(())
+        self.begun.fetch_add(1, Ordering::AcqRel);
+        let r = self.db.write(&strata::WriteOptions::default(), b);
+        self.finished.fetch_add(1, Ordering::AcqRel);
+        r
     }
 
-    /// Makes this connection's writes durable if `--sync=always` asks for it.
+    /// Under `--sync=always`, makes every write accepted so far durable (this
+    /// connection's, and any other's its replies may show).
     fn sync_before_reply(&self) -> strata::Result<()> {
-        if self.config.sync == SyncMode::Always && UNSYNCED.with(|u| u.replace(false)) {
+        if self.config.sync != SyncMode::Always {
+            return Ok(());
+        }
+        // `finished` first: when it equals `begun` read after it, every write begun so far
+        // has finished (is in the WAL), and the sync below covers them all; otherwise the
+        // sync still covers every write this reply can show (each finished before the
+        // reads that saw it) but claims none, as one in flight may not be in the WAL yet.
+        let finished = self.finished.load(Ordering::Acquire);
+        let begun = self.begun.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) < begun {
             // An empty synced write syncs the WAL (and the value log) up to here.
             self.db.write(
                 &strata::WriteOptions {
@@ -394,6 +394,9 @@ impl Server {
                 },
                 strata::WriteBatch::new(),
             )?;
+            if finished == begun {
+                self.synced.fetch_max(begun, Ordering::AcqRel);
+            }
         }
         Ok(())
     }
@@ -540,7 +543,7 @@ impl Server {
     fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
-        let (began, reply_at) = (Instant::now(), out.buf.len());
+        let (began, errors) = (Instant::now(), out.errors);
         if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
             out.error("NOAUTH Authentication required.");
             return;
@@ -600,7 +603,7 @@ impl Server {
             let [calls, usec, failed] = &self.command_stats[i];
             calls.fetch_add(1, Ordering::Relaxed);
             usec.fetch_add(began.elapsed().as_micros() as u64, Ordering::Relaxed);
-            if out.buf.get(reply_at) == Some(&b'-') {
+            if out.errors > errors {
                 failed.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -721,7 +724,10 @@ impl Server {
             }
             "DEBUG" => out.error("ERR strata-server serves DEBUG COUNTKEYS only"),
             "FLUSHDB" | "FLUSHALL" => {
-                if !self.config.enable_flushdb {
+                let mode = args.get(1).map(|a| upper(a));
+                if args.len() > 2 || mode.as_deref().is_some_and(|m| m != "ASYNC" && m != "SYNC") {
+                    out.error("ERR syntax error");
+                } else if !self.config.enable_flushdb {
                     out.error("ERR FLUSHDB is disabled (start the server with --enable-flushdb)");
                 } else {
                     self.flush_all()?;
@@ -813,6 +819,10 @@ impl Server {
                     let current = self.db.get(&k)?;
                     let created = current.is_none();
                     let mut v = current.unwrap_or_default();
+                    if (v.len() + args[2].len()) as u64 > self.max_string() {
+                        out.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+                        return Ok(true);
+                    }
                     v.extend_from_slice(&args[2]);
                     let mut b = strata::WriteBatch::new();
                     b.put(&k, &v);
@@ -1463,10 +1473,11 @@ impl Server {
                 })
                 .collect(),
             "errorstats" => Vec::new(),
-            "keyspace" => vec![format!(
-                "db0:keys={},expires=0,avg_ttl=0",
-                self.dbsize().unwrap_or(0)
-            )],
+            // Redis writes no line for an empty database.
+            "keyspace" => match self.dbsize().unwrap_or(0) {
+                0 => vec![],
+                n => vec![format!("db0:keys={n},expires=0,avg_ttl=0")],
+            },
             "strata" => self.db.stats().to_text().lines().map(str::to_string).collect(),
             _ => return String::new(),
         };

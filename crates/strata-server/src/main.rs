@@ -153,6 +153,7 @@ fn main() -> ExitCode {
         idle_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
         enable_flushdb: m.get_flag("enable-flushdb"),
         keys_limit: *m.get_one::<usize>("keys-limit").expect("defaulted"),
+        port: listener.local_addr().map_or(0, |a| a.port()),
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

@@ -265,6 +265,9 @@ pub struct Out {
     pub sink: Option<Sink>,
     /// The sink failed: the connection is gone.
     pub failed: bool,
+    /// Error replies written (INFO commandstats counts a call failed when its reply is
+    /// one, even after a spill took the reply's first byte out of `buf`).
+    pub errors: u64,
 }
 
 /// `spill` writes out what has gathered once it passes this many bytes.
@@ -278,6 +281,7 @@ impl Out {
             resp3,
             sink: None,
             failed: false,
+            errors: 0,
         }
     }
 
@@ -304,6 +308,7 @@ impl Out {
     }
 
     pub fn error(&mut self, s: &str) {
+        self.errors += 1;
         self.buf.push(b'-');
         // An error line may not hold a line break.
         for b in s.bytes() {

@@ -7,13 +7,42 @@ use crate::resp::Out;
 use crate::types::WRONGTYPE;
 use crate::{check_arity, lock, string_key, stripe_of, Server};
 
-/// The largest string SETRANGE may make (Redis's 512 MB `proto-max-bulk-len` default).
-const MAX_STRING: u64 = 512 << 20;
+/// LCS's tables, summed over every connection computing one: one LCS of two large
+/// strings may take up to the request limit, and many at once may not take more than this.
+const LCS_BUDGET: u64 = 512 << 20;
+static LCS_IN_USE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Holds `bytes` of the LCS budget until dropped.
+struct LcsReservation(u64);
+
+impl LcsReservation {
+    fn take(bytes: u64) -> Option<LcsReservation> {
+        use std::sync::atomic::Ordering::AcqRel;
+        LCS_IN_USE
+            .fetch_update(AcqRel, std::sync::atomic::Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&n| n <= LCS_BUDGET)
+            })
+            .ok()
+            .map(|_| LcsReservation(bytes))
+    }
+}
+
+impl Drop for LcsReservation {
+    fn drop(&mut self) {
+        LCS_IN_USE.fetch_sub(self.0, std::sync::atomic::Ordering::AcqRel);
+    }
+}
 
 /// A key's stripe guard and its string (None: no such key).
 type Locked<'a> = (std::sync::MutexGuard<'a, ()>, Option<Vec<u8>>);
 
 impl Server {
+    /// The longest string a command may make: what one request could carry now (Redis
+    /// checks `proto-max-bulk-len`; here the request limit, which CONFIG SET of it moves).
+    pub(crate) fn max_string(&self) -> u64 {
+        self.max_request.load(std::sync::atomic::Ordering::Acquire) as u64
+    }
+
     /// The string at `k`, or `Err(())` if `k` holds another type.
     fn string_at(&self, k: &[u8]) -> strata::Result<Result<Option<Vec<u8>>, ()>> {
         Ok(match self.db.get(string_key(k))? {
@@ -68,19 +97,19 @@ impl Server {
                     }
                     Ok(None) => None,
                     Ok(Some(v)) => match crate::parse_float(&v) {
-                        Some(x) => Some(x),
+                        Some(x) => Some((x, v)),
                         None => {
                             out.error("ERR value is not a valid float");
                             return Ok(true);
                         }
                     },
                 };
-                let sum = now.unwrap_or(0.0) + by;
+                let sum = now.as_ref().map_or(0.0, |n| n.0) + by;
                 if !sum.is_finite() {
                     out.error("ERR increment would produce NaN or Infinity");
                     return Ok(true);
                 }
-                let text = crate::format_float(sum);
+                let text = crate::float::sum_text(now.as_ref().map(|n| &n.1[..]), &args[2], sum);
                 let mut b = strata::WriteBatch::new();
                 b.put(&k, &text);
                 self.write(b)?;
@@ -171,7 +200,7 @@ impl Server {
                     out.int(old.map_or(0, |v| v.len()) as i64);
                     return Ok(true);
                 }
-                if offset + value.len() as u64 > MAX_STRING {
+                if offset + value.len() as u64 > self.max_string() {
                     out.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                     return Ok(true);
                 }
@@ -215,8 +244,11 @@ impl Server {
                 if !arity(argc == if name == "SETBIT" { 4 } else { 3 }, out) {
                     return Ok(true);
                 }
-                // Offsets address bits of a string of at most 512 MB: below 2^32.
-                let Some(bit) = crate::parse_i64(&args[2]).filter(|&b| (0..1 << 32).contains(&b))
+                // Offsets address bits of a string no longer than a request may be
+                // (Redis: below 8 x proto-max-bulk-len).
+                let most = self.max_string();
+                let Some(bit) = crate::parse_i64(&args[2])
+                    .filter(|&b| b >= 0 && (b as u64 >> 3) < most && b < 1 << 32)
                 else {
                     out.error("ERR bit offset is not an integer or out of range");
                     return Ok(true);
@@ -300,6 +332,8 @@ impl Server {
             out.error("ERR If you want both the length and indexes, please just use IDX.");
             return Ok(());
         }
+        // Both strings from one moment: every write of a string holds its key's stripe.
+        let _g = self.lock_keys(&[string_key(&args[1]), string_key(&args[2])]);
         let mut strings = Vec::with_capacity(2);
         for k in &args[1..3] {
             match self.string_at(k)? {
@@ -313,12 +347,18 @@ impl Server {
         let (a, b) = (&strings[0], &strings[1]);
         let (n, m) = (a.len(), b.len());
         let cells = (n as u64 + 1) * (m as u64 + 1);
-        if cells.saturating_mul(4) > MAX_STRING {
+        let bytes = cells.saturating_mul(4);
+        let reserved = if bytes > self.max_string() {
+            None
+        } else {
+            LcsReservation::take(bytes)
+        };
+        let Some(_reserved) = reserved else {
             out.error(
                 "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
             );
             return Ok(());
-        }
+        };
         // table[i][j]: the LCS length of a[..i] and b[..j].
         let w = m + 1;
         let mut t = vec![0u32; cells as usize];

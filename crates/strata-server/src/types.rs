@@ -389,7 +389,7 @@ impl Server {
                     out.error("ERR increment would produce NaN or Infinity");
                     return Ok(());
                 }
-                crate::format_float(sum).into_bytes()
+                crate::float::sum_text(old.as_deref(), arg, sum).into_bytes()
             }
         };
         let mut b = strata::WriteBatch::new();

@@ -1227,3 +1227,84 @@ fn more_string_and_hash_commands() {
     assert_eq!(c.cmd(&["DBSIZE"]), c.cmd(&["DEBUG", "COUNTKEYS"]));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn float_sums_limits_follow_config_and_flush_arguments() {
+    let dir = temp_dir("limits");
+    // A 2 MiB request limit: CONFIG SET may lower it to 1 MiB, never raise it past 2.
+    let s = Server::start(
+        &dir,
+        &["--max-request-bytes", "2097152", "--enable-flushdb"],
+    );
+    let mut c = s.client();
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    // Sums as Redis's long double writes them, not f64's binary noise.
+    assert_eq!(c.cmd(&["SET", "f", "1"]), ok());
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "-1.1"]), bulk("-0.1"));
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "f", "0.4"]), bulk("0.3"));
+    assert_eq!(
+        c.cmd(&["INCRBYFLOAT", "f", "12345678901234567890"]),
+        bulk("12345678901234567890.3")
+    );
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "x", "0.1"]), bulk("0.1"));
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "x", "0.2"]), bulk("0.3"));
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "x", "-0.3"]), bulk("0"));
+    // The request limit's bounds, units and duplicates.
+    err(
+        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "3mb"]),
+        "between",
+    );
+    err(
+        c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1000"]),
+        "between",
+    );
+    err(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "proto-max-bulk-len",
+            "1mb",
+            "proto-max-bulk-len",
+            "2mb",
+        ]),
+        "duplicate parameter",
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]), ok());
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "proto-max-bulk-len"]),
+        Reply::Array(vec![bulk("proto-max-bulk-len"), bulk("1048576")])
+    );
+    // Strings are bounded by the limit now in force (512 KiB + 600 KiB > 1 MiB).
+    let half = "x".repeat(512 << 10);
+    let more = "y".repeat(600 << 10);
+    assert_eq!(c.cmd(&["SET", "big", &half]), ok());
+    err(c.cmd(&["APPEND", "big", &more]), "maximum allowed size");
+    err(
+        c.cmd(&["SETRANGE", "big", "1048570", "0123456789"]),
+        "maximum allowed size",
+    );
+    err(
+        c.cmd(&["SETBIT", "bits", &(8u64 << 20).to_string(), "1"]),
+        "out of range",
+    );
+    assert_eq!(
+        c.cmd(&["SETBIT", "bits", &((8u64 << 20) - 1).to_string(), "1"]),
+        Reply::Int(0)
+    );
+    assert_eq!(c.cmd(&["STRLEN", "big"]), Reply::Int(512 << 10));
+    // CONFIG GET port answers the port listened on.
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "port"]),
+        Reply::Array(vec![bulk("port"), bulk(&s.port.to_string())])
+    );
+    // FLUSHALL takes ASYNC or SYNC only; an empty database has no keyspace line.
+    err(c.cmd(&["FLUSHALL", "NOW"]), "syntax error");
+    err(c.cmd(&["FLUSHDB", "ASYNC", "SYNC"]), "syntax error");
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(4));
+    assert_eq!(c.cmd(&["FLUSHALL", "sync"]), ok());
+    let Reply::Bulk(Some(info)) = c.cmd(&["INFO", "keyspace"]) else {
+        panic!("INFO")
+    };
+    assert!(!String::from_utf8(info).unwrap().contains("db0"));
+}
