@@ -6,7 +6,9 @@
 //! in strata's key space (docs/format/redis-keys.md).
 
 mod admin;
+mod expire;
 mod float;
+mod keyspace;
 pub mod resp;
 mod strings;
 mod types;
@@ -18,6 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+pub use keyspace::OrphanFilter;
+use keyspace::{record_key, Meta};
 use resp::{Limits, Out};
 
 /// How writes are made durable before they are acknowledged.
@@ -68,12 +72,6 @@ impl Default for Config {
 
 const STRIPES: usize = 1024;
 
-/// Prefix of string keys in strata's key space.
-const STRING: u8 = b's';
-/// Every key's own record (hash and sorted-set metas `m`, strings `s`) lies in
-/// `[KEYS_FROM, STRING + 1)`: KEYS, SCAN and DBSIZE walk that range.
-const KEYS_FROM: u8 = b'm';
-
 /// The shared state of a running server.
 pub struct Server {
     pub db: strata::Db,
@@ -107,6 +105,12 @@ pub struct Server {
     begun: AtomicU64,
     finished: AtomicU64,
     synced: AtomicU64,
+    /// The collection version counter (keyspace.rs).
+    versions: Mutex<keyspace::Versions>,
+    /// Keys reaped after their expiry (INFO's `expired_keys`).
+    expired_keys: AtomicU64,
+    /// Whether the background reaps expired keys (`DEBUG SET-ACTIVE-EXPIRE 0|1`).
+    active_expire: AtomicBool,
 }
 
 /// What CLIENT LIST says of a connection.
@@ -147,13 +151,6 @@ struct Cursors {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn string_key(k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 1);
-    v.push(STRING);
-    v.extend_from_slice(k);
-    v
 }
 
 fn stripe_of(k: &[u8]) -> usize {
@@ -323,7 +320,10 @@ const FAILED_AUTH_DELAY: Duration = Duration::from_millis(200);
 
 impl Server {
     /// A server over `db`.
-    pub fn new(db: strata::Db, config: Config) -> Arc<Server> {
+    ///
+    /// # Errors
+    /// The database holds another key-space layout, or cannot be read.
+    pub fn new(db: strata::Db, config: Config) -> Result<Arc<Server>, String> {
         let parameters = Mutex::new(Server::initial_parameters(&config));
         let max_request = AtomicUsize::new(config.limits.max_request);
         let server = Server {
@@ -347,12 +347,23 @@ impl Server {
             begun: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             synced: AtomicU64::new(0),
+            versions: keyspace::Versions::new(),
+            expired_keys: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
         };
+        server.open_keyspace()?;
         if let Ok(n) = server.count_keys() {
             server.keys.store(n as i64, Ordering::Release);
             server.keys_counted.store(true, Ordering::Release);
         }
-        Arc::new(server)
+        Ok(Arc::new(server))
+    }
+
+    /// One step of active expiry (unless `DEBUG SET-ACTIVE-EXPIRE 0`): reaps up to 1000
+    /// due keys; whether there may be more due now.
+    pub fn active_expiry(&self) -> bool {
+        const STEP: usize = 1000;
+        self.active_expire.load(Ordering::Acquire) && self.expire_due(STEP).is_ok_and(|n| n == STEP)
     }
 
     /// Notes `delta` keys created (+) or removed (-). REQUIRES: the stripe locks of the
@@ -579,6 +590,7 @@ impl Server {
                 || self.server_command(&name, args, out)?
                 || self.string_command(&name, args, out)?
                 || self.more_string_command(&name, args, out)?
+                || self.expire_command(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {
@@ -722,7 +734,14 @@ impl Server {
                 let n = self.count_keys()?;
                 out.int(n as i64);
             }
-            "DEBUG" => out.error("ERR strata-server serves DEBUG COUNTKEYS only"),
+            // Redis's tests turn active expiry off to see lazy expiry alone.
+            "DEBUG" if argc == 3 && upper(&args[1]) == "SET-ACTIVE-EXPIRE" => {
+                self.active_expire
+                    .store(args[2].as_slice() != b"0", Ordering::Release);
+                out.simple("OK");
+            }
+            "DEBUG" => out
+                .error("ERR strata-server serves DEBUG COUNTKEYS and DEBUG SET-ACTIVE-EXPIRE only"),
             "FLUSHDB" | "FLUSHALL" => {
                 let mode = args.get(1).map(|a| upper(a));
                 if args.len() > 2 || mode.as_deref().is_some_and(|m| m != "ASYNC" && m != "SYNC") {
@@ -747,23 +766,22 @@ impl Server {
         match name {
             "GET" => {
                 if arity(argc == 2, out) {
-                    match self.db.get(string_key(&args[1]))? {
-                        Some(v) => out.bulk(&v),
-                        None if self.meta(&args[1])?.is_some() => out.error(types::WRONGTYPE),
-                        None => out.null(),
+                    match self.string_at(&args[1])? {
+                        Ok(Some(v)) => out.bulk(&v),
+                        Ok(None) => out.null(),
+                        Err(()) => out.error(types::WRONGTYPE),
                     }
                 }
             }
             "SET" => self.set(args, out)?,
             "SETNX" => {
                 if arity(argc == 3, out) {
-                    let k = string_key(&args[1]);
-                    let _g = lock(&self.stripes[stripe_of(&k)]);
-                    if self.db.get(&k)?.is_some() || self.meta(&args[1])?.is_some() {
+                    let _g = lock(&self.stripes[stripe_of(&record_key(&args[1]))]);
+                    if self.lookup_for_update(&args[1])?.is_some() {
                         out.int(0);
                     } else {
                         let mut b = strata::WriteBatch::new();
-                        b.put(&k, &args[2]);
+                        Self::put_string(&mut b, &args[1], None, args[2].clone(), false);
                         self.write(b)?;
                         self.keys_changed(1);
                         out.int(1);
@@ -774,9 +792,9 @@ impl Server {
                 if arity(argc >= 2, out) {
                     out.array(argc - 1);
                     for k in &args[1..] {
-                        match self.db.get(string_key(k))? {
-                            Some(v) => out.bulk(&v),
-                            None => out.null(),
+                        match self.string_at(k)? {
+                            Ok(Some(v)) => out.bulk(&v),
+                            _ => out.null(),
                         }
                     }
                 }
@@ -784,23 +802,20 @@ impl Server {
             "MSET" => {
                 if arity(argc >= 3 && !argc.is_multiple_of(2), out) {
                     let keys: Vec<Vec<u8>> =
-                        args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
+                        args[1..].chunks(2).map(|p| record_key(&p[0])).collect();
                     let _g = self.lock_keys(&keys);
                     let mut b = strata::WriteBatch::new();
                     let mut created = 0i64;
-                    let mut seen = std::collections::HashSet::new();
-                    for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                        if !seen.insert(k) {
-                            continue;
-                        }
-                        if self.meta(&p[0])?.is_some() {
-                            self.delete_any(&p[0], &mut b)?;
-                        } else if self.db.get(k)?.is_none() {
-                            created += 1;
-                        }
+                    // The last value of a key given twice wins; each key's old record
+                    // (its expiry entry) is read once.
+                    let mut last: HashMap<&[u8], &[u8]> = HashMap::new();
+                    for p in args[1..].chunks(2) {
+                        last.insert(&p[0], &p[1]);
                     }
-                    for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                        b.put(k, &p[1]);
+                    for (k, v) in last {
+                        let old = self.lookup_for_update(k)?;
+                        created += i64::from(old.is_none());
+                        Self::put_string(&mut b, k, old.as_ref(), v.to_vec(), false);
                     }
                     self.write(b)?;
                     self.keys_changed(created);
@@ -810,35 +825,30 @@ impl Server {
             "INCR" | "DECR" | "INCRBY" | "DECRBY" => self.incr_by(name, args, out)?,
             "APPEND" => {
                 if arity(argc == 3, out) {
-                    let k = string_key(&args[1]);
-                    let _g = lock(&self.stripes[stripe_of(&k)]);
-                    if self.meta(&args[1])?.is_some() {
-                        out.error(types::WRONGTYPE);
+                    let Some((_g, old)) = self.string_for_update(&args[1], out)? else {
                         return Ok(true);
-                    }
-                    let current = self.db.get(&k)?;
-                    let created = current.is_none();
-                    let mut v = current.unwrap_or_default();
+                    };
+                    let created = old.is_none();
+                    let mut v = old.as_ref().map(|m| m.value.clone()).unwrap_or_default();
                     if (v.len() + args[2].len()) as u64 > self.max_string() {
                         out.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                         return Ok(true);
                     }
                     v.extend_from_slice(&args[2]);
+                    let len = v.len();
                     let mut b = strata::WriteBatch::new();
-                    b.put(&k, &v);
+                    Self::put_string(&mut b, &args[1], old.as_ref(), v, true);
                     self.write(b)?;
                     self.keys_changed(i64::from(created));
-                    out.int(v.len() as i64);
+                    out.int(len as i64);
                 }
             }
             "STRLEN" => {
                 if arity(argc == 2, out) {
-                    if self.meta(&args[1])?.is_some() {
-                        out.error(types::WRONGTYPE);
-                        return Ok(true);
+                    match self.string_at(&args[1])? {
+                        Ok(v) => out.int(v.map_or(0, |v| v.len()) as i64),
+                        Err(()) => out.error(types::WRONGTYPE),
                     }
-                    let n = self.db.get(string_key(&args[1]))?.map_or(0, |v| v.len());
-                    out.int(n as i64);
                 }
             }
             _ => return Ok(false),
@@ -859,28 +869,24 @@ impl Server {
         match name {
             "TYPE" => {
                 if arity(argc == 2, out) {
-                    let t = if self.db.get(string_key(&args[1]))?.is_some() {
-                        "string"
-                    } else {
-                        match self.meta(&args[1])? {
-                            Some((types::HASH, _)) => "hash",
-                            Some(_) => "zset",
-                            None => "none",
-                        }
-                    };
-                    out.simple(t);
+                    out.simple(self.lookup(&args[1])?.map_or("none", |m| m.type_name()));
                 }
             }
             "DEL" | "UNLINK" => {
                 if arity(argc >= 2, out) {
-                    let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| string_key(k)).collect();
+                    let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| record_key(k)).collect();
                     let _g = self.lock_keys(&keys);
                     let mut b = strata::WriteBatch::new();
                     let mut n = 0;
                     let mut seen = std::collections::HashSet::new();
+                    // One record each, whatever the key's size: a collection's elements
+                    // become orphans, which compactions drop.
                     for k in &args[1..] {
-                        if seen.insert(k) && self.delete_any(k, &mut b)? {
-                            n += 1;
+                        if seen.insert(k) {
+                            if let Some(m) = self.lookup_for_update(k)? {
+                                Self::delete_record(&mut b, k, &m);
+                                n += 1;
+                            }
                         }
                     }
                     if n > 0 {
@@ -894,9 +900,7 @@ impl Server {
                 if arity(argc >= 2, out) {
                     let mut n = 0;
                     for k in &args[1..] {
-                        n += i64::from(
-                            self.db.get(string_key(k))?.is_some() || self.meta(k)?.is_some(),
-                        );
+                        n += i64::from(self.lookup(k)?.is_some());
                     }
                     out.int(n);
                 }
@@ -950,17 +954,13 @@ impl Server {
             };
             by = neg;
         }
-        let k = string_key(&args[1]);
-        let _g = lock(&self.stripes[stripe_of(&k)]);
-        let current = self.db.get(&k)?;
-        let created = current.is_none();
-        let now = match current {
-            None if self.meta(&args[1])?.is_some() => {
-                out.error(types::WRONGTYPE);
-                return Ok(());
-            }
+        let Some((_g, old)) = self.string_for_update(&args[1], out)? else {
+            return Ok(());
+        };
+        let created = old.is_none();
+        let now = match &old {
             None => 0,
-            Some(v) => match parse_i64(&v) {
+            Some(m) => match parse_i64(&m.value) {
                 Some(n) => n,
                 None => {
                     out.error("ERR value is not an integer or out of range");
@@ -973,7 +973,13 @@ impl Server {
             return Ok(());
         };
         let mut b = strata::WriteBatch::new();
-        b.put(&k, next.to_string());
+        Self::put_string(
+            &mut b,
+            &args[1],
+            old.as_ref(),
+            next.to_string().into_bytes(),
+            true,
+        );
         self.write(b)?;
         self.keys_changed(i64::from(created));
         out.int(next);
@@ -1116,55 +1122,82 @@ impl Server {
             out.error("ERR wrong number of arguments for 'set' command");
             return Ok(());
         }
-        let (mut nx, mut xx, mut get) = (false, false, false);
-        for a in &args[3..] {
-            match upper(a).as_str() {
-                "NX" => nx = true,
-                "XX" => xx = true,
+        let (mut nx, mut xx, mut get, mut keep_ttl) = (false, false, false, false);
+        let mut expiry: Option<(&str, &[u8])> = None;
+        let mut i = 3;
+        while i < args.len() {
+            let word = upper(&args[i]);
+            match word.as_str() {
+                "NX" if !xx => nx = true,
+                "XX" if !nx => xx = true,
                 "GET" => get = true,
-                "EX" | "PX" | "EXAT" | "PXAT" | "KEEPTTL" => {
-                    out.error("ERR expiry (EX, PX, EXAT, PXAT, KEEPTTL) is not supported by strata-server");
-                    return Ok(());
+                "KEEPTTL" if expiry.is_none() => keep_ttl = true,
+                "EX" | "PX" | "EXAT" | "PXAT"
+                    if expiry.is_none() && !keep_ttl && i + 1 < args.len() =>
+                {
+                    expiry = Some((
+                        ["EX", "PX", "EXAT", "PXAT"]
+                            .into_iter()
+                            .find(|w| *w == word)
+                            .expect("matched"),
+                        &args[i + 1],
+                    ));
+                    i += 1;
                 }
                 _ => {
                     out.error("ERR syntax error");
                     return Ok(());
                 }
             }
+            i += 1;
         }
-        if nx && xx {
-            out.error("ERR syntax error");
-            return Ok(());
-        }
-        let k = string_key(&args[1]);
-        let _g = lock(&self.stripes[stripe_of(&k)]);
-        let typed = self.meta(&args[1])?.is_some();
-        if typed && get {
+        let expire = match expiry {
+            None => None,
+            Some((unit, n)) => match expire::deadline(unit, n, keyspace::now_ms()) {
+                Some(at) => Some(at),
+                None => {
+                    out.error("ERR invalid expire time in 'set' command");
+                    return Ok(());
+                }
+            },
+        };
+        let _g = lock(&self.stripes[stripe_of(&record_key(&args[1]))]);
+        let old = self.lookup_for_update(&args[1])?;
+        if get && old.as_ref().is_some_and(|m| m.kind != keyspace::STRING) {
             out.error(types::WRONGTYPE);
             return Ok(());
         }
-        // Whether the key exists decides NX/XX and the key count: read it unless the meta
-        // record already said so.
-        let old = if nx || xx || get || !typed {
-            self.db.get(&k)?
-        } else {
-            None
-        };
-        let exists = old.is_some() || typed;
+        let exists = old.is_some();
         let go = !(nx && exists || xx && !exists);
         if go {
-            // SET replaces a key of any type.
+            // SET replaces a key of any type (a collection's elements become orphans).
             let mut b = strata::WriteBatch::new();
-            if typed {
-                self.delete_any(&args[1], &mut b)?;
+            let at = match expire {
+                Some(at) => at,
+                None if keep_ttl => old.as_ref().map_or(0, |m| m.expire),
+                None => 0,
+            };
+            if at != 0 && at <= keyspace::now_ms() {
+                // An expiry already past: the key is gone at once (Redis deletes it too).
+                if let Some(m) = &old {
+                    Self::delete_record(&mut b, &args[1], m);
+                    self.write(b)?;
+                    self.keys_changed(-1);
+                }
+            } else {
+                Self::put_record(
+                    &mut b,
+                    &args[1],
+                    old.as_ref(),
+                    &Meta::string(args[2].clone(), at),
+                );
+                self.write(b)?;
+                self.keys_changed(i64::from(!exists));
             }
-            b.put(&k, &args[2]);
-            self.write(b)?;
-            self.keys_changed(i64::from(!exists));
         }
         match (get, go) {
             (true, _) => match old {
-                Some(v) => out.bulk(&v),
+                Some(m) => out.bulk(&m.value),
                 None => out.null(),
             },
             (false, true) => out.simple("OK"),
@@ -1173,25 +1206,25 @@ impl Server {
         Ok(())
     }
 
-    /// Every key's own record (strings and the metas of hashes and sorted sets), in
-    /// order, from strata key `from`.
+    /// Every key's record, in order, from strata key `from`.
     fn key_records(&self, from: Vec<u8>) -> strata::Result<strata::DbIterator> {
         let mut it = self.db.iter(strata::ReadOptions {
             lower_bound: Some(from),
-            upper_bound: Some(vec![STRING + 1]),
+            upper_bound: Some(vec![keyspace::RECORD + 1]),
             ..Default::default()
         })?;
         it.seek_to_first();
         Ok(it)
     }
 
-    /// Up to `limit` keys matching `pattern`, in order.
+    /// Up to `limit` live keys matching `pattern`, in order.
     fn keys(&self, pattern: &[u8], limit: usize) -> strata::Result<Vec<Vec<u8>>> {
-        let mut it = self.key_records(vec![KEYS_FROM])?;
+        let mut it = self.key_records(vec![keyspace::RECORD])?;
+        let now = keyspace::now_ms();
         let mut keys = Vec::new();
         while it.valid() && keys.len() < limit {
             let k = &it.key()[1..];
-            if glob(pattern, k) {
+            if !keyspace::expired_at(it.value(), now) && glob(pattern, k) {
                 keys.push(k.to_vec());
             }
             it.next();
@@ -1200,7 +1233,6 @@ impl Server {
         Ok(keys)
     }
 
-    /// The number of keys (counted: a scan of the key records).
     /// The kept key count (a scan if counting at start failed).
     fn dbsize(&self) -> strata::Result<usize> {
         if !self.keys_counted.load(Ordering::Acquire) {
@@ -1209,9 +1241,10 @@ impl Server {
         Ok(self.keys.load(Ordering::Acquire).max(0) as usize)
     }
 
-    /// Counts the keys by walking every key record.
+    /// Counts the keys by walking every key record (expired ones not yet reaped too, as
+    /// the kept count and Redis's DBSIZE do).
     fn count_keys(&self) -> strata::Result<usize> {
-        let mut it = self.key_records(vec![KEYS_FROM])?;
+        let mut it = self.key_records(vec![keyspace::RECORD])?;
         let mut n = 0;
         while it.valid() {
             n += 1;
@@ -1254,7 +1287,7 @@ impl Server {
             }
         }
         let start = if cursor == 0 {
-            vec![KEYS_FROM]
+            vec![keyspace::RECORD]
         } else {
             match lock(&self.cursors).keys.remove(&cursor) {
                 Some(k) => k,
@@ -1267,20 +1300,13 @@ impl Server {
         let mut it = self.key_records(start)?;
         let mut found = Vec::new();
         let mut visited = 0;
+        let now = keyspace::now_ms();
         while it.valid() && visited < count {
             let k = &it.key()[1..];
-            let type_ok = kind.as_deref().is_none_or(|want| {
-                let t = match it.key()[0] {
-                    STRING => "string",
-                    _ => match it.value().first() {
-                        Some(&types::HASH) => "hash",
-                        Some(&types::ZSET) => "zset",
-                        _ => "none",
-                    },
-                };
-                t == want
-            });
-            if type_ok && glob(pattern, k) {
+            let type_ok = kind
+                .as_deref()
+                .is_none_or(|want| keyspace::type_name(keyspace::kind_of(it.value())) == want);
+            if type_ok && !keyspace::expired_at(it.value(), now) && glob(pattern, k) {
                 found.push(k.to_vec());
             }
             visited += 1;
@@ -1310,9 +1336,8 @@ impl Server {
         Ok(())
     }
 
-    /// Removes every record: one range deletion (constant time however many keys there
-    /// are; compactions drop what it covers). Every record's first byte is an ASCII tag
-    /// (docs/format/redis-keys.md), so `[0x00.., 0xff)` holds them all.
+    /// Removes every key: two range deletions around the server's own records (constant
+    /// time however many keys there are; compactions drop what they cover).
     ///
     /// Every stripe is held meanwhile (in index order, as `lock_keys` takes them), so no
     /// read-modify-write straddles the flush (an HSET that read a count before it would
@@ -1321,7 +1346,7 @@ impl Server {
     fn flush_all(&self) -> strata::Result<()> {
         let _all: Vec<MutexGuard<'_, ()>> = self.stripes.iter().map(lock).collect();
         let mut b = strata::WriteBatch::new();
-        b.delete_range(b"", [0xffu8]);
+        Self::flush_ranges(&mut b);
         self.write(b)?;
         self.keys.store(0, Ordering::Release);
         self.keys_counted.store(true, Ordering::Release);
@@ -1427,7 +1452,7 @@ impl Server {
                     "total_commands_processed:{}",
                     self.commands.load(Ordering::Relaxed)
                 ),
-                "expired_keys:0".into(),
+                format!("expired_keys:{}", self.expired_keys.load(Ordering::Relaxed)),
                 "evicted_keys:0".into(),
             ],
             "replication" => vec![
@@ -1474,9 +1499,14 @@ impl Server {
                 .collect(),
             "errorstats" => Vec::new(),
             // Redis writes no line for an empty database.
+            // Redis writes no line for an empty database. `expires` walks the expiry
+            // index (one entry per key with an expiry).
             "keyspace" => match self.dbsize().unwrap_or(0) {
                 0 => vec![],
-                n => vec![format!("db0:keys={n},expires=0,avg_ttl=0")],
+                n => vec![format!(
+                    "db0:keys={n},expires={},avg_ttl=0",
+                    self.count_expiring(usize::MAX).unwrap_or(0)
+                )],
             },
             "strata" => self.db.stats().to_text().lines().map(str::to_string).collect(),
             _ => return String::new(),

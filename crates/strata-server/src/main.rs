@@ -90,6 +90,8 @@ fn main() -> ExitCode {
             info_log: Some(std::sync::Arc::new(|line: &str| {
                 eprintln!("strata-server: note: {line}")
             })),
+            // Compactions drop the elements of deleted, overwritten and expired collections.
+            compaction_filter: Some(std::sync::Arc::new(strata_server::OrphanFilter::new())),
             ..o
         },
         Err(e) => {
@@ -160,7 +162,28 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
-    let server = Server::new(db, config);
+    let server = match Server::new(db, config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("strata-server: {dir}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Active expiry: ten times a second, the keys whose time has passed (found in the
+    // expiry index, oldest first), as many passes as there are due keys.
+    let expirer = {
+        let s = server.clone();
+        std::thread::spawn(move || {
+            while !s.shutting_down.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(100));
+                while s.active_expiry() {
+                    if s.shutting_down.load(Ordering::Acquire) {
+                        break;
+                    }
+                }
+            }
+        })
+    };
     let interval = Duration::from_millis(*m.get_one::<u64>("sync-interval-ms").expect("defaulted"));
     let syncer = (sync == SyncMode::Batch).then(|| {
         let s = server.clone();
@@ -248,6 +271,7 @@ fn main() -> ExitCode {
     if let Some(t) = syncer {
         let _ = t.join();
     }
+    let _ = expirer.join();
     match Arc::try_unwrap(server) {
         Ok(s) => {
             if let Err(e) = s.db.close() {

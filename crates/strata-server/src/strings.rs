@@ -3,9 +3,10 @@
 //! Each read-modify-write holds its key's stripe lock from the read to the write, as INCR
 //! does (lib.rs).
 
+use crate::keyspace::{record_key, Meta, STRING};
 use crate::resp::Out;
 use crate::types::WRONGTYPE;
-use crate::{check_arity, lock, string_key, stripe_of, Server};
+use crate::{check_arity, lock, stripe_of, Server};
 
 /// LCS's tables, summed over every connection computing one: one LCS of two large
 /// strings may take up to the request limit, and many at once may not take more than this.
@@ -33,8 +34,8 @@ impl Drop for LcsReservation {
     }
 }
 
-/// A key's stripe guard and its string (None: no such key).
-type Locked<'a> = (std::sync::MutexGuard<'a, ()>, Option<Vec<u8>>);
+/// A key's stripe guard and its string's record (None: no such key).
+type Locked<'a> = (std::sync::MutexGuard<'a, ()>, Option<Meta>);
 
 impl Server {
     /// The longest string a command may make: what one request could carry now (Redis
@@ -44,30 +45,46 @@ impl Server {
     }
 
     /// The string at `k`, or `Err(())` if `k` holds another type.
-    fn string_at(&self, k: &[u8]) -> strata::Result<Result<Option<Vec<u8>>, ()>> {
-        Ok(match self.db.get(string_key(k))? {
-            Some(v) => Ok(Some(v)),
-            None if self.meta(k)?.is_some() => Err(()),
+    pub(crate) fn string_at(&self, k: &[u8]) -> strata::Result<Result<Option<Vec<u8>>, ()>> {
+        Ok(match self.lookup(k)? {
+            Some(m) if m.kind == STRING => Ok(Some(m.value)),
+            Some(_) => Err(()),
             None => Ok(None),
         })
     }
 
-    /// The string at `k` (its record `key`) with the key's stripe lock held, for a
-    /// read-modify-write; None once WRONGTYPE is answered.
-    fn string_for_update(
+    /// The string record of `k` with the key's stripe lock held, for a read-modify-write
+    /// (an expired key reaped first); None once WRONGTYPE is answered.
+    pub(crate) fn string_for_update(
         &self,
-        key: &[u8],
         k: &[u8],
         out: &mut Out,
     ) -> strata::Result<Option<Locked<'_>>> {
-        let g = lock(&self.stripes[stripe_of(key)]);
-        match self.string_at(k)? {
-            Err(()) => {
+        let g = lock(&self.stripes[stripe_of(&record_key(k))]);
+        match self.lookup_for_update(k)? {
+            Some(m) if m.kind != STRING => {
                 out.error(WRONGTYPE);
                 Ok(None)
             }
-            Ok(v) => Ok(Some((g, v))),
+            m => Ok(Some((g, m))),
         }
+    }
+
+    /// Writes `value` as string `k` in `b`, replacing `old`; its expiry stays if `keep_ttl`
+    /// (APPEND, INCR, SETRANGE... keep it; SET, GETSET, MSET clear it, as in Redis).
+    pub(crate) fn put_string(
+        b: &mut strata::WriteBatch,
+        k: &[u8],
+        old: Option<&Meta>,
+        value: Vec<u8>,
+        keep_ttl: bool,
+    ) {
+        let expire = if keep_ttl {
+            old.map_or(0, |o| o.expire)
+        } else {
+            0
+        };
+        Self::put_record(b, k, old, &Meta::string(value, expire));
     }
 
     /// The string commands of this file; false for another command.
@@ -88,16 +105,13 @@ impl Server {
                     out.error("ERR value is not a valid float");
                     return Ok(true);
                 };
-                let k = string_key(&args[1]);
-                let _g = lock(&self.stripes[stripe_of(&k)]);
-                let now = match self.string_at(&args[1])? {
-                    Err(()) => {
-                        out.error(WRONGTYPE);
-                        return Ok(true);
-                    }
-                    Ok(None) => None,
-                    Ok(Some(v)) => match crate::parse_float(&v) {
-                        Some(x) => Some((x, v)),
+                let Some((_g, old)) = self.string_for_update(&args[1], out)? else {
+                    return Ok(true);
+                };
+                let now = match &old {
+                    None => None,
+                    Some(m) => match crate::parse_float(&m.value) {
+                        Some(x) => Some((x, &m.value)),
                         None => {
                             out.error("ERR value is not a valid float");
                             return Ok(true);
@@ -111,31 +125,36 @@ impl Server {
                 }
                 let text = crate::float::sum_text(now.as_ref().map(|n| &n.1[..]), &args[2], sum);
                 let mut b = strata::WriteBatch::new();
-                b.put(&k, &text);
+                Self::put_string(
+                    &mut b,
+                    &args[1],
+                    old.as_ref(),
+                    text.clone().into_bytes(),
+                    true,
+                );
                 self.write(b)?;
-                self.keys_changed(i64::from(now.is_none()));
+                self.keys_changed(i64::from(old.is_none()));
                 out.bulk(text.as_bytes());
             }
             "GETSET" | "GETDEL" => {
                 if !arity(argc == if name == "GETSET" { 3 } else { 2 }, out) {
                     return Ok(true);
                 }
-                let k = string_key(&args[1]);
-                let Some((_g, old)) = self.string_for_update(&k, &args[1], out)? else {
+                let Some((_g, old)) = self.string_for_update(&args[1], out)? else {
                     return Ok(true);
                 };
                 let mut b = strata::WriteBatch::new();
                 if name == "GETSET" {
-                    b.put(&k, &args[2]);
+                    Self::put_string(&mut b, &args[1], old.as_ref(), args[2].clone(), false);
                     self.write(b)?;
                     self.keys_changed(i64::from(old.is_none()));
-                } else if old.is_some() {
-                    b.delete(&k);
+                } else if let Some(m) = &old {
+                    Self::delete_record(&mut b, &args[1], m);
                     self.write(b)?;
                     self.keys_changed(-1);
                 }
                 match old {
-                    Some(v) => out.bulk(&v),
+                    Some(m) => out.bulk(&m.value),
                     None => out.null(),
                 }
             }
@@ -190,14 +209,13 @@ impl Server {
                         return Ok(true);
                     }
                 };
-                let k = string_key(&args[1]);
-                let Some((_g, old)) = self.string_for_update(&k, &args[1], out)? else {
+                let Some((_g, old)) = self.string_for_update(&args[1], out)? else {
                     return Ok(true);
                 };
                 let value = &args[3];
                 if value.is_empty() {
                     // Nothing written; a missing key stays missing.
-                    out.int(old.map_or(0, |v| v.len()) as i64);
+                    out.int(old.map_or(0, |m| m.value.len()) as i64);
                     return Ok(true);
                 }
                 if offset + value.len() as u64 > self.max_string() {
@@ -205,36 +223,38 @@ impl Server {
                     return Ok(true);
                 }
                 let created = old.is_none();
-                let mut v = old.unwrap_or_default();
+                let mut v = old.as_ref().map(|m| m.value.clone()).unwrap_or_default();
                 let end = offset as usize + value.len();
                 if v.len() < end {
                     v.resize(end, 0);
                 }
                 v[offset as usize..end].copy_from_slice(value);
+                let len = v.len();
                 let mut b = strata::WriteBatch::new();
-                b.put(&k, &v);
+                Self::put_string(&mut b, &args[1], old.as_ref(), v, true);
                 self.write(b)?;
                 self.keys_changed(i64::from(created));
-                out.int(v.len() as i64);
+                out.int(len as i64);
             }
             "MSETNX" => {
                 if !arity(argc >= 3 && !argc.is_multiple_of(2), out) {
                     return Ok(true);
                 }
-                let keys: Vec<Vec<u8>> = args[1..].chunks(2).map(|p| string_key(&p[0])).collect();
+                let keys: Vec<Vec<u8>> = args[1..].chunks(2).map(|p| record_key(&p[0])).collect();
                 let _g = self.lock_keys(&keys);
                 // Nothing is set if any key exists, of any type.
-                for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                    if self.db.get(k)?.is_some() || self.meta(&p[0])?.is_some() {
+                for p in args[1..].chunks(2) {
+                    if self.lookup_for_update(&p[0])?.is_some() {
                         out.int(0);
                         return Ok(true);
                     }
                 }
+                // (A key given twice: the last value wins, as in Redis.)
                 let mut b = strata::WriteBatch::new();
                 let mut seen = std::collections::HashSet::new();
-                for (k, p) in keys.iter().zip(args[1..].chunks(2)) {
-                    seen.insert(k);
-                    b.put(k, &p[1]);
+                for p in args[1..].chunks(2) {
+                    seen.insert(&p[0]);
+                    b.put(record_key(&p[0]), Meta::string(p[1].clone(), 0).encode());
                 }
                 self.write(b)?;
                 self.keys_changed(seen.len() as i64);
@@ -263,22 +283,27 @@ impl Server {
                         return Ok(true);
                     }
                 };
-                let k = string_key(&args[1]);
-                let _g = set.map(|_| lock(&self.stripes[stripe_of(&k)]));
-                let old = match self.string_at(&args[1])? {
-                    Err(()) => {
-                        out.error(WRONGTYPE);
+                let (_g, old) = if set.is_some() {
+                    let Some((g, old)) = self.string_for_update(&args[1], out)? else {
                         return Ok(true);
+                    };
+                    (Some(g), old)
+                } else {
+                    match self.string_at(&args[1])? {
+                        Err(()) => {
+                            out.error(WRONGTYPE);
+                            return Ok(true);
+                        }
+                        Ok(v) => (None, v.map(|v| Meta::string(v, 0))),
                     }
-                    Ok(v) => v,
                 };
                 let was = old
                     .as_ref()
-                    .and_then(|v| v.get(byte))
+                    .and_then(|m| m.value.get(byte))
                     .is_some_and(|b| b & mask != 0);
                 if let Some(on) = set {
                     let created = old.is_none();
-                    let mut v = old.unwrap_or_default();
+                    let mut v = old.as_ref().map(|m| m.value.clone()).unwrap_or_default();
                     if v.len() <= byte {
                         v.resize(byte + 1, 0);
                     }
@@ -288,7 +313,7 @@ impl Server {
                         v[byte] &= !mask;
                     }
                     let mut b = strata::WriteBatch::new();
-                    b.put(&k, &v);
+                    Self::put_string(&mut b, &args[1], old.as_ref(), v, true);
                     self.write(b)?;
                     self.keys_changed(i64::from(created));
                 }
@@ -333,7 +358,7 @@ impl Server {
             return Ok(());
         }
         // Both strings from one moment: every write of a string holds its key's stripe.
-        let _g = self.lock_keys(&[string_key(&args[1]), string_key(&args[2])]);
+        let _g = self.lock_keys(&[record_key(&args[1]), record_key(&args[2])]);
         let mut strings = Vec::with_capacity(2);
         for k in &args[1..3] {
             match self.string_at(k)? {

@@ -1,31 +1,13 @@
-//! Hashes and sorted sets in strata's key space (docs/format/redis-keys.md): a meta record
-//! per key (`m` + key -> type byte + element count), one record per hash field or set
-//! member, and for sorted sets a score index ordered by score.
+//! Hashes and sorted sets (docs/format/redis-keys.md): the key's record (keyspace.rs)
+//! holds the type, version and element count; one record per hash field or sorted-set
+//! member under the collection's version, and for sorted sets a score index ordered by
+//! score.
 
+use crate::keyspace::{
+    element_prefix, end_of, record_key, Meta, HASH, HASH_FIELD, ZSET, ZSET_MEMBER, ZSET_SCORE,
+};
 use crate::resp::Out;
 use crate::{lock, stripe_of, Server};
-
-/// Type bytes of the meta record.
-pub const HASH: u8 = b'h';
-pub const ZSET: u8 = b'z';
-const META: u8 = b'm';
-const ZSCORE: u8 = b'y';
-
-pub fn meta_key(k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 1);
-    v.push(META);
-    v.extend_from_slice(k);
-    v
-}
-
-/// `tag` + key length (u32 BE) + key: the prefix of one key's elements.
-pub fn element_prefix(tag: u8, k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 5);
-    v.push(tag);
-    v.extend_from_slice(&(k.len() as u32).to_be_bytes());
-    v.extend_from_slice(k);
-    v
-}
 
 fn with(prefix: &[u8], rest: &[u8]) -> Vec<u8> {
     let mut v = prefix.to_vec();
@@ -40,36 +22,65 @@ fn ordered(score: f64) -> [u8; 8] {
     b.to_be_bytes()
 }
 
-fn end_of(prefix: &[u8]) -> Vec<u8> {
-    let mut e = prefix.to_vec();
-    while let Some(last) = e.pop() {
-        if last != 0xff {
-            e.push(last + 1);
-            return e;
-        }
-    }
-    vec![0xff; prefix.len() + 1]
-}
-
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+/// Under a key's stripe, for a write: the key's live record (None: absent) and the record
+/// the write starts from (the same, or a new empty collection of its own version).
+type ForWrite = (Option<Meta>, Meta);
+
 impl Server {
-    /// The type and element count of a hash or sorted set `k`.
-    pub(crate) fn meta(&self, k: &[u8]) -> strata::Result<Option<(u8, u64)>> {
-        Ok(self.db.get(meta_key(k))?.and_then(|v| {
-            let n = u64::from_le_bytes(v.get(1..9)?.try_into().ok()?);
-            Some((v[0], n))
-        }))
+    /// Collection `k` of type `t` for a read: Ok(None) if absent, Err(()) if `k` holds
+    /// another type.
+    fn collection(&self, k: &[u8], t: u8) -> strata::Result<Result<Option<Meta>, ()>> {
+        Ok(match self.lookup(k)? {
+            Some(m) if m.kind == t => Ok(Some(m)),
+            Some(_) => Err(()),
+            None => Ok(None),
+        })
     }
 
-    fn put_meta(b: &mut strata::WriteBatch, k: &[u8], t: u8, n: u64) {
-        if n == 0 {
-            b.delete(meta_key(k));
-        } else {
-            let mut v = vec![t];
-            v.extend_from_slice(&n.to_le_bytes());
-            b.put(meta_key(k), v);
+    /// Collection `k` of type `t` for a write, the caller holding its stripe; None once
+    /// WRONGTYPE is answered. A missing collection starts empty under a new version (its
+    /// old elements, if any, belong to an older one).
+    fn collection_for_write(
+        &self,
+        k: &[u8],
+        t: u8,
+        out: &mut Out,
+    ) -> strata::Result<Option<ForWrite>> {
+        match self.lookup_for_update(k)? {
+            Some(m) if m.kind != t => {
+                out.error(WRONGTYPE);
+                Ok(None)
+            }
+            Some(m) => Ok(Some((Some(m.clone()), m))),
+            None => Ok(Some((None, Meta::collection(t, self.new_version()?)))),
         }
+    }
+
+    /// Writes collection `k`'s record `new` (replacing `old`) in `b`: deleted once empty;
+    /// the key count follows.
+    fn finish(
+        &self,
+        mut b: strata::WriteBatch,
+        k: &[u8],
+        old: Option<&Meta>,
+        new: &Meta,
+    ) -> strata::Result<()> {
+        if new.count == 0 {
+            if let Some(o) = old {
+                Self::delete_record(&mut b, k, o);
+            }
+        } else {
+            Self::put_record(&mut b, k, old, new);
+        }
+        self.write(b)?;
+        self.keys_changed(match (old.is_some(), new.count > 0) {
+            (false, true) => 1,
+            (true, false) => -1,
+            _ => 0,
+        });
+        Ok(())
     }
 
     /// The records under `prefix` (one key's elements), from `from` on.
@@ -110,16 +121,18 @@ impl Server {
             }
         }
         let k = &args[2];
-        let key = crate::string_key(k);
-        if let Some(v) = self.db.get(&key)? {
-            out.int((key.len() + v.len()) as i64);
-            return Ok(());
-        }
-        let Some((t, n)) = self.meta(k)? else {
+        let Some(m) = self.lookup(k)? else {
             out.null();
             return Ok(());
         };
-        let p = element_prefix(t, k);
+        let record = (record_key(k).len() + m.encode().len()) as u64;
+        if m.kind == crate::keyspace::STRING {
+            out.int(record as i64);
+            return Ok(());
+        }
+        let (t, n) = (m.kind, m.count);
+        let tag = if t == ZSET { ZSET_MEMBER } else { HASH_FIELD };
+        let p = element_prefix(tag, k, m.version);
         let mut it = self.elements(&p, p.clone())?;
         let (mut seen, mut bytes) = (0u64, 0u64);
         while it.valid() && (samples == 0 || seen < samples) {
@@ -130,47 +143,9 @@ impl Server {
             it.next();
         }
         it.status()?;
-        let meta = (meta_key(k).len() + 9) as u64;
-        let total = meta + bytes.saturating_mul(n).checked_div(seen).unwrap_or(0);
+        let total = record + bytes.saturating_mul(n).checked_div(seen).unwrap_or(0);
         out.int(total.min(i64::MAX as u64) as i64);
         Ok(())
-    }
-
-    /// Every record of key `k`, whatever its type, deleted in `b`; whether it existed.
-    pub(crate) fn delete_any(&self, k: &[u8], b: &mut strata::WriteBatch) -> strata::Result<bool> {
-        let s = crate::string_key(k);
-        if self.db.get(&s)?.is_some() {
-            b.delete(&s);
-            return Ok(true);
-        }
-        let Some((t, _)) = self.meta(k)? else {
-            return Ok(false);
-        };
-        let tags: &[u8] = if t == ZSET { &[ZSET, ZSCORE] } else { &[HASH] };
-        for &tag in tags {
-            let p = element_prefix(tag, k);
-            let mut it = self.elements(&p, p.clone())?;
-            while it.valid() {
-                b.delete(it.key());
-                it.next();
-            }
-            it.status()?;
-        }
-        b.delete(meta_key(k));
-        Ok(true)
-    }
-
-    /// Whether `k` holds something other than type `t` (a string, or the other type).
-    fn wrong_type(&self, k: &[u8], t: u8) -> strata::Result<Option<u64>> {
-        // A key is a string or has a meta record, never both (SET and MSET delete a hash or
-        // sorted set they overwrite; HSET and ZADD refuse a string): with a meta record the
-        // string lookup can be skipped, one point lookup fewer per read of an existing hash.
-        match self.meta(k)? {
-            Some((have, n)) if have == t => Ok(Some(n)),
-            Some(_) => Ok(None),
-            None if self.db.get(crate::string_key(k))?.is_some() => Ok(None),
-            None => Ok(Some(0)),
-        }
     }
 
     /// Hash and sorted-set commands; false if `name` is none of them.
@@ -187,31 +162,42 @@ impl Server {
     fn hash_command(&self, name: &str, args: &[Vec<u8>], out: &mut Out) -> strata::Result<bool> {
         let argc = args.len();
         let arity = |ok: bool, out: &mut Out| crate::check_arity(name, ok, out);
+        // The hash at args[1] for a read; None once WRONGTYPE is answered (Some(None):
+        // no such key).
+        let read = |out: &mut Out| -> strata::Result<Option<Option<Meta>>> {
+            Ok(match self.collection(&args[1], HASH)? {
+                Ok(m) => Some(m),
+                Err(()) => {
+                    out.error(WRONGTYPE);
+                    None
+                }
+            })
+        };
+        let field = |m: &Meta, f: &[u8]| with(&element_prefix(HASH_FIELD, &args[1], m.version), f);
         match name {
             "HSET" | "HMSET" => {
                 if !arity(argc >= 4 && argc.is_multiple_of(2), out) {
                     return Ok(true);
                 }
                 let k = &args[1];
-                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
-                let Some(n) = self.wrong_type(k, HASH)? else {
-                    out.error(WRONGTYPE);
+                let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
+                let Some((old, mut m)) = self.collection_for_write(k, HASH, out)? else {
                     return Ok(true);
                 };
-                let p = element_prefix(HASH, k);
+                let p = element_prefix(HASH_FIELD, k, m.version);
                 let mut b = strata::WriteBatch::new();
                 let mut added = 0u64;
                 let mut seen = std::collections::HashSet::new();
                 for pair in args[2..].chunks(2) {
                     let f = with(&p, &pair[0]);
-                    if seen.insert(pair[0].clone()) && self.db.get(&f)?.is_none() {
+                    if seen.insert(pair[0].clone()) && (old.is_none() || self.db.get(&f)?.is_none())
+                    {
                         added += 1;
                     }
                     b.put(&f, &pair[1]);
                 }
-                Self::put_meta(&mut b, k, HASH, n + added);
-                self.write(b)?;
-                self.keys_changed(i64::from(n == 0 && added > 0));
+                m.count += added;
+                self.finish(b, k, old.as_ref(), &m)?;
                 if name == "HMSET" {
                     out.simple("OK");
                 } else {
@@ -220,29 +206,26 @@ impl Server {
             }
             "HGET" => {
                 if arity(argc == 3, out) {
-                    if self.wrong_type(&args[1], HASH)?.is_none() {
-                        out.error(WRONGTYPE);
-                    } else {
-                        match self
-                            .db
-                            .get(with(&element_prefix(HASH, &args[1]), &args[2]))?
-                        {
+                    match read(out)? {
+                        None => {}
+                        Some(None) => out.null(),
+                        Some(Some(m)) => match self.db.get(field(&m, &args[2]))? {
                             Some(v) => out.bulk(&v),
                             None => out.null(),
-                        }
+                        },
                     }
                 }
             }
             "HMGET" => {
                 if arity(argc >= 3, out) {
-                    if self.wrong_type(&args[1], HASH)?.is_none() {
-                        out.error(WRONGTYPE);
-                    } else {
-                        let p = element_prefix(HASH, &args[1]);
+                    if let Some(m) = read(out)? {
                         out.array(argc - 2);
                         for f in &args[2..] {
-                            match self.db.get(with(&p, f))? {
-                                Some(v) => out.bulk(&v),
+                            match &m {
+                                Some(m) => match self.db.get(field(m, f))? {
+                                    Some(v) => out.bulk(&v),
+                                    None => out.null(),
+                                },
                                 None => out.null(),
                             }
                         }
@@ -256,12 +239,11 @@ impl Server {
             }
             "HEXISTS" | "HSTRLEN" => {
                 if arity(argc == 3, out) {
-                    if self.wrong_type(&args[1], HASH)?.is_none() {
-                        out.error(WRONGTYPE);
-                    } else {
-                        let v = self
-                            .db
-                            .get(with(&element_prefix(HASH, &args[1]), &args[2]))?;
+                    if let Some(m) = read(out)? {
+                        let v = match &m {
+                            Some(m) => self.db.get(field(m, &args[2]))?,
+                            None => None,
+                        };
                         let n = match name {
                             "HEXISTS" => usize::from(v.is_some()),
                             _ => v.map_or(0, |v| v.len()),
@@ -278,12 +260,19 @@ impl Server {
             "HDEL" => {
                 if arity(argc >= 3, out) {
                     let k = &args[1];
-                    let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
-                    let Some(n) = self.wrong_type(k, HASH)? else {
-                        out.error(WRONGTYPE);
-                        return Ok(true);
+                    let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
+                    let m = match self.lookup_for_update(k)? {
+                        Some(m) if m.kind != HASH => {
+                            out.error(WRONGTYPE);
+                            return Ok(true);
+                        }
+                        Some(m) => m,
+                        None => {
+                            out.int(0);
+                            return Ok(true);
+                        }
                     };
-                    let p = element_prefix(HASH, k);
+                    let p = element_prefix(HASH_FIELD, k, m.version);
                     let mut b = strata::WriteBatch::new();
                     let mut removed = 0u64;
                     let mut seen = std::collections::HashSet::new();
@@ -295,18 +284,19 @@ impl Server {
                         }
                     }
                     if removed > 0 {
-                        Self::put_meta(&mut b, k, HASH, n.saturating_sub(removed));
-                        self.write(b)?;
-                        self.keys_changed(-i64::from(n.saturating_sub(removed) == 0));
+                        let new = Meta {
+                            count: m.count.saturating_sub(removed),
+                            ..m.clone()
+                        };
+                        self.finish(b, k, Some(&m), &new)?;
                     }
                     out.int(removed as i64);
                 }
             }
             "HLEN" => {
                 if arity(argc == 2, out) {
-                    match self.wrong_type(&args[1], HASH)? {
-                        Some(n) => out.int(n as i64),
-                        None => out.error(WRONGTYPE),
+                    if let Some(m) = read(out)? {
+                        out.int(m.map_or(0, |m| m.count) as i64);
                     }
                 }
             }
@@ -329,13 +319,15 @@ impl Server {
         arg: &[u8],
         out: &mut Out,
     ) -> strata::Result<()> {
-        let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
-        let Some(n) = self.wrong_type(k, HASH)? else {
-            out.error(WRONGTYPE);
+        let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
+        let Some((record, mut m)) = self.collection_for_write(k, HASH, out)? else {
             return Ok(());
         };
-        let fk = with(&element_prefix(HASH, k), f);
-        let old = self.db.get(&fk)?;
+        let fk = with(&element_prefix(HASH_FIELD, k, m.version), f);
+        let old = match record {
+            Some(_) => self.db.get(&fk)?,
+            None => None,
+        };
         let new: Vec<u8> = match name {
             "HSETNX" => {
                 if old.is_some() {
@@ -394,12 +386,12 @@ impl Server {
         };
         let mut b = strata::WriteBatch::new();
         b.put(&fk, &new);
-        let added = u64::from(old.is_none());
-        if added == 1 {
-            Self::put_meta(&mut b, k, HASH, n + 1);
+        if old.is_none() {
+            m.count += 1;
+            self.finish(b, k, record.as_ref(), &m)?;
+        } else {
+            self.write(b)?;
         }
-        self.write(b)?;
-        self.keys_changed(i64::from(n == 0 && added == 1));
         match name {
             "HSETNX" => out.int(1),
             "HINCRBY" => out.int(crate::parse_i64(&new).unwrap_or(0)),
@@ -410,21 +402,20 @@ impl Server {
 
     /// HGETALL (fields and values, as a map), HKEYS (`fields`), HVALS (`values`).
     fn hgetall(&self, key: &[u8], fields: bool, values: bool, out: &mut Out) -> strata::Result<()> {
-        if self.wrong_type(key, HASH)?.is_none() {
-            out.error(WRONGTYPE);
-            return Ok(());
-        }
         let snap = self.db.snapshot();
         let ro = || strata::ReadOptions {
             snapshot: Some(snap.clone()),
             ..Default::default()
         };
-        let n = self
-            .db
-            .get_opt(&ro(), meta_key(key))?
-            .and_then(|v| Some(u64::from_le_bytes(v.get(1..9)?.try_into().ok()?)))
-            .unwrap_or(0);
-        let p = element_prefix(HASH, key);
+        let m = match self.lookup_in(&ro(), key)? {
+            Some(m) if m.kind != HASH => {
+                out.error(WRONGTYPE);
+                return Ok(());
+            }
+            m => m,
+        };
+        let (n, version) = m.map_or((0, 0), |m| (m.count, m.version));
+        let p = element_prefix(HASH_FIELD, key, version);
         let mut it = self.db.iter(strata::ReadOptions {
             lower_bound: Some(p.clone()),
             upper_bound: Some(end_of(&p)),
@@ -471,9 +462,9 @@ impl Server {
         match name {
             "ZCARD" => {
                 if arity(argc == 2, out) {
-                    match self.wrong_type(&args[1], ZSET)? {
-                        Some(n) => out.int(n as i64),
-                        None => out.error(WRONGTYPE),
+                    match self.collection(&args[1], ZSET)? {
+                        Ok(m) => out.int(m.map_or(0, |m| m.count) as i64),
+                        Err(()) => out.error(WRONGTYPE),
                     }
                 }
             }
@@ -492,12 +483,14 @@ impl Server {
                         }
                     }
                 }
-                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
-                let Some(n) = self.wrong_type(k, ZSET)? else {
-                    out.error(WRONGTYPE);
+                let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
+                let Some((record, mut m)) = self.collection_for_write(k, ZSET, out)? else {
                     return Ok(true);
                 };
-                let (mp, ip) = (element_prefix(ZSET, k), element_prefix(ZSCORE, k));
+                let (mp, ip) = (
+                    element_prefix(ZSET_MEMBER, k, m.version),
+                    element_prefix(ZSET_SCORE, k, m.version),
+                );
                 let mut b = strata::WriteBatch::new();
                 let mut added = 0u64;
                 let mut now: std::collections::HashMap<&[u8], f64> = Default::default();
@@ -505,6 +498,7 @@ impl Server {
                     let mk = with(&mp, member);
                     let old = match now.get(member.as_slice()) {
                         Some(&s) => Some(s),
+                        None if record.is_none() => None,
                         None => self
                             .db
                             .get(&mk)?
@@ -519,9 +513,8 @@ impl Server {
                     b.put(&mk, score.to_le_bytes());
                     b.put(with(&with(&ip, &ordered(score)), member), b"");
                 }
-                Self::put_meta(&mut b, k, ZSET, n + added);
-                self.write(b)?;
-                self.keys_changed(i64::from(n == 0 && added > 0));
+                m.count += added;
+                self.finish(b, k, record.as_ref(), &m)?;
                 out.int(added as i64);
             }
             "ZREM" => {
@@ -529,12 +522,22 @@ impl Server {
                     return Ok(true);
                 }
                 let k = &args[1];
-                let _g = lock(&self.stripes[stripe_of(&crate::string_key(k))]);
-                let Some(n) = self.wrong_type(k, ZSET)? else {
-                    out.error(WRONGTYPE);
-                    return Ok(true);
+                let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
+                let m = match self.lookup_for_update(k)? {
+                    Some(m) if m.kind != ZSET => {
+                        out.error(WRONGTYPE);
+                        return Ok(true);
+                    }
+                    Some(m) => m,
+                    None => {
+                        out.int(0);
+                        return Ok(true);
+                    }
                 };
-                let (mp, ip) = (element_prefix(ZSET, k), element_prefix(ZSCORE, k));
+                let (mp, ip) = (
+                    element_prefix(ZSET_MEMBER, k, m.version),
+                    element_prefix(ZSET_SCORE, k, m.version),
+                );
                 let mut b = strata::WriteBatch::new();
                 let mut removed = 0u64;
                 let mut seen = std::collections::HashSet::new();
@@ -553,27 +556,29 @@ impl Server {
                     }
                 }
                 if removed > 0 {
-                    Self::put_meta(&mut b, k, ZSET, n.saturating_sub(removed));
-                    self.write(b)?;
-                    self.keys_changed(-i64::from(n.saturating_sub(removed) == 0));
+                    let new = Meta {
+                        count: m.count.saturating_sub(removed),
+                        ..m.clone()
+                    };
+                    self.finish(b, k, Some(&m), &new)?;
                 }
                 out.int(removed as i64);
             }
             "ZSCORE" => {
                 if arity(argc == 3, out) {
-                    if self.wrong_type(&args[1], ZSET)?.is_none() {
-                        out.error(WRONGTYPE);
-                    } else {
-                        match self
-                            .db
-                            .get(with(&element_prefix(ZSET, &args[1]), &args[2]))?
-                        {
+                    match self.collection(&args[1], ZSET)? {
+                        Err(()) => out.error(WRONGTYPE),
+                        Ok(None) => out.null(),
+                        Ok(Some(m)) => match self.db.get(with(
+                            &element_prefix(ZSET_MEMBER, &args[1], m.version),
+                            &args[2],
+                        ))? {
                             Some(v) if v.len() == 8 => {
                                 let s = f64::from_le_bytes(v.try_into().expect("8 bytes"));
                                 out.double(&fmt_score(s));
                             }
                             _ => out.null(),
-                        }
+                        },
                     }
                 }
             }
@@ -622,15 +627,28 @@ impl Server {
                 }
             }
         }
-        if self.wrong_type(&args[1], ZSET)?.is_none() {
-            out.error(WRONGTYPE);
-            return Ok(());
-        }
         // Streamed in two passes over one snapshot: the first counts the members in range
         // (RESP's header needs the count first), the second writes them out as it reads,
         // in pieces (`Out::spill`): no reply is ever held whole.
         let snap = self.db.snapshot();
-        let ip = element_prefix(ZSCORE, &args[1]);
+        let m = match self.lookup_in(
+            &strata::ReadOptions {
+                snapshot: Some(snap.clone()),
+                ..Default::default()
+            },
+            &args[1],
+        )? {
+            Some(m) if m.kind != ZSET => {
+                out.error(WRONGTYPE);
+                return Ok(());
+            }
+            Some(m) => m,
+            None => {
+                out.array(0);
+                return Ok(());
+            }
+        };
+        let ip = element_prefix(ZSET_SCORE, &args[1], m.version);
         let walk = |emit: &mut dyn FnMut(&[u8], f64)| -> strata::Result<usize> {
             let mut it = self.db.iter(strata::ReadOptions {
                 // (From the lowest zero when the bound is zero: a member an older build
