@@ -118,6 +118,15 @@ pub(crate) fn type_name(kind: u8) -> &'static str {
     }
 }
 
+/// The element tags of a collection type (what COPY and RENAME carry over).
+pub(crate) fn element_tags(kind: u8) -> &'static [u8] {
+    match kind {
+        HASH => &[HASH_FIELD],
+        ZSET => &[ZSET_MEMBER, ZSET_SCORE],
+        _ => &[],
+    }
+}
+
 /// The type byte of a record's value (SCAN TYPE reads it without decoding the rest).
 pub(crate) fn kind_of(value: &[u8]) -> u8 {
     value.first().copied().unwrap_or(0)

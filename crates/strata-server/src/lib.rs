@@ -8,6 +8,7 @@
 mod admin;
 mod expire;
 mod float;
+mod keys;
 mod keyspace;
 pub mod resp;
 mod strings;
@@ -591,6 +592,7 @@ impl Server {
                 || self.string_command(&name, args, out)?
                 || self.more_string_command(&name, args, out)?
                 || self.expire_command(&name, args, out)?
+                || self.key_command(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {
@@ -728,6 +730,14 @@ impl Server {
             "DBSIZE" => {
                 let n = self.dbsize()?;
                 out.int(n as i64);
+            }
+            "TIME" => {
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                out.array(2);
+                out.bulk(t.as_secs().to_string().as_bytes());
+                out.bulk(t.subsec_micros().to_string().as_bytes());
             }
             // The scan DBSIZE once was (for tests and for checking the kept count).
             "DEBUG" if argc == 2 && upper(&args[1]) == "COUNTKEYS" => {

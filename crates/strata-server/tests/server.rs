@@ -1482,3 +1482,52 @@ fn the_first_layout_is_converted_at_start() {
         assert_eq!(c.cmd(&["HDEL", "h", "f3"]), Reply::Int(1));
     }
 }
+
+#[test]
+fn rename_copy_and_randomkey_carry_every_type() {
+    let dir = temp_dir("rename");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    assert_eq!(c.cmd(&["RANDOMKEY"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["SET", "s", "v", "EX", "100"]), ok());
+    assert_eq!(c.cmd(&["HSET", "h", "f", "1", "g", "2"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["ZADD", "z", "1", "a", "2", "b"]), Reply::Int(2));
+    err(c.cmd(&["RENAME", "nope", "x"]), "no such key");
+    assert_eq!(c.cmd(&["RENAME", "s", "s2"]), ok());
+    assert!(matches!(c.cmd(&["TTL", "s2"]), Reply::Int(99..=100)));
+    assert_eq!(c.cmd(&["EXISTS", "s"]), Reply::Int(0));
+    // A hash renamed over a sorted set: the set's members do not show through.
+    assert_eq!(c.cmd(&["RENAME", "h", "z"]), ok());
+    assert_eq!(c.cmd(&["TYPE", "z"]), Reply::Simple("hash".into()));
+    assert_eq!(
+        c.cmd(&["HGETALL", "z"]),
+        Reply::Array(vec![bulk("f"), bulk("1"), bulk("g"), bulk("2")])
+    );
+    assert_eq!(c.cmd(&["RENAMENX", "z", "s2"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["RENAMENX", "z", "z"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(2));
+    // COPY keeps the source, copies the expiry, refuses an existing target without REPLACE.
+    assert_eq!(c.cmd(&["COPY", "z", "z2"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HSET", "z", "f", "changed"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["HGET", "z2", "f"]), bulk("1"));
+    assert_eq!(c.cmd(&["COPY", "s2", "z2"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["COPY", "s2", "z2", "REPLACE"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GET", "z2"]), bulk("v"));
+    assert!(matches!(c.cmd(&["TTL", "z2"]), Reply::Int(99..=100)));
+    err(c.cmd(&["COPY", "s2", "x", "DB", "x"]), "not an integer");
+    err(c.cmd(&["COPY", "s2", "x", "DB", "1"]), "out of range");
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), Reply::Int(3));
+    for _ in 0..20 {
+        let Reply::Bulk(Some(k)) = c.cmd(&["RANDOMKEY"]) else {
+            panic!("RANDOMKEY")
+        };
+        assert!([&b"s2"[..], b"z", b"z2"].contains(&k.as_slice()), "{k:?}");
+    }
+    let Reply::Array(t) = c.cmd(&["TIME"]) else {
+        panic!("TIME")
+    };
+    assert_eq!(t.len(), 2);
+}
