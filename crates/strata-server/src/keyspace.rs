@@ -19,6 +19,8 @@ pub(crate) const EXPIRES: u8 = b'X';
 pub(crate) const HASH_FIELD: u8 = b'H';
 pub(crate) const ZSET_MEMBER: u8 = b'Z';
 pub(crate) const ZSET_SCORE: u8 = b'Y';
+pub(crate) const LIST_ITEM: u8 = b'L';
+pub(crate) const SET_MEMBER: u8 = b'M';
 /// The server's own records (`#format`, `#version`).
 const SERVER_RECORDS: u8 = b'#';
 const FORMAT_KEY: &[u8] = b"#format";
@@ -32,6 +34,12 @@ const FIRST_LAYOUT_TAGS: [u8; 5] = [b's', b'm', b'h', b'z', b'y'];
 pub(crate) const STRING: u8 = b's';
 pub(crate) const HASH: u8 = b'h';
 pub(crate) const ZSET: u8 = b'z';
+pub(crate) const LIST: u8 = b'l';
+pub(crate) const SET: u8 = b'S';
+
+/// Where a new list's first item goes: pushes at the head count down from here, pushes at
+/// the tail up (2^63 either way before they meet an end).
+pub(crate) const LIST_MIDDLE: u64 = 1 << 63;
 
 /// Versions are reserved this many at a time (one synced write per block).
 const VERSION_BLOCK: u64 = 1 << 20;
@@ -48,6 +56,9 @@ pub(crate) struct Meta {
     pub count: u64,
     /// A string's value.
     pub value: Vec<u8>,
+    /// A list's items are at positions [head, tail) (`count` = tail - head).
+    pub head: u64,
+    pub tail: u64,
 }
 
 impl Meta {
@@ -58,6 +69,8 @@ impl Meta {
             version: 0,
             count: 0,
             value,
+            head: 0,
+            tail: 0,
         }
     }
 
@@ -68,6 +81,8 @@ impl Meta {
             version,
             count: 0,
             value: Vec::new(),
+            head: LIST_MIDDLE,
+            tail: LIST_MIDDLE,
         }
     }
 
@@ -77,12 +92,22 @@ impl Meta {
         if kind == STRING {
             return Some(Meta::string(v[9..].to_vec(), expire));
         }
+        let word = |at: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(v.get(at..at + 8)?.try_into().ok()?))
+        };
+        let (head, tail) = if kind == LIST {
+            (word(25)?, word(33)?)
+        } else {
+            (LIST_MIDDLE, LIST_MIDDLE)
+        };
         Some(Meta {
             kind,
             expire,
-            version: u64::from_le_bytes(v.get(9..17)?.try_into().ok()?),
-            count: u64::from_le_bytes(v.get(17..25)?.try_into().ok()?),
+            version: word(9)?,
+            count: word(17)?,
             value: Vec::new(),
+            head,
+            tail,
         })
     }
 
@@ -95,6 +120,10 @@ impl Meta {
         } else {
             v.extend_from_slice(&self.version.to_le_bytes());
             v.extend_from_slice(&self.count.to_le_bytes());
+            if self.kind == LIST {
+                v.extend_from_slice(&self.head.to_le_bytes());
+                v.extend_from_slice(&self.tail.to_le_bytes());
+            }
         }
         v
     }
@@ -114,6 +143,8 @@ pub(crate) fn type_name(kind: u8) -> &'static str {
         STRING => "string",
         HASH => "hash",
         ZSET => "zset",
+        LIST => "list",
+        SET => "set",
         _ => "none",
     }
 }
@@ -123,6 +154,8 @@ pub(crate) fn element_tags(kind: u8) -> &'static [u8] {
     match kind {
         HASH => &[HASH_FIELD],
         ZSET => &[ZSET_MEMBER, ZSET_SCORE],
+        LIST => &[LIST_ITEM],
+        SET => &[SET_MEMBER],
         _ => &[],
     }
 }
@@ -161,7 +194,10 @@ pub(crate) fn element_prefix(tag: u8, k: &[u8], version: u64) -> Vec<u8> {
 
 /// The key and version an element record belongs to (None: not an element record).
 fn element_owner(record: &[u8]) -> Option<(&[u8], u64)> {
-    if !matches!(record.first()?, &HASH_FIELD | &ZSET_MEMBER | &ZSET_SCORE) {
+    if !matches!(
+        record.first()?,
+        &HASH_FIELD | &ZSET_MEMBER | &ZSET_SCORE | &LIST_ITEM | &SET_MEMBER
+    ) {
         return None;
     }
     let len = u32::from_be_bytes(record.get(1..5)?.try_into().ok()?) as usize;
@@ -177,6 +213,28 @@ fn expiry_key(expire: u64, k: &[u8]) -> Vec<u8> {
     v.extend_from_slice(&expire.to_be_bytes());
     v.extend_from_slice(k);
     v
+}
+
+/// A random number (xorshift64*, seeded per thread from the clock and the thread): for
+/// RANDOMKEY, SRANDMEMBER, SPOP, where Redis uses its own generator too.
+pub(crate) fn random_u64() -> u64 {
+    thread_local! {
+        static STATE: std::cell::Cell<u64> = std::cell::Cell::new({
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let here = &t as *const u64 as u64;
+            (t ^ here.rotate_left(32)) | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    })
 }
 
 /// Milliseconds since the Unix epoch.

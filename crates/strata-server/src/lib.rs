@@ -6,11 +6,14 @@
 //! in strata's key space (docs/format/redis-keys.md).
 
 mod admin;
+mod blocking;
 mod expire;
 mod float;
 mod keys;
 mod keyspace;
+mod lists;
 pub mod resp;
+mod sets;
 mod strings;
 mod types;
 
@@ -112,6 +115,8 @@ pub struct Server {
     expired_keys: AtomicU64,
     /// Whether the background reaps expired keys (`DEBUG SET-ACTIVE-EXPIRE 0|1`).
     active_expire: AtomicBool,
+    /// The clients blocked in BLPOP and its kin (blocking.rs).
+    blocking: blocking::Blocking,
 }
 
 /// What CLIENT LIST says of a connection.
@@ -351,6 +356,7 @@ impl Server {
             versions: keyspace::Versions::new(),
             expired_keys: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            blocking: blocking::Blocking::default(),
         };
         server.open_keyspace()?;
         if let Ok(n) = server.count_keys() {
@@ -467,6 +473,33 @@ impl Server {
                 let server = Arc::clone(self);
                 out.sink = Some(Box::new(move |bytes: &[u8]| {
                     server.sync_before_reply().is_ok() && w.write_all(bytes).is_ok()
+                }));
+            }
+            {
+                use std::os::fd::AsRawFd;
+                let fd = stream.as_raw_fd();
+                out.alive = Some(Box::new(move || {
+                    let mut b = [0u8; 1];
+                    // SAFETY: `fd` is this connection's socket, open for as long as `out`
+                    // lives (the stream is closed only after the loop that owns `out`);
+                    // recv with MSG_PEEK | MSG_DONTWAIT reads nothing out of it and never
+                    // blocks, and `b` is a valid one-byte buffer.
+                    let n = unsafe {
+                        libc::recv(
+                            fd,
+                            b.as_mut_ptr().cast(),
+                            1,
+                            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                        )
+                    };
+                    // 0: the peer closed; -1 with EAGAIN: nothing to read, still there.
+                    n > 0
+                        || (n < 0 && {
+                            let e = std::io::Error::last_os_error().raw_os_error();
+                            e == Some(libc::EAGAIN)
+                                || e == Some(libc::EWOULDBLOCK)
+                                || e == Some(libc::EINTR)
+                        })
                 }));
             }
             let mut used = 0;
@@ -593,6 +626,8 @@ impl Server {
                 || self.more_string_command(&name, args, out)?
                 || self.expire_command(&name, args, out)?
                 || self.key_command(&name, args, out)?
+                || self.list_command(&name, args, out)?
+                || self.set_command(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {
@@ -1436,7 +1471,7 @@ impl Server {
             "clients" => vec![
                 format!("connected_clients:{}", self.clients.load(Ordering::Relaxed)),
                 format!("maxclients:{}", self.config.maxclients),
-                "blocked_clients:0".into(),
+                format!("blocked_clients:{}", self.blocking.waiting()),
             ],
             // Redis's used_memory is its allocator's count; here the process's anonymous
             // resident memory (heap, memtables, caches), the page cache apart.

@@ -268,6 +268,8 @@ pub struct Out {
     /// Error replies written (INFO commandstats counts a call failed when its reply is
     /// one, even after a spill took the reply's first byte out of `buf`).
     pub errors: u64,
+    /// Whether the client is still connected (a blocked command asks while it waits).
+    pub alive: Option<Box<dyn Fn() -> bool + Send>>,
 }
 
 /// `spill` writes out what has gathered once it passes this many bytes.
@@ -282,6 +284,7 @@ impl Out {
             sink: None,
             failed: false,
             errors: 0,
+            alive: None,
         }
     }
 
@@ -299,6 +302,25 @@ impl Out {
                 self.buf.clear();
             }
         }
+    }
+
+    /// Writes out whatever has gathered, now (before a command blocks: the replies of the
+    /// requests before it go out meanwhile, as Redis sends them).
+    pub fn flush_now(&mut self) {
+        if self.buf.is_empty() || self.failed {
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            if !sink(&self.buf) {
+                self.failed = true;
+            }
+            self.buf.clear();
+        }
+    }
+
+    /// Whether the client is still there (true when there is no way to tell).
+    pub fn client_alive(&self) -> bool {
+        !self.failed && self.alive.as_ref().is_none_or(|f| f())
     }
 
     pub fn simple(&mut self, s: &str) {
@@ -342,6 +364,13 @@ impl Out {
     pub fn null(&mut self) {
         self.buf
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
+    }
+
+    /// A null array (RESP2 `*-1`: what Redis answers for "no elements" where an array
+    /// was asked for, e.g. LPOP key count on a missing key, a timed-out BLPOP).
+    pub fn null_array(&mut self) {
+        self.buf
+            .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
     }
 
     pub fn array(&mut self, n: usize) {

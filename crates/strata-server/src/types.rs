@@ -26,12 +26,12 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 
 /// Under a key's stripe, for a write: the key's live record (None: absent) and the record
 /// the write starts from (the same, or a new empty collection of its own version).
-type ForWrite = (Option<Meta>, Meta);
+pub(crate) type ForWrite = (Option<Meta>, Meta);
 
 impl Server {
     /// Collection `k` of type `t` for a read: Ok(None) if absent, Err(()) if `k` holds
     /// another type.
-    fn collection(&self, k: &[u8], t: u8) -> strata::Result<Result<Option<Meta>, ()>> {
+    pub(crate) fn collection(&self, k: &[u8], t: u8) -> strata::Result<Result<Option<Meta>, ()>> {
         Ok(match self.lookup(k)? {
             Some(m) if m.kind == t => Ok(Some(m)),
             Some(_) => Err(()),
@@ -42,7 +42,7 @@ impl Server {
     /// Collection `k` of type `t` for a write, the caller holding its stripe; None once
     /// WRONGTYPE is answered. A missing collection starts empty under a new version (its
     /// old elements, if any, belong to an older one).
-    fn collection_for_write(
+    pub(crate) fn collection_for_write(
         &self,
         k: &[u8],
         t: u8,
@@ -58,28 +58,39 @@ impl Server {
         }
     }
 
-    /// Writes collection `k`'s record `new` (replacing `old`) in `b`: deleted once empty;
-    /// the key count follows.
-    fn finish(
+    /// Writes collection `k`'s record `new` (replacing `old`) in `b`: deleted once empty.
+    /// The change in the key count.
+    pub(crate) fn stage(
+        b: &mut strata::WriteBatch,
+        k: &[u8],
+        old: Option<&Meta>,
+        new: &Meta,
+    ) -> i64 {
+        if new.count == 0 {
+            if let Some(o) = old {
+                Self::delete_record(b, k, o);
+            }
+        } else {
+            Self::put_record(b, k, old, new);
+        }
+        match (old.is_some(), new.count > 0) {
+            (false, true) => 1,
+            (true, false) => -1,
+            _ => 0,
+        }
+    }
+
+    /// `stage`, then writes `b`; the key count follows.
+    pub(crate) fn finish(
         &self,
         mut b: strata::WriteBatch,
         k: &[u8],
         old: Option<&Meta>,
         new: &Meta,
     ) -> strata::Result<()> {
-        if new.count == 0 {
-            if let Some(o) = old {
-                Self::delete_record(&mut b, k, o);
-            }
-        } else {
-            Self::put_record(&mut b, k, old, new);
-        }
+        let delta = Self::stage(&mut b, k, old, new);
         self.write(b)?;
-        self.keys_changed(match (old.is_some(), new.count > 0) {
-            (false, true) => 1,
-            (true, false) => -1,
-            _ => 0,
-        });
+        self.keys_changed(delta);
         Ok(())
     }
 
@@ -131,7 +142,7 @@ impl Server {
             return Ok(());
         }
         let (t, n) = (m.kind, m.count);
-        let tag = if t == ZSET { ZSET_MEMBER } else { HASH_FIELD };
+        let tag = crate::keyspace::element_tags(t)[0];
         let p = element_prefix(tag, k, m.version);
         let mut it = self.elements(&p, p.clone())?;
         let (mut seen, mut bytes) = (0u64, 0u64);

@@ -71,7 +71,11 @@ impl Client {
                 Reply::Bulk(Some(b))
             }
             "*" => {
-                let n: usize = rest.parse().unwrap();
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    // RESP2's null array.
+                    return Reply::Null;
+                }
                 Reply::Array((0..n).map(|_| self.read()).collect())
             }
             "%" => {
@@ -1530,4 +1534,152 @@ fn rename_copy_and_randomkey_carry_every_type() {
         panic!("TIME")
     };
     assert_eq!(t.len(), 2);
+}
+
+#[test]
+fn lists_push_pop_index_edit_and_block() {
+    let dir = temp_dir("lists");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let list = |xs: &[&str]| Reply::Array(xs.iter().map(|x| bulk(x)).collect());
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    assert_eq!(c.cmd(&["RPUSH", "l", "b", "c"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["LPUSH", "l", "a", "z"]), Reply::Int(4));
+    assert_eq!(
+        c.cmd(&["LRANGE", "l", "0", "-1"]),
+        list(&["z", "a", "b", "c"])
+    );
+    assert_eq!(c.cmd(&["LPOP", "l"]), bulk("z"));
+    assert_eq!(c.cmd(&["LINDEX", "l", "-1"]), bulk("c"));
+    assert_eq!(c.cmd(&["LINDEX", "l", "5"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["LSET", "l", "1", "B"]), ok());
+    err(c.cmd(&["LSET", "l", "9", "x"]), "index out of range");
+    err(c.cmd(&["LSET", "nol", "0", "x"]), "no such key");
+    assert_eq!(c.cmd(&["LINSERT", "l", "BEFORE", "c", "x"]), Reply::Int(4));
+    assert_eq!(c.cmd(&["LINSERT", "l", "AFTER", "a", "y"]), Reply::Int(5));
+    assert_eq!(
+        c.cmd(&["LINSERT", "l", "AFTER", "none", "y"]),
+        Reply::Int(-1)
+    );
+    assert_eq!(
+        c.cmd(&["LRANGE", "l", "0", "-1"]),
+        list(&["a", "y", "B", "x", "c"])
+    );
+    assert_eq!(c.cmd(&["RPUSH", "l", "y", "y"]), Reply::Int(7));
+    assert_eq!(c.cmd(&["LREM", "l", "-2", "y"]), Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["LRANGE", "l", "0", "-1"]),
+        list(&["a", "y", "B", "x", "c"])
+    );
+    assert_eq!(c.cmd(&["LPOS", "l", "x"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["LTRIM", "l", "1", "-2"]), ok());
+    assert_eq!(c.cmd(&["LRANGE", "l", "0", "-1"]), list(&["y", "B", "x"]));
+    assert_eq!(c.cmd(&["RPOP", "l", "2"]), list(&["x", "B"]));
+    assert_eq!(c.cmd(&["LLEN", "l"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["LMOVE", "l", "m", "LEFT", "RIGHT"]), bulk("y"));
+    assert_eq!(c.cmd(&["EXISTS", "l"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["LPOP", "l", "3"]), Reply::Null);
+    assert_eq!(c.cmd(&["LPUSHX", "l", "q"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["TYPE", "m"]), Reply::Simple("list".into()));
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SET", "str", "v"]), ok());
+    err(c.cmd(&["RPUSH", "str", "v"]), "WRONGTYPE");
+    err(c.cmd(&["LMOVE", "m", "str", "LEFT", "LEFT"]), "WRONGTYPE");
+    assert_eq!(c.cmd(&["LLEN", "m"]), Reply::Int(1), "nothing moved");
+    // A list trimmed to nothing is gone; made again it does not show its old items.
+    assert_eq!(c.cmd(&["RPUSH", "t", "1", "2", "3"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["LTRIM", "t", "5", "9"]), ok());
+    assert_eq!(c.cmd(&["EXISTS", "t"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["RPUSH", "t", "new"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["LRANGE", "t", "0", "-1"]), list(&["new"]));
+    // Blocking pops: served at once when there is an item, else by the push, in the order
+    // the clients blocked; a timeout answers a null array.
+    assert_eq!(c.cmd(&["BLPOP", "m", "0"]), list(&["m", "y"]));
+    assert_eq!(c.cmd(&["BLPOP", "m", "0.05"]), Reply::Null);
+    let mut first = s.client();
+    let mut second = s.client();
+    first.send(&[b"BLPOP", b"q1", b"q2", b"5"]);
+    std::thread::sleep(Duration::from_millis(200));
+    second.send(&[b"BRPOP", b"q2", b"5"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.cmd(&["RPUSH", "q2", "one", "two"]), Reply::Int(2));
+    assert_eq!(first.read(), list(&["q2", "one"]));
+    assert_eq!(second.read(), list(&["q2", "two"]));
+    first.send(&[b"BLMOVE", b"src", b"dst", b"RIGHT", b"LEFT", b"5"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.cmd(&["LPUSH", "src", "moved"]), Reply::Int(1));
+    assert_eq!(first.read(), bulk("moved"));
+    assert_eq!(c.cmd(&["LRANGE", "dst", "0", "-1"]), list(&["moved"]));
+    assert_eq!(
+        c.cmd(&["LMPOP", "2", "none", "dst", "LEFT", "COUNT", "5"]),
+        Reply::Array(vec![bulk("dst"), list(&["moved"])])
+    );
+    err(c.cmd(&["BLPOP", "x", "-1"]), "timeout is negative");
+    assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), c.cmd(&["DBSIZE"]));
+}
+
+#[test]
+fn sets_add_remove_draw_and_combine() {
+    let dir = temp_dir("sets");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let list = |xs: &[&str]| Reply::Array(xs.iter().map(|x| bulk(x)).collect());
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    assert_eq!(c.cmd(&["SADD", "a", "x", "y", "z", "x"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["SADD", "a", "x", "w"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SCARD", "a"]), Reply::Int(4));
+    assert_eq!(c.cmd(&["SISMEMBER", "a", "w"]), Reply::Int(1));
+    assert_eq!(
+        c.cmd(&["SMISMEMBER", "a", "w", "q"]),
+        Reply::Array(vec![Reply::Int(1), Reply::Int(0)])
+    );
+    assert_eq!(c.cmd(&["SREM", "a", "w", "q"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SMEMBERS", "a"]), list(&["x", "y", "z"]));
+    assert_eq!(c.cmd(&["SADD", "b", "y", "z", "v"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["SINTER", "a", "b"]), list(&["y", "z"]));
+    assert_eq!(c.cmd(&["SUNION", "a", "b"]), list(&["v", "x", "y", "z"]));
+    assert_eq!(c.cmd(&["SDIFF", "a", "b"]), list(&["x"]));
+    assert_eq!(c.cmd(&["SINTER", "a", "nope"]), list(&[]));
+    assert_eq!(
+        c.cmd(&["SINTERCARD", "2", "a", "b", "LIMIT", "1"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["SUNIONSTORE", "u", "a", "b"]), Reply::Int(4));
+    assert_eq!(c.cmd(&["SDIFFSTORE", "u", "a", "a"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["EXISTS", "u"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SMOVE", "a", "b", "x"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SMOVE", "a", "b", "x"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SCARD", "b"]), Reply::Int(4));
+    // SPOP and SRANDMEMBER draw from the members only; SPOP removes what it draws.
+    let Reply::Array(drawn) = c.cmd(&["SRANDMEMBER", "b", "-10"]) else {
+        panic!()
+    };
+    assert_eq!(drawn.len(), 10);
+    let Reply::Array(drawn) = c.cmd(&["SRANDMEMBER", "b", "10"]) else {
+        panic!()
+    };
+    assert_eq!(drawn.len(), 4);
+    let Reply::Array(popped) = c.cmd(&["SPOP", "b", "3"]) else {
+        panic!()
+    };
+    assert_eq!(popped.len(), 3);
+    assert_eq!(c.cmd(&["SCARD", "b"]), Reply::Int(1));
+    for p in popped {
+        let Reply::Bulk(Some(p)) = p else { panic!() };
+        let p = String::from_utf8(p).unwrap();
+        assert_eq!(c.cmd(&["SISMEMBER", "b", &p]), Reply::Int(0));
+    }
+    let Reply::Bulk(Some(_)) = c.cmd(&["SPOP", "b"]) else {
+        panic!()
+    };
+    assert_eq!(c.cmd(&["EXISTS", "b"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SPOP", "b"]), Reply::Bulk(None));
+    err(c.cmd(&["SPOP", "a", "-1"]), "out of range");
+    assert_eq!(c.cmd(&["SET", "str", "v"]), ok());
+    err(c.cmd(&["SADD", "str", "v"]), "WRONGTYPE");
+    err(c.cmd(&["SINTER", "nope", "str"]), "WRONGTYPE");
+    assert_eq!(c.cmd(&["TYPE", "a"]), Reply::Simple("set".into()));
+    assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), c.cmd(&["DBSIZE"]));
 }
