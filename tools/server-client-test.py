@@ -42,6 +42,16 @@ for proto in (2, 3):
             pass
         else:
             raise AssertionError("expected an error")
+    # The default pipeline is a MULTI/EXEC transaction: it runs once, as one.
+    tx = r.pipeline()
+    tx.set(f"{p}tx", 1)
+    tx.incr(f"{p}tx")
+    assert tx.execute() == [True, 2]
+    assert r.rpush(f"{p}list", "a", "b") == 2
+    items = [x.decode() if isinstance(x, bytes) else x for x in r.lrange(f"{p}list", 0, -1)]
+    assert items == ["a", "b"], items
+    assert r.sadd(f"{p}set", "x", "y") == 2 and r.scard(f"{p}set") == 2
+    assert r.set(f"{p}ttl", "v", ex=100) and 99 <= r.ttl(f"{p}ttl") <= 100
     pipe = r.pipeline(transaction=False)
     for i in range(500):
         pipe.set(f"{p}pipe:{i}", i)

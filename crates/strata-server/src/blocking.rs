@@ -54,6 +54,11 @@ impl State {
     }
 }
 
+/// Whether `name` (in capitals) is a blocking command.
+pub(crate) fn blocks(name: &str) -> bool {
+    matches!(name, "BLPOP" | "BRPOP" | "BRPOPLPUSH" | "BLMOVE" | "BLMPOP")
+}
+
 /// A blocking command's timeout in seconds (fractions allowed; 0: forever).
 fn timeout(arg: &[u8], out: &mut Out) -> Option<Option<Duration>> {
     match crate::parse_float(arg) {
@@ -184,6 +189,25 @@ impl Server {
         attempt: &mut dyn FnMut(&[u8], &mut Out) -> strata::Result<bool>,
     ) -> strata::Result<()> {
         let b = &self.blocking;
+        // Inside EXEC a blocking command does not wait (Redis's rule): one try, and the
+        // transaction lock is already held.
+        if crate::multi::in_exec() {
+            for k in keys {
+                if attempt(k, out)? {
+                    return Ok(());
+                }
+            }
+            out.null_array();
+            return Ok(());
+        }
+        // Each attempt holds the transaction lock shared, as any command does.
+        let mut attempt = |k: &[u8], out: &mut Out| {
+            let _shared = self
+                .transactions
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            attempt(k, out)
+        };
         for k in keys {
             let queued = lock(&b.state).queues.contains_key(k);
             if !queued && attempt(k, out)? {

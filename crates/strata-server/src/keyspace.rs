@@ -206,6 +206,15 @@ fn element_owner(record: &[u8]) -> Option<(&[u8], u64)> {
     Some((key, version))
 }
 
+/// The key a record belongs to: a key's record or one of its elements (None for the
+/// expiry index and the server's own records).
+pub(crate) fn owner(record: &[u8]) -> Option<&[u8]> {
+    match record.first()? {
+        &RECORD => Some(&record[1..]),
+        _ => element_owner(record).map(|(k, _)| k),
+    }
+}
+
 /// `X` + expiry (u64 BE) + key: the expiry index's entry of a key.
 fn expiry_key(expire: u64, k: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(k.len() + 9);

@@ -12,6 +12,7 @@ mod float;
 mod keys;
 mod keyspace;
 mod lists;
+mod multi;
 pub mod resp;
 mod sets;
 mod strings;
@@ -117,6 +118,11 @@ pub struct Server {
     active_expire: AtomicBool,
     /// The clients blocked in BLPOP and its kin (blocking.rs).
     blocking: blocking::Blocking,
+    /// Held shared by every command and exclusively by EXEC while it runs its queue.
+    transactions: std::sync::RwLock<()>,
+    /// Writes per stripe, and FLUSHALLs (WATCH's counters: multi.rs).
+    touched: Vec<AtomicU64>,
+    flushes: AtomicU64,
 }
 
 /// What CLIENT LIST says of a connection.
@@ -288,11 +294,13 @@ struct Session {
     authed: bool,
     resp3: bool,
     quit: bool,
-    /// Inside MULTI: commands are answered QUEUED and not run. Transactions are not
-    /// supported yet, so EXEC runs nothing: it answers EXECABORT (redis-py's default
-    /// pipeline sends MULTI ... EXEC; before, the queued commands ran one by one while the
-    /// client saw an error, and a retry applied them twice).
+    /// Inside MULTI: commands are checked and queued (multi.rs); EXEC runs them.
     in_multi: bool,
+    queue: Vec<Vec<Vec<u8>>>,
+    /// A command failed its check while queued: EXEC refuses the transaction.
+    multi_error: bool,
+    /// The keys WATCH noted, until EXEC, DISCARD or UNWATCH.
+    watched: Vec<multi::Watched>,
 }
 
 /// Redis's refusal of a client name with spaces or other characters outside `!`..`~`.
@@ -357,6 +365,9 @@ impl Server {
             expired_keys: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             blocking: blocking::Blocking::default(),
+            transactions: std::sync::RwLock::new(()),
+            touched: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
+            flushes: AtomicU64::new(0),
         };
         server.open_keyspace()?;
         if let Ok(n) = server.count_keys() {
@@ -385,9 +396,14 @@ impl Server {
     /// sends the replies of the requests it has read, so a key's lock is never held across
     /// an fsync, and concurrent connections share syncs in strata's group commit).
     fn write(&self, b: strata::WriteBatch) -> strata::Result<()> {
+        let stripes = multi::stripes_written(&b);
         self.begun.fetch_add(1, Ordering::AcqRel);
         let r = self.db.write(&strata::WriteOptions::default(), b);
         self.finished.fetch_add(1, Ordering::AcqRel);
+        // After the write: a WATCH that read the counter before it sees it change.
+        for i in stripes {
+            self.touched[i].fetch_add(1, Ordering::AcqRel);
+        }
         r
     }
 
@@ -456,6 +472,9 @@ impl Server {
             resp3: false,
             quit: false,
             in_multi: false,
+            queue: Vec::new(),
+            multi_error: false,
+            watched: Vec::new(),
         };
         let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
         let mut chunk = vec![0u8; 64 << 10];
@@ -588,7 +607,6 @@ impl Server {
     fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
-        let (began, errors) = (Instant::now(), out.errors);
         if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
             out.error("NOAUTH Authentication required.");
             return;
@@ -599,26 +617,39 @@ impl Server {
         }
         if s.in_multi {
             match name.as_str() {
-                "EXEC" => {
-                    s.in_multi = false;
-                    out.error(
-                        "EXECABORT Transaction discarded: strata-server does not run MULTI/EXEC \
-                         transactions yet (nothing queued was applied)",
-                    );
-                }
+                "EXEC" => self.exec(s, out),
                 "DISCARD" => {
                     s.in_multi = false;
+                    s.multi_error = false;
+                    s.queue.clear();
+                    s.watched.clear();
                     out.simple("OK");
                 }
+                // Refused, not queued; the transaction goes on (as in Redis).
                 "MULTI" => out.error("ERR MULTI calls can not be nested"),
+                "WATCH" => out.error("ERR WATCH inside MULTI is not allowed"),
                 "QUIT" => {
                     out.simple("OK");
                     s.quit = true;
                 }
-                _ => out.simple("QUEUED"),
+                _ => self.queue(s, &name, args, out),
             }
             return;
         }
+        // Every command but EXEC holds the transaction lock shared; a blocking command
+        // takes it for each attempt instead (blocking.rs), never while it waits.
+        let _shared = (!blocking::blocks(&name)).then(|| {
+            self.transactions
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        self.run(s, &name, args, out);
+    }
+
+    /// Runs one command (`name` in capitals) and counts it in INFO commandstats.
+    fn run(&self, s: &mut Session, name: &str, args: &[Vec<u8>], out: &mut Out) {
+        let (began, errors) = (Instant::now(), out.errors);
+        let name = name.to_string();
         let r: strata::Result<()> = (|| {
             if self.connection_command(s, &name, args, out)?
                 || self.server_command(&name, args, out)?
@@ -694,6 +725,17 @@ impl Server {
             }
             "EXEC" => out.error("ERR EXEC without MULTI"),
             "DISCARD" => out.error("ERR DISCARD without MULTI"),
+            "WATCH" => {
+                if arity(argc >= 2, out) {
+                    self.watch(s, args, out)?;
+                }
+            }
+            "UNWATCH" => {
+                if arity(argc == 1, out) {
+                    s.watched.clear();
+                    out.simple("OK");
+                }
+            }
             "AUTH" => {
                 if !arity(argc == 2 || argc == 3, out) {
                     return Ok(true);
@@ -1393,6 +1435,7 @@ impl Server {
         let mut b = strata::WriteBatch::new();
         Self::flush_ranges(&mut b);
         self.write(b)?;
+        self.flushes.fetch_add(1, Ordering::AcqRel);
         self.keys.store(0, Ordering::Release);
         self.keys_counted.store(true, Ordering::Release);
         Ok(())

@@ -513,21 +513,22 @@ fn types_wrong() -> String {
     "WRONGTYPE Operation against a key holding the wrong kind of value".into()
 }
 
-/// MULTI queues and EXEC applies nothing (EXECABORT) until transactions exist: redis-py's
-/// default pipeline (MULTI, SET, INCR, EXEC) once ran SET and INCR while the client saw an
-/// error, and a retry incremented twice. SCAN's TYPE filters; its COUNT is clamped.
+/// redis-py's default pipeline (MULTI, SET, INCR, EXEC) runs the block once, as one
+/// (it once ran SET and INCR while the client saw an error, and a retry incremented
+/// twice). SCAN's TYPE filters; its COUNT is clamped.
 #[test]
-fn multi_applies_nothing_and_scan_filters_by_type() {
-    let dir = temp_dir("multi");
+fn multi_applies_once_and_scan_filters_by_type() {
+    let dir = temp_dir("multi-scan");
     let s = Server::start(&dir, &["--keys-limit", "3"]);
     let mut c = s.client();
     assert_eq!(c.cmd(&["SET", "n", "1"]), ok());
     assert_eq!(c.cmd(&["MULTI"]), ok());
     assert_eq!(c.cmd(&["SET", "x", "y"]), Reply::Simple("QUEUED".into()));
     assert_eq!(c.cmd(&["INCR", "n"]), Reply::Simple("QUEUED".into()));
-    assert!(matches!(c.cmd(&["EXEC"]), Reply::Error(e) if e.starts_with("EXECABORT")));
-    assert_eq!(c.cmd(&["GET", "n"]), bulk("1"), "nothing queued ran");
-    assert_eq!(c.cmd(&["GET", "x"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![ok(), Reply::Int(2)]));
+    assert_eq!(c.cmd(&["GET", "n"]), bulk("2"));
+    assert_eq!(c.cmd(&["GET", "x"]), bulk("y"));
+    assert_eq!(c.cmd(&["DEL", "x"]), Reply::Int(1));
     assert_eq!(c.cmd(&["MULTI"]), ok());
     assert_eq!(c.cmd(&["DISCARD"]), ok());
     assert!(matches!(c.cmd(&["EXEC"]), Reply::Error(e) if e.contains("without MULTI")));
@@ -1682,4 +1683,106 @@ fn sets_add_remove_draw_and_combine() {
     err(c.cmd(&["SINTER", "nope", "str"]), "WRONGTYPE");
     assert_eq!(c.cmd(&["TYPE", "a"]), Reply::Simple("set".into()));
     assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), c.cmd(&["DBSIZE"]));
+}
+
+#[test]
+fn multi_exec_runs_atomically_and_watch_aborts() {
+    let dir = temp_dir("multi");
+    let s = Server::start(&dir, &["--enable-flushdb"]);
+    let mut c = s.client();
+    let mut other = s.client();
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    // Queued, then run in order; a runtime error is one reply of the array.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "x", "1"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["INCR", "x"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(
+        c.cmd(&["HSET", "x", "f", "v"]),
+        Reply::Simple("QUEUED".into())
+    );
+    assert_eq!(c.cmd(&["INCR", "x"]), Reply::Simple("QUEUED".into()));
+    let Reply::Array(r) = c.cmd(&["EXEC"]) else {
+        panic!("EXEC")
+    };
+    assert_eq!(r[..2], [ok(), Reply::Int(2)]);
+    assert!(matches!(&r[2], Reply::Error(e) if e.starts_with("WRONGTYPE")));
+    assert_eq!(r[3], Reply::Int(3));
+    // A command refused while queueing voids the transaction.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "y", "1"]), Reply::Simple("QUEUED".into()));
+    err(c.cmd(&["NOSUCH"]), "unknown command");
+    err(c.cmd(&["GET"]), "wrong number of arguments");
+    err(c.cmd(&["MULTI"]), "nested");
+    err(c.cmd(&["EXEC"]), "EXECABORT");
+    assert_eq!(c.cmd(&["EXISTS", "y"]), Reply::Int(0));
+    err(c.cmd(&["EXEC"]), "without MULTI");
+    err(c.cmd(&["DISCARD"]), "without MULTI");
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "y", "1"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["DISCARD"]), ok());
+    assert_eq!(c.cmd(&["EXISTS", "y"]), Reply::Int(0));
+    // WATCH: a change by another client (even to the same value) aborts; none runs it.
+    assert_eq!(c.cmd(&["WATCH", "x"]), ok());
+    assert_eq!(other.cmd(&["SET", "x", "3"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "x"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    assert_eq!(c.cmd(&["GET", "x"]), bulk("3"));
+    // Unchanged, or UNWATCHed: it runs.
+    assert_eq!(c.cmd(&["WATCH", "x", "never"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "x"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(4)]));
+    assert_eq!(c.cmd(&["WATCH", "x"]), ok());
+    assert_eq!(other.cmd(&["SET", "x", "9"]), ok());
+    assert_eq!(c.cmd(&["UNWATCH"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["GET", "x"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![bulk("9")]));
+    // FLUSHALL touches a watched key that existed; an expiry reached since WATCH too.
+    assert_eq!(c.cmd(&["WATCH", "x"]), ok());
+    assert_eq!(other.cmd(&["FLUSHALL"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    assert_eq!(c.cmd(&["SET", "e", "1", "PX", "100"]), ok());
+    assert_eq!(c.cmd(&["WATCH", "e"]), ok());
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    // A blocking pop in a transaction does not wait.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(
+        c.cmd(&["BLPOP", "nolist", "0"]),
+        Reply::Simple("QUEUED".into())
+    );
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Null]));
+    // Isolation: another client's INCRs never land between a transaction's two reads.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = s.port;
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut w = Client::connect(port);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                w.cmd(&["INCR", "n"]);
+            }
+        })
+    };
+    for _ in 0..200 {
+        assert_eq!(c.cmd(&["MULTI"]), ok());
+        c.cmd(&["GET", "n"]);
+        c.cmd(&["GET", "n"]);
+        let Reply::Array(r) = c.cmd(&["EXEC"]) else {
+            panic!("EXEC")
+        };
+        assert_eq!(
+            r[0], r[1],
+            "another client's write ran inside the transaction"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
 }
