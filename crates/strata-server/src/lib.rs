@@ -14,6 +14,7 @@ mod keyspace;
 mod lists;
 mod multi;
 pub mod resp;
+mod scans;
 mod sets;
 mod strings;
 mod types;
@@ -659,6 +660,7 @@ impl Server {
                 || self.key_command(&name, args, out)?
                 || self.list_command(&name, args, out)?
                 || self.set_command(&name, args, out)?
+                || self.element_scan(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {
@@ -1341,6 +1343,26 @@ impl Server {
         Ok(n)
     }
 
+    /// A cursor number that resumes at `resume` (SCAN's strata key, or an element
+    /// scan's element): kept until used or until more than 100,000 are outstanding.
+    pub(crate) fn new_cursor(&self, resume: Vec<u8>) -> u64 {
+        let mut c = lock(&self.cursors);
+        if c.keys.len() >= 100_000 {
+            // Abandoned cursors: forget the oldest numbers.
+            let cut = c.next.saturating_sub(50_000);
+            c.keys.retain(|&id, _| id > cut);
+        }
+        c.next += 1;
+        let id = c.next;
+        c.keys.insert(id, resume);
+        id
+    }
+
+    /// Where cursor `id` resumes (None: unknown or forgotten).
+    pub(crate) fn take_cursor(&self, id: u64) -> Option<Vec<u8>> {
+        lock(&self.cursors).keys.remove(&id)
+    }
+
     fn scan(&self, args: &[Vec<u8>], out: &mut Out) -> strata::Result<()> {
         if args.len() < 2 || !args.len().is_multiple_of(2) {
             out.error("ERR wrong number of arguments for 'scan' command");
@@ -1376,7 +1398,7 @@ impl Server {
         let start = if cursor == 0 {
             vec![keyspace::RECORD]
         } else {
-            match lock(&self.cursors).keys.remove(&cursor) {
+            match self.take_cursor(cursor) {
                 Some(k) => k,
                 None => {
                     out.error("ERR invalid cursor (unknown or expired)");
@@ -1401,16 +1423,7 @@ impl Server {
         }
         it.status()?;
         let next = if it.valid() {
-            let mut c = lock(&self.cursors);
-            if c.keys.len() >= 100_000 {
-                // Abandoned cursors: forget the oldest numbers.
-                let cut = c.next.saturating_sub(50_000);
-                c.keys.retain(|&id, _| id > cut);
-            }
-            c.next += 1;
-            let id = c.next;
-            c.keys.insert(id, it.key().to_vec());
-            id
+            self.new_cursor(it.key().to_vec())
         } else {
             0
         };

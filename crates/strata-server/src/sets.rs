@@ -281,6 +281,10 @@ impl Server {
         let count = match args.get(2) {
             None => None,
             Some(a) => match parse_i64(a) {
+                Some(i64::MIN) => {
+                    out.error("ERR value is out of range");
+                    return Ok(());
+                }
                 Some(c) if c >= 0 || !pop => Some(c),
                 Some(_) => {
                     out.error("ERR value is out of range, must be positive");
@@ -314,22 +318,26 @@ impl Server {
         };
         let mut all = self.members(&strata::ReadOptions::default(), k, &m)?;
         let n = all.len();
-        let chosen: Vec<Vec<u8>> = match count {
-            // Repeats allowed: |count| independent draws.
-            Some(c) if c < 0 => (0..c.unsigned_abs())
-                .map(|_| all[(random_u64() % n as u64) as usize].clone())
-                .collect(),
-            _ => {
-                let want = count.map_or(1, |c| c as usize).min(n);
-                // A partial Fisher-Yates shuffle: the first `want` are a uniform sample.
-                for i in 0..want {
-                    let j = i + (random_u64() % (n - i) as u64) as usize;
-                    all.swap(i, j);
+        if let Some(c) = count.filter(|&c| c < 0) {
+            // Repeats allowed: |count| independent draws, written as they are drawn.
+            out.array(c.unsigned_abs() as usize);
+            for _ in 0..c.unsigned_abs() {
+                out.bulk(&all[(random_u64() % n as u64) as usize]);
+                out.spill();
+                if out.failed {
+                    break;
                 }
-                all.truncate(want);
-                all
             }
-        };
+            return Ok(());
+        }
+        let want = count.map_or(1, |c| c as usize).min(n);
+        // A partial Fisher-Yates shuffle: the first `want` are a uniform sample.
+        for i in 0..want {
+            let j = i + (random_u64() % (n - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(want);
+        let chosen = all;
         if pop && !chosen.is_empty() {
             let p = element_prefix(SET_MEMBER, k, m.version);
             let mut b = strata::WriteBatch::new();

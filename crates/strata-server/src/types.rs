@@ -747,7 +747,7 @@ fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
     }
 }
 
-fn fmt_score(s: f64) -> String {
+pub(crate) fn fmt_score(s: f64) -> String {
     if s.is_infinite() {
         return if s > 0.0 { "inf".into() } else { "-inf".into() };
     }

@@ -1786,3 +1786,74 @@ fn multi_exec_runs_atomically_and_watch_aborts() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
 }
+
+#[test]
+fn element_scans_hrandfield_and_object() {
+    let dir = temp_dir("escan");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    let mut members: Vec<String> = (0..250).map(|i| format!("m{i}")).collect();
+    let mut args = vec!["SADD", "s"];
+    args.extend(members.iter().map(String::as_str));
+    assert_eq!(c.cmd(&args), Reply::Int(250));
+    // SSCAN returns every member once over a full iteration, in pieces.
+    let mut cursor = "0".to_string();
+    let mut seen = Vec::new();
+    let mut calls = 0;
+    loop {
+        let Reply::Array(r) = c.cmd(&["SSCAN", "s", &cursor, "COUNT", "30"]) else {
+            panic!("SSCAN")
+        };
+        let (Reply::Bulk(Some(next)), Reply::Array(items)) = (&r[0], &r[1]) else {
+            panic!("{r:?}")
+        };
+        for i in items {
+            let Reply::Bulk(Some(i)) = i else { panic!() };
+            seen.push(String::from_utf8(i.clone()).unwrap());
+        }
+        calls += 1;
+        cursor = String::from_utf8(next.clone()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert!(calls > 5);
+    seen.sort();
+    members.sort();
+    assert_eq!(seen, members);
+    // HSCAN pairs fields with values; ZSCAN members with scores; MATCH filters.
+    assert_eq!(c.cmd(&["HSET", "h", "a", "1", "b", "2"]), Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["HSCAN", "h", "0", "MATCH", "b*"]),
+        Reply::Array(vec![bulk("0"), Reply::Array(vec![bulk("b"), bulk("2")])])
+    );
+    assert_eq!(c.cmd(&["ZADD", "z", "1.5", "x"]), Reply::Int(1));
+    assert_eq!(
+        c.cmd(&["ZSCAN", "z", "0"]),
+        Reply::Array(vec![bulk("0"), Reply::Array(vec![bulk("x"), bulk("1.5")])])
+    );
+    err(c.cmd(&["SSCAN", "h", "0"]), "WRONGTYPE");
+    err(c.cmd(&["SSCAN", "s", "x"]), "invalid cursor");
+    // HRANDFIELD and SRANDMEMBER bound their counts as Redis does.
+    let Reply::Array(r) = c.cmd(&["HRANDFIELD", "h", "-5", "WITHVALUES"]) else {
+        panic!()
+    };
+    assert_eq!(r.len(), 10);
+    let Reply::Array(r) = c.cmd(&["HRANDFIELD", "h", "5"]) else {
+        panic!()
+    };
+    assert_eq!(r.len(), 2);
+    err(
+        c.cmd(&["HRANDFIELD", "h", "-9223372036854770000", "WITHVALUES"]),
+        "out of range",
+    );
+    err(
+        c.cmd(&["SRANDMEMBER", "s", "-9223372036854775808"]),
+        "out of range",
+    );
+    assert_eq!(c.cmd(&["OBJECT", "REFCOUNT", "h"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "s"]), bulk("hashtable"));
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "nope"]), Reply::Bulk(None));
+}
