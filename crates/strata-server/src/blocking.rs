@@ -56,7 +56,10 @@ impl State {
 
 /// Whether `name` (in capitals) is a blocking command.
 pub(crate) fn blocks(name: &str) -> bool {
-    matches!(name, "BLPOP" | "BRPOP" | "BRPOPLPUSH" | "BLMOVE" | "BLMPOP")
+    matches!(
+        name,
+        "BLPOP" | "BRPOP" | "BRPOPLPUSH" | "BLMOVE" | "BLMPOP" | "BZPOPMIN" | "BZPOPMAX" | "BZMPOP"
+    )
 }
 
 /// A blocking command's timeout in seconds (fractions allowed; 0: forever).
@@ -170,6 +173,44 @@ impl Server {
                 };
                 self.block(&keys, t, out, &mut |k, out| {
                     self.try_mpop(std::slice::from_ref(&k.to_vec()), left, n, out)
+                })?;
+            }
+            "BZPOPMIN" | "BZPOPMAX" => {
+                if !check_arity(name, argc >= 3, out) {
+                    return Ok(true);
+                }
+                let Some(t) = timeout(&args[argc - 1], out) else {
+                    return Ok(true);
+                };
+                let min = name == "BZPOPMIN";
+                self.block(&args[1..argc - 1], t, out, &mut |k, out| {
+                    match self.zpop(k, min, 1)? {
+                        Err(()) => out.error(WRONGTYPE),
+                        Ok(items) => {
+                            let Some((score, member)) = items.first() else {
+                                return Ok(false);
+                            };
+                            out.array(3);
+                            out.bulk(k);
+                            out.bulk(member);
+                            out.double(&crate::types::fmt_score(*score));
+                        }
+                    }
+                    Ok(true)
+                })?;
+            }
+            "BZMPOP" => {
+                if !check_arity(name, argc >= 5, out) {
+                    return Ok(true);
+                }
+                let Some(t) = timeout(&args[1], out) else {
+                    return Ok(true);
+                };
+                let Some((keys, min, n)) = self.zmpop_args(name, args, 2, out) else {
+                    return Ok(true);
+                };
+                self.block(&keys, t, out, &mut |k, out| {
+                    self.try_zmpop(std::slice::from_ref(&k.to_vec()), min, n, out)
                 })?;
             }
             _ => return Ok(false),

@@ -109,6 +109,7 @@ impl Server {
         Self::delete_record(&mut b, from, &m);
         self.write(b)?;
         self.keys_changed(-i64::from(old.is_some()));
+        self.wake_blocked(to);
         if nx {
             out.int(1);
         } else {
@@ -166,6 +167,7 @@ impl Server {
         self.write_copy(&mut b, from, &m, to, old.as_ref())?;
         self.write(b)?;
         self.keys_changed(i64::from(old.is_none()));
+        self.wake_blocked(to);
         out.int(1);
         Ok(())
     }

@@ -18,6 +18,7 @@ mod scans;
 mod sets;
 mod strings;
 mod types;
+mod zsets;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -661,6 +662,7 @@ impl Server {
                 || self.list_command(&name, args, out)?
                 || self.set_command(&name, args, out)?
                 || self.element_scan(&name, args, out)?
+                || self.zset_more(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?
                 || self.typed_command(&name, args, out)?
             {

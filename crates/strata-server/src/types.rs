@@ -16,7 +16,7 @@ fn with(prefix: &[u8], rest: &[u8]) -> Vec<u8> {
 }
 
 /// A score as 8 bytes that sort as the numbers do.
-fn ordered(score: f64) -> [u8; 8] {
+pub(crate) fn ordered(score: f64) -> [u8; 8] {
     let b = score.to_bits();
     let b = if b >> 63 == 1 { !b } else { b | (1 << 63) };
     b.to_be_bytes()
@@ -479,55 +479,6 @@ impl Server {
                     }
                 }
             }
-            "ZADD" => {
-                if !arity(argc >= 4 && argc.is_multiple_of(2), out) {
-                    return Ok(true);
-                }
-                let k = &args[1];
-                let mut pairs = Vec::new();
-                for pair in args[2..].chunks(2) {
-                    match parse_score(&pair[0]) {
-                        Some(s) if !s.is_nan() => pairs.push((s, &pair[1])),
-                        _ => {
-                            out.error("ERR value is not a valid float");
-                            return Ok(true);
-                        }
-                    }
-                }
-                let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
-                let Some((record, mut m)) = self.collection_for_write(k, ZSET, out)? else {
-                    return Ok(true);
-                };
-                let (mp, ip) = (
-                    element_prefix(ZSET_MEMBER, k, m.version),
-                    element_prefix(ZSET_SCORE, k, m.version),
-                );
-                let mut b = strata::WriteBatch::new();
-                let mut added = 0u64;
-                let mut now: std::collections::HashMap<&[u8], f64> = Default::default();
-                for (score, member) in pairs {
-                    let mk = with(&mp, member);
-                    let old = match now.get(member.as_slice()) {
-                        Some(&s) => Some(s),
-                        None if record.is_none() => None,
-                        None => self
-                            .db
-                            .get(&mk)?
-                            .and_then(|v| Some(f64::from_le_bytes(v.try_into().ok()?))),
-                    };
-                    if let Some(o) = old {
-                        b.delete(with(&with(&ip, &ordered(o)), member));
-                    } else {
-                        added += 1;
-                    }
-                    now.insert(member.as_slice(), score);
-                    b.put(&mk, score.to_le_bytes());
-                    b.put(with(&with(&ip, &ordered(score)), member), b"");
-                }
-                m.count += added;
-                self.finish(b, k, record.as_ref(), &m)?;
-                out.int(added as i64);
-            }
             "ZREM" => {
                 if !arity(argc >= 3, out) {
                     return Ok(true);
@@ -728,7 +679,7 @@ impl Server {
 }
 
 /// A score as Redis reads it; `-0` is zero (stored as `0`: it sorts with it).
-fn parse_score(b: &[u8]) -> Option<f64> {
+pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
     match std::str::from_utf8(b).ok()?.to_ascii_lowercase().as_str() {
         "+inf" | "inf" => Some(f64::INFINITY),
         "-inf" => Some(f64::NEG_INFINITY),
@@ -740,7 +691,7 @@ fn parse_score(b: &[u8]) -> Option<f64> {
 }
 
 /// A ZRANGEBYSCORE bound: the score and whether it is exclusive (`(`).
-fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
+pub(crate) fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
     match b.strip_prefix(b"(") {
         Some(rest) => parse_score(rest).map(|s| (s, true)),
         None => parse_score(b).map(|s| (s, false)),
