@@ -23,6 +23,9 @@ fn with(prefix: &[u8], rest: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Members with their scores, in (score, member) order.
+pub(crate) type Members = Vec<(f64, Vec<u8>)>;
+
 /// A score from the index's 8 ordered bytes.
 fn unordered(b: &[u8]) -> f64 {
     let bits = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
@@ -622,7 +625,7 @@ impl Server {
             out.error("ERR XX and NX options at the same time are not compatible");
             return Ok(());
         }
-        if (gt && nx) || (lt && nx) || (gt && lt) {
+        if (nx && (gt || lt)) || (gt && lt) {
             out.error("ERR GT, LT, and/or NX options at the same time are not compatible");
             return Ok(());
         }
@@ -718,12 +721,7 @@ impl Server {
     }
 
     /// Pops up to `n` members with the lowest (`min`) or highest scores.
-    pub(crate) fn zpop(
-        &self,
-        k: &[u8],
-        min: bool,
-        n: u64,
-    ) -> strata::Result<Result<Vec<(f64, Vec<u8>)>, ()>> {
+    pub(crate) fn zpop(&self, k: &[u8], min: bool, n: u64) -> strata::Result<Result<Members, ()>> {
         let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
         let m = match self.lookup_for_update(k)? {
             None => return Ok(Ok(Vec::new())),
