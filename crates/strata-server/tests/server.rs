@@ -1857,3 +1857,240 @@ fn element_scans_hrandfield_and_object() {
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "s"]), bulk("hashtable"));
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "nope"]), Reply::Bulk(None));
 }
+
+#[test]
+fn sorted_set_ranges_flags_pops_and_combinations() {
+    let dir = temp_dir("zsets");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let list = |xs: &[&str]| Reply::Array(xs.iter().map(|x| bulk(x)).collect());
+    let err =
+        |r: Reply, what: &str| assert!(matches!(&r, Reply::Error(e) if e.contains(what)), "{r:?}");
+    assert_eq!(
+        c.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"]),
+        Reply::Int(4)
+    );
+    assert_eq!(
+        c.cmd(&["ZADD", "z", "NX", "9", "a", "5", "e"]),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        c.cmd(&["ZADD", "z", "XX", "CH", "0", "a", "7", "new"]),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        c.cmd(&["ZADD", "z", "GT", "CH", "-1", "a", "6", "e"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["ZADD", "z", "INCR", "1.5", "b"]), bulk("3.5"));
+    assert_eq!(
+        c.cmd(&["ZADD", "z", "NX", "INCR", "1", "b"]),
+        Reply::Bulk(None)
+    );
+    err(
+        c.cmd(&["ZADD", "z", "NX", "XX", "1", "a"]),
+        "not compatible",
+    );
+    err(
+        c.cmd(&["ZADD", "z", "INCR", "1", "a", "2", "b"]),
+        "single increment",
+    );
+    assert_eq!(c.cmd(&["ZINCRBY", "z", "10", "c"]), bulk("13"));
+    // Now a=0 b=3.5 d=4 e=6 c=13.
+    assert_eq!(
+        c.cmd(&["ZRANGE", "z", "0", "-1"]),
+        list(&["a", "b", "d", "e", "c"])
+    );
+    assert_eq!(c.cmd(&["ZREVRANGE", "z", "0", "1"]), list(&["c", "e"]));
+    assert_eq!(
+        c.cmd(&["ZRANGE", "z", "(3.5", "+inf", "BYSCORE", "LIMIT", "1", "2"]),
+        list(&["e", "c"])
+    );
+    assert_eq!(
+        c.cmd(&["ZRANGE", "z", "6", "0", "BYSCORE", "REV", "WITHSCORES"]),
+        list(&["e", "6", "d", "4", "b", "3.5", "a", "0"])
+    );
+    assert_eq!(
+        c.cmd(&["ZREVRANGEBYSCORE", "z", "4", "(0"]),
+        list(&["d", "b"])
+    );
+    assert_eq!(c.cmd(&["ZRANK", "z", "d"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["ZREVRANK", "z", "d"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["ZRANK", "z", "none"]), Reply::Bulk(None));
+    assert_eq!(c.cmd(&["ZCOUNT", "z", "3.5", "6"]), Reply::Int(3));
+    assert_eq!(
+        c.cmd(&["ZMSCORE", "z", "a", "none"]),
+        Reply::Array(vec![bulk("0"), Reply::Bulk(None)])
+    );
+    err(
+        c.cmd(&["ZRANGE", "z", "0", "1", "LIMIT", "0", "1"]),
+        "LIMIT is only supported",
+    );
+    // Lexicographical ranges over equal scores.
+    assert_eq!(
+        c.cmd(&["ZADD", "lex", "0", "a", "0", "b", "0", "c", "0", "d"]),
+        Reply::Int(4)
+    );
+    assert_eq!(
+        c.cmd(&["ZRANGEBYLEX", "lex", "(a", "[c"]),
+        list(&["b", "c"])
+    );
+    assert_eq!(
+        c.cmd(&["ZREVRANGEBYLEX", "lex", "+", "(b"]),
+        list(&["d", "c"])
+    );
+    assert_eq!(c.cmd(&["ZLEXCOUNT", "lex", "-", "+"]), Reply::Int(4));
+    err(
+        c.cmd(&["ZRANGEBYLEX", "lex", "a", "c"]),
+        "not valid string range",
+    );
+    assert_eq!(c.cmd(&["ZREMRANGEBYLEX", "lex", "[b", "[c"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["ZRANGE", "lex", "0", "-1"]), list(&["a", "d"]));
+    // Pops, removal by rank and score, stores.
+    assert_eq!(c.cmd(&["ZPOPMIN", "z"]), list(&["a", "0"]));
+    assert_eq!(c.cmd(&["ZPOPMAX", "z", "2"]), list(&["c", "13", "e", "6"]));
+    assert_eq!(c.cmd(&["ZCARD", "z"]), Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["ZRANGESTORE", "copy", "z", "0", "-1"]),
+        Reply::Int(2)
+    );
+    assert_eq!(c.cmd(&["ZREMRANGEBYRANK", "z", "0", "0"]), Reply::Int(1));
+    assert_eq!(
+        c.cmd(&["ZREMRANGEBYSCORE", "z", "-inf", "+inf"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["EXISTS", "z"]), Reply::Int(0));
+    // Combinations, with a plain set counted at score 1.
+    assert_eq!(c.cmd(&["ZADD", "x", "1", "p", "2", "q"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["SADD", "plain", "q", "r"]), Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["ZUNION", "2", "x", "plain", "WITHSCORES"]),
+        list(&["p", "1", "r", "1", "q", "3"])
+    );
+    assert_eq!(
+        c.cmd(&[
+            "ZINTER",
+            "2",
+            "x",
+            "plain",
+            "WEIGHTS",
+            "2",
+            "10",
+            "AGGREGATE",
+            "MAX",
+            "WITHSCORES"
+        ]),
+        list(&["q", "10"])
+    );
+    assert_eq!(c.cmd(&["ZDIFF", "2", "x", "plain"]), list(&["p"]));
+    assert_eq!(
+        c.cmd(&["ZINTERSTORE", "dst", "2", "x", "plain"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["ZSCORE", "dst", "q"]), bulk("3"));
+    assert_eq!(
+        c.cmd(&["ZINTERCARD", "2", "x", "plain", "LIMIT", "5"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["SET", "str", "v"]), ok());
+    err(c.cmd(&["ZUNION", "2", "x", "str"]), "WRONGTYPE");
+    // A blocked BZPOPMIN is served by a ZADD.
+    let mut waiter = s.client();
+    waiter.send(&[b"BZPOPMIN", b"later", b"5"]);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(c.cmd(&["ZADD", "later", "4", "w"]), Reply::Int(1));
+    assert_eq!(waiter.read(), list(&["later", "w", "4"]));
+    assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), c.cmd(&["DBSIZE"]));
+}
+
+/// Killed with -9 while clients push, add and remove across every collection type, the
+/// server restarts with every collection's count equal to the elements it holds: each
+/// command's records (record, elements, index) are one batch.
+#[test]
+fn kill_9_keeps_collections_consistent() {
+    let dir = temp_dir("kill-collections");
+    let mut s = Server::start(&dir, &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..3)
+        .map(|t| {
+            let (port, stop) = (s.port, stop.clone());
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let k = format!("k{}", i % 7);
+                    let v = format!("v{t}-{i}");
+                    let cmds: [Vec<&str>; 6] = [
+                        vec!["RPUSH", "list", &v],
+                        vec!["LPOP", "list"],
+                        vec!["HSET", "hash", &k, &v],
+                        vec!["SADD", "set", &v],
+                        vec!["ZADD", "zset", "1", &k],
+                        vec!["ZREM", "zset", &k],
+                    ];
+                    c.send(
+                        &cmds[(i % 6) as usize]
+                            .iter()
+                            .map(|a| a.as_bytes())
+                            .collect::<Vec<_>>(),
+                    );
+                    c.w.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                    let mut line = String::new();
+                    if c.r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    // Skip a bulk reply's payload.
+                    if let Some(n) = line
+                        .strip_prefix('$')
+                        .and_then(|n| n.trim().parse::<i64>().ok())
+                    {
+                        if n >= 0 {
+                            let mut b = vec![0; n as usize + 2];
+                            if c.r.read_exact(&mut b).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    s.signal("-KILL");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        let _ = w.join();
+    }
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let len = |r: Reply| match r {
+        Reply::Array(v) => v.len() as i64,
+        r => panic!("{r:?}"),
+    };
+    let n = |r: Reply| match r {
+        Reply::Int(n) => n,
+        r => panic!("{r:?}"),
+    };
+    assert_eq!(
+        n(c.cmd(&["LLEN", "list"])),
+        len(c.cmd(&["LRANGE", "list", "0", "-1"]))
+    );
+    assert_eq!(
+        2 * n(c.cmd(&["HLEN", "hash"])),
+        len(c.cmd(&["HGETALL", "hash"]))
+    );
+    assert_eq!(
+        n(c.cmd(&["SCARD", "set"])),
+        len(c.cmd(&["SMEMBERS", "set"]))
+    );
+    assert!(
+        n(c.cmd(&["SCARD", "set"])) > 0,
+        "nothing was written before the kill"
+    );
+    assert_eq!(
+        n(c.cmd(&["ZCARD", "zset"])),
+        len(c.cmd(&["ZRANGE", "zset", "0", "-1"]))
+    );
+    assert_eq!(c.cmd(&["DEBUG", "COUNTKEYS"]), c.cmd(&["DBSIZE"]));
+}
