@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::keyspace::{record_key, LIST};
+use crate::keyspace::{record_key, LIST, ZSET};
 use crate::lists::Moved;
 use crate::resp::Out;
 use crate::types::WRONGTYPE;
@@ -104,7 +104,7 @@ impl Server {
                     return Ok(true);
                 };
                 let left = name == "BLPOP";
-                self.block(&args[1..argc - 1], t, out, &mut |k, out| {
+                self.block(LIST, &args[1..argc - 1], t, out, &mut |k, out| {
                     let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
                     let m = match self.lookup_for_update(k)? {
                         None => return Ok(false),
@@ -152,7 +152,7 @@ impl Server {
                     return Ok(true);
                 };
                 let to = args[2].clone();
-                self.block(&args[1..2], t, out, &mut |k, out| {
+                self.block(LIST, &args[1..2], t, out, &mut |k, out| {
                     match self.list_move(k, &to, sides.0, sides.1)? {
                         Moved::Nothing => return Ok(false),
                         Moved::WrongType => out.error(WRONGTYPE),
@@ -171,7 +171,7 @@ impl Server {
                 let Some((keys, left, n)) = self.mpop_args(name, args, 2, out) else {
                     return Ok(true);
                 };
-                self.block(&keys, t, out, &mut |k, out| {
+                self.block(LIST, &keys, t, out, &mut |k, out| {
                     self.try_mpop(std::slice::from_ref(&k.to_vec()), left, n, out)
                 })?;
             }
@@ -183,7 +183,7 @@ impl Server {
                     return Ok(true);
                 };
                 let min = name == "BZPOPMIN";
-                self.block(&args[1..argc - 1], t, out, &mut |k, out| {
+                self.block(ZSET, &args[1..argc - 1], t, out, &mut |k, out| {
                     match self.zpop(k, min, 1)? {
                         Err(()) => out.error(WRONGTYPE),
                         Ok(items) => {
@@ -209,7 +209,7 @@ impl Server {
                 let Some((keys, min, n)) = self.zmpop_args(name, args, 2, out) else {
                     return Ok(true);
                 };
-                self.block(&keys, t, out, &mut |k, out| {
+                self.block(ZSET, &keys, t, out, &mut |k, out| {
                     self.try_zmpop(std::slice::from_ref(&k.to_vec()), min, n, out)
                 })?;
             }
@@ -218,12 +218,13 @@ impl Server {
         Ok(true)
     }
 
-    /// Serves a blocking command over `keys`: `attempt(key, out)` takes from one key and
+    /// Serves a blocking command over `keys` (of type `kind`): `attempt(key, out)` takes from one key and
     /// answers (true), or finds it empty (false). Tried at once on the keys nobody waits
     /// for; else waits its turn until a push lets an attempt succeed, or the timeout
     /// (None: forever) passes, answering a null array then.
     fn block(
         &self,
+        kind: u8,
         keys: &[Vec<u8>],
         timeout: Option<Duration>,
         out: &mut Out,
@@ -287,7 +288,15 @@ impl Server {
                     .get(k)
                     .and_then(|q| q.front().copied())
                     == Some(ticket);
-                if first {
+                // A key that became another type while this client waited does not
+                // wake it with an error (Redis keeps it blocked); only the first try
+                // answers WRONGTYPE.
+                let other_type = || {
+                    self.lookup(k)
+                        .map(|m| m.is_some_and(|m| m.kind != kind))
+                        .unwrap_or(false)
+                };
+                if first && !other_type() {
                     let r = attempt(k, out);
                     if !matches!(r, Ok(false)) {
                         leave(true);

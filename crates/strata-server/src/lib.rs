@@ -500,27 +500,18 @@ impl Server {
                 use std::os::fd::AsRawFd;
                 let fd = stream.as_raw_fd();
                 out.alive = Some(Box::new(move || {
-                    let mut b = [0u8; 1];
+                    let mut p = libc::pollfd {
+                        fd,
+                        events: libc::POLLRDHUP,
+                        revents: 0,
+                    };
                     // SAFETY: `fd` is this connection's socket, open for as long as `out`
                     // lives (the stream is closed only after the loop that owns `out`);
-                    // recv with MSG_PEEK | MSG_DONTWAIT reads nothing out of it and never
-                    // blocks, and `b` is a valid one-byte buffer.
-                    let n = unsafe {
-                        libc::recv(
-                            fd,
-                            b.as_mut_ptr().cast(),
-                            1,
-                            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-                        )
-                    };
-                    // 0: the peer closed; -1 with EAGAIN: nothing to read, still there.
-                    n > 0
-                        || (n < 0 && {
-                            let e = std::io::Error::last_os_error().raw_os_error();
-                            e == Some(libc::EAGAIN)
-                                || e == Some(libc::EWOULDBLOCK)
-                                || e == Some(libc::EINTR)
-                        })
+                    // `p` is one valid pollfd, and a zero timeout never blocks.
+                    let n = unsafe { libc::poll(&mut p, 1, 0) };
+                    // The peer hung up or shut down its side (even with requests still
+                    // unread: POLLRDHUP, where a peek would see only the pending bytes).
+                    n <= 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) == 0
                 }));
             }
             let mut used = 0;

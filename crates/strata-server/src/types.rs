@@ -683,6 +683,8 @@ pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
     match std::str::from_utf8(b).ok()?.to_ascii_lowercase().as_str() {
         "+inf" | "inf" => Some(f64::INFINITY),
         "-inf" => Some(f64::NEG_INFINITY),
+        // Rust reads "nan"; Redis refuses it as a score or a bound.
+        s if s.contains("nan") => None,
         s => s
             .parse::<f64>()
             .ok()
@@ -698,14 +700,31 @@ pub(crate) fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
     }
 }
 
+/// A score as Redis 7.0 writes one: C's `%.17g` (17 significant digits, trailing zeros
+/// trimmed; exponent form below 1e-4 and from 1e17), `inf` and `-inf`.
 pub(crate) fn fmt_score(s: f64) -> String {
     if s.is_infinite() {
         return if s > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    if s.fract() == 0.0 && s.abs() < 1e17 {
-        format!("{}", s as i64)
+    if s == 0.0 {
+        return "0".into();
+    }
+    // 17 significant digits: d.dddddddddddddddde±x.
+    let sci = format!("{s:.16e}");
+    let (mantissa, exp) = sci.split_once('e').expect("an exponent");
+    let exp: i32 = exp.parse().expect("a number");
+    if !(-4..17).contains(&exp) {
+        let m = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let fixed = format!("{s:.*}", (16 - exp) as usize);
+    if fixed.contains('.') {
+        fixed
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     } else {
-        format!("{s}")
+        fixed
     }
 }
 
@@ -731,5 +750,13 @@ mod tests {
         }
         assert_eq!(fmt_score(3.0), "3");
         assert_eq!(fmt_score(2.5), "2.5");
+        // As C's %.17g writes them (Redis 7.0's replies).
+        assert_eq!(fmt_score(0.8600312787387666), "0.86003127873876661");
+        assert_eq!(fmt_score(f64::MAX), "1.7976931348623157e+308");
+        assert_eq!(fmt_score(-1e-5), "-1.0000000000000001e-05");
+        assert_eq!(fmt_score(1e17), "1e+17");
+        assert_eq!(fmt_score(123456.5), "123456.5");
+        assert_eq!(fmt_score(-0.0), "0");
+        assert_eq!(parse_score(b"NaN"), None);
     }
 }

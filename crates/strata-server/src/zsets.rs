@@ -925,11 +925,14 @@ impl Server {
         let card = name == "ZINTERCARD";
         let at = if store { 2 } else { 1 };
         let Some(numkeys) = parse_i64(&args[at]).filter(|&n| n > 0).map(|n| n as usize) else {
-            out.error(if parse_i64(&args[at]).is_some() {
-                "ERR at least 1 input key is needed for this command"
+            if parse_i64(&args[at]).is_some() {
+                out.error(&format!(
+                    "ERR at least 1 input key is needed for '{}' command",
+                    name.to_ascii_lowercase()
+                ));
             } else {
-                "ERR value is not an integer or out of range"
-            });
+                out.error("ERR value is not an integer or out of range");
+            }
             return Ok(());
         };
         if args.len() < at + 1 + numkeys {
