@@ -383,7 +383,15 @@ impl Server {
     /// due keys; whether there may be more due now.
     pub fn active_expiry(&self) -> bool {
         const STEP: usize = 1000;
-        self.active_expire.load(Ordering::Acquire) && self.expire_due(STEP).is_ok_and(|n| n == STEP)
+        if !self.active_expire.load(Ordering::Acquire) {
+            return false;
+        }
+        // As a command: never between a transaction's first and last effect.
+        let _shared = self
+            .transactions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.expire_due(STEP).is_ok_and(|n| n == STEP)
     }
 
     /// Notes `delta` keys created (+) or removed (-). REQUIRES: the stripe locks of the
