@@ -242,17 +242,23 @@ impl Server {
             out.null_array();
             return Ok(());
         }
-        // Each attempt holds the transaction lock shared, as any command does.
-        let mut attempt = |k: &[u8], out: &mut Out| {
+        // Each attempt holds the transaction lock shared, as any command does. Once
+        // waiting, a key that became another type does not wake the client with an error
+        // (Redis keeps it blocked): only the first try answers WRONGTYPE. (The type is
+        // read under the lock too: an EXEC's intermediate state is never seen.)
+        let mut attempt = |k: &[u8], out: &mut Out, waiting: bool| -> strata::Result<bool> {
             let _shared = self
                 .transactions
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if waiting && self.lookup(k)?.is_some_and(|m| m.kind != kind) {
+                return Ok(false);
+            }
             attempt(k, out)
         };
         for k in keys {
             let queued = lock(&b.state).queues.contains_key(k);
-            if !queued && attempt(k, out)? {
+            if !queued && attempt(k, out, false)? {
                 return Ok(());
             }
         }
@@ -288,16 +294,8 @@ impl Server {
                     .get(k)
                     .and_then(|q| q.front().copied())
                     == Some(ticket);
-                // A key that became another type while this client waited does not
-                // wake it with an error (Redis keeps it blocked); only the first try
-                // answers WRONGTYPE.
-                let other_type = || {
-                    self.lookup(k)
-                        .map(|m| m.is_some_and(|m| m.kind != kind))
-                        .unwrap_or(false)
-                };
-                if first && !other_type() {
-                    let r = attempt(k, out);
+                if first {
+                    let r = attempt(k, out, true);
                     if !matches!(r, Ok(false)) {
                         leave(true);
                         return r.map(|_| ());
