@@ -653,6 +653,55 @@ fn read_only_opens_beside_a_busy_writer_succeed() {
     writer.join().unwrap();
 }
 
+/// A read-only open on the real file system beside a writer in the same process, with
+/// values large enough that a read of the live WAL often lands in the middle of the
+/// writer's copy of a record into it: the open takes what it read as a write not yet
+/// whole, never as damage (the kill loop's read-only opens once failed with "zeroed header
+/// inside the log" under `TolerateTornTail`, which refuses damage before the tail).
+#[test]
+fn read_only_opens_beside_a_writer_in_the_middle_of_a_wal_copy_succeed() {
+    let dir = std::env::temp_dir().join(format!("strata-ro-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Options {
+        write_buffer_size: 64 << 20,
+        wal_recovery_mode: strata::WalRecoveryMode::TolerateTornTail,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(&dir, o.clone()).unwrap());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let len = [100, 5000, 30_000, 70_000][(i % 4) as usize];
+                db.put(key(i % 500), vec![(i % 250) as u8 + 1; len])
+                    .unwrap();
+                i += 1;
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let mut opens = 0;
+    let mut failed = None;
+    while start.elapsed() < std::time::Duration::from_secs(3) {
+        match Db::open_read_only(&dir, o.clone()) {
+            Ok(ro) => drop(ro),
+            Err(e) if e.kind() == ErrorKind::Stale => {}
+            Err(e) => {
+                failed = Some(format!("read-only open {opens}: {e}"));
+                break;
+            }
+        }
+        opens += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failed.is_none(), "{}", failed.unwrap());
+}
+
 /// A directory a database only reads from (recorded, not given) stops being recorded once
 /// none of its files remain there, and the database never deletes a file in it that is
 /// not its own: it may be another database's by now.

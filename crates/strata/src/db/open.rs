@@ -1282,6 +1282,30 @@ enum Sink<'a> {
     Check,
 }
 
+/// How long a read-only open goes on reading a WAL a writer beside it may be writing
+/// while what it reads holds damage.
+const LIVE_WAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The bytes of a WAL that a writer beside a read-only open may be writing into: a read
+/// that meets the writer in the middle of copying a record into the file may see the
+/// record's head still zero and what comes after it already there (the copy into a mapped
+/// log need not go front to back, and the read does not see the file at one instant), which
+/// reads as damage before the tail. That is no damage: the file is read again, until a read
+/// holds none before its tail or `LIVE_WAL_SETTLE` has passed (then it is damage, judged by
+/// the recovery mode as any other; a torn tail is read at once). Without this, a view opened in the middle of a copy was refused
+/// ("zeroed header inside the log") or, under `PointInTime`, stopped short of writes the
+/// writer had acknowledged before the view began.
+fn read_live_wal(fs: &dyn crate::fs::Fs, path: &Path) -> Result<Vec<u8>> {
+    let start = std::time::Instant::now();
+    loop {
+        let mut reader = LogReader::new(fs::read_all(fs, path)?);
+        if !reader.meets_damage() || start.elapsed() >= LIVE_WAL_SETTLE {
+            return Ok(reader.into_data());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Replays the WALs the manifest recovery `r` read says to (numbered >= its log number)
 /// into `sink`.
 fn replay_wals(
@@ -1351,7 +1375,12 @@ fn replay_wals(
         }
         // Only the newest WAL can end in a write a kill cut short in the middle of its
         // copy; an older one's damage is damage to writes that were whole.
-        let data = fs::read_all(&**fs, path)?;
+        let past_writes = i >= newest_written;
+        let data = if past_writes && matches!(sink, Sink::Keep(_)) {
+            read_live_wal(&**fs, path)?
+        } else {
+            fs::read_all(&**fs, path)?
+        };
         // The bytes of records the manifest recorded for this WAL, synced (by a clean close,
         // or once it was closed): a file shorter than that was cut since, and what is
         // missing is no torn tail. (Damage within
@@ -1378,7 +1407,6 @@ fn replay_wals(
                 ));
             }
         }
-        let past_writes = i >= newest_written;
         let mut reader = if past_writes {
             LogReader::new(data)
         } else {

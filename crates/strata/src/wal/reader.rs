@@ -229,6 +229,23 @@ impl LogReader {
         self.pos = (from / BLOCK_SIZE + 1) * BLOCK_SIZE;
     }
 
+    /// Whether reading on from here meets damage before the tail (a `Corrupt` event that
+    /// more records follow); the reader is spent after it.
+    pub fn meets_damage(&mut self) -> bool {
+        loop {
+            match self.next_event() {
+                LogEvent::Record { .. } => {}
+                LogEvent::Corrupt { at_tail, .. } => return !at_tail,
+                LogEvent::End | LogEvent::Torn { .. } => return false,
+            }
+        }
+    }
+
+    /// The bytes the reader was given.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Where the reader is: after a `Record`, the offset just past its last fragment.
     pub fn position(&self) -> u64 {
         self.pos as u64
