@@ -1282,28 +1282,25 @@ enum Sink<'a> {
     Check,
 }
 
-/// How long a read-only open goes on reading a WAL a writer beside it may be writing
-/// while what it reads holds damage.
-const LIVE_WAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// The bytes of a WAL that a writer beside a read-only open may be writing into: a read
-/// that meets the writer in the middle of copying a record into the file may see the
-/// record's head still zero and what comes after it already there (the copy into a mapped
-/// log need not go front to back, and the read does not see the file at one instant), which
-/// reads as damage before the tail. That is no damage: the file is read again, until a read
-/// holds none before its tail or `LIVE_WAL_SETTLE` has passed (then it is damage, judged by
-/// the recovery mode as any other; a torn tail is read at once). Without this, a view opened in the middle of a copy was refused
-/// ("zeroed header inside the log") or, under `PointInTime`, stopped short of writes the
-/// writer had acknowledged before the view began.
+/// The bytes of a WAL that a writer beside a read-only open may be writing into. One read
+/// of a file that grows is no snapshot of it: it may copy a record's page before the
+/// writer finished that record and a later page after the writer wrote the next ones, and
+/// then reads as damage with records after it. That is no damage. The writer copies one
+/// record at a time, each after the one before it, and never changes a byte it wrote; so when
+/// the first read holds records past damage, every byte before the end of the last one was
+/// final by then, and a second read, cut there, holds that part of the file as it stays
+/// (damage in it is damage, judged by the recovery mode as any other; what the cut leaves
+/// out was written after the view began). Without this, a view opened in the middle of a
+/// copy was refused ("zeroed header inside the log") under `TolerateTornTail`.
 fn read_live_wal(fs: &dyn crate::fs::Fs, path: &Path) -> Result<Vec<u8>> {
-    let start = std::time::Instant::now();
-    loop {
-        let mut reader = LogReader::new(fs::read_all(fs, path)?);
-        if !reader.meets_damage() || start.elapsed() >= LIVE_WAL_SETTLE {
-            return Ok(reader.into_data());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    let mut reader = LogReader::new(fs::read_all(fs, path)?);
+    let Some(end) = reader.records_end_past_damage() else {
+        return Ok(reader.into_data());
+    };
+    drop(reader);
+    let mut data = fs::read_all(fs, path)?;
+    data.truncate(end as usize);
+    Ok(data)
 }
 
 /// Replays the WALs the manifest recovery `r` read says to (numbered >= its log number)

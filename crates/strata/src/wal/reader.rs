@@ -229,14 +229,19 @@ impl LogReader {
         self.pos = (from / BLOCK_SIZE + 1) * BLOCK_SIZE;
     }
 
-    /// Whether reading on from here meets damage before the tail (a `Corrupt` event that
-    /// more records follow); the reader is spent after it.
-    pub fn meets_damage(&mut self) -> bool {
+    /// Reads on to the end; if it met damage before the tail (a `Corrupt` event that more
+    /// records follow), the offset just past the last record it read after it. The reader
+    /// is spent after it.
+    pub fn records_end_past_damage(&mut self) -> Option<u64> {
+        let mut damaged = false;
+        let mut end = 0;
         loop {
             match self.next_event() {
-                LogEvent::Record { .. } => {}
-                LogEvent::Corrupt { at_tail, .. } => return !at_tail,
-                LogEvent::End | LogEvent::Torn { .. } => return false,
+                LogEvent::Record { .. } => end = self.position(),
+                LogEvent::Corrupt { at_tail: false, .. } => damaged = true,
+                LogEvent::Corrupt { .. } | LogEvent::End | LogEvent::Torn { .. } => {
+                    return damaged.then_some(end);
+                }
             }
         }
     }
