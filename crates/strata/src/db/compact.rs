@@ -276,6 +276,17 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
                 return Err(e);
             }
         }
+        // A filter may decide from the database's current state (strata-server's reads
+        // the record of the collection an element belongs to), which may hold writes not
+        // synced yet: those are made durable before the record that makes the removals
+        // durable, or a power cut could keep the removals and lose the write they followed
+        // from (docs/design/compaction-filters.md, "Durability of a filter's result").
+        if filtered {
+            if let Err(e) = super::write::sync_wal_unqueued(db) {
+                lock(&db.versions).release_outputs(&outputs);
+                return Err(e);
+            }
+        }
         let mut versions = lock(&db.versions);
         if let Some(p) = &c.l0_part {
             // The part leaves L0 by the layout's change, applied to the layout current now

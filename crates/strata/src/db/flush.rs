@@ -107,10 +107,16 @@ impl DbInner {
             Ok((ingested, value_files, dropped, sealed, ranges))
         };
         let result = run();
+        let filtered = job.filter.as_ref().map_or(0, Filtering::decided);
+        // What the filter decided from may be writes not synced yet (see `compact`): made
+        // durable before the record that makes its removals durable.
+        let result = match result {
+            Ok(t) if filtered > 0 => super::write::sync_wal_unqueued(self).map(|()| t),
+            r => r,
+        };
         if result.is_err() {
             job.discard_staged();
         }
-        let filtered = job.filter.as_ref().map_or(0, Filtering::decided);
         Stats::add(&self.stats.filtered_entries, filtered);
         Stats::add(
             &self.stats.expired_entries,
