@@ -104,7 +104,7 @@ impl Server {
                     return Ok(true);
                 };
                 let left = name == "BLPOP";
-                self.block(LIST, &args[1..argc - 1], t, out, &mut |k, out| {
+                self.block(LIST, false, &args[1..argc - 1], t, out, &mut |k, out| {
                     let _g = lock(&self.stripes[stripe_of(&record_key(k))]);
                     let m = match self.lookup_for_update(k)? {
                         None => return Ok(false),
@@ -152,7 +152,7 @@ impl Server {
                     return Ok(true);
                 };
                 let to = args[2].clone();
-                self.block(LIST, &args[1..2], t, out, &mut |k, out| {
+                self.block(LIST, true, &args[1..2], t, out, &mut |k, out| {
                     match self.list_move(k, &to, sides.0, sides.1)? {
                         Moved::Nothing => return Ok(false),
                         Moved::WrongType => out.error(WRONGTYPE),
@@ -171,7 +171,7 @@ impl Server {
                 let Some((keys, left, n)) = self.mpop_args(name, args, 2, out) else {
                     return Ok(true);
                 };
-                self.block(LIST, &keys, t, out, &mut |k, out| {
+                self.block(LIST, false, &keys, t, out, &mut |k, out| {
                     self.try_mpop(std::slice::from_ref(&k.to_vec()), left, n, out)
                 })?;
             }
@@ -183,7 +183,7 @@ impl Server {
                     return Ok(true);
                 };
                 let min = name == "BZPOPMIN";
-                self.block(ZSET, &args[1..argc - 1], t, out, &mut |k, out| {
+                self.block(ZSET, false, &args[1..argc - 1], t, out, &mut |k, out| {
                     match self.zpop(k, min, 1)? {
                         Err(()) => out.error(WRONGTYPE),
                         Ok(items) => {
@@ -209,7 +209,7 @@ impl Server {
                 let Some((keys, min, n)) = self.zmpop_args(name, args, 2, out) else {
                     return Ok(true);
                 };
-                self.block(ZSET, &keys, t, out, &mut |k, out| {
+                self.block(ZSET, false, &keys, t, out, &mut |k, out| {
                     self.try_zmpop(std::slice::from_ref(&k.to_vec()), min, n, out)
                 })?;
             }
@@ -219,12 +219,13 @@ impl Server {
     }
 
     /// Serves a blocking command over `keys` (of type `kind`): `attempt(key, out)` takes from one key and
-    /// answers (true), or finds it empty (false). Tried at once on the keys nobody waits
+    /// answers (true), or finds it empty (false); `moves` for BLMOVE and BRPOPLPUSH. Tried at once on the keys nobody waits
     /// for; else waits its turn until a push lets an attempt succeed, or the timeout
     /// (None: forever) passes, answering a null array then.
     fn block(
         &self,
         kind: u8,
+        moves: bool,
         keys: &[Vec<u8>],
         timeout: Option<Duration>,
         out: &mut Out,
@@ -239,7 +240,12 @@ impl Server {
                     return Ok(());
                 }
             }
-            out.null_array();
+            // (BLMOVE and BRPOPLPUSH answer there as LMOVE does: a null bulk string.)
+            if moves {
+                out.null();
+            } else {
+                out.null_array();
+            }
             return Ok(());
         }
         // Each attempt holds the transaction lock shared, as any command does. Once

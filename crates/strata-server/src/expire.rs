@@ -222,7 +222,11 @@ impl Server {
                 "PERSIST" if change.is_none() => change = Some(None),
                 "EX" | "PX" | "EXAT" | "PXAT" if change.is_none() && i + 1 < args.len() => {
                     let Some(at) = deadline(&word, &args[i + 1], now_ms()) else {
-                        out.error("ERR invalid expire time in 'getex' command");
+                        out.error(if parse_i64(&args[i + 1]).is_none() {
+                            "ERR value is not an integer or out of range"
+                        } else {
+                            "ERR invalid expire time in 'getex' command"
+                        });
                         return Ok(());
                     };
                     change = Some(Some(at));

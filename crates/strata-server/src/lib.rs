@@ -1246,7 +1246,11 @@ impl Server {
             Some((unit, n)) => match expire::deadline(unit, n, keyspace::now_ms()) {
                 Some(at) => Some(at),
                 None => {
-                    out.error("ERR invalid expire time in 'set' command");
+                    out.error(if parse_i64(n).is_none() {
+                        "ERR value is not an integer or out of range"
+                    } else {
+                        "ERR invalid expire time in 'set' command"
+                    });
                     return Ok(());
                 }
             },

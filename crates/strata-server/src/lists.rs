@@ -244,7 +244,10 @@ impl Server {
                     self.finish(b, k, Some(&m), &new)?;
                 }
                 match n {
-                    None => out.bulk(&taken[0]),
+                    None => match taken.first() {
+                        Some(v) => out.bulk(v),
+                        None => out.null(),
+                    },
                     Some(_) => {
                         out.array(taken.len());
                         for v in &taken {

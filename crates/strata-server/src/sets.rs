@@ -298,10 +298,20 @@ impl Server {
         };
         let k = &args[1];
         let _g = pop.then(|| lock(&self.stripes[crate::stripe_of(&record_key(k))]));
+        // Without the key's lock (SRANDMEMBER), the record and its members from one
+        // snapshot: an SREM between two reads would leave a record without members.
+        let ro = if pop {
+            strata::ReadOptions::default()
+        } else {
+            strata::ReadOptions {
+                snapshot: Some(self.db.snapshot()),
+                ..Default::default()
+            }
+        };
         let m = match if pop {
             self.lookup_for_update(k)?
         } else {
-            self.lookup(k)?
+            self.lookup_in(&ro, k)?
         } {
             Some(m) if m.kind != SET => {
                 out.error(WRONGTYPE);
@@ -316,8 +326,15 @@ impl Server {
             }
             return Ok(());
         };
-        let mut all = self.members(&strata::ReadOptions::default(), k, &m)?;
+        let mut all = self.members(&ro, k, &m)?;
         let n = all.len();
+        if n == 0 {
+            match count {
+                None => out.null(),
+                Some(_) => out.array(0),
+            }
+            return Ok(());
+        }
         if let Some(c) = count.filter(|&c| c < 0) {
             // Repeats allowed: |count| independent draws, written as they are drawn.
             out.array(c.unsigned_abs() as usize);
@@ -365,20 +382,17 @@ impl Server {
     /// SMOVE source destination member.
     fn smove(&self, from: &[u8], to: &[u8], x: &[u8], out: &mut Out) -> strata::Result<()> {
         let _g = self.lock_keys(&[record_key(from), record_key(to)]);
-        let src = match self.lookup_for_update(from)? {
-            Some(m) if m.kind != SET => {
-                out.error(WRONGTYPE);
-                return Ok(());
-            }
-            m => m,
-        };
-        let dst = match self.lookup_for_update(to)? {
-            Some(m) if m.kind != SET => {
-                out.error(WRONGTYPE);
-                return Ok(());
-            }
-            m => m,
-        };
+        // Redis's order: a missing source answers 0 before either type is checked.
+        let src = self.lookup_for_update(from)?;
+        let dst = self.lookup_for_update(to)?;
+        if src.is_some()
+            && [&src, &dst]
+                .iter()
+                .any(|m| m.as_ref().is_some_and(|m| m.kind != SET))
+        {
+            out.error(WRONGTYPE);
+            return Ok(());
+        }
         let Some(src) = src else {
             out.int(0);
             return Ok(());

@@ -469,6 +469,14 @@ impl Server {
                 let Some(r) = parse_range(name, &args[3..], true, out) else {
                     return Ok(true);
                 };
+                // The destination locked before the source is read (it may be the source:
+                // a write between the read and the store would be lost), the source read
+                // from one snapshot.
+                let _g = lock(&self.stripes[stripe_of(&record_key(&args[1]))]);
+                let ro = strata::ReadOptions {
+                    snapshot: Some(self.db.snapshot()),
+                    ..Default::default()
+                };
                 let items = {
                     let Some(m) = self.zset_read(&ro, &args[2], out)? else {
                         return Ok(true);
@@ -828,9 +836,9 @@ impl Server {
         Ok(false)
     }
 
-    /// Replaces key `dst` (any type) by a sorted set of `items` (deleted if empty).
+    /// Replaces key `dst` (any type) by a sorted set of `items` (deleted if empty). The
+    /// caller holds `dst`'s lock, taken before it read what `items` came from.
     fn zstore(&self, dst: &[u8], items: Vec<(f64, Vec<u8>)>) -> strata::Result<()> {
-        let _g = lock(&self.stripes[stripe_of(&record_key(dst))]);
         let old = self.lookup_for_update(dst)?;
         let mut m = Meta::collection(ZSET, self.new_version()?);
         let set: Vec<(Vec<u8>, Option<f64>, f64)> =
@@ -867,18 +875,26 @@ impl Server {
             out.error("ERR value is out of range");
             return Ok(());
         }
-        let ro = strata::ReadOptions::default();
+        // The record and its members from one snapshot (a ZREM between two reads would
+        // leave a record without members).
+        let ro = strata::ReadOptions {
+            snapshot: Some(self.db.snapshot()),
+            ..Default::default()
+        };
         let Some(m) = self.zset_read(&ro, &args[1], out)? else {
             return Ok(());
         };
-        let Some(m) = m else {
+        let mut all = match m {
+            Some(m) => self.zset_all(&ro, &args[1], &m)?,
+            None => Vec::new(),
+        };
+        if all.is_empty() {
             match count {
                 None => out.null(),
                 Some(_) => out.array(0),
             }
             return Ok(());
-        };
-        let mut all = self.zset_all(&ro, &args[1], &m)?;
+        }
         let n = all.len() as u64;
         match count {
             None => {
@@ -990,6 +1006,9 @@ impl Server {
             }
             i += 1;
         }
+        // The destination locked before the inputs are read (it may be one of them: a write
+        // between the read and the store would be lost).
+        let _g = store.then(|| lock(&self.stripes[stripe_of(&record_key(&args[1]))]));
         // Every input from one snapshot; a wrong type anywhere is an error.
         let ro = strata::ReadOptions {
             snapshot: Some(self.db.snapshot()),
