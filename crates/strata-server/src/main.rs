@@ -42,6 +42,20 @@ fn cli() -> Command {
         .arg(Arg::new("enable-flushdb").long("enable-flushdb").action(ArgAction::SetTrue).help("Allow FLUSHDB/FLUSHALL"))
         .arg(Arg::new("preset").long("preset").value_name("NAME")
             .help("strata options preset (default: the options the database recorded in its OPTIONS file, or the default preset)"))
+        .arg(Arg::new("option").long("option").value_name("NAME=VALUE").action(ArgAction::Append)
+            .help("Set one strata option over the preset or the recorded options, as a line of an OPTIONS file (say write_buffer_size=67108864, block_cache_size=..., pmem_dir=...); repeatable"))
+}
+
+/// `--option NAME=VALUE` flags applied over `opts`, in order.
+fn apply_options(opts: &mut strata::Options, m: &clap::ArgMatches) -> Result<(), String> {
+    for flag in m.get_many::<String>("option").into_iter().flatten() {
+        let Some((name, value)) = flag.split_once('=') else {
+            return Err(format!("--option {flag}: expected NAME=VALUE"));
+        };
+        opts.set(name.trim(), value)
+            .map_err(|e| format!("--option {flag}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The password: `--requirepass`, `--requirepass-file` (first line), or the
@@ -85,6 +99,10 @@ fn main() -> ExitCode {
                 .map_or("default", String::as_str),
         ),
     };
+    let base = base.map_err(|e| e.to_string()).and_then(|mut o| {
+        apply_options(&mut o, &m)?;
+        Ok(o)
+    });
     let opts = match base {
         Ok(o) => strata::Options {
             info_log: Some(std::sync::Arc::new(|line: &str| {
@@ -235,8 +253,16 @@ fn main() -> ExitCode {
                     std::thread::Builder::new()
                         .name("strata-client".into())
                         .spawn(move || {
+                            // The client's place is given back however `serve` ends (a
+                            // panic too: slots lost to panics would turn clients away).
+                            struct Leave<'a>(&'a std::sync::atomic::AtomicUsize);
+                            impl Drop for Leave<'_> {
+                                fn drop(&mut self) {
+                                    self.0.fetch_sub(1, Ordering::AcqRel);
+                                }
+                            }
+                            let _leave = Leave(&s.clients);
                             s.serve(stream);
-                            s.clients.fetch_sub(1, Ordering::AcqRel);
                         })
                 };
                 spawned_threads += 1;
