@@ -28,6 +28,7 @@ const R: &[&str] = &["readonly"];
 const RF: &[&str] = &["readonly", "fast"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "noscript", "loading", "stale"];
+const P: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
 const fn spec(
     name: &'static str,
@@ -67,6 +68,63 @@ pub(crate) const COMMANDS: &[Spec] = &[
     ),
     spec("echo", 2, C, NONE, "connection", "Returns the argument."),
     spec("quit", -1, C, NONE, "connection", "Closes the connection."),
+    spec(
+        "reset",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        NONE,
+        "connection",
+        "Resets the connection.",
+    ),
+    // pub/sub
+    spec(
+        "subscribe",
+        -2,
+        P,
+        NONE,
+        "pubsub",
+        "Listens for messages published to channels.",
+    ),
+    spec(
+        "psubscribe",
+        -2,
+        P,
+        NONE,
+        "pubsub",
+        "Listens for messages published to channels that match one or more patterns.",
+    ),
+    spec(
+        "unsubscribe",
+        -1,
+        P,
+        NONE,
+        "pubsub",
+        "Stops listening to messages posted to channels.",
+    ),
+    spec(
+        "punsubscribe",
+        -1,
+        P,
+        NONE,
+        "pubsub",
+        "Stops listening to messages published to channels that match one or more patterns.",
+    ),
+    spec(
+        "publish",
+        3,
+        &["pubsub", "loading", "stale", "fast"],
+        NONE,
+        "pubsub",
+        "Posts a message to a channel.",
+    ),
+    spec(
+        "pubsub",
+        -2,
+        &["pubsub", "loading", "stale"],
+        NONE,
+        "pubsub",
+        "Channels, subscribers and patterns (CHANNELS, NUMSUB, NUMPAT, HELP).",
+    ),
     spec(
         "auth",
         -2,

@@ -13,6 +13,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod multi;
+mod pubsub;
 pub mod resp;
 mod scans;
 mod sets;
@@ -120,6 +121,8 @@ pub struct Server {
     active_expire: AtomicBool,
     /// The clients blocked in BLPOP and its kin (blocking.rs).
     blocking: blocking::Blocking,
+    /// Who is subscribed to which channels and patterns (pubsub.rs).
+    pubsub: Mutex<pubsub::PubSub>,
     /// Held shared by every command and exclusively by EXEC while it runs its queue.
     transactions: std::sync::RwLock<()>,
     /// Writes per stripe, and FLUSHALLs (WATCH's counters: multi.rs).
@@ -303,6 +306,8 @@ struct Session {
     multi_error: bool,
     /// The keys WATCH noted, until EXEC, DISCARD or UNWATCH.
     watched: Vec<multi::Watched>,
+    /// Channels and patterns subscribed, and the mailbox their messages wait in.
+    subs: pubsub::Subscriptions,
 }
 
 /// Redis's refusal of a client name with spaces or other characters outside `!`..`~`.
@@ -367,6 +372,7 @@ impl Server {
             expired_keys: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             blocking: blocking::Blocking::default(),
+            pubsub: Mutex::default(),
             transactions: std::sync::RwLock::new(()),
             touched: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
             flushes: AtomicU64::new(0),
@@ -468,6 +474,8 @@ impl Server {
         impl Drop for Leave<'_> {
             fn drop(&mut self) {
                 lock(&self.0.sessions).remove(&self.1);
+                // (Its subscriptions end with it, a panic too.)
+                self.0.drop_subscriber(self.1);
             }
         }
         let _leave = Leave(self, id);
@@ -485,43 +493,48 @@ impl Server {
             queue: Vec::new(),
             multi_error: false,
             watched: Vec::new(),
+            subs: pubsub::Subscriptions::default(),
         };
         let mut inbuf: Vec<u8> = Vec::with_capacity(16 << 10);
         let mut chunk = vec![0u8; 64 << 10];
         let mut idle_since = Instant::now();
         // Bytes the request at the front of `inbuf` needs before parsing it can succeed.
         let mut need = 0usize;
+        // A subscriber's bytes the socket has not taken yet (pub/sub messages, replies).
+        let mut unsent: Vec<u8> = Vec::new();
+        // Every request already buffered is answered before the replies go out
+        // (pipelining: one write per batch of requests), the output flushed early once
+        // it passes OUTPUT_FLUSH so that a client's replies never pile up unbounded. One
+        // reply buffer for the connection's life (its sink made once: no descriptor
+        // duplicated per batch).
+        let mut out = Out::new(s.resp3);
+        // What spills goes to the connection, after the sync `--sync=always` owes the
+        // replies (this thread's writes: the same thread runs the sink).
+        if let Ok(mut w) = stream.try_clone() {
+            let server = Arc::clone(self);
+            out.sink = Some(Box::new(move |bytes: &[u8]| {
+                server.sync_before_reply().is_ok() && w.write_all(bytes).is_ok()
+            }));
+        }
+        {
+            use std::os::fd::AsRawFd;
+            let fd = stream.as_raw_fd();
+            out.alive = Some(Box::new(move || {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLRDHUP,
+                    revents: 0,
+                };
+                // SAFETY: `fd` is this connection's socket, open for as long as `out`
+                // lives (`out` is dropped before `stream`, which closes it);
+                // `p` is one valid pollfd, and a zero timeout never blocks.
+                let n = unsafe { libc::poll(&mut p, 1, 0) };
+                // The peer hung up or shut down its side (even with requests still
+                // unread: POLLRDHUP, where a peek would see only the pending bytes).
+                n <= 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) == 0
+            }));
+        }
         loop {
-            // Every request already buffered is answered before the replies go out
-            // (pipelining: one write per batch of requests), the output flushed early once
-            // it passes OUTPUT_FLUSH so that a client's replies never pile up unbounded.
-            let mut out = Out::new(s.resp3);
-            // What spills goes to the connection, after the sync `--sync=always` owes the
-            // replies (this thread's writes: the same thread runs the sink).
-            if let Ok(mut w) = stream.try_clone() {
-                let server = Arc::clone(self);
-                out.sink = Some(Box::new(move |bytes: &[u8]| {
-                    server.sync_before_reply().is_ok() && w.write_all(bytes).is_ok()
-                }));
-            }
-            {
-                use std::os::fd::AsRawFd;
-                let fd = stream.as_raw_fd();
-                out.alive = Some(Box::new(move || {
-                    let mut p = libc::pollfd {
-                        fd,
-                        events: libc::POLLRDHUP,
-                        revents: 0,
-                    };
-                    // SAFETY: `fd` is this connection's socket, open for as long as `out`
-                    // lives (the stream is closed only after the loop that owns `out`);
-                    // `p` is one valid pollfd, and a zero timeout never blocks.
-                    let n = unsafe { libc::poll(&mut p, 1, 0) };
-                    // The peer hung up or shut down its side (even with requests still
-                    // unread: POLLRDHUP, where a peek would see only the pending bytes).
-                    n <= 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) == 0
-                }));
-            }
             let mut used = 0;
             let mut broken = None;
             let mut write_failed = false;
@@ -575,11 +588,46 @@ impl Server {
                 out.error(&format!("ERR strata: syncing the log: {e}"));
                 broken = Some(resp::ProtocolError("sync failed".into()));
             }
-            if !out.buf.is_empty() && stream.write_all(&out.buf).is_err() {
-                break;
+            if !out.buf.is_empty() {
+                // A subscriber's replies queue behind the messages it has not taken yet.
+                if s.subs.mailbox.is_some() {
+                    unsent.extend_from_slice(&out.buf);
+                } else if stream.write_all(&out.buf).is_err() {
+                    break;
+                }
             }
+            out.buf.clear();
             if broken.is_some() || s.quit || self.shutting_down.load(Ordering::Acquire) {
                 break;
+            }
+            // A subscriber waits for its socket or its mailbox, and writes what it owes
+            // as the socket takes it, never blocking on a client that does not read.
+            if let Some(mailbox) = s.subs.mailbox.clone() {
+                if !pubsub::send_some(&stream, &mut unsent) {
+                    break;
+                }
+                let readable = pubsub::wait(&stream, &mailbox, !unsent.is_empty());
+                match mailbox.take() {
+                    Some(msgs) => unsent.extend_from_slice(&msgs),
+                    // Its messages outgrew the mailbox: closed, as Redis closes it.
+                    None => break,
+                }
+                if !pubsub::send_some(&stream, &mut unsent) || unsent.len() > pubsub::MAILBOX_LIMIT
+                {
+                    break;
+                }
+                if !readable {
+                    // (Redis's idle timeout spares subscribers.)
+                    if s.subs.count() == 0
+                        && self
+                            .config
+                            .idle_timeout
+                            .is_some_and(|t| idle_since.elapsed() >= t)
+                    {
+                        break;
+                    }
+                    continue;
+                }
             }
             match stream.read(&mut chunk) {
                 Ok(0) => break,
@@ -614,6 +662,15 @@ impl Server {
         }
         if !s.authed && name == "PING" {
             out.error("NOAUTH Authentication required.");
+            return;
+        }
+        // A RESP2 connection with subscriptions speaks pub/sub only (Redis's rule).
+        if !s.resp3 && s.subs.count() > 0 && !pubsub::allowed_when_subscribed(&name) {
+            out.error(&format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
+                 RESET are allowed in this context",
+                String::from_utf8_lossy(&args[0]).to_lowercase()
+            ));
             return;
         }
         if s.in_multi {
@@ -653,6 +710,7 @@ impl Server {
         let name = name.to_string();
         let r: strata::Result<()> = (|| {
             if self.connection_command(s, &name, args, out)?
+                || self.pubsub_command(s, &name, args, out)
                 || self.server_command(&name, args, out)?
                 || self.string_command(&name, args, out)?
                 || self.more_string_command(&name, args, out)?
@@ -704,6 +762,12 @@ impl Server {
         let argc = args.len();
         let arity = |ok: bool, out: &mut Out| check_arity(name, ok, out);
         match name {
+            // With subscriptions (RESP2), PING answers as a message would come.
+            "PING" if argc <= 2 && !s.resp3 && s.subs.count() > 0 => {
+                out.array(2);
+                out.bulk(b"pong");
+                out.bulk(args.get(1).map_or(&b""[..], |a| a));
+            }
             "PING" => match argc {
                 1 => out.simple("PONG"),
                 2 => out.bulk(&args[1]),
@@ -711,6 +775,25 @@ impl Server {
                     arity(false, out);
                 }
             },
+            // The connection as a new one: no transaction, watches, subscriptions or name,
+            // RESP2, and authenticated only if no password is set.
+            "RESET" => {
+                if arity(argc == 1, out) {
+                    s.in_multi = false;
+                    s.multi_error = false;
+                    s.queue.clear();
+                    s.watched.clear();
+                    self.unsubscribe_all(s);
+                    s.resp3 = false;
+                    out.resp3 = false;
+                    s.authed = self.config.requirepass.is_none();
+                    if let Some(e) = lock(&self.sessions).get_mut(&s.id) {
+                        e.name.clear();
+                        e.resp = 2;
+                    }
+                    out.simple("RESET");
+                }
+            }
             "ECHO" => {
                 if arity(argc == 2, out) {
                     out.bulk(&args[1]);
@@ -1560,6 +1643,8 @@ impl Server {
                 ),
                 format!("expired_keys:{}", self.expired_keys.load(Ordering::Relaxed)),
                 "evicted_keys:0".into(),
+                format!("pubsub_channels:{}", self.pubsub_counts().0),
+                format!("pubsub_patterns:{}", self.pubsub_counts().1),
             ],
             "replication" => vec![
                 "role:master".into(),

@@ -373,6 +373,13 @@ impl Out {
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
     }
 
+    /// A push of `n` elements (RESP3's `>`: pub/sub messages), or an array (RESP2).
+    pub fn push(&mut self, n: usize) {
+        let head = if self.resp3 { '>' } else { '*' };
+        self.buf
+            .extend_from_slice(format!("{head}{n}\r\n").as_bytes());
+    }
+
     pub fn array(&mut self, n: usize) {
         self.buf.extend_from_slice(format!("*{n}\r\n").as_bytes());
     }

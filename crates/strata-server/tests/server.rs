@@ -80,7 +80,8 @@ impl Client {
                 b.truncate(n as usize);
                 Reply::Bulk(Some(b))
             }
-            "*" => {
+            // (A RESP3 push, as pub/sub messages come, reads as an array.)
+            "*" | ">" => {
                 let n = int(rest)?;
                 if n < 0 {
                     // RESP2's null array.
@@ -2570,4 +2571,110 @@ mod kill_loop {
     fn wisckey() {
         run("wisckey");
     }
+}
+
+#[test]
+fn publish_reaches_subscribers_of_channels_and_patterns_only() {
+    let dir = temp_dir("pubsub");
+    let s = Server::start(&dir, &[]);
+    let arr = |v: &[Reply]| Reply::Array(v.to_vec());
+    let mut sub = s.client();
+    let mut psub = s.client();
+    let mut publ = s.client();
+    sub.send(&[b"SUBSCRIBE", b"a", b"b"]);
+    assert_eq!(
+        sub.read(),
+        arr(&[bulk("subscribe"), bulk("a"), Reply::Int(1)])
+    );
+    assert_eq!(
+        sub.read(),
+        arr(&[bulk("subscribe"), bulk("b"), Reply::Int(2)])
+    );
+    assert_eq!(
+        psub.cmd(&["PSUBSCRIBE", "n*"]),
+        arr(&[bulk("psubscribe"), bulk("n*"), Reply::Int(1)])
+    );
+    assert_eq!(publ.cmd(&["PUBLISH", "a", "hello"]), Reply::Int(1));
+    assert_eq!(publ.cmd(&["PUBLISH", "news", "x"]), Reply::Int(1));
+    assert_eq!(publ.cmd(&["PUBLISH", "other", "y"]), Reply::Int(0));
+    assert_eq!(
+        sub.read(),
+        arr(&[bulk("message"), bulk("a"), bulk("hello")])
+    );
+    assert_eq!(
+        psub.read(),
+        arr(&[bulk("pmessage"), bulk("n*"), bulk("news"), bulk("x")])
+    );
+    // Subscribed (RESP2): pub/sub commands and PING only.
+    assert!(matches!(sub.cmd(&["GET", "k"]),
+        Reply::Error(e) if e.starts_with("ERR Can't execute 'get': only (P|S)SUBSCRIBE")));
+    assert_eq!(sub.cmd(&["PING"]), arr(&[bulk("pong"), bulk("")]));
+    assert_eq!(
+        publ.cmd(&["PUBSUB", "CHANNELS"]),
+        arr(&[bulk("a"), bulk("b")])
+    );
+    assert_eq!(
+        publ.cmd(&["PUBSUB", "NUMSUB", "a", "zz"]),
+        arr(&[bulk("a"), Reply::Int(1), bulk("zz"), Reply::Int(0)])
+    );
+    assert_eq!(publ.cmd(&["PUBSUB", "NUMPAT"]), Reply::Int(1));
+    sub.send(&[b"UNSUBSCRIBE"]);
+    assert_eq!(
+        sub.read(),
+        arr(&[bulk("unsubscribe"), bulk("a"), Reply::Int(1)])
+    );
+    assert_eq!(
+        sub.read(),
+        arr(&[bulk("unsubscribe"), bulk("b"), Reply::Int(0)])
+    );
+    assert_eq!(sub.cmd(&["GET", "k"]), Reply::Bulk(None));
+    assert_eq!(publ.cmd(&["PUBLISH", "a", "late"]), Reply::Int(0));
+    // RESP3: messages are pushes, and any command may be sent meanwhile.
+    let mut r3 = s.client();
+    assert!(matches!(r3.cmd(&["HELLO", "3"]), Reply::Map(_)));
+    assert_eq!(
+        r3.cmd(&["SUBSCRIBE", "c"]),
+        arr(&[bulk("subscribe"), bulk("c"), Reply::Int(1)])
+    );
+    assert_eq!(r3.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(publ.cmd(&["PUBLISH", "c", "m"]), Reply::Int(1));
+    assert_eq!(r3.read(), arr(&[bulk("message"), bulk("c"), bulk("m")]));
+    assert_eq!(r3.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    assert_eq!(publ.cmd(&["PUBLISH", "c", "m"]), Reply::Int(0));
+    // A subscriber that goes away is out of its channels.
+    drop(psub);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while publ.cmd(&["PUBSUB", "NUMPAT"]) != Reply::Int(0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(publ.cmd(&["PUBSUB", "NUMPAT"]), Reply::Int(0));
+    // A subscriber that stops reading holds up no publisher: past 32 MiB of unread
+    // messages its connection is closed.
+    let mut slow = s.client();
+    assert_eq!(
+        slow.cmd(&["SUBSCRIBE", "flood"]),
+        arr(&[bulk("subscribe"), bulk("flood"), Reply::Int(1)])
+    );
+    let big = "z".repeat(1 << 20);
+    let began = Instant::now();
+    for _ in 0..64 {
+        publ.cmd(&["PUBLISH", "flood", &big]);
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "publishing waited"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while publ.cmd(&["PUBSUB", "NUMSUB", "flood"]) != arr(&[bulk("flood"), Reply::Int(0)])
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        publ.cmd(&["PUBSUB", "NUMSUB", "flood"]),
+        arr(&[bulk("flood"), Reply::Int(0)]),
+        "the flooded subscriber was let go"
+    );
+    drop(slow);
+    std::fs::remove_dir_all(&dir).ok();
 }
