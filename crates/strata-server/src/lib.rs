@@ -512,8 +512,13 @@ impl Server {
         // replies (this thread's writes: the same thread runs the sink).
         if let Ok(mut w) = stream.try_clone() {
             let server = Arc::clone(self);
-            out.sink = Some(Box::new(move |bytes: &[u8]| {
-                server.sync_before_reply().is_ok() && w.write_all(bytes).is_ok()
+            out.sink = Some(Box::new(move |bytes: &[u8], wait: bool| {
+                server.sync_before_reply().ok()?;
+                if wait {
+                    w.write_all(bytes).ok().map(|()| bytes.len())
+                } else {
+                    pubsub::send_now(&w, bytes)
+                }
             }));
         }
         {

@@ -365,9 +365,21 @@ pub(crate) fn wait(stream: &std::net::TcpStream, mailbox: &Mailbox, write: bool)
 /// Sends what of `buf` the socket takes without blocking, and drops it from `buf`; false
 /// if the connection failed.
 pub(crate) fn send_some(stream: &std::net::TcpStream, buf: &mut Vec<u8>) -> bool {
+    match send_now(stream, buf) {
+        Some(n) => {
+            buf.drain(..n);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Sends what of `bytes` the socket takes without blocking: how many bytes went, or None
+/// if the connection failed.
+pub(crate) fn send_now(stream: &std::net::TcpStream, bytes: &[u8]) -> Option<usize> {
     let mut sent = 0;
-    while sent < buf.len() {
-        let rest = &buf[sent..];
+    while sent < bytes.len() {
+        let rest = &bytes[sent..];
         // SAFETY: the descriptor is open (the stream is borrowed); `rest` is valid for
         // `rest.len()` bytes.
         let n = unsafe {
@@ -383,15 +395,12 @@ pub(crate) fn send_some(stream: &std::net::TcpStream, buf: &mut Vec<u8>) -> bool
             continue;
         }
         let e = std::io::Error::last_os_error();
-        if n < 0 && e.kind() == std::io::ErrorKind::Interrupted {
-            continue;
+        match e.kind() {
+            _ if n == 0 => return None,
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock => break,
+            _ => return None,
         }
-        if n < 0 && e.kind() == std::io::ErrorKind::WouldBlock {
-            break;
-        }
-        buf.drain(..sent);
-        return false;
     }
-    buf.drain(..sent);
-    true
+    Some(sent)
 }

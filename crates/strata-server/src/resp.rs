@@ -253,9 +253,10 @@ fn split_inline(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
 }
 
-/// Where a reply too large to hold goes while it is written: to the client's connection
-/// (returns false once that fails).
-pub type Sink = Box<dyn FnMut(&[u8]) -> bool + Send>;
+/// Where a reply too large to hold goes while it is written: to the client's connection.
+/// `sink(bytes, wait)` sends what the connection takes now (`wait` false) or all of it
+/// (`wait` true), and returns how many bytes went, or None once the connection failed.
+pub type Sink = Box<dyn FnMut(&[u8], bool) -> Option<usize> + Send>;
 
 /// A reply being written, in RESP2 or RESP3.
 pub struct Out {
@@ -270,10 +271,19 @@ pub struct Out {
     pub errors: u64,
     /// Whether the client is still connected (a blocked command asks while it waits).
     pub alive: Option<Box<dyn Fn() -> bool + Send>>,
+    /// `spill` offers the sink what has gathered again once `buf` is this long.
+    next_offer: usize,
 }
 
-/// `spill` writes out what has gathered once it passes this many bytes.
+/// `spill` writes out what has gathered once it passes this many bytes, as far as the
+/// connection takes it without waiting.
 pub const SPILL_BYTES: usize = 1 << 20;
+
+/// `spill` waits for the connection once this much has gathered. Below it a client that
+/// reads slowly holds up nobody (a command spills with the transaction lock held: waiting
+/// on the client then would hold up every EXEC, and the commands queued behind it); above
+/// it, the server's memory is the bound.
+pub const SPILL_WAIT_BYTES: usize = 64 << 20;
 
 impl Out {
     /// A reply buffer with no sink.
@@ -285,22 +295,29 @@ impl Out {
             failed: false,
             errors: 0,
             alive: None,
+            next_offer: SPILL_BYTES,
         }
     }
 
     /// Writes out what has gathered if it passed `SPILL_BYTES` and there is a sink: a long
     /// reply (or a long pipeline's replies) goes out in pieces instead of being held whole.
     pub fn spill(&mut self) {
-        if self.buf.len() < SPILL_BYTES || self.failed {
+        let wait = self.buf.len() >= SPILL_WAIT_BYTES;
+        if self.buf.len() < self.next_offer.max(SPILL_BYTES) && !wait || self.failed {
             return;
         }
         if let Some(sink) = self.sink.as_mut() {
-            if sink(&self.buf) {
-                self.buf.clear();
-            } else {
-                self.failed = true;
-                self.buf.clear();
+            match sink(&self.buf, wait) {
+                Some(n) => {
+                    self.buf.drain(..n);
+                }
+                None => {
+                    self.failed = true;
+                    self.buf.clear();
+                }
             }
+            // (Offered again once another SPILL_BYTES have gathered.)
+            self.next_offer = self.buf.len() + SPILL_BYTES;
         }
     }
 
@@ -311,10 +328,11 @@ impl Out {
             return;
         }
         if let Some(sink) = self.sink.as_mut() {
-            if !sink(&self.buf) {
+            if sink(&self.buf, true).is_none() {
                 self.failed = true;
             }
             self.buf.clear();
+            self.next_offer = SPILL_BYTES;
         }
     }
 

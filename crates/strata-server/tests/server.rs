@@ -2678,3 +2678,51 @@ fn publish_reaches_subscribers_of_channels_and_patterns_only() {
     drop(slow);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A client that asks for a long reply and does not read it holds up no one: the reply is
+/// written as the connection takes it, so the command ends and lets go of the transaction
+/// lock, and an EXEC (which takes it whole) and the commands behind that go on.
+#[test]
+fn a_client_that_does_not_read_its_long_reply_holds_up_nobody() {
+    let dir = temp_dir("slow-reader");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let value = "v".repeat(10 << 10);
+    for batch in 0..20 {
+        let mut args = vec!["HSET".to_string(), "big".to_string()];
+        for f in 0..100 {
+            args.push(format!("f{batch}-{f}"));
+            args.push(value.clone());
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(c.cmd(&a), Reply::Int(100));
+    }
+    // 20 MiB asked for, none of it read.
+    let mut slow = s.client();
+    slow.send(&[b"HGETALL", b"big"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let port = s.port;
+    let exec = std::thread::spawn(move || {
+        let mut t = Client::connect(port);
+        assert_eq!(t.cmd(&["MULTI"]), ok());
+        assert_eq!(t.cmd(&["SET", "x", "1"]), Reply::Simple("QUEUED".into()));
+        t.cmd(&["EXEC"])
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let began = Instant::now();
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    let r = exec.join().unwrap();
+    assert_eq!(r, Reply::Array(vec![ok()]));
+    assert_eq!(c.cmd(&["GET", "x"]), bulk("1"));
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "held up {:?} behind a client that did not read",
+        began.elapsed()
+    );
+    // The slow client still gets its whole reply.
+    match slow.read() {
+        Reply::Array(v) => assert_eq!(v.len(), 4000),
+        r => panic!("{r:?}"),
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
