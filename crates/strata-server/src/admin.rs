@@ -76,6 +76,22 @@ pub(crate) const COMMANDS: &[Spec] = &[
         "connection",
         "Resets the connection.",
     ),
+    spec(
+        "sort",
+        -2,
+        W,
+        ONE,
+        "generic",
+        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+    ),
+    spec(
+        "sort_ro",
+        -2,
+        R,
+        ONE,
+        "generic",
+        "Returns the sorted elements of a list, a set, or a sorted set.",
+    ),
     // pub/sub
     spec(
         "subscribe",

@@ -17,6 +17,7 @@ mod pubsub;
 pub mod resp;
 mod scans;
 mod sets;
+mod sort;
 mod strings;
 mod types;
 mod zsets;
@@ -723,6 +724,7 @@ impl Server {
                 || self.key_command(&name, args, out)?
                 || self.list_command(&name, args, out)?
                 || self.set_command(&name, args, out)?
+                || self.sort_command(&name, args, out)?
                 || self.element_scan(&name, args, out)?
                 || self.zset_more(&name, args, out)?
                 || self.keyspace_command(&name, args, out)?

@@ -58,7 +58,7 @@ impl Server {
     }
 
     /// The items of list `m` (key `k`) at indexes [from, to), read through `ro`, to `each`.
-    fn walk_items(
+    pub(crate) fn walk_items(
         &self,
         ro: &strata::ReadOptions,
         k: &[u8],
@@ -96,7 +96,7 @@ impl Server {
     }
 
     /// Pushes `values` at the head (`left`) or tail of list `m` (key `k`), in `b`.
-    fn list_push(
+    pub(crate) fn list_push(
         b: &mut strata::WriteBatch,
         k: &[u8],
         m: &mut Meta,

@@ -20,7 +20,7 @@ fn member(prefix: &[u8], m: &[u8]) -> Vec<u8> {
 
 impl Server {
     /// The members of set `m` (key `k`) read through `ro`, in order.
-    fn members(
+    pub(crate) fn members(
         &self,
         ro: &strata::ReadOptions,
         k: &[u8],

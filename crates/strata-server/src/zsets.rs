@@ -240,7 +240,7 @@ fn parse_range(name: &str, args: &[Vec<u8>], store: bool, out: &mut Out) -> Opti
 
 impl Server {
     /// Every member of sorted set `m` (key `k`) with its score, in (score, member) order.
-    fn zset_all(
+    pub(crate) fn zset_all(
         &self,
         ro: &strata::ReadOptions,
         k: &[u8],

@@ -2726,3 +2726,73 @@ fn a_client_that_does_not_read_its_long_reply_holds_up_nobody() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn sort_orders_by_value_or_pattern_gets_and_stores() {
+    let dir = temp_dir("sort");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let strs = |v: &[&str]| Reply::Array(v.iter().map(|x| bulk(x)).collect());
+    c.cmd(&["RPUSH", "l", "3", "10", "1", "2"]);
+    assert_eq!(c.cmd(&["SORT", "l"]), strs(&["1", "2", "3", "10"]));
+    assert_eq!(c.cmd(&["SORT", "l", "ALPHA"]), strs(&["1", "10", "2", "3"]));
+    assert_eq!(
+        c.cmd(&["SORT", "l", "DESC", "LIMIT", "1", "2"]),
+        strs(&["3", "2"])
+    );
+    for (x, w) in [("1", "40"), ("2", "30"), ("3", "20"), ("10", "10")] {
+        c.cmd(&["SET", &format!("w_{x}"), w]);
+        c.cmd(&["HSET", &format!("h_{x}"), "name", &format!("n{x}")]);
+    }
+    assert_eq!(
+        c.cmd(&["SORT", "l", "BY", "w_*"]),
+        strs(&["10", "3", "2", "1"])
+    );
+    assert_eq!(
+        c.cmd(&[
+            "SORT",
+            "l",
+            "BY",
+            "w_*",
+            "GET",
+            "#",
+            "GET",
+            "h_*->name",
+            "LIMIT",
+            "0",
+            "1"
+        ]),
+        strs(&["10", "n10"])
+    );
+    // A pattern without `*` leaves the list's order; a missing key is nil.
+    assert_eq!(
+        c.cmd(&["SORT", "l", "BY", "nosort"]),
+        strs(&["3", "10", "1", "2"])
+    );
+    assert_eq!(
+        c.cmd(&["SORT", "l", "GET", "missing_*", "LIMIT", "0", "1"]),
+        Reply::Array(vec![Reply::Bulk(None)])
+    );
+    c.cmd(&["SADD", "s", "b", "a"]);
+    assert!(matches!(c.cmd(&["SORT", "s"]),
+        Reply::Error(e) if e == "ERR One or more scores can't be converted into double"));
+    assert_eq!(c.cmd(&["SORT_RO", "s", "ALPHA"]), strs(&["a", "b"]));
+    assert!(matches!(c.cmd(&["SORT_RO", "s", "ALPHA", "STORE", "x"]),
+        Reply::Error(e) if e == "ERR syntax error"));
+    c.cmd(&["SET", "str", "v"]);
+    assert!(matches!(c.cmd(&["SORT", "str"]), Reply::Error(e) if e.starts_with("WRONGTYPE")));
+    // STORE replaces the destination with a list and wakes a client blocked on it.
+    let port = s.port;
+    let waiter = std::thread::spawn(move || Client::connect(port).cmd(&["BLPOP", "dst", "10"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.cmd(&["SORT", "l", "STORE", "dst"]), Reply::Int(4));
+    assert_eq!(waiter.join().unwrap(), strs(&["dst", "1"]));
+    assert_eq!(
+        c.cmd(&["LRANGE", "dst", "0", "-1"]),
+        strs(&["2", "3", "10"])
+    );
+    // An empty result deletes the destination.
+    assert_eq!(c.cmd(&["SORT", "nothing", "STORE", "dst"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["EXISTS", "dst"]), Reply::Int(0));
+    std::fs::remove_dir_all(&dir).ok();
+}
