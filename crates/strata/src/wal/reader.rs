@@ -230,18 +230,60 @@ impl LogReader {
     }
 
     /// Reads on to the end; if it met damage before the tail (a `Corrupt` event that more
-    /// records follow), the offset just past the last record it read after it. The reader
-    /// is spent after it.
+    /// records follow), the offset just past the last whole, checksum-valid record in the
+    /// log, wherever it is (reading goes on at the next block after damage, past records in
+    /// the rest of the damaged one: those count too). The reader is spent after it.
     pub fn records_end_past_damage(&mut self) -> Option<u64> {
         let mut damaged = false;
         let mut end = 0;
         loop {
             match self.next_event() {
-                LogEvent::Record { .. } => end = self.position(),
+                LogEvent::Record { .. } => end = self.pos,
                 LogEvent::Corrupt { at_tail: false, .. } => damaged = true,
-                LogEvent::Corrupt { .. } | LogEvent::End | LogEvent::Torn { .. } => {
-                    return damaged.then_some(end);
+                LogEvent::Corrupt { .. } | LogEvent::End | LogEvent::Torn { .. } => break,
+            }
+        }
+        if !damaged {
+            return None;
+        }
+        let mut at = end;
+        while let Some(p) = self.search(at) {
+            if !self.checksum_ok(p) {
+                // (The search ran out of its budget.)
+                break;
+            }
+            match self.record_end_from(p) {
+                Some(e) => {
+                    end = end.max(e);
+                    at = e;
                 }
+                None => at = p + 1,
+            }
+        }
+        Some(end as u64)
+    }
+
+    /// The end of the whole record whose first fragment is at `at` (its fragments whole,
+    /// each passing its checksum, across block trailers), or None.
+    fn record_end_from(&self, mut at: usize) -> Option<usize> {
+        let mut first = true;
+        loop {
+            let block_left = BLOCK_SIZE - at % BLOCK_SIZE;
+            if block_left < HEADER_SIZE {
+                at += block_left;
+                continue;
+            }
+            let h = self.data.get(at..at + HEADER_SIZE)?;
+            let kind = FragmentType::from_u8(h[6])?;
+            let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
+            if len > block_left - HEADER_SIZE || !self.checksum_ok(at) {
+                return None;
+            }
+            at += HEADER_SIZE + len;
+            match (first, kind) {
+                (true, FragmentType::Full) | (false, FragmentType::Last) => return Some(at),
+                (true, FragmentType::First) | (false, FragmentType::Middle) => first = false,
+                _ => return None,
             }
         }
     }

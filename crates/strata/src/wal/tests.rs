@@ -448,3 +448,29 @@ fn a_strict_reader_calls_a_torn_looking_head_damage() {
         "{e:?}"
     );
 }
+
+/// Damage in the log's last block, records after it in the same block: the end past the
+/// damage is the end of the last whole record, not of the last one before the damage
+/// (reading goes on at the next block, and a read-only open cut there would have dropped
+/// the damage and the records after it without a word).
+#[test]
+fn the_records_end_past_damage_counts_records_later_in_the_damaged_block() {
+    let records: Vec<Vec<u8>> = (0..10u8).map(|i| vec![b'a' + i; 100]).collect();
+    let mut data = write_records(&records);
+    let end = data.iter().rposition(|&b| b != 0).unwrap() + 1;
+    // Record 3's payload: damage, records 4..9 after it in the same block.
+    data[3 * (HEADER_SIZE + 100) + HEADER_SIZE + 5] ^= 0x40;
+    let mut r = LogReader::new(data.clone());
+    assert_eq!(r.records_end_past_damage(), Some(end as u64));
+    // A record across blocks after the damage counts whole.
+    let mut records = records;
+    records.push(vec![b'z'; BLOCK_SIZE + 500]);
+    let mut data = write_records(&records);
+    let end = data.iter().rposition(|&b| b != 0).unwrap() + 1;
+    data[3 * (HEADER_SIZE + 100) + HEADER_SIZE + 5] ^= 0x40;
+    let mut r = LogReader::new(data);
+    assert_eq!(r.records_end_past_damage(), Some(end as u64));
+    // No damage: nothing to cut.
+    let mut r = LogReader::new(write_records(&records));
+    assert_eq!(r.records_end_past_damage(), None);
+}
