@@ -71,7 +71,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
     spec(
         "reset",
         1,
-        &["noscript", "loading", "stale", "fast"],
+        &["noscript", "loading", "stale", "fast", "no_auth"],
         NONE,
         "connection",
         "Resets the connection.",

@@ -559,8 +559,26 @@ impl Server {
                         used += n;
                         need = 0;
                         if !args.is_empty() {
+                            // A subscriber's messages published before this command come
+                            // before its reply (Redis's order: an UNSUBSCRIBE's reply is
+                            // the last thing of the channel's a RESP2 client reads).
+                            if let Some(mailbox) = &s.subs.mailbox {
+                                match mailbox.take() {
+                                    Some(msgs) => out.buf.extend_from_slice(&msgs),
+                                    None => {
+                                        write_failed = true;
+                                        break;
+                                    }
+                                }
+                            }
                             out.resp3 = s.resp3;
                             self.command(&mut s, &args, &mut out);
+                            if let Some(mailbox) = &s.subs.mailbox {
+                                mailbox.set_resp3(s.resp3);
+                                // Its replies go out behind the messages not sent yet: no
+                                // more writes straight to the socket.
+                                out.sink = None;
+                            }
                         }
                         if s.quit {
                             break;
@@ -588,7 +606,15 @@ impl Server {
             if let Some(e) = &broken {
                 out.error(&format!("ERR Protocol error: {}", e.0));
             }
-            if let Err(e) = self.sync_before_reply() {
+            // (Nothing read and nothing to answer, as a subscriber woken by its mailbox is:
+            // nothing to sync for.)
+            let replies = used > 0 || !out.buf.is_empty() || broken.is_some();
+            let synced = if replies {
+                self.sync_before_reply()
+            } else {
+                Ok(())
+            };
+            if let Err(e) = synced {
                 // The replies cannot promise durability: say so for the whole batch.
                 out.buf.clear();
                 out.error(&format!("ERR strata: syncing the log: {e}"));
@@ -604,6 +630,10 @@ impl Server {
             }
             out.buf.clear();
             if broken.is_some() || s.quit || self.shutting_down.load(Ordering::Acquire) {
+                // (What a subscriber is owed, its last reply with it, goes before the close.)
+                if !unsent.is_empty() {
+                    let _ = stream.write_all(&unsent);
+                }
                 break;
             }
             // A subscriber waits for its socket or its mailbox, and writes what it owes
@@ -618,7 +648,10 @@ impl Server {
                     // Its messages outgrew the mailbox: closed, as Redis closes it.
                     None => break,
                 }
-                if !pubsub::send_some(&stream, &mut unsent) || unsent.len() > pubsub::MAILBOX_LIMIT
+                // (Past the limit a subscribed connection is closed, as Redis's pubsub
+                // output limit closes it; one that unsubscribed is held to none.)
+                if !pubsub::send_some(&stream, &mut unsent)
+                    || unsent.len() > pubsub::MAILBOX_LIMIT && s.subs.count() > 0
                 {
                     break;
                 }
@@ -662,7 +695,7 @@ impl Server {
     fn command(&self, s: &mut Session, args: &[Vec<u8>], out: &mut Out) {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let name = upper(&args[0]);
-        if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING") {
+        if !s.authed && !matches!(name.as_str(), "AUTH" | "HELLO" | "QUIT" | "PING" | "RESET") {
             out.error("NOAUTH Authentication required.");
             return;
         }
@@ -689,6 +722,8 @@ impl Server {
                     s.watched.clear();
                     out.simple("OK");
                 }
+                // Run at once, ending the transaction (Redis never queues it).
+                "RESET" => self.run(s, "RESET", args, out),
                 // Refused, not queued; the transaction goes on (as in Redis).
                 "MULTI" => out.error("ERR MULTI calls can not be nested"),
                 "WATCH" => out.error("ERR WATCH inside MULTI is not allowed"),

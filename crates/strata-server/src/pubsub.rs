@@ -48,6 +48,11 @@ impl Mailbox {
         })
     }
 
+    /// Messages posted from now on are encoded for RESP3 (pushes) or RESP2.
+    pub(crate) fn set_resp3(&self, resp3: bool) {
+        self.resp3.store(resp3, Ordering::Relaxed);
+    }
+
     /// The descriptor that becomes readable when messages wait.
     pub(crate) fn wake_fd(&self) -> i32 {
         self.wake.as_raw_fd()
@@ -91,6 +96,8 @@ impl Mailbox {
 pub(crate) struct PubSub {
     channels: HashMap<Vec<u8>, HashMap<u64, Arc<Mailbox>>>,
     patterns: HashMap<Vec<u8>, HashMap<u64, Arc<Mailbox>>>,
+    /// The connections that ever subscribed (a closing one that is not needs no search).
+    subscribers: std::collections::HashSet<u64>,
 }
 
 /// One connection's subscriptions.
@@ -156,6 +163,7 @@ impl Server {
                     };
                     if new {
                         let mut ps = lock(&self.pubsub);
+                        ps.subscribers.insert(s.id);
                         let map = if pattern {
                             &mut ps.patterns
                         } else {
@@ -253,6 +261,9 @@ impl Server {
     pub(crate) fn drop_subscriber(&self, id: u64) {
         let mut guard = lock(&self.pubsub);
         let ps = &mut *guard;
+        if !ps.subscribers.remove(&id) {
+            return;
+        }
         for map in [&mut ps.channels, &mut ps.patterns] {
             map.retain(|_, subs| {
                 subs.remove(&id);
@@ -299,8 +310,9 @@ impl Server {
                     out.bulk(c);
                 }
             }
+            // (A flat array under RESP3 too, as Redis 7.0 answers.)
             "NUMSUB" => {
-                out.map(args.len() - 2);
+                out.array(2 * (args.len() - 2));
                 for c in &args[2..] {
                     out.bulk(c);
                     out.int(ps.channels.get(c).map_or(0, HashMap::len) as i64);
@@ -325,8 +337,12 @@ impl Server {
                     out.simple(l);
                 }
             }
+            "CHANNELS" | "NUMPAT" | "HELP" => out.error(&format!(
+                "ERR wrong number of arguments for 'pubsub|{}' command",
+                sub.to_lowercase()
+            )),
             _ => out.error(&format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+                "ERR unknown subcommand '{}'. Try PUBSUB HELP.",
                 String::from_utf8_lossy(&args[1])
             )),
         }

@@ -127,6 +127,8 @@ fn encode(args: &[&[u8]]) -> Vec<u8> {
 struct Server {
     child: Child,
     port: u16,
+    /// What the server wrote to stderr.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -160,12 +162,28 @@ impl Server {
             }
         };
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Server { child, port }
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(l);
+            }
+        });
+        Server { child, port, log }
     }
 
     fn client(&self) -> Client {
         Client::connect(self.port)
+    }
+
+    /// Fails if the server reported a panic.
+    fn assert_no_panic(&self) {
+        let log = self.log.lock().unwrap();
+        assert!(
+            !log.iter().any(|l| l.contains("panicked")),
+            "the server panicked:\n{}",
+            log.join("\n")
+        );
     }
 
     fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
@@ -2384,7 +2402,13 @@ mod kill_loop {
     /// Runs client `t` against the server on `port` until the server goes away. Returns the
     /// model of what was acknowledged and, if a command went without a reply, the model with
     /// it applied too.
-    fn client(t: usize, port: u16, mut m: Model, seed: u64) -> (Model, Option<Model>, u64) {
+    fn client(
+        t: usize,
+        port: u16,
+        mut m: Model,
+        seed: u64,
+        killed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> (Model, Option<Model>, u64) {
         let mut c = Client::connect(port);
         let mut rng = Rng(seed | 1);
         let mut acked = 0u64;
@@ -2392,11 +2416,18 @@ mod kill_loop {
             let args = command(t, &m, &mut rng, seed.wrapping_add(acked));
             let mut next = m.clone();
             let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-            let sent = c.w.write_all(&encode(&a)).is_ok();
-            let reply = if sent { c.try_read().ok() } else { None };
-            let Some(reply) = reply else {
-                apply(&mut next, &args, Instant::now());
-                return (m, Some(next), acked);
+            let reply = c.w.write_all(&encode(&a)).and_then(|()| c.try_read());
+            let reply = match reply {
+                Ok(r) => r,
+                // Only the kill may end a connection: anything before it is a failure.
+                Err(e) => {
+                    assert!(
+                        killed.load(std::sync::atomic::Ordering::Acquire),
+                        "client {t}: {args:?} failed before the kill: {e}"
+                    );
+                    apply(&mut next, &args, Instant::now());
+                    return (m, Some(next), acked);
+                }
             };
             let expected = apply(&mut next, &args, Instant::now());
             assert_eq!(
@@ -2511,15 +2542,23 @@ mod kill_loop {
         let mut total = 0;
         for round in 0..kills {
             let port = s.port;
+            let killed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let clients: Vec<_> = models
                 .drain(..)
                 .enumerate()
                 .map(|(t, m)| {
                     let seed = (round as u64 + 1) * 1_000_003 + t as u64 * 7919;
-                    std::thread::spawn(move || client(t, port, m, seed))
+                    let killed = killed.clone();
+                    std::thread::spawn(move || client(t, port, m, seed, killed))
                 })
                 .collect();
             std::thread::sleep(Duration::from_millis(1200));
+            assert!(
+                s.child.try_wait().unwrap().is_none(),
+                "{preset}: the server exited before the kill"
+            );
+            s.assert_no_panic();
+            killed.store(true, std::sync::atomic::Ordering::Release);
             s.signal("-KILL");
             let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
             s = Server::start(&dir, &args);
@@ -2541,6 +2580,7 @@ mod kill_loop {
                 int(held),
                 "{preset}: DBSIZE after kill {round}"
             );
+            s.assert_no_panic();
         }
         assert!(total > 100, "{preset}: only {total} commands acknowledged");
         drop(s);
@@ -2613,12 +2653,17 @@ fn publish_reaches_subscribers_of_channels_and_patterns_only() {
         publ.cmd(&["PUBSUB", "CHANNELS"]),
         arr(&[bulk("a"), bulk("b")])
     );
+    assert!(matches!(publ.cmd(&["PUBSUB", "NUMPAT", "x"]),
+        Reply::Error(e) if e == "ERR wrong number of arguments for 'pubsub|numpat' command"));
     assert_eq!(
         publ.cmd(&["PUBSUB", "NUMSUB", "a", "zz"]),
         arr(&[bulk("a"), Reply::Int(1), bulk("zz"), Reply::Int(0)])
     );
     assert_eq!(publ.cmd(&["PUBSUB", "NUMPAT"]), Reply::Int(1));
+    // What was published before the UNSUBSCRIBE comes before its replies.
+    assert_eq!(publ.cmd(&["PUBLISH", "a", "last"]), Reply::Int(1));
     sub.send(&[b"UNSUBSCRIBE"]);
+    assert_eq!(sub.read(), arr(&[bulk("message"), bulk("a"), bulk("last")]));
     assert_eq!(
         sub.read(),
         arr(&[bulk("unsubscribe"), bulk("a"), Reply::Int(1)])
