@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from redis_common import wait_ping
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEMLIMIT = os.path.join(ROOT, "..", "shared", "bench", "memlimit")
 HASHES_PER_KEYS = 10  # one hash per this many strings
@@ -49,17 +51,6 @@ def drop_caches():
         print(f"cannot drop caches: {e}", file=sys.stderr)
 
 
-def wait_ping(port, proc, log):
-    for _ in range(1200):
-        if proc.poll() is not None:
-            sys.exit(f"the server exited before answering: see {log}")
-        r = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-        if r.stdout.strip() == "PONG":
-            return
-        time.sleep(0.1)
-    sys.exit(f"the server did not answer PING within two minutes: see {log}")
-
-
 class Server:
     def __init__(self, a, db, port, limit, log):
         cmd = [a.strata, "--dir", db, "--port", str(port)] + shlex.split(a.strata_args)
@@ -70,7 +61,7 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
         self.port = port
         self.db = db
-        wait_ping(port, self.proc, log)
+        wait_ping(port, self.proc, log, 120)
 
     def server_pid(self):
         # (The memlimit wrapper's command line holds the same words: the server is the

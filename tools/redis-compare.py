@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from redis_common import wait_ping
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -35,17 +37,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_ping(port, proc, log):
-    for _ in range(600):
-        if proc.poll() is not None:
-            sys.exit(f"the server exited before answering: see {log}")
-        r = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-        if r.stdout.strip() == "PONG":
-            return
-        time.sleep(0.1)
-    sys.exit(f"the server did not answer PING within a minute: see {log}")
 
 
 def start(server, port, d, args, log):
