@@ -32,9 +32,28 @@ struct State {
     /// Bumped by every push while anyone waits.
     generation: u64,
     queues: HashMap<Vec<u8>, VecDeque<u64>>,
+    /// The connections waiting, by client id, and how CLIENT UNBLOCK ended the wait (None:
+    /// not ended; Some(true): with an error).
+    blocked: HashMap<u64, Option<bool>>,
 }
 
 impl Blocking {
+    /// CLIENT UNBLOCK: ends client `id`'s wait, as its timeout would (or with an error);
+    /// whether it was waiting.
+    pub(crate) fn unblock(&self, id: u64, error: bool) -> bool {
+        let mut st = lock(&self.state);
+        match st.blocked.get_mut(&id) {
+            Some(how @ None) => {
+                *how = Some(error);
+                st.generation += 1;
+                drop(st);
+                self.woken.notify_all();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Clients blocked now (INFO's `blocked_clients`).
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
@@ -279,13 +298,18 @@ impl Server {
                     q.push_back(t);
                 }
             }
+            st.blocked.insert(out.client_id, None);
             t
         };
         b.waiting.fetch_add(1, Ordering::AcqRel);
         // The replies of the requests before this one go out while it waits.
         out.flush_now();
+        let client = out.client_id;
         let leave = |out_of_turn: bool| {
-            lock(&b.state).leave(ticket, keys);
+            let mut st = lock(&b.state);
+            st.leave(ticket, keys);
+            st.blocked.remove(&client);
+            drop(st);
             b.waiting.fetch_sub(1, Ordering::AcqRel);
             if out_of_turn {
                 // Those behind may be first now.
@@ -309,7 +333,13 @@ impl Server {
                 }
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            let unblocked = lock(&b.state).blocked.get(&client).copied().flatten();
+            if unblocked == Some(true) {
+                leave(true);
+                out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                return Ok(());
+            }
+            if unblocked == Some(false) || deadline.is_some_and(|d| now >= d) {
                 leave(true);
                 out.null_array();
                 return Ok(());

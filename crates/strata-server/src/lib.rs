@@ -509,6 +509,7 @@ impl Server {
         // reply buffer for the connection's life (its sink made once: no descriptor
         // duplicated per batch).
         let mut out = Out::new(s.resp3);
+        out.client_id = id;
         // What spills goes to the connection, after the sync `--sync=always` owes the
         // replies (this thread's writes: the same thread runs the sink).
         if let Ok(mut w) = stream.try_clone() {
@@ -1248,13 +1249,32 @@ impl Server {
             // Library name and version (redis-py, go-redis send them on connect): noted by
             // Redis, nothing to do here.
             "SETINFO" if argc == 4 => out.simple("OK"),
-            "ID" | "GETNAME" | "SETNAME" | "LIST" | "INFO" | "SETINFO" => out.error(&format!(
-                "ERR wrong number of arguments for 'client|{}' command",
-                sub.to_ascii_lowercase()
-            )),
+            // Ends a blocked client's wait as its timeout would, or with an error.
+            "UNBLOCK" if argc == 3 || argc == 4 => {
+                let error = match args.get(3).map(|a| upper(a)).as_deref() {
+                    None | Some("TIMEOUT") => false,
+                    Some("ERROR") => true,
+                    Some(_) => {
+                        out.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                        return;
+                    }
+                };
+                match parse_i64(&args[2]) {
+                    Some(id) => {
+                        out.int((id >= 0 && self.blocking.unblock(id as u64, error)) as i64)
+                    }
+                    None => out.error("ERR value is not an integer or out of range"),
+                }
+            }
+            "ID" | "GETNAME" | "SETNAME" | "LIST" | "INFO" | "SETINFO" | "UNBLOCK" => {
+                out.error(&format!(
+                    "ERR wrong number of arguments for 'client|{}' command",
+                    sub.to_ascii_lowercase()
+                ))
+            }
             _ => out.error(&format!(
                 "ERR strata-server does not implement CLIENT {sub} (it has CLIENT ID, GETNAME, \
-                 SETNAME, LIST, INFO and SETINFO)"
+                 SETNAME, LIST, INFO, SETINFO and UNBLOCK)"
             )),
         }
     }

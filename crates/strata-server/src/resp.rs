@@ -273,6 +273,8 @@ pub struct Out {
     pub alive: Option<Box<dyn Fn() -> bool + Send>>,
     /// `spill` offers the sink what has gathered again once `buf` is this long.
     next_offer: usize,
+    /// The connection's client id (CLIENT UNBLOCK names a blocked client by it).
+    pub client_id: u64,
 }
 
 /// `spill` writes out what has gathered once it passes this many bytes, as far as the
@@ -296,6 +298,7 @@ impl Out {
             errors: 0,
             alive: None,
             next_offer: SPILL_BYTES,
+            client_id: 0,
         }
     }
 

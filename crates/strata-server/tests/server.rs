@@ -2841,3 +2841,59 @@ fn sort_orders_by_value_or_pattern_gets_and_stores() {
     assert_eq!(c.cmd(&["EXISTS", "dst"]), Reply::Int(0));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn client_unblock_ends_a_wait_as_its_timeout_or_with_an_error() {
+    let dir = temp_dir("unblock");
+    let s = Server::start(&dir, &[]);
+    let mut c = s.client();
+    let mut b = s.client();
+    let Reply::Int(id) = b.cmd(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID")
+    };
+    let id = id.to_string();
+    let wait_blocked = |c: &mut Client| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let Reply::Bulk(Some(info)) = c.cmd(&["INFO", "clients"]) else {
+                panic!("INFO")
+            };
+            if String::from_utf8_lossy(&info).contains("blocked_clients:1") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the client never blocked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    for (how, reply) in [
+        (None, Reply::Null),
+        (Some("TIMEOUT"), Reply::Null),
+        (
+            Some("ERROR"),
+            Reply::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into()),
+        ),
+    ] {
+        b.send(&[b"BLPOP", b"l", b"0"]);
+        wait_blocked(&mut c);
+        let mut args = vec!["CLIENT", "UNBLOCK", id.as_str()];
+        args.extend(how);
+        assert_eq!(c.cmd(&args), Reply::Int(1));
+        assert_eq!(b.read(), reply);
+    }
+    // Not blocked: 0; not a number, or no such reason: errors.
+    assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id]), Reply::Int(0));
+    assert!(matches!(
+        c.cmd(&["CLIENT", "UNBLOCK", "x"]),
+        Reply::Error(_)
+    ));
+    assert!(matches!(
+        c.cmd(&["CLIENT", "UNBLOCK", &id, "LATER"]),
+        Reply::Error(_)
+    ));
+    // The client goes on as any: blocks, and a push serves it.
+    b.send(&[b"BLPOP", b"l", b"0"]);
+    wait_blocked(&mut c);
+    c.cmd(&["RPUSH", "l", "foo"]);
+    assert_eq!(b.read(), Reply::Array(vec![bulk("l"), bulk("foo")]));
+    std::fs::remove_dir_all(&dir).ok();
+}
