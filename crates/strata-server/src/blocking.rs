@@ -317,7 +317,20 @@ impl Server {
             }
         };
         loop {
-            let generation = lock(&b.state).generation;
+            let (generation, unblocked) = {
+                let st = lock(&b.state);
+                (st.generation, st.blocked.get(&client).copied().flatten())
+            };
+            // CLIENT UNBLOCK is final: checked before the keys are tried again.
+            if let Some(error) = unblocked {
+                leave(true);
+                if error {
+                    out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                } else {
+                    out.null_array();
+                }
+                return Ok(());
+            }
             for k in keys {
                 let first = lock(&b.state)
                     .queues
@@ -333,13 +346,7 @@ impl Server {
                 }
             }
             let now = Instant::now();
-            let unblocked = lock(&b.state).blocked.get(&client).copied().flatten();
-            if unblocked == Some(true) {
-                leave(true);
-                out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                return Ok(());
-            }
-            if unblocked == Some(false) || deadline.is_some_and(|d| now >= d) {
+            if deadline.is_some_and(|d| now >= d) {
                 leave(true);
                 out.null_array();
                 return Ok(());

@@ -501,8 +501,11 @@ impl Server {
         let mut idle_since = Instant::now();
         // Bytes the request at the front of `inbuf` needs before parsing it can succeed.
         let mut need = 0usize;
-        // A subscriber's bytes the socket has not taken yet (pub/sub messages, replies).
-        let mut unsent: Vec<u8> = Vec::new();
+        // A subscriber's bytes the socket has not taken yet (pub/sub messages, replies):
+        // once a connection has a mailbox, everything it is sent goes through here, in
+        // order (`queued`), the long replies that spill too.
+        let unsent: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let queued = Arc::new(AtomicBool::new(false));
         // Every request already buffered is answered before the replies go out
         // (pipelining: one write per batch of requests), the output flushed early once
         // it passes OUTPUT_FLUSH so that a client's replies never pile up unbounded. One
@@ -514,9 +517,22 @@ impl Server {
         // replies (this thread's writes: the same thread runs the sink).
         if let Ok(mut w) = stream.try_clone() {
             let server = Arc::clone(self);
+            let (unsent, queued) = (unsent.clone(), queued.clone());
             out.sink = Some(Box::new(move |bytes: &[u8], wait: bool| {
                 server.sync_before_reply().ok()?;
-                if wait {
+                if queued.load(Ordering::Acquire) {
+                    // Behind what the connection is owed already.
+                    let mut u = lock(&unsent);
+                    u.extend_from_slice(bytes);
+                    if !pubsub::send_some(&w, &mut u) {
+                        return None;
+                    }
+                    if wait {
+                        w.write_all(&u).ok()?;
+                        u.clear();
+                    }
+                    Some(bytes.len())
+                } else if wait {
                     w.write_all(bytes).ok().map(|()| bytes.len())
                 } else {
                     pubsub::send_now(&w, bytes)
@@ -573,12 +589,25 @@ impl Server {
                                 }
                             }
                             out.resp3 = s.resp3;
+                            let (at, drained) = (out.buf.len(), out.drained);
                             self.command(&mut s, &args, &mut out);
                             if let Some(mailbox) = &s.subs.mailbox {
                                 mailbox.set_resp3(s.resp3);
-                                // Its replies go out behind the messages not sent yet: no
-                                // more writes straight to the socket.
-                                out.sink = None;
+                                // Its replies go out behind the messages not sent yet.
+                                queued.store(true, Ordering::Release);
+                                // Messages posted while the command ran (before an
+                                // UNSUBSCRIBE took the channel away) come before its
+                                // reply, unless part of the reply has gone out already.
+                                match mailbox.take() {
+                                    Some(msgs) if out.drained == drained => {
+                                        out.buf.splice(at..at, msgs);
+                                    }
+                                    Some(msgs) => out.buf.extend_from_slice(&msgs),
+                                    None => {
+                                        write_failed = true;
+                                        break;
+                                    }
+                                }
                             }
                         }
                         if s.quit {
@@ -624,7 +653,7 @@ impl Server {
             if !out.buf.is_empty() {
                 // A subscriber's replies queue behind the messages it has not taken yet.
                 if s.subs.mailbox.is_some() {
-                    unsent.extend_from_slice(&out.buf);
+                    lock(&unsent).extend_from_slice(&out.buf);
                 } else if stream.write_all(&out.buf).is_err() {
                     break;
                 }
@@ -632,30 +661,42 @@ impl Server {
             out.buf.clear();
             if broken.is_some() || s.quit || self.shutting_down.load(Ordering::Acquire) {
                 // (What a subscriber is owed, its last reply with it, goes before the close.)
-                if !unsent.is_empty() {
-                    let _ = stream.write_all(&unsent);
+                let u = lock(&unsent);
+                if !u.is_empty() {
+                    let _ = stream.write_all(&u);
                 }
                 break;
             }
             // A subscriber waits for its socket or its mailbox, and writes what it owes
             // as the socket takes it, never blocking on a client that does not read.
             if let Some(mailbox) = s.subs.mailbox.clone() {
-                if !pubsub::send_some(&stream, &mut unsent) {
-                    break;
-                }
-                let readable = pubsub::wait(&stream, &mailbox, !unsent.is_empty());
+                let pending = {
+                    let mut u = lock(&unsent);
+                    if !pubsub::send_some(&stream, &mut u) {
+                        break;
+                    }
+                    !u.is_empty()
+                };
+                let readable = pubsub::wait(&stream, &mailbox, pending);
+                let mut u = lock(&unsent);
                 match mailbox.take() {
-                    Some(msgs) => unsent.extend_from_slice(&msgs),
+                    Some(msgs) => u.extend_from_slice(&msgs),
                     // Its messages outgrew the mailbox: closed, as Redis closes it.
                     None => break,
                 }
-                // (Past the limit a subscribed connection is closed, as Redis's pubsub
-                // output limit closes it; one that unsubscribed is held to none.)
-                if !pubsub::send_some(&stream, &mut unsent)
-                    || unsent.len() > pubsub::MAILBOX_LIMIT && s.subs.count() > 0
-                {
+                if !pubsub::send_some(&stream, &mut u) {
                     break;
                 }
+                // Past the limit a subscribed connection is closed, as Redis's pubsub
+                // output limit closes it; one that unsubscribed waits for its client, as
+                // any connection does (and reads no more meanwhile).
+                if u.len() > pubsub::MAILBOX_LIMIT {
+                    if s.subs.count() > 0 || stream.write_all(&u).is_err() {
+                        break;
+                    }
+                    u.clear();
+                }
+                drop(u);
                 if !readable {
                     // (Redis's idle timeout spares subscribers.)
                     if s.subs.count() == 0
@@ -724,7 +765,7 @@ impl Server {
                     out.simple("OK");
                 }
                 // Run at once, ending the transaction (Redis never queues it).
-                "RESET" => self.run(s, "RESET", args, out),
+                "RESET" if args.len() == 1 => self.run(s, "RESET", args, out),
                 // Refused, not queued; the transaction goes on (as in Redis).
                 "MULTI" => out.error("ERR MULTI calls can not be nested"),
                 "WATCH" => out.error("ERR WATCH inside MULTI is not allowed"),

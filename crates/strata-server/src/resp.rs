@@ -275,6 +275,8 @@ pub struct Out {
     next_offer: usize,
     /// The connection's client id (CLIENT UNBLOCK names a blocked client by it).
     pub client_id: u64,
+    /// Bytes the sink has taken from `buf` so far.
+    pub drained: u64,
 }
 
 /// `spill` writes out what has gathered once it passes this many bytes, as far as the
@@ -299,6 +301,7 @@ impl Out {
             alive: None,
             next_offer: SPILL_BYTES,
             client_id: 0,
+            drained: 0,
         }
     }
 
@@ -313,6 +316,7 @@ impl Out {
             match sink(&self.buf, wait) {
                 Some(n) => {
                     self.buf.drain(..n);
+                    self.drained += n as u64;
                 }
                 None => {
                     self.failed = true;
@@ -334,6 +338,7 @@ impl Out {
             if sink(&self.buf, true).is_none() {
                 self.failed = true;
             }
+            self.drained += self.buf.len() as u64;
             self.buf.clear();
             self.next_offer = SPILL_BYTES;
         }

@@ -178,7 +178,8 @@ impl Server {
                     o
                 }
             });
-        } else if desc && kind == ZSET {
+        } else if desc && (kind == ZSET || kind == LIST) {
+            // (Unsorted, DESC walks a list or a sorted set from its end, as Redis does.)
             items.reverse();
         }
         let n = items.len() as i64;
@@ -202,30 +203,37 @@ impl Server {
         } else {
             &items[start as usize..=end as usize]
         };
-        // The output: each element, or what each GET names for it.
-        let mut output: Vec<Option<Vec<u8>>> = Vec::with_capacity(window.len() * gets.len().max(1));
+        // The output: each element, or what each GET names for it; streamed to the reply.
+        let each = gets.len().max(1);
+        let mut output: Vec<Option<Vec<u8>>> = Vec::new();
+        if store.is_none() {
+            out.array(window.len().saturating_mul(each));
+        }
         for it in window {
+            let mut emit = |v: Option<Vec<u8>>, out: &mut Out| {
+                if store.is_some() {
+                    output.push(v);
+                    return;
+                }
+                match v {
+                    Some(v) => out.bulk(&v),
+                    None => out.null(),
+                }
+                out.spill();
+            };
             if gets.is_empty() {
-                output.push(Some(it.element.clone()));
+                emit(Some(it.element.clone()), out);
             }
             for g in &gets {
-                output.push(match named(g, &it.element) {
+                let v = match named(g, &it.element) {
                     Named::Itself => Some(it.element.clone()),
                     _ => self.sort_lookup(&ro, g, &it.element)?,
-                });
+                };
+                emit(v, out);
             }
         }
         match store {
-            None => {
-                out.array(output.len());
-                for v in &output {
-                    match v {
-                        Some(v) => out.bulk(v),
-                        None => out.null(),
-                    }
-                    out.spill();
-                }
-            }
+            None => {}
             Some(dst) => {
                 let old = self.lookup_for_update(&dst)?;
                 let mut m = Meta::collection(LIST, self.new_version()?);

@@ -2827,6 +2827,11 @@ fn publish_reaches_subscribers_of_channels_and_patterns_only() {
         arr(&[bulk("subscribe"), bulk("c"), Reply::Int(1)])
     );
     assert_eq!(r3.cmd(&["SET", "k", "v"]), ok());
+    // (NUMSUB: a flat array under RESP3 too.)
+    assert_eq!(
+        r3.cmd(&["PUBSUB", "NUMSUB", "c"]),
+        arr(&[bulk("c"), Reply::Int(1)])
+    );
     assert_eq!(publ.cmd(&["PUBLISH", "c", "m"]), Reply::Int(1));
     assert_eq!(r3.read(), arr(&[bulk("message"), bulk("c"), bulk("m")]));
     assert_eq!(r3.cmd(&["RESET"]), Reply::Simple("RESET".into()));
@@ -2955,6 +2960,10 @@ fn sort_orders_by_value_or_pattern_gets_and_stores() {
         strs(&["10", "n10"])
     );
     // A pattern without `*` leaves the list's order; a missing key is nil.
+    assert_eq!(
+        c.cmd(&["SORT", "l", "BY", "nosort", "DESC", "LIMIT", "1", "2"]),
+        strs(&["1", "10"])
+    );
     assert_eq!(
         c.cmd(&["SORT", "l", "BY", "nosort"]),
         strs(&["3", "10", "1", "2"])
