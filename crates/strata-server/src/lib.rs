@@ -790,6 +790,7 @@ impl Server {
     /// Runs one command (`name` in capitals) and counts it in INFO commandstats.
     fn run(&self, s: &mut Session, name: &str, args: &[Vec<u8>], out: &mut Out) {
         let (began, errors) = (Instant::now(), out.errors);
+        let (reply_at, drained) = (out.buf.len(), out.drained);
         let name = name.to_string();
         let r: strata::Result<()> = (|| {
             if self.connection_command(s, &name, args, out)?
@@ -822,7 +823,15 @@ impl Server {
             Ok(())
         })();
         if let Err(e) = r {
-            out.error(&format!("ERR strata: {e}"));
+            // A reply begun before the failure is taken back (an error after an array's
+            // header would leave the client reading a reply that never ends); if part of
+            // it has gone out already, the connection is closed instead.
+            if out.drained == drained && out.buf.len() >= reply_at {
+                out.buf.truncate(reply_at);
+                out.error(&format!("ERR strata: {e}"));
+            } else {
+                out.failed = true;
+            }
         }
         if let Some(i) = admin::index(&name) {
             let [calls, usec, failed] = &self.command_stats[i];
