@@ -527,7 +527,9 @@ impl Server {
                     if !pubsub::send_some(&w, &mut u) {
                         return None;
                     }
-                    if wait {
+                    // (Past SPILL_WAIT_BYTES owed, it waits for the client as any
+                    // connection's long reply does.)
+                    if wait || u.len() >= resp::SPILL_WAIT_BYTES {
                         w.write_all(&u).ok()?;
                         u.clear();
                     }
@@ -595,11 +597,23 @@ impl Server {
                                 mailbox.set_resp3(s.resp3);
                                 // Its replies go out behind the messages not sent yet.
                                 queued.store(true, Ordering::Release);
-                                // Messages posted while the command ran (before an
-                                // UNSUBSCRIBE took the channel away) come before its
-                                // reply, unless part of the reply has gone out already.
+                                // Messages posted while an UNSUBSCRIBE (or RESET) ran, before
+                                // it took the channel away, come before its reply (a RESP2
+                                // client out of subscribed mode would take one for the reply
+                                // to its next command); after any other command's (a
+                                // SUBSCRIBE's confirmation comes before the channel's first
+                                // message), or if part of the reply has gone out already.
+                                let before = matches!(
+                                    upper(&args[0]).as_str(),
+                                    "UNSUBSCRIBE" | "PUNSUBSCRIBE" | "RESET"
+                                );
                                 match mailbox.take() {
-                                    Some(msgs) if out.drained == drained => {
+                                    Some(msgs)
+                                        if before
+                                            && !out.failed
+                                            && out.drained == drained
+                                            && at <= out.buf.len() =>
+                                    {
                                         out.buf.splice(at..at, msgs);
                                     }
                                     Some(msgs) => out.buf.extend_from_slice(&msgs),

@@ -320,6 +320,7 @@ impl Out {
                 }
                 None => {
                     self.failed = true;
+                    self.drained += self.buf.len() as u64;
                     self.buf.clear();
                 }
             }

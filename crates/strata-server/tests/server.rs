@@ -3051,3 +3051,53 @@ fn client_unblock_ends_a_wait_as_its_timeout_or_with_an_error() {
     assert_eq!(b.read(), Reply::Array(vec![bulk("l"), bulk("foo")]));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Under a stream of messages, a SUBSCRIBE's confirmation comes before the channel's first
+/// message, and nothing of the channel comes after an UNSUBSCRIBE's reply (a RESP2 client
+/// back out of subscribed mode would read it as the reply to its next command).
+#[test]
+fn subscription_replies_stay_in_order_under_a_stream_of_messages() {
+    let dir = temp_dir("pubsub-order");
+    let s = Server::start(&dir, &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let publisher = {
+        let (port, stop) = (s.port, stop.clone());
+        std::thread::spawn(move || {
+            let mut p = Client::connect(port);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                p.cmd(&["PUBLISH", "c", "m"]);
+            }
+        })
+    };
+    let mut sub = s.client();
+    for round in 0..30 {
+        sub.send(&[b"SUBSCRIBE", b"c"]);
+        assert_eq!(
+            sub.read(),
+            Reply::Array(vec![bulk("subscribe"), bulk("c"), Reply::Int(1)]),
+            "round {round}: the confirmation first"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        sub.send(&[b"UNSUBSCRIBE", b"c"]);
+        loop {
+            match sub.read() {
+                Reply::Array(v) if v[0] == bulk("message") => {}
+                r => {
+                    assert_eq!(
+                        r,
+                        Reply::Array(vec![bulk("unsubscribe"), bulk("c"), Reply::Int(0)])
+                    );
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            sub.cmd(&["PING"]),
+            Reply::Simple("PONG".into()),
+            "round {round}: nothing after the unsubscribe"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    publisher.join().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
