@@ -42,11 +42,19 @@ fn named(pattern: &[u8], element: &[u8]) -> Named {
     Named::Key(key, arrow.map(|i| pattern[i + 2..].to_vec()))
 }
 
-/// A number as SORT reads it (strtod's forms, not NaN).
+/// A number as SORT reads it, as Redis's strtod does: leading blanks skipped, the empty
+/// string 0, not NaN, not out of range (an infinity only when written as one).
 fn number(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?;
+    let s = std::str::from_utf8(b).ok()?.trim_start();
+    if s.is_empty() {
+        return Some(0.0);
+    }
     let x: f64 = s.parse().ok()?;
-    (!x.is_nan()).then_some(x)
+    let written_infinite = s
+        .trim_start_matches(['+', '-'])
+        .to_ascii_lowercase()
+        .starts_with("inf");
+    (!x.is_nan() && (x.is_finite() || written_infinite)).then_some(x)
 }
 
 struct Item {
@@ -164,8 +172,10 @@ impl Server {
         if !dontsort {
             items.sort_by(|a, b| {
                 let o = if !alpha {
+                    // (-0 and 0 are equal, as in C; no NaN reaches here.)
                     a.score
-                        .total_cmp(&b.score)
+                        .partial_cmp(&b.score)
+                        .unwrap_or(std::cmp::Ordering::Equal)
                         .then_with(|| a.element.cmp(&b.element))
                 } else if by.is_some() {
                     a.by.cmp(&b.by)
@@ -324,5 +334,9 @@ mod tests {
         assert_eq!(number(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(number(b"abc"), None);
         assert_eq!(number(b"nan"), None);
+        assert_eq!(number(b""), Some(0.0));
+        assert_eq!(number(b" 2"), Some(2.0));
+        assert_eq!(number(b"1e400"), None);
+        assert_eq!(number(b"+inf"), Some(f64::INFINITY));
     }
 }
