@@ -2756,6 +2756,16 @@ mod kill_loop {
     fn wisckey() {
         run("wisckey");
     }
+
+    #[test]
+    fn blob() {
+        run("blob");
+    }
+
+    #[test]
+    fn ohdb_l0p() {
+        run("ohdb-l0p");
+    }
 }
 
 #[test]
