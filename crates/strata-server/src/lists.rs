@@ -58,7 +58,7 @@ impl Server {
     }
 
     /// The items of list `m` (key `k`) at indexes [from, to), read through `ro`, to `each`.
-    pub(crate) fn walk_items(
+    fn walk_items(
         &self,
         ro: &strata::ReadOptions,
         k: &[u8],
@@ -81,17 +81,15 @@ impl Server {
         it.status()
     }
 
-    /// Every item of list `m`, in order.
-    fn all_items(&self, k: &[u8], m: &Meta) -> strata::Result<Vec<Vec<u8>>> {
+    /// Every item of list `m`, in order, read through `ro`.
+    pub(crate) fn all_items(
+        &self,
+        ro: &strata::ReadOptions,
+        k: &[u8],
+        m: &Meta,
+    ) -> strata::Result<Vec<Vec<u8>>> {
         let mut items = Vec::with_capacity(m.count as usize);
-        self.walk_items(
-            &strata::ReadOptions::default(),
-            k,
-            m,
-            0,
-            m.count,
-            &mut |v| items.push(v.to_vec()),
-        )?;
+        self.walk_items(ro, k, m, 0, m.count, &mut |v| items.push(v.to_vec()))?;
         Ok(items)
     }
 
@@ -322,10 +320,7 @@ impl Server {
                 };
                 // The count and the items from one snapshot: the header goes first and
                 // the items follow in pieces (`Out::spill`).
-                let ro = strata::ReadOptions {
-                    snapshot: Some(self.db.snapshot()),
-                    ..Default::default()
-                };
+                let ro = self.snapshot_reads();
                 match self.list_at(&ro, &args[1])? {
                     Err(()) => out.error(WRONGTYPE),
                     Ok(None) => out.array(0),
@@ -408,7 +403,7 @@ impl Server {
                     }
                     Some(m) => m,
                 };
-                let items = self.all_items(k, &m)?;
+                let items = self.all_items(&strata::ReadOptions::default(), k, &m)?;
                 let most = if count == 0 {
                     usize::MAX
                 } else {
@@ -470,7 +465,7 @@ impl Server {
                     }
                     Some(m) => m,
                 };
-                let items = self.all_items(k, &m)?;
+                let items = self.all_items(&strata::ReadOptions::default(), k, &m)?;
                 let Some(pivot) = items.iter().position(|v| *v == args[3]) else {
                     out.int(-1);
                     return Ok(true);
@@ -726,7 +721,7 @@ impl Server {
             }
             Ok(Some(m)) => m,
         };
-        let items = self.all_items(&args[1], &m)?;
+        let items = self.all_items(&strata::ReadOptions::default(), &args[1], &m)?;
         let len = items.len();
         let want = match count {
             None => 1,

@@ -153,7 +153,7 @@ impl Server {
                         }
                     },
                 };
-                mailbox.resp3.store(s.resp3, Ordering::Relaxed);
+                mailbox.set_resp3(s.resp3);
                 let kind: &[u8] = if pattern { b"psubscribe" } else { b"subscribe" };
                 for ch in &args[1..] {
                     let new = if pattern {

@@ -49,10 +49,7 @@ impl Server {
         keys: &[Vec<u8>],
         out: &mut Out,
     ) -> strata::Result<Option<Vec<Vec<Vec<u8>>>>> {
-        let ro = strata::ReadOptions {
-            snapshot: Some(self.db.snapshot()),
-            ..Default::default()
-        };
+        let ro = self.snapshot_reads();
         let mut records = Vec::with_capacity(keys.len());
         for k in keys {
             match self.lookup_in(&ro, k)? {
@@ -303,10 +300,7 @@ impl Server {
         let ro = if pop {
             strata::ReadOptions::default()
         } else {
-            strata::ReadOptions {
-                snapshot: Some(self.db.snapshot()),
-                ..Default::default()
-            }
+            self.snapshot_reads()
         };
         let m = match if pop {
             self.lookup_for_update(k)?

@@ -122,10 +122,7 @@ impl Server {
         let _g = store
             .as_ref()
             .map(|d| lock(&self.stripes[stripe_of(&record_key(d))]));
-        let ro = strata::ReadOptions {
-            snapshot: Some(self.db.snapshot()),
-            ..Default::default()
-        };
+        let ro = self.snapshot_reads();
         let k = &args[1];
         let (elements, kind) = match self.lookup_in(&ro, k)? {
             None => (Vec::new(), LIST),
@@ -267,11 +264,7 @@ impl Server {
         m: &Meta,
     ) -> strata::Result<Option<Vec<Vec<u8>>>> {
         Ok(Some(match m.kind {
-            LIST => {
-                let mut v = Vec::with_capacity(m.count as usize);
-                self.walk_items(ro, k, m, 0, m.count, &mut |x| v.push(x.to_vec()))?;
-                v
-            }
+            LIST => self.all_items(ro, k, m)?,
             SET => self.members(ro, k, m)?,
             ZSET => self
                 .zset_all(ro, k, m)?

@@ -449,10 +449,7 @@ impl Server {
                 let Some(r) = parse_range(name, &args[2..], false, out) else {
                     return Ok(true);
                 };
-                let ro = strata::ReadOptions {
-                    snapshot: Some(self.db.snapshot()),
-                    ..Default::default()
-                };
+                let ro = self.snapshot_reads();
                 let Some(m) = self.zset_read(&ro, &args[1], out)? else {
                     return Ok(true);
                 };
@@ -473,10 +470,7 @@ impl Server {
                 // a write between the read and the store would be lost), the source read
                 // from one snapshot.
                 let _g = lock(&self.stripes[stripe_of(&record_key(&args[1]))]);
-                let ro = strata::ReadOptions {
-                    snapshot: Some(self.db.snapshot()),
-                    ..Default::default()
-                };
+                let ro = self.snapshot_reads();
                 let items = {
                     let Some(m) = self.zset_read(&ro, &args[2], out)? else {
                         return Ok(true);
@@ -877,10 +871,7 @@ impl Server {
         }
         // The record and its members from one snapshot (a ZREM between two reads would
         // leave a record without members).
-        let ro = strata::ReadOptions {
-            snapshot: Some(self.db.snapshot()),
-            ..Default::default()
-        };
+        let ro = self.snapshot_reads();
         let Some(m) = self.zset_read(&ro, &args[1], out)? else {
             return Ok(());
         };
@@ -1010,10 +1001,7 @@ impl Server {
         // between the read and the store would be lost).
         let _g = store.then(|| lock(&self.stripes[stripe_of(&record_key(&args[1]))]));
         // Every input from one snapshot; a wrong type anywhere is an error.
-        let ro = strata::ReadOptions {
-            snapshot: Some(self.db.snapshot()),
-            ..Default::default()
-        };
+        let ro = self.snapshot_reads();
         let mut inputs: Vec<BTreeMap<Vec<u8>, f64>> = Vec::with_capacity(numkeys);
         for k in keys {
             let set = match self.lookup_in(&ro, k)? {
