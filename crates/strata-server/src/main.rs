@@ -52,6 +52,20 @@ fn apply_options(opts: &mut strata::Options, m: &clap::ArgMatches) -> Result<(),
         let Some((name, value)) = flag.split_once('=') else {
             return Err(format!("--option {flag}: expected NAME=VALUE"));
         };
+        // Options of one open, not of the database: the open records its options in the
+        // OPTIONS file, and these would then hold for every later open (a rescue's
+        // recovery mode losing writes at later damage without a word; error_if_exists
+        // refusing every start). Their tool is `strata` (and `strata repair`).
+        if matches!(
+            name.trim(),
+            "wal_recovery_mode" | "error_if_exists" | "create_if_missing" | "migrate_l0_layout"
+        ) {
+            return Err(format!(
+                "--option {flag}: {} is an option of one open, which the server would record \
+                 for every later one; open with the strata tool for that",
+                name.trim()
+            ));
+        }
         opts.set(name.trim(), value)
             .map_err(|e| format!("--option {flag}: {e}"))?;
     }

@@ -3111,3 +3111,29 @@ fn subscription_replies_stay_in_order_under_a_stream_of_messages() {
     publisher.join().unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn options_that_hold_for_one_open_or_do_not_parse_are_refused_before_anything_is_written() {
+    for bad in [
+        "wal_recovery_mode=PointInTime",
+        "error_if_exists=true",
+        "write_buffer_size=lots",
+        "no_such_option=1",
+        "write_buffer_size",
+    ] {
+        let dir = temp_dir("bad-option");
+        let out = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--port", "0", "--option", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--option"),
+            "{bad}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!dir.exists(), "{bad}: the refused start wrote {dir:?}");
+    }
+}

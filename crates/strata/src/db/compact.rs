@@ -269,20 +269,22 @@ fn execute(db: &DbInner, c: &Compaction) -> Result<()> {
         let written: Vec<u64> = out.new_value_files.iter().map(|f| f.number).collect();
         edit.new_value_files = out.new_value_files;
         edit.value_garbage = out.dropped_values.into_records();
-        if c.l0_part.is_some() {
-            let inputs: Vec<FileNumber> = edit.deleted_files.iter().map(|d| d.1).collect();
-            if let Err(e) = db.list_before_edit(&inputs) {
-                lock(&db.versions).release_outputs(&outputs);
-                return Err(e);
-            }
-        }
         // A filter may decide from the database's current state (strata-server's reads
         // the record of the collection an element belongs to), which may hold writes not
         // synced yet: those are made durable before the record that makes the removals
         // durable, or a power cut could keep the removals and lose the write they followed
-        // from (docs/design/compaction-filters.md, "Durability of a filter's result").
+        // from (docs/design/compaction-filters.md, "Durability of a filter's result"). Before
+        // the obsolete list too: a repair after a cut takes the outputs for the inputs it
+        // lists.
         if filtered {
             if let Err(e) = super::write::sync_wal_unqueued(db) {
+                lock(&db.versions).release_outputs(&outputs);
+                return Err(e);
+            }
+        }
+        if c.l0_part.is_some() {
+            let inputs: Vec<FileNumber> = edit.deleted_files.iter().map(|d| d.1).collect();
+            if let Err(e) = db.list_before_edit(&inputs) {
                 lock(&db.versions).release_outputs(&outputs);
                 return Err(e);
             }

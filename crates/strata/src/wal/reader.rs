@@ -231,8 +231,9 @@ impl LogReader {
 
     /// Reads on to the end; if it met damage before the tail (a `Corrupt` event that more
     /// records follow), the offset just past the last whole, checksum-valid record in the
-    /// log, wherever it is (reading goes on at the next block after damage, past records in
-    /// the rest of the damaged one: those count too). The reader is spent after it.
+    /// log, or the first fragment of one, wherever it is (reading goes on at the next block
+    /// after damage, past records in the rest of the damaged one: those count too). The
+    /// reader is spent after it.
     pub fn records_end_past_damage(&mut self) -> Option<u64> {
         let mut damaged = false;
         let mut end = 0;
@@ -257,7 +258,14 @@ impl LogReader {
                     end = end.max(e);
                     at = e;
                 }
-                None => at = p + 1,
+                // A record's first fragment whole and the rest not (torn, or damaged):
+                // the bytes before its end were final too, and a cut there keeps the
+                // damage before it in view, where a cut before the damage hid it.
+                None => {
+                    let len = usize::from(u16::from_le_bytes([self.data[p + 4], self.data[p + 5]]));
+                    end = end.max(p + HEADER_SIZE + len);
+                    at = p + 1;
+                }
             }
         }
         Some(end as u64)

@@ -474,3 +474,27 @@ fn the_records_end_past_damage_counts_records_later_in_the_damaged_block() {
     let mut r = LogReader::new(write_records(&records));
     assert_eq!(r.records_end_past_damage(), None);
 }
+
+/// Damage followed only by a record cut short (its first fragment whole, the rest never
+/// written): the end past the damage reaches that fragment's end, so a cut there keeps the
+/// damage in view (a cut before the damage made a damaged log read clean).
+#[test]
+fn the_records_end_past_damage_reaches_a_torn_record_after_it() {
+    let mut records: Vec<Vec<u8>> = (0..6u8).map(|i| vec![b'a' + i; 100]).collect();
+    records.push(vec![b'z'; 40 << 10]);
+    let mut data = write_records(&records);
+    // Record 5's payload damaged; record 6 torn: only its first fragment (block 0) stays.
+    data[5 * (HEADER_SIZE + 100) + HEADER_SIZE + 5] ^= 0x40;
+    data.truncate(BLOCK_SIZE);
+    let mut r = LogReader::new(data.clone());
+    let end = r.records_end_past_damage().unwrap() as usize;
+    assert_eq!(end, BLOCK_SIZE);
+    // The cut still reads as damage before records, not as a clean log.
+    let events = read_back(data[..end].to_vec());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, LogEvent::Corrupt { at_tail: false, .. })),
+        "{events:?}"
+    );
+}
