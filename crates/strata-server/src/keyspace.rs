@@ -349,7 +349,6 @@ impl Server {
             .and_then(|v| Meta::decode(&v)))
     }
 
-    /// The key's live record (None: no such key, or it has expired).
     /// Reads from one snapshot of the database, taken now (a record and its elements read
     /// through it agree).
     pub(crate) fn snapshot_reads(&self) -> strata::ReadOptions {
@@ -359,6 +358,7 @@ impl Server {
         }
     }
 
+    /// The key's live record (None: no such key, or it has expired).
     pub(crate) fn lookup(&self, k: &[u8]) -> strata::Result<Option<Meta>> {
         self.lookup_in(&strata::ReadOptions::default(), k)
     }
